@@ -1,0 +1,74 @@
+# farm: the same commands for people and CI.
+#   make demo   installs what is missing, starts virtual phones, runs the LSTM-under-GPU-load study,
+#               writes the report and prints where it is
+#   make test   installs what is missing and runs the whole test suite (unit, integration, e2e)
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+FARM := $(VENV)/bin/farm
+ABI ?= $(shell uname -m)
+APT_PACKAGES := adb pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo bubblewrap openssh-server \
+                iproute2 gcc make libclblast-dev
+STAMP := $(VENV)/.farm-setup-stamp
+
+.PHONY: help setup system-packages venv kernels agents test test-unit lint bench demo clean
+
+help:
+	@echo "make demo    start virtual phones, run experiments/lstm_gpu_load.yaml (quick), write the report"
+	@echo "make test    run all tests (installs what is missing first)"
+	@echo "make setup   install Debian packages, create .venv, build kernels/ and device_agents/"
+	@echo "make lint    ruff + mypy"
+	@echo "make bench   benchmarks (printed as tables, saved under results/bench/)"
+	@echo "make kernels build the benchmark programs and device agents for this ABI ($(ABI))"
+	@echo "make clean   remove builds, the venv and results"
+
+# Installs only the Debian packages that are missing; needs root (or sudo) only when something is.
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(STAMP): pyproject.toml
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+setup: system-packages venv kernels
+
+kernels agents:
+	$(MAKE) -C kernels ABI=$(ABI)
+	$(MAKE) -C device_agents ABI=$(ABI)
+
+test: setup
+	$(PY) -m pytest -q tests
+
+test-unit: venv
+	$(PY) -m pytest -q tests/unit
+
+lint: venv
+	$(VENV)/bin/ruff check farm tests
+	$(VENV)/bin/ruff format --check farm tests
+	$(VENV)/bin/mypy
+
+bench: setup
+	@mkdir -p results/bench
+	@set -e; for f in tests/bench/bench_*.py; do echo "== $$f"; $(PY) $$f; done
+
+demo: setup
+	$(PY) -m farm.demo
+
+clean:
+	-$(MAKE) -C kernels clean
+	-$(MAKE) -C device_agents clean
+	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,1 @@
+"""Shared pytest configuration. Fixtures that start virtual phones live in tests/fixtures/."""
