@@ -1,0 +1,87 @@
+"""Phones the store knows: identity, capabilities, last health, and the charging-restore marker."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from farm.store.db import Store
+
+
+@dataclass(frozen=True)
+class ChargingMarker:
+    """Farm turned charging off on this phone; write `enable_value` to `node` to restore it."""
+
+    device_id: str
+    node: str
+    enable_value: str
+
+
+def record_device(
+    store: Store,
+    device_id: str,
+    *,
+    host: str,
+    serial: str,
+    adb_serial: str | None = None,
+    model: str | None = None,
+    abi: str | None = None,
+    capabilities: dict[str, Any] | None = None,
+    state: str | None = None,
+    battery_pct: float | None = None,
+    temperature_c: float | None = None,
+) -> None:
+    store.execute(
+        "INSERT INTO devices (device_id, host, serial, adb_serial, model, abi, capabilities_json, state, "
+        "battery_pct, temperature_c, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (device_id) DO UPDATE SET adb_serial = COALESCE(excluded.adb_serial, adb_serial), "
+        "model = COALESCE(excluded.model, model), abi = COALESCE(excluded.abi, abi), "
+        "capabilities_json = COALESCE(excluded.capabilities_json, capabilities_json), "
+        "state = COALESCE(excluded.state, state), "
+        "battery_pct = COALESCE(excluded.battery_pct, battery_pct), "
+        "temperature_c = COALESCE(excluded.temperature_c, temperature_c), last_seen = excluded.last_seen",
+        (
+            device_id,
+            host,
+            serial,
+            adb_serial,
+            model,
+            abi,
+            json.dumps(capabilities, sort_keys=True, default=str) if capabilities is not None else None,
+            state,
+            battery_pct,
+            temperature_c,
+            time.time(),
+        ),
+    )
+
+
+def mark_charging_disabled(store: Store, device_id: str, node: str, enable_value: str) -> None:
+    """Written BEFORE charging is switched off, so a crash in between still gets it restored."""
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT OR IGNORE INTO devices (device_id, host, serial, last_seen) VALUES (?, ?, ?, ?)",
+            (device_id, *device_id.split("/", 1), time.time()),
+        )
+        conn.execute(
+            "UPDATE devices SET charging_disabled = 1, charging_node = ?, charging_enable_value = ? "
+            "WHERE device_id = ?",
+            (node, enable_value, device_id),
+        )
+
+
+def clear_charging_disabled(store: Store, device_id: str) -> None:
+    store.execute("UPDATE devices SET charging_disabled = 0 WHERE device_id = ?", (device_id,))
+
+
+def charging_markers(store: Store) -> list[ChargingMarker]:
+    rows = store.query(
+        "SELECT device_id, charging_node, charging_enable_value FROM devices WHERE charging_disabled = 1"
+    )
+    return [ChargingMarker(r["device_id"], r["charging_node"], r["charging_enable_value"]) for r in rows]
+
+
+def device_rows(store: Store) -> list[dict[str, Any]]:
+    return [dict(r) for r in store.query("SELECT * FROM devices ORDER BY device_id")]

@@ -1,0 +1,321 @@
+"""Runs, attempts, metrics and events: the queries the engine and `farm status` use.
+
+Every state change is one conditional UPDATE, so a run can only move PENDING -> RUNNING when it is
+still PENDING, and a result is stored at most once (metrics are keyed by (run_id, name)).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from farm.store.db import Store
+
+
+class RunState(enum.StrEnum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+
+
+class Outcome(enum.StrEnum):
+    """How one attempt ended."""
+
+    DONE = "done"
+    FAILED = "failed"  # the benchmark failed (exit code != 0): not retried
+    TIMEOUT = "timeout"  # killed at its timeout: retried up to the limit
+    LOST = "lost"  # the phone dropped off: retried when it is back
+    INTERRUPTED = "interrupted"  # Ctrl-C or a dead farm process: back to PENDING, not counted
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """What the store needs of a planned run (adapted from the planner's Run)."""
+
+    run_id: str
+    cell_id: str
+    factors: tuple[tuple[str, Any], ...]
+    repetition: int
+    device_id: str | None
+    seq: int
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    run_id: str
+    experiment: str
+    cell_id: str
+    factors: dict[str, Any]
+    repetition: int
+    device_id: str | None
+    seq: int
+    state: RunState
+    attempts: int
+    reason: str | None
+    ran_on: str | None
+    artifacts_dir: str | None
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    value: float | None
+    unit: str
+
+
+def _row_to_run(row: Any) -> StoredRun:
+    return StoredRun(
+        run_id=row["run_id"],
+        experiment=row["experiment"],
+        cell_id=row["cell_id"],
+        factors=json.loads(row["factors_json"]),
+        repetition=row["repetition"],
+        device_id=row["device_id"],
+        seq=row["seq"],
+        state=RunState(row["state"]),
+        attempts=row["attempts"],
+        reason=row["reason"],
+        ran_on=row["ran_on"],
+        artifacts_dir=row["artifacts_dir"],
+    )
+
+
+def save_experiment(store: Store, name: str, spec_json: str, spec_sha256: str, source: str) -> None:
+    now = time.time()
+    store.execute(
+        "INSERT INTO experiments (name, spec_json, spec_sha256, source_path, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET spec_json = excluded.spec_json, "
+        "spec_sha256 = excluded.spec_sha256, source_path = excluded.source_path, "
+        "updated_at = excluded.updated_at",
+        (name, spec_json, spec_sha256, source, now, now),
+    )
+
+
+def forget_experiment_runs(store: Store, experiment: str) -> int:
+    """--fresh: drop the experiment's runs, attempts and metrics (artifacts stay on disk)."""
+    with store.transaction() as conn:
+        ids = "SELECT run_id FROM runs WHERE experiment = ?"
+        conn.execute(f"DELETE FROM metrics WHERE run_id IN ({ids})", (experiment,))
+        conn.execute(f"DELETE FROM attempts WHERE run_id IN ({ids})", (experiment,))
+        return int(conn.execute("DELETE FROM runs WHERE experiment = ?", (experiment,)).rowcount)
+
+
+def insert_planned(store: Store, experiment: str, runs: Sequence[PlannedRun]) -> int:
+    """Persist planned runs as PENDING; runs already stored keep their state. Returns rows added."""
+    now = time.time()
+    added = 0
+    with store.transaction() as conn:
+        for run in runs:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO runs (run_id, experiment, cell_id, factors_json, repetition, "
+                "device_id, seq, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?)",
+                (
+                    run.run_id,
+                    experiment,
+                    run.cell_id,
+                    json.dumps(dict(run.factors), sort_keys=True),
+                    run.repetition,
+                    run.device_id,
+                    run.seq,
+                    now,
+                ),
+            )
+            added += cursor.rowcount
+            # The order may change with the plan's seed; keep it current for PENDING runs.
+            conn.execute(
+                "UPDATE runs SET seq = ? WHERE run_id = ? AND state = 'PENDING'", (run.seq, run.run_id)
+            )
+    return added
+
+
+def list_runs(store: Store, experiment: str, states: Iterable[RunState] | None = None) -> list[StoredRun]:
+    sql = "SELECT * FROM runs WHERE experiment = ?"
+    params: list[Any] = [experiment]
+    if states is not None:
+        wanted = list(states)
+        sql += f" AND state IN ({', '.join('?' for _ in wanted)})"
+        params.extend(str(s) for s in wanted)
+    return [_row_to_run(r) for r in store.query(sql + " ORDER BY seq, run_id", params)]
+
+
+def get_run(store: Store, run_id: str) -> StoredRun | None:
+    rows = store.query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+    return _row_to_run(rows[0]) if rows else None
+
+
+def count_states(store: Store, experiment: str) -> dict[RunState, int]:
+    counts = {state: 0 for state in RunState}
+    for row in store.query(
+        "SELECT state, COUNT(*) AS n FROM runs WHERE experiment = ? GROUP BY state", (experiment,)
+    ):
+        counts[RunState(row["state"])] = row["n"]
+    return counts
+
+
+def claim(store: Store, run_id: str, execution_id: int, device_id: str, artifacts_dir: str) -> int | None:
+    """PENDING -> RUNNING on `device_id`; returns the attempt number, or None if not PENDING."""
+    now = time.time()
+    with store.transaction() as conn:
+        changed = conn.execute(
+            "UPDATE runs SET state = 'RUNNING', attempts = attempts + 1, execution_id = ?, ran_on = ?, "
+            "artifacts_dir = ?, started_at = ? WHERE run_id = ? AND state = 'PENDING'",
+            (execution_id, device_id, artifacts_dir, now, run_id),
+        ).rowcount
+        if not changed:
+            return None
+        attempt = int(conn.execute("SELECT attempts FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0])
+        conn.execute(
+            "INSERT OR REPLACE INTO attempts (run_id, attempt, device_id, execution_id, started_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (run_id, attempt, device_id, execution_id, now),
+        )
+        return attempt
+
+
+def finish(
+    store: Store,
+    run_id: str,
+    attempt: int,
+    outcome: Outcome,
+    *,
+    next_state: RunState,
+    error: str | None = None,
+    exit_code: int | None = None,
+    load_target: float | None = None,
+    load_achieved: float | None = None,
+    env: dict[str, Any] | None = None,
+    metrics: Sequence[Metric] = (),
+) -> bool:
+    """Close an attempt and move the run (RUNNING -> next_state) in one transaction.
+
+    `next_state` PENDING requeues it (retry); an INTERRUPTED attempt does not count as a try.
+    Returns False when the run was no longer RUNNING (another process reset it): nothing stored.
+    """
+    now = time.time()
+    with store.transaction() as conn:
+        uncount = 1 if outcome is Outcome.INTERRUPTED else 0
+        finished = now if next_state in (RunState.DONE, RunState.FAILED, RunState.SKIPPED) else None
+        changed = conn.execute(
+            "UPDATE runs SET state = ?, reason = ?, attempts = attempts - ?, finished_at = ?, "
+            "execution_id = NULL WHERE run_id = ? AND state = 'RUNNING' AND attempts = ?",
+            (str(next_state), error, uncount, finished, run_id, attempt),
+        ).rowcount
+        if not changed:
+            return False
+        conn.execute(
+            "UPDATE attempts SET finished_at = ?, outcome = ?, error = ?, exit_code = ?, load_target = ?, "
+            "load_achieved = ?, env_json = ? WHERE run_id = ? AND attempt = ?",
+            (
+                now,
+                str(outcome),
+                error,
+                exit_code,
+                load_target,
+                load_achieved,
+                json.dumps(env, sort_keys=True, default=str) if env is not None else None,
+                run_id,
+                attempt,
+            ),
+        )
+        _put_metrics(conn, run_id, metrics)
+        return True
+
+
+def put_metrics(store: Store, run_id: str, metrics: Sequence[Metric]) -> None:
+    """Insert or replace metrics of a run: storing the same result twice leaves one row each."""
+    with store.transaction() as conn:
+        _put_metrics(conn, run_id, metrics)
+
+
+def _put_metrics(conn: Any, run_id: str, metrics: Sequence[Metric]) -> None:
+    conn.executemany(
+        "INSERT INTO metrics (run_id, name, value, unit) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (run_id, name) DO UPDATE SET value = excluded.value, unit = excluded.unit",
+        [(run_id, m.name, m.value, m.unit) for m in metrics],
+    )
+
+
+def get_metrics(store: Store, run_id: str) -> list[Metric]:
+    rows = store.query("SELECT name, value, unit FROM metrics WHERE run_id = ? ORDER BY name", (run_id,))
+    return [Metric(r["name"], r["value"], r["unit"]) for r in rows]
+
+
+def reset_orphans(store: Store, experiment: str | None, live_execution_ids: Iterable[int]) -> list[str]:
+    """RUNNING runs held by executions not in `live_execution_ids` -> PENDING (resume after a crash).
+
+    The attempt that was in flight is closed as `interrupted` and does not count as a try.
+    """
+    live = set(live_execution_ids)
+    sql = "SELECT run_id, attempts, execution_id FROM runs WHERE state = 'RUNNING'"
+    params: list[Any] = []
+    if experiment is not None:
+        sql += " AND experiment = ?"
+        params.append(experiment)
+    reset: list[str] = []
+    now = time.time()
+    with store.transaction() as conn:
+        for row in conn.execute(sql, params).fetchall():
+            if row["execution_id"] in live:
+                continue
+            conn.execute(
+                "UPDATE runs SET state = 'PENDING', attempts = attempts - 1, execution_id = NULL "
+                "WHERE run_id = ? AND state = 'RUNNING'",
+                (row["run_id"],),
+            )
+            conn.execute(
+                "UPDATE attempts SET finished_at = ?, outcome = 'interrupted', "
+                "error = 'farm process died' WHERE run_id = ? AND attempt = ? AND outcome IS NULL",
+                (now, row["run_id"], row["attempts"]),
+            )
+            reset.append(row["run_id"])
+    return reset
+
+
+def add_event(
+    store: Store,
+    kind: str,
+    message: str,
+    *,
+    experiment: str | None = None,
+    run_id: str | None = None,
+    device_id: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> None:
+    store.execute(
+        "INSERT INTO events (ts, experiment, run_id, device_id, kind, message, data_json) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            time.time(),
+            experiment,
+            run_id,
+            device_id,
+            kind,
+            message,
+            json.dumps(data, default=str) if data else None,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Event:
+    ts: float
+    kind: str
+    message: str
+    run_id: str | None
+    device_id: str | None
+
+
+def recent_events(store: Store, experiment: str | None, limit: int = 20) -> list[Event]:
+    sql = "SELECT ts, kind, message, run_id, device_id FROM events"
+    params: list[Any] = []
+    if experiment is not None:
+        sql += " WHERE experiment = ?"
+        params.append(experiment)
+    rows = store.query(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
+    return [Event(r["ts"], r["kind"], r["message"], r["run_id"], r["device_id"]) for r in reversed(rows)]

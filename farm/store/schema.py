@@ -1,0 +1,169 @@
+"""The store's schema: one SQLite database (results/farm.db, WAL mode), versioned by migrations.
+
+Other packages (analysis, report, live, status) read these tables; keep them stable. A change is a
+NEW migration appended to MIGRATIONS (never edit a shipped one): `PRAGMA user_version` holds the
+number of migrations applied.
+
+Tables (the doc of each is in TABLE_DOCS, and repeated as SQL comments):
+
+- experiments: one row per experiment name; the last loaded spec (JSON) and its hash.
+- executions: one row per `farm run` process (pid, hostname, heartbeat); owner of leases and
+  RUNNING runs, so a restarted farm can tell a dead process's work from a live one's.
+- runs: one row per planned run (stable run_id from the planner); state PENDING, RUNNING, DONE,
+  FAILED or SKIPPED; written before any phone is touched.
+- attempts: one row per try of a run on a phone (outcome, error, achieved load, environment).
+- devices: every phone ever seen, identity `host/serial`; capabilities from the probe; and the
+  "charging disabled" marker that crash recovery uses to turn charging back on.
+- metrics: per-run metrics (name, value, unit); (run_id, name) is unique so inserting the same
+  result twice is harmless.
+- events: an append-only log (faults, retries, state changes) shown by `farm status` and reports.
+- leases: which execution holds which phone, with a heartbeat; two farm processes never use one
+  phone at once.
+
+Times are UNIX seconds (REAL, UTC). JSON columns hold compact JSON text.
+"""
+
+from __future__ import annotations
+
+TABLE_DOCS: dict[str, str] = {
+    "experiments": "One row per experiment name: the last spec loaded (JSON) and its sha256.",
+    "executions": "One row per `farm run` process: pid, hostname, start/heartbeat/finish, status.",
+    "runs": (
+        "One row per planned run, keyed by the planner's stable run_id. state is PENDING, RUNNING, "
+        "DONE, FAILED or SKIPPED; attempts counts tries; reason says why FAILED/SKIPPED; "
+        "factors_json is the cell's factor assignment; device_id the phone it is bound to "
+        "(or the phone it ran on when spread over equivalent phones)."
+    ),
+    "attempts": (
+        "One row per try of a run: phone, execution, outcome (done, failed, timeout, lost, "
+        "interrupted), error text, exit code, achieved background load, environment snapshot (JSON)."
+    ),
+    "devices": (
+        "Every phone seen: device_id `host/serial`, identity, capabilities (probe JSON), last state, "
+        "battery and temperature; charging_disabled=1 with charging_node/charging_enable_value "
+        "while farm has charging off, so a restarted farm can restore it."
+    ),
+    "metrics": "Per-run metrics: (run_id, name) unique; value REAL; unit text (ms, mJ, mW, ratio...).",
+    "events": "Append-only log: time, experiment, run, phone, kind (fault, retry, state...), message.",
+    "leases": "Which execution holds which phone, with heartbeat_at; stale leases may be taken over.",
+}
+
+_V1 = """
+-- experiments: one row per experiment name; the last spec loaded (JSON) and its sha256.
+CREATE TABLE experiments (
+    name        TEXT PRIMARY KEY,
+    spec_json   TEXT NOT NULL,
+    spec_sha256 TEXT NOT NULL,
+    source_path TEXT,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL
+);
+
+-- executions: one row per `farm run` process; owner of leases and RUNNING runs.
+CREATE TABLE executions (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    experiment   TEXT,
+    pid          INTEGER NOT NULL,
+    hostname     TEXT NOT NULL,
+    argv_json    TEXT,
+    farm_version TEXT,
+    started_at   REAL NOT NULL,
+    heartbeat_at REAL NOT NULL,
+    finished_at  REAL,
+    status       TEXT NOT NULL DEFAULT 'running'   -- running | finished | interrupted | crashed
+);
+
+-- runs: one row per planned run; the unit of durability.
+CREATE TABLE runs (
+    run_id        TEXT PRIMARY KEY,
+    experiment    TEXT NOT NULL,
+    cell_id       TEXT NOT NULL,
+    factors_json  TEXT NOT NULL,
+    repetition    INTEGER NOT NULL,
+    device_id     TEXT,                 -- bound phone (host/serial); NULL = any equivalent phone
+    seq           INTEGER NOT NULL,     -- position in the planned order
+    state         TEXT NOT NULL DEFAULT 'PENDING',
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    reason        TEXT,
+    execution_id  INTEGER,              -- the execution that holds it while RUNNING
+    ran_on        TEXT,                 -- phone of the last attempt
+    artifacts_dir TEXT,                 -- relative to the results dir
+    created_at    REAL NOT NULL,
+    started_at    REAL,
+    finished_at   REAL
+);
+CREATE INDEX runs_by_experiment ON runs (experiment, state, seq);
+
+-- attempts: one row per try of a run on a phone.
+CREATE TABLE attempts (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id        TEXT NOT NULL REFERENCES runs (run_id),
+    attempt       INTEGER NOT NULL,
+    device_id     TEXT NOT NULL,
+    execution_id  INTEGER,
+    started_at    REAL NOT NULL,
+    finished_at   REAL,
+    outcome       TEXT,                 -- done | failed | timeout | lost | interrupted
+    error         TEXT,
+    exit_code     INTEGER,
+    load_target   REAL,
+    load_achieved REAL,
+    env_json      TEXT,
+    UNIQUE (run_id, attempt)
+);
+
+-- devices: every phone seen; charging_disabled marks phones farm must restore.
+CREATE TABLE devices (
+    device_id              TEXT PRIMARY KEY,  -- host/serial
+    host                   TEXT NOT NULL,
+    serial                 TEXT NOT NULL,
+    adb_serial             TEXT,
+    model                  TEXT,
+    abi                    TEXT,
+    capabilities_json      TEXT,
+    state                  TEXT,
+    battery_pct            REAL,
+    temperature_c          REAL,
+    last_seen              REAL,
+    charging_disabled      INTEGER NOT NULL DEFAULT 0,
+    charging_node          TEXT,
+    charging_enable_value  TEXT
+);
+
+-- metrics: per-run metrics, idempotent on (run_id, name).
+CREATE TABLE metrics (
+    run_id TEXT NOT NULL REFERENCES runs (run_id),
+    name   TEXT NOT NULL,
+    value  REAL,
+    unit   TEXT,
+    PRIMARY KEY (run_id, name)
+);
+
+-- events: append-only log.
+CREATE TABLE events (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts         REAL NOT NULL,
+    experiment TEXT,
+    run_id     TEXT,
+    device_id  TEXT,
+    kind       TEXT NOT NULL,
+    message    TEXT NOT NULL,
+    data_json  TEXT
+);
+CREATE INDEX events_by_experiment ON events (experiment, ts);
+
+-- leases: which execution holds which phone.
+CREATE TABLE leases (
+    device_id    TEXT PRIMARY KEY,
+    execution_id INTEGER NOT NULL,
+    pid          INTEGER NOT NULL,
+    hostname     TEXT NOT NULL,
+    acquired_at  REAL NOT NULL,
+    heartbeat_at REAL NOT NULL
+);
+"""
+
+# Append only. Index i holds the SQL that takes user_version i to i + 1.
+MIGRATIONS: tuple[str, ...] = (_V1,)
+
+SCHEMA_VERSION = len(MIGRATIONS)
