@@ -1,0 +1,226 @@
+"""Per-run metrics: pure functions from a run's parsed artifacts to named values with units.
+
+The orchestrator calls `compute_run_metrics` after it has pulled a run's artifacts: the benchmark's
+JSON Lines events, the sampler trace (farm.telemetry.trace; anything with `.series(name)`), the
+phone's battery calibration, the idle baseline measured on this phone in this session, and the
+cell's target GPU load. Metrics whose inputs are missing (no battery source, no OpenCL split) are
+left out rather than reported as 0. Names carry their unit: latency_median_ms, power_mean_mw ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from farm.analysis import stats
+from farm.analysis.iterations import Iterations, measured_iterations
+from farm.analysis.power import BatteryCalibration, battery_power, energy_mj, mean_power_mw
+from farm.analysis.series import DEFAULT_SOURCES, Series, SourceNames, TraceLike
+
+# Achieved GPU load within this many percentage points of the target counts as reached.
+GPU_LOAD_TOLERANCE_PP = 5.0
+# A GPU clock that falls this far below the highest clock seen earlier under load is throttling.
+THROTTLE_DROP_FRACTION = 0.10
+# Samples with GPU busy at least this are "under load" for throttling detection.
+UNDER_LOAD_BUSY = 0.5
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    value: float
+    unit: str
+
+
+def latency_metrics(iterations: Iterations) -> list[Metric]:
+    summary = stats.summarise(iterations.latency_ms)
+    metrics = [
+        Metric("iterations_measured", float(summary.count), "count"),
+        Metric("latency_median_ms", summary.median, "ms"),
+        Metric("latency_mean_ms", summary.mean, "ms"),
+        Metric("latency_std_ms", summary.std, "ms"),
+        Metric("latency_mad_ms", summary.mad, "ms"),
+        Metric("latency_median_ci_low_ms", summary.median_ci.low, "ms"),
+        Metric("latency_median_ci_high_ms", summary.median_ci.high, "ms"),
+    ]
+    metrics += [Metric(f"latency_p{q:g}_ms", value, "ms") for q, value in summary.percentiles.items()]
+    start_ns, end_ns = iterations.window_ns
+    if end_ns > start_ns:
+        metrics.append(Metric("throughput_per_s", len(iterations) / ((end_ns - start_ns) / 1e9), "1/s"))
+    return metrics
+
+
+def opencl_metrics(iterations: Iterations) -> list[Metric]:
+    parts = {"h2d": iterations.h2d_ns, "kernel": iterations.kernel_ns, "d2h": iterations.d2h_ns}
+    metrics = [
+        Metric(f"opencl_{name}_total_ms", float(np.sum(values)) / 1e6, "ms")
+        for name, values in parts.items()
+        if values is not None
+    ]
+    if all(values is not None for values in parts.values()):
+        moved = float(np.sum(parts["h2d"]) + np.sum(parts["d2h"]))  # type: ignore[arg-type]
+        total = moved + float(np.sum(parts["kernel"]))  # type: ignore[arg-type]
+        if total > 0:
+            metrics.append(Metric("data_movement_share", moved / total, "fraction"))
+    return metrics
+
+
+def energy_metrics(
+    power_mw: Series, iterations: Iterations, idle_power_mw: float | None, *, trailing: bool
+) -> list[Metric]:
+    start_ns, end_ns = iterations.window_ns
+    if end_ns <= start_ns:
+        return []
+    duration_s = (end_ns - start_ns) / 1e9
+    gross_mj = energy_mj(power_mw, start_ns, end_ns, trailing=trailing)
+    metrics = [
+        Metric("power_mean_mw", mean_power_mw(power_mw, start_ns, end_ns, trailing=trailing), "mW"),
+        Metric("energy_total_mj", gross_mj, "mJ"),
+        Metric("energy_per_inference_gross_mj", gross_mj / len(iterations), "mJ"),
+    ]
+    if idle_power_mw is not None:
+        net_mj = gross_mj - idle_power_mw * duration_s
+        metrics += [
+            Metric("power_idle_mw", idle_power_mw, "mW"),
+            Metric("energy_net_mj", net_mj, "mJ"),
+            Metric("energy_per_inference_mj", net_mj / len(iterations), "mJ"),
+        ]
+    return metrics
+
+
+def _as_fraction(busy: np.ndarray) -> np.ndarray:
+    """GPU busy as 0..1, whether the trace holds fractions or percentages."""
+    return busy / 100.0 if busy.size and float(np.max(busy)) > 1.5 else busy
+
+
+def gpu_load_metrics(busy: Series, start_ns: int, end_ns: int, target: float | None) -> list[Metric]:
+    window = busy.within(start_ns, end_ns)
+    if len(window) == 0:
+        return []
+    load = _as_fraction(window.values)
+    achieved = float(np.mean(load))
+    metrics = [
+        Metric("gpu_load_mean", achieved, "fraction"),
+        Metric("gpu_load_std", stats.std(load), "fraction"),
+    ]
+    if target is not None:
+        error_pp = (achieved - target) * 100.0
+        metrics += [
+            Metric("gpu_load_target", target, "fraction"),
+            Metric("gpu_load_error_pp", error_pp, "pp"),
+            Metric("gpu_load_reached", float(abs(error_pp) <= GPU_LOAD_TOLERANCE_PP), "bool"),
+        ]
+    return metrics
+
+
+def _to_mhz(freq: np.ndarray) -> np.ndarray:
+    """GPU clocks arrive in Hz (kgsl devfreq), kHz (Trepn, MediaTek) or MHz (clock_mhz)."""
+    top = float(np.max(freq)) if freq.size else 0.0
+    if top > 1e7:
+        return freq / 1e6
+    if top > 1e4:
+        return freq / 1e3
+    return freq
+
+
+def throttling_metrics(freq: Series, busy: Series | None, start_ns: int, end_ns: int) -> list[Metric]:
+    window = freq.within(start_ns, end_ns)
+    if len(window) == 0:
+        return []
+    mhz = _to_mhz(window.values)
+    running_max = np.maximum.accumulate(mhz)
+    under_load = np.ones(mhz.size, dtype=bool)
+    if busy is not None and len(busy) > 0:
+        index = np.clip(np.searchsorted(busy.t_ns, window.t_ns, side="right") - 1, 0, len(busy) - 1)
+        under_load = _as_fraction(busy.values)[index] >= UNDER_LOAD_BUSY
+    ratios = np.where(under_load & (running_max > 0), mhz / np.where(running_max > 0, running_max, 1), 1.0)
+    drop = float(1.0 - np.min(ratios))
+    return [
+        Metric("gpu_freq_max_mhz", float(np.max(mhz)), "MHz"),
+        Metric("gpu_freq_mean_mhz", float(np.mean(mhz)), "MHz"),
+        Metric("gpu_freq_drop_pct", drop * 100.0, "%"),
+        Metric("throttled", float(drop >= THROTTLE_DROP_FRACTION), "bool"),
+    ]
+
+
+def _value_at(series: Series, t_ns: int) -> float:
+    """The last sample at or before t_ns (the first one if all are later)."""
+    index = int(np.searchsorted(series.t_ns, t_ns, side="right")) - 1
+    return float(series.values[max(index, 0)])
+
+
+def _to_celsius(values: np.ndarray) -> np.ndarray:
+    """Thermal zones report m°C (ABI), 0.1 °C (battery temp) or °C; phones live in 0..150 °C."""
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    if top > 1500:
+        return values / 1000.0
+    if top > 150:
+        return values / 10.0
+    return values
+
+
+def temperature_metrics(temp: Series, start_ns: int, end_ns: int) -> list[Metric]:
+    celsius = Series(temp.t_ns, _to_celsius(temp.values))
+    inside = celsius.within(start_ns, end_ns).values
+    start_c = _value_at(celsius, start_ns)
+    end_c = _value_at(celsius, end_ns)
+    max_c = max([start_c, end_c, *inside.tolist()])
+    return [
+        Metric("temperature_start_c", start_c, "°C"),
+        Metric("temperature_end_c", end_c, "°C"),
+        Metric("temperature_max_c", float(max_c), "°C"),
+    ]
+
+
+def memory_metrics(rss_kb: Series, start_ns: int, end_ns: int) -> list[Metric]:
+    window = rss_kb.within(start_ns, end_ns)
+    values = window.values if len(window) else rss_kb.values
+    if values.size == 0:
+        return []
+    return [
+        Metric("rss_peak_mb", float(np.max(rss_kb.values)) / 1024.0, "MB"),
+        Metric("rss_mean_mb", float(np.mean(values)) / 1024.0, "MB"),
+    ]
+
+
+def compute_run_metrics(
+    events: Sequence[Mapping[str, Any]],
+    trace: TraceLike | None,
+    calibration: BatteryCalibration | None,
+    idle_power_mw: float | None,
+    target_gpu_load: float | None,
+    *,
+    sources: SourceNames = DEFAULT_SOURCES,
+) -> list[Metric]:
+    """Every metric one run supports. Raises ValueError if the events hold no measured iteration."""
+    iterations = measured_iterations(events)
+    if len(iterations) == 0:
+        raise ValueError("the benchmark reported no measured iteration")
+    metrics = latency_metrics(iterations) + opencl_metrics(iterations)
+    if trace is None:
+        return metrics
+    start_ns, end_ns = iterations.window_ns
+    power = battery_power(trace, calibration, sources)
+    if power is not None:
+        trailing = calibration.gauge_trailing if calibration else False
+        metrics += energy_metrics(power, iterations, idle_power_mw, trailing=trailing)
+    busy = trace.series(sources.gpu_busy)
+    if busy is not None:
+        metrics += gpu_load_metrics(busy, start_ns, end_ns, target_gpu_load)
+    freq = trace.series(sources.gpu_freq)
+    if freq is not None:
+        metrics += throttling_metrics(freq, busy, start_ns, end_ns)
+    temp = trace.series(sources.temperature)
+    if temp is not None and len(temp) > 0:
+        metrics += temperature_metrics(temp, start_ns, end_ns)
+    rss = trace.series(sources.rss)
+    if rss is not None and len(rss) > 0:
+        metrics += memory_metrics(rss, start_ns, end_ns)
+    return metrics
+
+
+def metrics_by_name(metrics: Sequence[Metric]) -> dict[str, Metric]:
+    return {metric.name: metric for metric in metrics}
