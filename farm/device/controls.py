@@ -1,0 +1,84 @@
+"""Phone controls a benchmark run needs: charging off/on through a vendor node, stay awake, screen.
+
+Charging nodes (shared/reference/adb-and-telemetry.md 4.2) need root: through adbd running as root,
+or `su`. Every write is verified by reading the node back. Nodes farm knows, with the value that
+ENABLES charging and the one that DISABLES it, are in CHARGING_NODES.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from farm.device.session import DeviceSession, quote_argv
+from farm.errors import DevicePermanentError
+
+# node path -> (value that enables charging, value that disables it)
+CHARGING_NODES: dict[str, tuple[str, str]] = {
+    "/sys/class/power_supply/battery/input_suspend": ("0", "1"),
+    "/sys/class/power_supply/battery/charging_enabled": ("1", "0"),
+    "/sys/class/power_supply/battery/battery_charging_enabled": ("1", "0"),
+    "/sys/class/power_supply/battery/charge_disable": ("0", "1"),
+    "/sys/class/power_supply/battery/charge_enabled": ("1", "0"),
+    "/sys/class/power_supply/charger/charge_enabled": ("1", "0"),
+    "/sys/class/oplus_chg/battery/mmi_charging_enable": ("1", "0"),
+    "/sys/class/power_supply/battery/batt_slate_mode": ("0", "1"),
+}
+
+
+@dataclass(frozen=True)
+class ChargingControl:
+    node: str
+    enable_value: str
+    disable_value: str
+
+
+def charging_control_for(node: str) -> ChargingControl | None:
+    values = CHARGING_NODES.get(node)
+    if values is None:
+        # Unknown vendor nodes are matched by name (the folder varies across vendors).
+        name = node.rsplit("/", 1)[-1]
+        values = next((v for k, v in CHARGING_NODES.items() if k.rsplit("/", 1)[-1] == name), None)
+    return ChargingControl(node, *values) if values else None
+
+
+_WRITE = 'printf "%s\\n" "$1" > "$2"'
+
+
+def _is_root(session: DeviceSession) -> bool:
+    result = session.shell(["id", "-u"])
+    return result.ok and result.stdout.strip() == "0"
+
+
+def write_as_root(session: DeviceSession, node: str, value: str) -> None:
+    """Write `value` to a sysfs node as root and check it reads back; DevicePermanentError if the
+    phone gives no way to do it (not rooted, SELinux)."""
+    inner = ["sh", "-c", _WRITE, "farm", value, node]
+    via_su = [["su", "-c", quote_argv(inner)], ["su", "0", *inner]]
+    attempts = [inner] if _is_root(session) else via_su
+    for argv in attempts:
+        if session.shell(argv).ok and read_node(session, node) == value:
+            return
+    raise DevicePermanentError(session.device_id, f"cannot write {node} (needs root)")
+
+
+def read_node(session: DeviceSession, node: str) -> str | None:
+    text = session.read_text(node)
+    return None if text is None else text.strip()
+
+
+def set_charging(session: DeviceSession, control: ChargingControl, *, enabled: bool) -> None:
+    write_as_root(session, control.node, control.enable_value if enabled else control.disable_value)
+
+
+def charging_enabled(session: DeviceSession, control: ChargingControl) -> bool | None:
+    value = read_node(session, control.node)
+    if value is None:
+        return None
+    return value == control.enable_value
+
+
+def stay_awake(session: DeviceSession, *, on: bool) -> None:
+    """Keep the screen on while plugged (best effort: not every build has svc)."""
+    session.shell(["svc", "power", "stayon", "true" if on else "false"])
+    if on:
+        session.shell(["input", "keyevent", "KEYCODE_WAKEUP"])

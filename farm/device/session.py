@@ -1,0 +1,287 @@
+"""One phone over adbutils: shell with a deadline and exit code, push with a content cache, pull,
+and background processes started and killed by pid.
+
+Quoting rule: every argument that reaches the phone's shell goes through `shlex.quote` (see
+`quote_argv`); `shell()` takes an argv, never a command string. `script()` is for fixed scripts
+written in this package, whose variable parts are passed as quoted positional arguments
+(`sh -c SCRIPT sh ARG...`), so no parameter value is ever parsed as shell syntax.
+
+Every call has a deadline: the shell stream is read against a wall-clock deadline and closed when it
+passes (adbd then hangs up the process group), and sync transfers run with a socket timeout.
+adbutils and socket failures are wrapped into DeviceTransientError (retry may help) at this edge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import adbutils
+
+from farm.errors import CommandTimeout, DevicePermanentError, DeviceTransientError
+
+DEFAULT_TIMEOUT_S = 30.0
+PUSH_TIMEOUT_S = 120.0
+FARM_ROOT = "/data/local/tmp/farm"
+BIN_DIR = f"{FARM_ROOT}/bin"
+_EXIT_MARKER = "__FARM_EXIT__"
+
+
+def quote_argv(argv: Sequence[str]) -> str:
+    """The one way farm turns an argv into a phone shell command line."""
+    return " ".join(shlex.quote(str(arg)) for arg in argv)
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    argv: tuple[str, ...]
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class DeviceSession:
+    """A phone, reached through an adbutils device (the transport is passed in, not built here).
+
+    `device_id` is the fleet identity `host/serial`, used in every error message.
+    """
+
+    def __init__(
+        self, device: adbutils.AdbDevice, device_id: str, *, default_timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> None:
+        self._device = device
+        self.device_id = device_id
+        self.default_timeout_s = default_timeout_s
+        self._shell_v2: bool | None = None
+        self._sha_cache: dict[Path, tuple[float, int, str]] = {}
+
+    # -- shell --------------------------------------------------------------------------------
+
+    def shell(
+        self, argv: Sequence[str], *, timeout_s: float | None = None, check: bool = False
+    ) -> ShellResult:
+        """Run argv on the phone (each argument quoted); raise CommandTimeout past the deadline."""
+        return self._run(tuple(str(a) for a in argv), quote_argv(argv), timeout_s, check)
+
+    def script(
+        self,
+        script: str,
+        *args: str,
+        timeout_s: float | None = None,
+        check: bool = False,
+    ) -> ShellResult:
+        """Run a fixed sh script from this package; `args` become $1..$N (quoted, never parsed)."""
+        argv = ("sh", "-c", script, "farm", *args)
+        return self._run(argv, quote_argv(argv), timeout_s, check)
+
+    def _run(self, argv: tuple[str, ...], command: str, timeout_s: float | None, check: bool) -> ShellResult:
+        timeout = self.default_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        try:
+            if self._supports_v2(deadline):
+                code, out, err = self._shell_v2_call(command, deadline)
+            else:
+                code, out, err = self._shell_v1_call(command, deadline)
+        except CommandTimeout:
+            raise
+        except (adbutils.AdbError, OSError, EOFError) as error:
+            raise DeviceTransientError(self.device_id, f"adb shell failed: {error}") from error
+        result = ShellResult(argv, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+        if check and not result.ok:
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            raise DevicePermanentError(
+                self.device_id,
+                f"`{_short(argv)}` exited {result.exit_code}: {detail[-1] if detail else 'no output'}",
+            )
+        return result
+
+    def _supports_v2(self, deadline: float) -> bool:
+        if self._shell_v2 is None:
+            conn = self._open(f"host-serial:{self._device.serial}:features", deadline)
+            try:
+                features = conn.read_string_block()
+            finally:
+                conn.close()
+            self._shell_v2 = "shell_v2" in features.split(",")
+        return self._shell_v2
+
+    def _open(self, command: str | None, deadline: float) -> adbutils.AdbConnection:
+        remaining = max(0.1, deadline - time.monotonic())
+        conn = self._device.open_transport(command, timeout=remaining)
+        conn.conn.settimeout(remaining)
+        return conn
+
+    def _shell_v2_call(self, command: str, deadline: float) -> tuple[int, bytes, bytes]:
+        conn = self._open(None, deadline)
+        try:
+            conn.send_command(f"shell,v2,raw:{command}")
+            conn.check_okay()
+            stdout, stderr = bytearray(), bytearray()
+            buffer = bytearray()
+            while True:
+                chunk = self._recv(conn, deadline, command)
+                if not chunk:
+                    raise DeviceTransientError(self.device_id, "shell stream closed before the exit code")
+                buffer += chunk
+                while len(buffer) >= 5:
+                    kind = buffer[0]
+                    length = int.from_bytes(buffer[1:5], "little")
+                    if len(buffer) < 5 + length:
+                        break
+                    payload = bytes(buffer[5 : 5 + length])
+                    del buffer[: 5 + length]
+                    if kind == 1:
+                        stdout += payload
+                    elif kind == 2:
+                        stderr += payload
+                    elif kind == 3:
+                        return (payload[0] if payload else 255), bytes(stdout), bytes(stderr)
+        finally:
+            conn.close()
+
+    def _shell_v1_call(self, command: str, deadline: float) -> tuple[int, bytes, bytes]:
+        """Old adbd without shell_v2: stdout and stderr come merged; the exit code from a marker."""
+        conn = self._open(None, deadline)
+        try:
+            conn.send_command(f"shell:{command}; echo {_EXIT_MARKER}$?")
+            conn.check_okay()
+            data = bytearray()
+            while chunk := self._recv(conn, deadline, command):
+                data += chunk
+        finally:
+            conn.close()
+        text = bytes(data).rstrip(b"\r\n")
+        head, sep, code = text.rpartition(_EXIT_MARKER.encode())
+        if not sep or not code.strip().isdigit():
+            raise DeviceTransientError(self.device_id, "shell output ended without an exit code")
+        return int(code.strip()), head, b""
+
+    def _recv(self, conn: adbutils.AdbConnection, deadline: float, command: str) -> bytes:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise CommandTimeout(self.device_id, f"`{_short((command,))}` timed out")
+        conn.conn.settimeout(remaining)
+        try:
+            return conn.conn.recv(65536)
+        except TimeoutError as error:
+            raise CommandTimeout(self.device_id, f"`{_short((command,))}` timed out") from error
+
+    # -- files --------------------------------------------------------------------------------
+
+    def push(self, local: Path, remote: str, *, mode: int = 0o644) -> None:
+        """Copy a host file to the phone (parent folders are created by the sync service)."""
+        try:
+            self._device.sync.push(str(local), remote, mode=mode)
+        except (adbutils.AdbError, OSError, EOFError) as error:
+            raise DeviceTransientError(
+                self.device_id, f"push {local.name} -> {remote} failed: {error}"
+            ) from error
+
+    def pull(self, remote: str, local: Path) -> int:
+        """Copy a phone file to the host; returns its size in bytes."""
+        local.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return int(self._device.sync.pull(remote, str(local)))
+        except (adbutils.AdbError, OSError, EOFError) as error:
+            raise DeviceTransientError(self.device_id, f"pull {remote} failed: {error}") from error
+
+    def read_text(self, remote: str, *, timeout_s: float | None = None) -> str | None:
+        """A small phone file's text, or None when it does not exist or cannot be read."""
+        result = self.shell(["cat", remote], timeout_s=timeout_s)
+        return result.stdout if result.ok else None
+
+    def sha256(self, remote: str) -> str | None:
+        result = self.shell(["sha256sum", remote])
+        if not result.ok or not result.stdout.strip():
+            return None
+        return result.stdout.split()[0]
+
+    def local_sha256(self, local: Path) -> str:
+        stat = local.stat()
+        cached = self._sha_cache.get(local)
+        if cached and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+            return cached[2]
+        digest = file_sha256(local)
+        self._sha_cache[local] = (stat.st_mtime, stat.st_size, digest)
+        return digest
+
+    def push_cached(self, local: Path, *, name: str | None = None) -> tuple[str, bool]:
+        """Install an executable under bin/<sha256 prefix>/<name>; skip the copy when the phone
+        already holds the same content. Returns (phone path, pushed?). Verified by sha256."""
+        digest = self.local_sha256(local)
+        remote_dir = f"{BIN_DIR}/{digest[:16]}"
+        remote = f"{remote_dir}/{name or local.name}"
+        if self.sha256(remote) == digest:
+            return remote, False
+        partial = f"{remote}.partial"
+        self.shell(["mkdir", "-p", remote_dir], check=True)
+        self.push(local, partial, mode=0o755)
+        self.shell(["chmod", "755", partial], check=True)
+        if self.sha256(partial) != digest:
+            self.shell(["rm", "-f", partial])
+            raise DeviceTransientError(self.device_id, f"{local.name}: sha256 mismatch after push")
+        self.shell(["mv", "-f", partial, remote], check=True)
+        return remote, True
+
+    # -- background processes -----------------------------------------------------------------
+
+    def start(self, argv: Sequence[str], *, workdir: str, stdout: str, stderr: str, exit_file: str) -> int:
+        """Start argv detached from the adb stream (its own session, so a dropped USB link does not
+        kill it); its exit status is written to `exit_file`. Returns its pid on the phone, which is
+        also its process group id."""
+        result = self.script(
+            'cd "$1" || exit 97; out=$2; err=$3; code=$4; shift 4; rm -f "$code"; '
+            'setsid sh -c \'o=$0; e=$1; c=$2; shift 2; "$@" > "$o" 2> "$e"; '
+            'echo $? > "$c.tmp" && mv "$c.tmp" "$c"\' '
+            '"$out" "$err" "$code" "$@" < /dev/null > /dev/null 2>&1 & echo $!',
+            workdir,
+            stdout,
+            stderr,
+            exit_file,
+            *[str(a) for a in argv],
+            check=True,
+        )
+        text = result.stdout.strip()
+        if not text.isdigit():
+            raise DeviceTransientError(self.device_id, f"could not start {argv[0]}: {text or result.stderr}")
+        return int(text)
+
+    def kill(self, pid: int, signal: str = "TERM") -> None:
+        """Signal a process started by `start` and its children (its process group)."""
+        self.script(
+            'kill -s "$1" -- "-$2" 2>/dev/null || kill -s "$1" "$2" 2>/dev/null; true', signal, str(pid)
+        )
+
+    def is_running(self, pid: int) -> bool:
+        return self.script('kill -0 "$1" 2>/dev/null', str(pid)).ok
+
+    def stop(self, pid: int, *, grace_s: float = 2.0) -> None:
+        """SIGTERM, wait up to grace_s, then SIGKILL."""
+        self.kill(pid, "TERM")
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if not self.is_running(pid):
+                return
+            time.sleep(0.1)
+        self.kill(pid, "KILL")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _short(argv: Sequence[str], limit: int = 80) -> str:
+    text = " ".join(argv)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
