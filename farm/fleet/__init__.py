@@ -1,1 +1,1 @@
-
+"""Where phones are: endpoints (adb servers), identity `host/serial`, health, leases (in the store)."""
