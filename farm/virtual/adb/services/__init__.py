@@ -1,0 +1,1 @@
+"""Device services: what an ADB stream carries once OPENed (shell, exec, sync, reboot, root...)."""
