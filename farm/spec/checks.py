@@ -1,0 +1,183 @@
+"""Cross-field checks of an experiment whose shapes are already valid (pure).
+
+Each check returns Issues with the key path of the offending node, so the loader can name the
+line. Messages say what is wrong and, where it helps, what to write instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from farm.spec.expand import same_level
+from farm.spec.programs import MEASUREMENT_ARGS, SPECIAL_FACTORS, arguments, factor_arg, show
+
+if TYPE_CHECKING:
+    from farm.spec.model import Experiment, Issue
+
+# Figure axes may name a factor or one of these columns every result has.
+FIGURE_COLUMNS = ("device", "repetition")
+
+
+def suggest(word: str, candidates: Iterable[str]) -> str:
+    """` (did you mean X?)` or ``: the closest candidate by difflib."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def check(experiment: Experiment) -> list[Issue]:
+    issues: list[Issue] = []
+    issues += _check_params(experiment)
+    issues += _check_sweep(experiment)
+    issues += _check_zip(experiment)
+    issues += _check_exclude(experiment)
+    issues += _check_figures(experiment)
+    issues += _check_other(experiment)
+    if not issues and not experiment.cells():
+        issues.append(_issue(("exclude",), "the exclude rules remove every cell of the sweep"))
+    return issues
+
+
+def _issue(path: Sequence[str | int], message: str) -> Issue:
+    from farm.spec.model import Issue
+
+    return Issue(path=tuple(path), message=message)
+
+
+def _unknown_name(experiment: Experiment, name: str) -> str | None:
+    """Why `name` cannot be a params key or factor of this program, or None when it can."""
+    program = experiment.benchmark.program
+    if name in MEASUREMENT_ARGS:
+        return f"is set by {MEASUREMENT_ARGS[name]}; set it there"
+    if factor_arg(program, name) is None:
+        known = [*arguments(program), *SPECIAL_FACTORS]
+        hint = suggest(name, known) or f" (it takes: {', '.join(sorted(known))})"
+        return f"program {program.value} has no argument {name}{hint}"
+    return None
+
+
+def _check_params(experiment: Experiment) -> list[Issue]:
+    issues = []
+    program = experiment.benchmark.program
+    for name, value in experiment.benchmark.params.items():
+        path = ("benchmark", "params", name)
+        unknown = _unknown_name(experiment, name)
+        if unknown:
+            issues.append(_issue(path, unknown))
+            continue
+        if name in experiment.sweep:
+            issues.append(_issue(path, f"is also swept in sweep.{name}; keep one of the two"))
+        arg = factor_arg(program, name)
+        problem = arg.problem(value) if arg else None
+        if problem:
+            issues.append(_issue(path, problem))
+    return issues
+
+
+def _check_sweep(experiment: Experiment) -> list[Issue]:
+    issues = []
+    program = experiment.benchmark.program
+    for name, levels in experiment.sweep.items():
+        unknown = _unknown_name(experiment, name)
+        if unknown:
+            issues.append(_issue(("sweep", name), unknown))
+            continue
+        arg = factor_arg(program, name)
+        assert arg is not None
+        for index, value in enumerate(levels):
+            problem = arg.problem(value, in_list=True)
+            if problem:
+                issues.append(_issue(("sweep", name, index), problem))
+            elif any(same_level(value, earlier) for earlier in levels[:index]):
+                issues.append(_issue(("sweep", name, index), f"level {show(value)} is listed twice"))
+    return issues
+
+
+def _check_zip(experiment: Experiment) -> list[Issue]:
+    issues = []
+    seen: dict[str, int] = {}
+    for group_index, group in enumerate(experiment.zip):
+        for index, name in enumerate(group):
+            path = ("zip", group_index, index)
+            if name not in experiment.sweep:
+                issues.append(
+                    _issue(path, f"{name} is not a factor of sweep{suggest(name, experiment.sweep)}")
+                )
+            elif name in seen:
+                issues.append(
+                    _issue(
+                        path,
+                        f"{name} is already in zip group {seen[name]}; a factor "
+                        "can be zipped with others only once",
+                    )
+                )
+            seen.setdefault(name, group_index)
+        lengths = {name: len(experiment.sweep[name]) for name in group if name in experiment.sweep}
+        if len(set(lengths.values())) > 1:
+            detail = ", ".join(f"{name} has {count}" for name, count in lengths.items())
+            issues.append(
+                _issue(("zip", group_index), f"zipped factors need the same number of levels: {detail}")
+            )
+    return issues
+
+
+def _check_exclude(experiment: Experiment) -> list[Issue]:
+    issues = []
+    program = experiment.benchmark.program
+    for rule_index, rule in enumerate(experiment.exclude):
+        for name, wanted in rule.items():
+            path = ("exclude", rule_index, name)
+            if name not in experiment.sweep:
+                where = (
+                    "is fixed in benchmark.params, not swept"
+                    if name in experiment.benchmark.params
+                    else f"is not a factor of sweep{suggest(name, experiment.sweep)}"
+                )
+                issues.append(_issue(path, f"{name} {where}"))
+                continue
+            arg = factor_arg(program, name)
+            options = wanted if isinstance(wanted, tuple) else (wanted,)
+            for value in options:
+                problem = arg.problem(value) if arg else None
+                if problem:
+                    issues.append(_issue(path, problem))
+                    break
+    return issues
+
+
+def _check_figures(experiment: Experiment) -> list[Issue]:
+    issues = []
+    columns = [*experiment.sweep, *FIGURE_COLUMNS]
+    for index, figure in enumerate(experiment.report.figures):
+        for axis in ("x", "color", "facet"):
+            name = getattr(figure, axis)
+            if name is not None and name not in columns:
+                issues.append(
+                    _issue(
+                        ("report", "figures", index, axis),
+                        f"{name} is not a swept factor or {' / '.join(FIGURE_COLUMNS)}"
+                        f"{suggest(name, columns)}",
+                    )
+                )
+    return issues
+
+
+def _check_other(experiment: Experiment) -> list[Issue]:
+    issues = []
+    measurement = experiment.measurement
+    if measurement.max_seconds < measurement.min_seconds:
+        issues.append(
+            _issue(
+                ("measurement", "max_seconds"), f"must not be below min_seconds ({measurement.min_seconds:g})"
+            )
+        )
+    devices = experiment.devices
+    if devices.serials and devices.min_count > len(devices.serials):
+        issues.append(
+            _issue(
+                ("devices", "min_count"),
+                f"is {devices.min_count} but only {len(devices.serials)} serials are listed",
+            )
+        )
+    return issues

@@ -1,0 +1,115 @@
+"""Experiment files -> Experiment: read, parse with line marks, apply a variant, validate.
+
+`load(path, variant=None)` is the one entry point the CLI and the engine use. Every mistake
+becomes a ConfigError whose text is `FILE:LINE: key.path: what is wrong` (the first problem by
+line, with a count of the others). Variants are checked too, even when not selected, so a broken
+`quick` variant is found before the long run, not after.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+from yaml.nodes import MappingNode, ScalarNode
+
+from farm.errors import ConfigError
+from farm.spec.loader import compose, find, line_of, overlay, to_python, without_key
+from farm.spec.messages import Problem, at_path, from_validation_error
+from farm.spec.model import Experiment, SpecProblem
+
+VARIANTS_KEY = "variants"
+# A variant may change anything but these: they identify the experiment or hold the variants.
+_NOT_IN_VARIANTS = ("name", VARIANTS_KEY, "variant")
+
+
+def load(path: str | Path, variant: str | None = None) -> Experiment:
+    """Load and validate an experiment file; `variant` selects one of its `variants:`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such experiment file", hint="check the path") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from None
+    return load_text(text, str(path), variant)
+
+
+def load_text(text: str, filename: str = "<experiment>", variant: str | None = None) -> Experiment:
+    """Like `load`, for text already in memory (`filename` only names it in messages)."""
+    root = compose(text, filename)
+    names = _variant_names(root, filename)
+    if variant is not None and variant not in names:
+        known = ", ".join(names) if names else "none"
+        raise ConfigError(
+            f"variant {variant!r} is not defined in variants: (defined: {known})",
+            location=f"{filename}:{line_of(root, (VARIANTS_KEY,))}",
+        )
+    experiment = _validate(root, filename, None)
+    for name in names:
+        checked = _validate(overlay(root, _variant_node(root, name)), filename, name)
+        if name == variant:
+            experiment = checked
+    return experiment
+
+
+def _variant_names(root: MappingNode, filename: str) -> list[str]:
+    node = find(root, (VARIANTS_KEY,))
+    if node is None:
+        return []
+    if not isinstance(node, MappingNode):
+        raise ConfigError(
+            f"{VARIANTS_KEY}: expected a mapping of variant name -> overrides",
+            location=f"{filename}:{node.start_mark.line + 1}",
+        )
+    names = []
+    for key, value in node.value:
+        where = f"{filename}:{key.start_mark.line + 1}"
+        if not isinstance(value, MappingNode):
+            raise ConfigError(
+                f"{VARIANTS_KEY}.{key.value}: expected a mapping of overrides "
+                "(e.g. measurement: {repetitions: 1})",
+                location=where,
+            )
+        for inner_key, _ in value.value:
+            if isinstance(inner_key, ScalarNode) and inner_key.value in _NOT_IN_VARIANTS:
+                raise ConfigError(
+                    f"{VARIANTS_KEY}.{key.value}.{inner_key.value}: a variant cannot change this",
+                    location=f"{filename}:{inner_key.start_mark.line + 1}",
+                )
+        names.append(str(key.value))
+    return names
+
+
+def _variant_node(root: MappingNode, name: str) -> MappingNode:
+    node = find(root, (VARIANTS_KEY, name))
+    assert isinstance(node, MappingNode)
+    return node
+
+
+def _validate(root: MappingNode, filename: str, variant: str | None) -> Experiment:
+    data = to_python(root)
+    if variant is not None:
+        data = to_python(without_key(root, VARIANTS_KEY)) | {"variant": variant}
+    elif "variant" in data:
+        raise ConfigError(
+            "variant: unknown key; define variants under variants: and pick one with --variant",
+            location=f"{filename}:{line_of(root, ('variant',))}",
+        )
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as error:
+        problems = from_validation_error(error, root, Experiment)
+    except SpecProblem as problem:
+        problems = [at_path(issue.path, issue.message, root) for issue in problem.issues]
+        problems.sort(key=lambda p: p.line)
+    raise _config_error(problems, filename, variant)
+
+
+def _config_error(problems: list[Problem], filename: str, variant: str | None) -> ConfigError:
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+    in_variant = f" [in variant {variant}]" if variant else ""
+    return ConfigError(
+        f"{first.path}: {first.message}{in_variant}{more}", location=f"{filename}:{first.line}"
+    )

@@ -1,0 +1,177 @@
+"""The experiment model: one frozen, validated `Experiment` per YAML file (and variant).
+
+Load files with `farm.spec.load(path, variant=None)`; it returns an `Experiment` or raises
+`ConfigError("FILE:LINE: key.path: what is wrong")`. Building an `Experiment` in Python
+(`Experiment.model_validate(dict)`) runs the same checks but raises `SpecProblem` (a
+ConfigError without a line) for cross-field mistakes and pydantic's ValidationError for shapes.
+
+A minimal file:
+
+    name: smoke
+    benchmark: {program: lstm, params: {seq_len: 16}}
+    sweep: {backend: [cpu, gpu], gpu_load: [0, 0.5]}
+
+What consumers use:
+- `experiment.cells()` -> list[Cell] (sweep cross product minus excludes, zip groups honoured);
+- `experiment.factor_names` (swept factors in file order), `experiment.fixed_params`;
+- `experiment.program_args(cell)` -> the program's `--name=value` arguments for one cell,
+  measurement arguments included (warmup, iters, min-seconds, seed); gpu_load is not among them;
+- `experiment.gpu_load_of(cell)` -> background load level 0..1 for a cell (0.0 when not set);
+- `experiment.qualified_name` -> `name` or `name.variant`: the key results are stored under;
+- `experiment.settings_digest` -> hash of everything that changes what a run measures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Annotated, Any
+
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from farm.errors import ConfigError
+from farm.spec.expand import Cell, canonical_json, cells_of, short_hash
+from farm.spec.programs import GPU_LOAD, Program, factor_arg
+from farm.spec.sections import (
+    Conditions,
+    Devices,
+    Frozen,
+    GpuLoadSettings,
+    Measurement,
+    Name,
+    Report,
+    Retries,
+    Slug,
+    Telemetry,
+    Timeouts,
+)
+
+Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
+Levels = Annotated[tuple[Scalar, ...], Field(min_length=1)]
+ExcludeRule = Annotated[dict[Name, Scalar | tuple[Scalar, ...]], Field(min_length=1)]
+ZipGroup = Annotated[tuple[Name, ...], Field(min_length=2)]
+
+
+class Issue(Frozen):
+    """One cross-field mistake: where (key path) and what."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+
+class SpecProblem(ConfigError):
+    """Cross-field mistakes found after the shapes were valid; the loader adds FILE:LINE."""
+
+    def __init__(self, issues: Sequence[Issue]) -> None:
+        from farm.spec.loader import format_path
+
+        first = issues[0]
+        more = f" (and {len(issues) - 1} more problems)" if len(issues) > 1 else ""
+        super().__init__(f"{format_path(first.path)}: {first.message}{more}")
+        self.issues = tuple(issues)
+
+
+class Benchmark(Frozen):
+    """Which program runs, with fixed arguments (`params`: argument name -> value)."""
+
+    program: Program
+    params: dict[Name, Scalar] = Field(default_factory=dict)
+
+
+class Experiment(Frozen):
+    """A validated experiment. See the module docstring for the file format and the API."""
+
+    name: Slug
+    description: str = ""
+    benchmark: Benchmark
+    sweep: dict[Name, Levels] = Field(default_factory=dict)
+    zip: tuple[ZipGroup, ...] = ()
+    exclude: tuple[ExcludeRule, ...] = ()
+    devices: Devices = Devices()
+    measurement: Measurement = Measurement()
+    gpu_load: GpuLoadSettings = GpuLoadSettings()
+    telemetry: Telemetry = Telemetry()
+    conditions: Conditions = Conditions()
+    timeouts: Timeouts = Timeouts()
+    retries: Retries = Retries()
+    report: Report = Report()
+    variants: dict[Slug, dict[str, Any]] = Field(
+        default_factory=dict, description="named overrides merged over the file, e.g. quick: {sweep: ...}"
+    )
+    variant: SkipJsonSchema[Slug | None] = Field(default=None, description="set by the loader")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gpu_load_levels_are_floats(cls, data: Any) -> Any:
+        # gpu_load 0 and 0.0 must be the same cell (same id), so store levels as floats.
+        if isinstance(data, dict) and isinstance(data.get("sweep"), dict):
+            levels = data["sweep"].get(GPU_LOAD)
+            if isinstance(levels, list) and all(_is_number(v) for v in levels):
+                data = {**data, "sweep": {**data["sweep"], GPU_LOAD: [float(v) for v in levels]}}
+        return data
+
+    @model_validator(mode="after")
+    def _cross_field_checks(self) -> Experiment:
+        from farm.spec.checks import check
+
+        issues = check(self)
+        if issues:
+            raise SpecProblem(issues)
+        return self
+
+    @property
+    def factor_names(self) -> tuple[str, ...]:
+        return tuple(self.sweep)
+
+    @property
+    def fixed_params(self) -> dict[str, Any]:
+        return dict(self.benchmark.params)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.name}.{self.variant}" if self.variant else self.name
+
+    def cells(self) -> list[Cell]:
+        return cells_of(self.sweep, self.zip, self.exclude)
+
+    def gpu_load_of(self, cell: Cell) -> float:
+        level = cell.get(GPU_LOAD, self.benchmark.params.get(GPU_LOAD, 0.0))
+        return float(level) if level is not None else 0.0
+
+    def program_args(self, cell: Cell) -> tuple[str, ...]:
+        """Arguments for the benchmark program in this cell: params, cell factors, measurement."""
+        program = self.benchmark.program
+        values: dict[str, Any] = {**self.benchmark.params, **cell.as_dict()}
+        values.pop(GPU_LOAD, None)
+        rendered = []
+        for name in sorted(values):
+            arg = factor_arg(program, name)
+            assert arg is not None, f"{name} passed the checks but is not an argument of {program}"
+            rendered.append(arg.render(values[name]))
+        m = self.measurement
+        rendered += [
+            f"--warmup={m.warmup}",
+            f"--iters={m.iterations}",
+            f"--min-seconds={_plain(m.min_seconds)}",
+            f"--seed={m.seed}",
+        ]
+        return tuple(rendered)
+
+    @cached_property
+    def settings_digest(self) -> str:
+        """Hash of what changes a measurement (not name, description, report or run order).
+
+        Store it with runs; when a resumed experiment's digest differs, the file was edited.
+        """
+        data = self.model_dump(mode="json", exclude={"name", "description", "report", "variants", "variant"})
+        data["measurement"].pop("order")
+        return short_hash(canonical_json(data))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _plain(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)

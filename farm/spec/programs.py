@@ -1,0 +1,203 @@
+"""The benchmark programs an experiment may name, and the arguments each one takes.
+
+This is the checked contract between experiment files and kernels/*/: a `params` key or a sweep
+factor must be an argument of the chosen program (or one of the SPECIAL_FACTORS), and its values
+must have the argument's type. Names are snake_case here (`seq_len`); `Arg.flag` is what the
+program is called with (`--seq-len`). Adding a program or argument means adding it here and in
+the program's `--help`.
+
+The measurement section owns warmup / iters / min_seconds / seed (MEASUREMENT_ARGS) so that all
+runs of one experiment are measured alike; they cannot be set in params or swept.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Program(StrEnum):
+    GEMM = "gemm"
+    LSTM = "lstm"
+    CNN = "cnn"
+    TRAIN = "train"
+    GPULOAD = "gpuload"
+
+
+class Backend(StrEnum):
+    CPU = "cpu"
+    CPU_MT = "cpu-mt"
+    GPU = "gpu"
+
+
+class ArgKind(StrEnum):
+    INT = "int"
+    FLOAT = "float"
+    STR = "str"
+    BOOL = "bool"
+    CHOICE = "choice"
+    INT_LIST = "int_list"  # "784,256,128,16": comma-separated positive integers
+
+
+# What a user reads in "expected ..." messages, singular and plural.
+_KIND_WORDS: dict[ArgKind, tuple[str, str]] = {
+    ArgKind.INT: ("an integer", "integers"),
+    ArgKind.FLOAT: ("a number", "numbers"),
+    ArgKind.STR: ("a string", "strings"),
+    ArgKind.BOOL: ("true or false", "booleans"),
+    ArgKind.CHOICE: ("one of", "one of"),
+    ArgKind.INT_LIST: ('comma-separated integers like "784,256,10"', 'strings like "784,256,10"'),
+}
+_INT_LIST = re.compile(r"^[1-9][0-9]*(,[1-9][0-9]*)+$")
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a benchmark program."""
+
+    name: str
+    kind: ArgKind
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def problem(self, value: Any, *, in_list: bool = False) -> str | None:
+        """Why `value` is not valid for this argument, or None when it is."""
+        single, plural = _KIND_WORDS[self.kind]
+        expected = f"a list of {plural}" if in_list else single
+        if self.kind is ArgKind.CHOICE:
+            if not isinstance(value, str) or value not in self.choices:
+                return f"expected one of {', '.join(self.choices)}, got {show(value)}"
+            return None
+        if not _has_kind(value, self.kind):
+            return f"expected {expected}, got {show(value)}"
+        if self.minimum is not None and value < self.minimum:
+            return f"must be at least {_number(self.minimum)}, got {show(value)}"
+        if self.maximum is not None and value > self.maximum:
+            return f"must be at most {_number(self.maximum)}, got {show(value)}"
+        return None
+
+    def render(self, value: Any) -> str:
+        """`--name=value` as the program takes it."""
+        if isinstance(value, bool):
+            return f"{self.flag}={int(value)}"
+        return f"{self.flag}={value}"
+
+
+def _has_kind(value: Any, kind: ArgKind) -> bool:
+    if kind is ArgKind.BOOL:
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if kind is ArgKind.INT:
+        return isinstance(value, int)
+    if kind is ArgKind.FLOAT:
+        return isinstance(value, int | float)
+    if kind is ArgKind.INT_LIST:
+        return isinstance(value, str) and bool(_INT_LIST.match(value))
+    return isinstance(value, str)
+
+
+def show(value: Any) -> str:
+    """A value as the user wrote it: strings in double quotes, lists and mappings named."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return str(value)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _positive(name: str, help_text: str) -> Arg:
+    return Arg(name, ArgKind.INT, help_text, minimum=1)
+
+
+GPU_LOAD = "gpu_load"
+BACKEND = "backend"
+
+# Factors with a meaning of their own. gpu_load is not a program argument: the lifecycle runs
+# kernels/gpuload at that utilisation (0..1) in the background while the benchmark runs.
+SPECIAL_FACTORS: dict[str, Arg] = {
+    GPU_LOAD: Arg(GPU_LOAD, ArgKind.FLOAT, "background GPU utilisation, 0..1", minimum=0.0, maximum=1.0),
+    BACKEND: Arg(BACKEND, ArgKind.CHOICE, "where the work runs", choices=tuple(b.value for b in Backend)),
+}
+
+# Passed to every program from the measurement section, never from params or sweep.
+MEASUREMENT_ARGS: dict[str, str] = {
+    "warmup": "measurement.warmup",
+    "iters": "measurement.iterations",
+    "min_seconds": "measurement.min_seconds",
+    "seed": "measurement.seed",
+}
+
+_COMMON: tuple[Arg, ...] = (
+    _positive("threads", "CPU threads for backend cpu-mt"),
+    Arg("precision", ArgKind.CHOICE, "arithmetic precision", choices=("fp32", "fp16")),
+    Arg("verify", ArgKind.BOOL, "check results against the CPU reference"),
+)
+
+_SPECIFIC: dict[Program, tuple[Arg, ...]] = {
+    Program.LSTM: (
+        _positive("hidden", "hidden units per layer"),
+        _positive("layers", "stacked LSTM layers"),
+        _positive("seq_len", "time steps per window (UCI HAR: 128)"),
+        _positive("input_dim", "input channels per step (UCI HAR: 9)"),
+        _positive("classes", "output classes (UCI HAR: 6)"),
+        _positive("batch", "windows per call"),
+    ),
+    Program.GEMM: (
+        _positive("m", "rows of A and C"),
+        _positive("n", "columns of B and C"),
+        _positive("k", "columns of A, rows of B"),
+        Arg("variant", ArgKind.STR, "kernel variant (naive, tiled, ...)"),
+    ),
+    Program.CNN: (
+        Arg("model", ArgKind.STR, "network, e.g. squeezenet"),
+        _positive("g", "output feature maps per work item (thread granularity)"),
+        _positive("batch", "images per call"),
+    ),
+    Program.TRAIN: (
+        Arg("layers", ArgKind.INT_LIST, 'layer sizes, e.g. "784,256,128,16"'),
+        _positive("batch", "examples per step"),
+        Arg(
+            "buffers", ArgKind.CHOICE, "host<->device buffer strategy", choices=("copy", "resident", "mapped")
+        ),
+        _positive("steps", "training steps per iteration"),
+        Arg("lr", ArgKind.FLOAT, "learning rate", minimum=0.0),
+    ),
+    Program.GPULOAD: (
+        Arg("target", ArgKind.FLOAT, "utilisation to hold, 0..1", minimum=0.0, maximum=1.0),
+        Arg("intensity", ArgKind.CHOICE, "kind of load", choices=("compute", "memory")),
+        Arg("duration_s", ArgKind.FLOAT, "seconds to run", minimum=0.0),
+    ),
+}
+
+
+def arguments(program: Program) -> dict[str, Arg]:
+    """Every argument `program` accepts through params or sweep, by snake_case name."""
+    args = {arg.name: arg for arg in _COMMON + _SPECIFIC[program]}
+    args[BACKEND] = SPECIAL_FACTORS[BACKEND]
+    return args
+
+
+def factor_arg(program: Program, name: str) -> Arg | None:
+    """The Arg behind a params key or sweep factor, or None when `program` has no such thing."""
+    if name == GPU_LOAD:
+        return SPECIAL_FACTORS[GPU_LOAD]
+    return arguments(program).get(name)

@@ -1,0 +1,176 @@
+"""The sections of an experiment file other than name / benchmark / sweep, with their defaults.
+
+Every model is frozen and forbids unknown keys. Numbers are strict (the string "64" is not an
+integer); choices are StrEnums so code compares against members, never against bare strings.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+    model_validator,
+)
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+
+Slug = Annotated[str, StringConstraints(strict=True, pattern=SLUG_PATTERN, max_length=64)]
+Name = Annotated[str, StringConstraints(strict=True, pattern=NAME_PATTERN, max_length=64)]
+Text = Annotated[str, StringConstraints(strict=True, min_length=1)]
+Count = Annotated[StrictInt, Field(ge=1)]
+Seconds = Annotated[StrictFloat, Field(ge=0)]
+PositiveSeconds = Annotated[StrictFloat, Field(gt=0)]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+
+class Order(StrEnum):
+    INTERLEAVED = "interleaved"  # round-robin over cells, repetition-major, shuffled per round
+    GROUPED = "grouped"  # all repetitions of a cell back to back, cells in file order
+    RANDOM = "random"  # one seeded shuffle of everything
+
+
+class Intensity(StrEnum):
+    COMPUTE = "compute"
+    MEMORY = "memory"
+
+
+class PowerSource(StrEnum):
+    BATTERY = "battery"  # the phone's fuel gauge (current_now x voltage_now)
+    TREPN = "trepn"  # an imported Trepn profiler export
+    NONE = "none"
+
+
+class GpuFamily(StrEnum):
+    ADRENO = "adreno"
+    MALI = "mali"
+    POWERVR = "powervr"
+    OTHER = "other"
+
+
+class RetryOn(StrEnum):
+    TIMEOUT = "timeout"  # the run passed timeouts.run_timeout_s
+    LOST = "lost"  # the phone dropped off (USB, adb, reboot)
+    ERROR = "error"  # the benchmark exited non-zero
+
+
+class FigureKind(StrEnum):
+    LINE = "line"
+    BAR = "bar"
+    BOX = "box"
+
+
+class Devices(Frozen):
+    """Which phones run the experiment. `devices: all` and `devices: [serial, ...]` are shorthands.
+
+    Every given criterion must hold (serials, model, gpu_family, tags from the farm config).
+    `spread: false` (default) pins every run to each selected phone (per-device results, since
+    phones differ); `spread: true` shares the runs out over equivalent phones.
+    """
+
+    serials: tuple[Text, ...] = ()
+    model: Text | None = None
+    gpu_family: GpuFamily | None = None
+    tags: tuple[Slug, ...] = ()
+    min_count: Count = 1
+    spread: StrictBool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, data: Any) -> Any:
+        if data == "all":
+            return {}
+        if isinstance(data, list):
+            return {"serials": data}
+        return data
+
+    def matches(self, serial: str, model: str | None, gpu_family: str | None, tags: frozenset[str]) -> bool:
+        """Whether a phone with these properties is selected (fleet supplies them)."""
+        if self.serials and serial not in self.serials and serial.split("/")[-1] not in self.serials:
+            return False
+        if self.model is not None and (model or "").lower() != self.model.lower():
+            return False
+        if self.gpu_family is not None and gpu_family != self.gpu_family.value:
+            return False
+        return set(self.tags) <= tags
+
+
+class Measurement(Frozen):
+    """How each run measures: bounded by count AND time, repeated, in a seeded order."""
+
+    warmup: Annotated[StrictInt, Field(ge=0)] = 5
+    iterations: Count = 50
+    min_seconds: Seconds = 1.0
+    max_seconds: PositiveSeconds = 60.0
+    repetitions: Count = 3
+    order: Order = Order.INTERLEAVED
+    seed: StrictInt = 0
+
+
+class GpuLoadSettings(Frozen):
+    """How the background GPU load (factor gpu_load) is held and verified."""
+
+    settle_s: Seconds = 3.0
+    tolerance: Annotated[StrictFloat, Field(gt=0, le=1)] = 0.05
+    intensity: Intensity = Intensity.COMPUTE
+
+
+class Telemetry(Frozen):
+    """What the on-phone sampler records during a run, and how power is measured.
+
+    Charging is always restored after a run (`restore: always`), also after a crash.
+    """
+
+    rate_hz: Annotated[StrictFloat, Field(gt=0, le=1000)] = 20.0
+    sources: Literal["auto"] | tuple[Slug, ...] = "auto"
+    power: PowerSource = PowerSource.BATTERY
+    disable_charging: StrictBool = True
+    restore: Literal["always"] = "always"
+
+
+class Cooldown(Frozen):
+    max_temp_c: Annotated[StrictFloat, Field(gt=0, le=120)] = 40.0
+    timeout_s: Seconds = 300.0
+
+
+class Conditions(Frozen):
+    """Gates checked before every run."""
+
+    cooldown: Cooldown = Cooldown()
+    min_battery_pct: Annotated[StrictInt, Field(ge=0, le=100)] = 20
+
+
+class Timeouts(Frozen):
+    run_timeout_s: PositiveSeconds = 600.0
+    device_call_timeout_s: PositiveSeconds = 30.0
+
+
+class Retries(Frozen):
+    max_attempts: Count = 3
+    on: tuple[RetryOn, ...] = (RetryOn.TIMEOUT, RetryOn.LOST)
+
+
+class Figure(Frozen):
+    """One figure of the report: x / color / facet name factors (or `device`), y a metric."""
+
+    x: Name
+    y: Name = "latency_ms"
+    color: Name | None = None
+    facet: Name | None = None
+    kind: FigureKind = FigureKind.LINE
+    title: Text | None = None
+
+
+class Report(Frozen):
+    figures: tuple[Figure, ...] = ()
