@@ -18,6 +18,7 @@ from farm.errors import FarmError
 # (module, attribute) of every top-level command, in the order `farm --help` lists them.
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("farm.cli.virtual", "virtual"),
+    ("farm.cli.schema", "schema"),
 )
 
 
