@@ -1,0 +1,184 @@
+/* gemm OpenCL path: padded device buffers (rectangular copies do the padding, so sizes that are
+ * not multiples of the tile need no bounds checks in the kernel), one kernel launch per iteration. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_cl.h"
+#include "gemm.h"
+
+struct gemm_gpu {
+    farm_cl *cl;
+    gemm_problem p;
+    gemm_gpu_opts o;
+    farm_cl_program prog;
+    cl_kernel kernel;
+    cl_mem da, db, dc;
+    size_t mp, np, kp, esize;
+    size_t global[2], local[2];
+    int use_local;
+    void *ha, *hb, *hc; /* host-side inputs/outputs in storage format */
+    int copied;
+    farm_evlist evs;
+};
+
+/* regblock-local kernel tile (gemm_local): 64 x 64 x 16, 4 x 4 per work-item -> 16 x 16 group */
+enum { TSM = 64, TSN = 64, TSK = 16, WPTM = 4, WPTN = 4 };
+
+static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+static void *to_storage(const float *x, size_t n, int fp16)
+{
+    if (!fp16) {
+        void *p = farm_alloc(n * 4);
+        memcpy(p, x, n * 4);
+        return p;
+    }
+    uint16_t *h = farm_alloc(n * 2);
+    for (size_t i = 0; i < n; i++)
+        h[i] = farm_f32_to_f16(x[i]);
+    return h;
+}
+
+gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opts *o, const char *cache_dir)
+{
+    gemm_gpu *g = farm_alloc(sizeof *g);
+    g->cl = cl;
+    g->p = *p;
+    g->o = *o;
+    g->use_local = !strcmp(o->kernel, "local");
+    g->esize = p->fp16 ? 2 : 4;
+    char opts[256];
+    if (g->use_local) {
+        g->mp = round_up(p->m, TSM);
+        g->np = round_up(p->n, TSN);
+        g->kp = round_up(p->k, TSK);
+        g->local[0] = TSN / WPTN;
+        g->local[1] = TSM / WPTM;
+        g->global[0] = g->np / WPTN;
+        g->global[1] = g->mp / WPTM;
+        snprintf(opts, sizeof opts, "-DFP16=%d -DTSM=%d -DTSN=%d -DTSK=%d -DWPTM=%d -DWPTN=%d", p->fp16, TSM, TSN,
+                 TSK, WPTM, WPTN);
+    } else {
+        size_t wm = o->wg_m > 0 ? (size_t)o->wg_m : 1, wn = o->wg_n > 0 ? (size_t)o->wg_n : 1;
+        g->mp = round_up(p->m, (size_t)o->tile_m * wm);
+        g->np = round_up(p->n, (size_t)o->vec * wn);
+        g->kp = round_up(p->k, 4);
+        g->global[0] = g->np / (size_t)o->vec;
+        g->global[1] = g->mp / (size_t)o->tile_m;
+        g->local[0] = o->wg_n > 0 ? wn : 0;
+        g->local[1] = o->wg_m > 0 ? wm : 0;
+        snprintf(opts, sizeof opts, "-DFP16=%d -DTM=%ld -DVW=%ld", p->fp16, o->tile_m, o->vec);
+    }
+    strncat(opts, " -cl-mad-enable", sizeof opts - strlen(opts) - 1);
+    farm_cl_build(cl, "gemm", gemm_cl_source, opts, cache_dir, &g->prog);
+    g->kernel = farm_cl_kernel(&g->prog, g->use_local ? "gemm_local" : "gemm_regblock");
+
+    g->da = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->mp * g->kp * g->esize, NULL);
+    g->db = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->kp * g->np * g->esize, NULL);
+    g->dc = farm_cl_buffer(cl, CL_MEM_WRITE_ONLY, g->mp * g->np * g->esize, NULL);
+    /* Zero padding once; later rectangular writes touch only the real rows and columns. */
+    const float zero = 0.0f;
+    cl_mem bufs[2] = {g->da, g->db};
+    size_t sizes[2] = {g->mp * g->kp * g->esize, g->kp * g->np * g->esize};
+    for (int i = 0; i < 2; i++)
+        farm_cl_check(clEnqueueFillBuffer(cl->queue, bufs[i], &zero, g->esize, 0, sizes[i], 0, NULL, NULL),
+                      "clEnqueueFillBuffer");
+    farm_cl_check(clFinish(cl->queue), "clFinish");
+
+    g->ha = to_storage(p->a, p->m * p->k, p->fp16);
+    g->hb = to_storage(p->b, p->k * p->n, p->fp16);
+    g->hc = farm_alloc(p->m * p->n * g->esize);
+
+    cl_int m = (cl_int)g->mp, n = (cl_int)g->np, k = (cl_int)g->kp, err = CL_SUCCESS;
+    err |= clSetKernelArg(g->kernel, 0, sizeof m, &m);
+    err |= clSetKernelArg(g->kernel, 1, sizeof n, &n);
+    err |= clSetKernelArg(g->kernel, 2, sizeof k, &k);
+    err |= clSetKernelArg(g->kernel, 3, sizeof g->da, &g->da);
+    err |= clSetKernelArg(g->kernel, 4, sizeof g->db, &g->db);
+    err |= clSetKernelArg(g->kernel, 5, sizeof g->dc, &g->dc);
+    farm_cl_check(err, "clSetKernelArg(gemm)");
+    return g;
+}
+
+const farm_cl_program *gemm_gpu_program(const gemm_gpu *g) { return &g->prog; }
+
+void gemm_gpu_describe(const gemm_gpu *g, farm_json *j)
+{
+    farm_json_str(j, "kernel", g->use_local ? "local" : "regblock");
+    if (!g->use_local) {
+        farm_json_int(j, "tile_m", g->o.tile_m);
+        farm_json_int(j, "vec", g->o.vec);
+    }
+    farm_json_int(j, "wg_n", (long long)g->local[0]);
+    farm_json_int(j, "wg_m", (long long)g->local[1]);
+    farm_json_int(j, "padded_m", (long long)g->mp);
+    farm_json_int(j, "padded_n", (long long)g->np);
+    farm_json_int(j, "padded_k", (long long)g->kp);
+    farm_json_bool(j, "transfers_each_iter", g->o.transfers_each);
+}
+
+static void write_inputs(gemm_gpu *g)
+{
+    const size_t origin[3] = {0, 0, 0};
+    const size_t ra[3] = {g->p.k * g->esize, g->p.m, 1}, rb[3] = {g->p.n * g->esize, g->p.k, 1};
+    farm_cl_check(clEnqueueWriteBufferRect(g->cl->queue, g->da, CL_FALSE, origin, origin, ra, g->kp * g->esize, 0,
+                                           g->p.k * g->esize, 0, g->ha, 0, NULL, farm_ev_slot(&g->evs, FARM_H2D)),
+                  "clEnqueueWriteBufferRect(A)");
+    farm_cl_check(clEnqueueWriteBufferRect(g->cl->queue, g->db, CL_FALSE, origin, origin, rb, g->np * g->esize, 0,
+                                           g->p.n * g->esize, 0, g->hb, 0, NULL, farm_ev_slot(&g->evs, FARM_H2D)),
+                  "clEnqueueWriteBufferRect(B)");
+}
+
+static void read_output(gemm_gpu *g, float *c)
+{
+    const size_t origin[3] = {0, 0, 0};
+    const size_t rc[3] = {g->p.n * g->esize, g->p.m, 1};
+    farm_cl_check(clEnqueueReadBufferRect(g->cl->queue, g->dc, CL_TRUE, origin, origin, rc, g->np * g->esize, 0,
+                                          g->p.n * g->esize, 0, g->hc, 0, NULL, farm_ev_slot(&g->evs, FARM_D2H)),
+                  "clEnqueueReadBufferRect(C)");
+    size_t cnt = g->p.m * g->p.n;
+    if (g->p.fp16)
+        for (size_t i = 0; i < cnt; i++)
+            c[i] = farm_f16_to_f32(((uint16_t *)g->hc)[i]);
+    else
+        memcpy(c, g->hc, cnt * 4);
+}
+
+int gemm_gpu_iter(gemm_gpu *g, float *c, farm_split *split)
+{
+    if (g->o.transfers_each || !g->copied) {
+        write_inputs(g);
+        g->copied = 1;
+    }
+    farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, g->kernel, 2, NULL, g->global,
+                                         g->local[0] ? g->local : NULL, 0, NULL, farm_ev_slot(&g->evs, FARM_KERNEL)),
+                  "clEnqueueNDRangeKernel(gemm)");
+    if (g->o.transfers_each)
+        read_output(g, c);
+    farm_cl_check(clFinish(g->cl->queue), "clFinish(gemm)");
+    farm_ev_collect(&g->evs, split);
+    return FARM_EXIT_OK;
+}
+
+void gemm_gpu_read(gemm_gpu *g, float *c)
+{
+    farm_split ignore = {0, 0, 0};
+    read_output(g, c);
+    farm_ev_collect(&g->evs, &ignore);
+}
+
+void gemm_gpu_destroy(gemm_gpu *g)
+{
+    if (!g)
+        return;
+    farm_ev_free(&g->evs);
+    clReleaseMemObject(g->da);
+    clReleaseMemObject(g->db);
+    clReleaseMemObject(g->dc);
+    clReleaseKernel(g->kernel);
+    farm_cl_program_release(&g->prog);
+    free(g->ha);
+    free(g->hb);
+    free(g->hc);
+    free(g);
+}
