@@ -1,0 +1,320 @@
+/*
+ * cnn: SqueezeNet v1.0 / v1.1 inference benchmark (Motamedi et al.: per-layer time, precision,
+ * thread granularity g). Backends cpu, cpu-mt and gpu compute the same network; --verify checks the
+ * gpu output against the single-thread cpu path. Weight files and layouts: kernels/cnn/README.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/farm.h"
+#include "cnn_cpu.h"
+#include "cnn_gpu.h"
+#include "net.h"
+
+/* Verification tolerances (element passes when |gpu-cpu| <= atol + rtol*|cpu|, atol scaled by
+ * the largest |cpu| value). fp16 storage rounds every layer's output to 11 significant bits, and
+ * the two paths may round a different way near ties after reordered sums; half arithmetic also
+ * accumulates in half. */
+#define TOL_FP32 1e-3
+#define TOL_FP16_STORAGE 2e-2
+#define TOL_FP16_ARITH 6e-2
+
+typedef struct {
+    const farm_common *common;
+    cnn_net *net;
+    int gpu;
+    cnn_cpu cpu;
+    cnn_gpu gpu_state;
+    uint64_t *layer_ns; /* [call][layer], every call of the iteration function */
+    size_t calls, cap;
+} app;
+
+static int iterate(void *user, farm_split *split)
+{
+    app *a = user;
+    if (a->calls == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 64;
+        a->layer_ns = realloc(a->layer_ns, a->cap * CNN_MAX_LAYERS * sizeof(uint64_t));
+        if (!a->layer_ns)
+            farm_die(FARM_EXIT_ERROR, "out of memory (layer times)");
+    }
+    uint64_t *row = a->layer_ns + a->calls * CNN_MAX_LAYERS;
+    if (a->gpu) {
+        cnn_gpu_run(&a->gpu_state, split);
+        memcpy(row, a->gpu_state.layer_ns, sizeof(uint64_t) * (size_t)a->net->nlayers);
+    } else {
+        for (int i = 0; i < a->net->nlayers; ++i) {
+            const uint64_t t0 = farm_now_ns();
+            cnn_cpu_layer(&a->cpu, i);
+            row[i] = farm_now_ns() - t0;
+        }
+    }
+    a->calls++;
+    return FARM_EXIT_OK;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* One `layer` event per layer: median and minimum over the measured iterations (the last
+ * `measured` calls; earlier ones were warm-up). */
+static void emit_layers(const app *a, long measured, int elem_bytes)
+{
+    uint64_t *v = farm_alloc((size_t)measured * sizeof(uint64_t));
+    const size_t first = a->calls - (size_t)measured;
+    for (int i = 0; i < a->net->nlayers; ++i) {
+        const cnn_layer *l = &a->net->layer[i];
+        for (long c = 0; c < measured; ++c)
+            v[c] = a->layer_ns[(first + (size_t)c) * CNN_MAX_LAYERS + (size_t)i];
+        qsort(v, (size_t)measured, sizeof *v, cmp_u64);
+        const uint64_t med = measured % 2 ? v[measured / 2] : (v[measured / 2 - 1] + v[measured / 2]) / 2;
+        const double flops = cnn_layer_flops(l);
+        farm_json j;
+        farm_json_begin(&j, "layer");
+        farm_json_int(&j, "index", i);
+        farm_json_str(&j, "name", l->name);
+        farm_json_str(&j, "kind", l->kind == CNN_CONV ? "conv" : l->kind == CNN_MAXPOOL ? "maxpool" : "avgpool");
+        farm_json_u64(&j, "time_ns", med);
+        farm_json_u64(&j, "min_ns", v[0]);
+        farm_json_num(&j, "flops", flops);
+        farm_json_num(&j, "bytes", cnn_layer_bytes(l, elem_bytes));
+        farm_json_num(&j, "gflops", med ? flops / (double)med : NAN);
+        if (l->kind == CNN_CONV && a->gpu) {
+            farm_json_int(&j, "g", l->g);
+            farm_json_int(&j, "g_requested", l->g_requested);
+        }
+        char shape[64];
+        snprintf(shape, sizeof shape, "[%d,%d,%d]", l->cout, l->hout, l->wout);
+        farm_json_raw(&j, "out_shape", shape);
+        farm_json_int(&j, "iterations", measured);
+        farm_json_end(&j);
+    }
+    free(v);
+}
+
+/* Top-5 classes of softmax(scores) as a JSON array. */
+static void top5_json(const float *scores, size_t n, char *out, size_t outlen)
+{
+    double mx = -INFINITY, sum = 0.0;
+    for (size_t i = 0; i < n; ++i)
+        mx = fmax(mx, scores[i]);
+    for (size_t i = 0; i < n; ++i)
+        sum += exp((double)scores[i] - mx);
+    size_t best[5];
+    int nb = 0;
+    for (size_t i = 0; i < n; ++i) {
+        int pos = nb < 5 ? nb : 5;
+        while (pos > 0 && scores[i] > scores[best[pos - 1]])
+            pos--;
+        if (pos >= 5)
+            continue;
+        for (int k = (nb < 5 ? nb : 4); k > pos; --k)
+            best[k] = best[k - 1];
+        best[pos] = i;
+        if (nb < 5)
+            nb++;
+    }
+    size_t used = (size_t)snprintf(out, outlen, "[");
+    for (int k = 0; k < nb && used < outlen; ++k)
+        used += (size_t)snprintf(out + used, outlen - used, "%s{\"class\":%zu,\"prob\":%.6g}", k ? "," : "",
+                                 best[k], exp((double)scores[best[k]] - mx) / sum);
+    if (used < outlen)
+        snprintf(out + used, outlen - used, "]");
+}
+
+static float *load_input(const char *path, long *input_size)
+{
+    farm_array a;
+    char err[512];
+    if (farm_npy_read(path, &a, err, sizeof err))
+        farm_die(FARM_EXIT_USAGE, "--input: %s", err);
+    const size_t *s = a.shape + (a.ndim == 4 ? 1 : 0);
+    const int ok = (a.ndim == 3 || (a.ndim == 4 && a.shape[0] == 1)) && s[0] == 3 && s[1] == s[2];
+    if (!ok)
+        farm_die(FARM_EXIT_USAGE, "--input: %s: expected shape (3,N,N) or (1,3,N,N) float32 (CHW)", path);
+    if (*input_size && (size_t)*input_size != s[1])
+        farm_die(FARM_EXIT_USAGE, "--input-size=%ld but %s is %zux%zu", *input_size, path, s[1], s[2]);
+    *input_size = (long)s[1];
+    return a.data;
+}
+
+static void dump(const cnn_net *net, const float *result, const char *path)
+{
+    const cnn_layer *l = &net->layer[net->nlayers - 1];
+    size_t shape[3] = {(size_t)(l->out_c_offset + l->cout), (size_t)l->hout, (size_t)l->wout};
+    char err[512];
+    if (farm_npy_write(path, result, shape, l->kind == CNN_AVGPOOL ? 1 : 3, err, sizeof err))
+        farm_die(FARM_EXIT_ERROR, "--dump-output: %s", err);
+}
+
+int main(int argc, char **argv)
+{
+    farm_common common;
+    farm_common_defaults(&common);
+    static const char *const models[] = {"squeezenet1.0", "squeezenet1.1", NULL};
+    const char *model = "squeezenet1.0", *weights_dir = NULL, *input_path = NULL, *g_spec = "1";
+    long input_size = 0, layers_limit = 0;
+    farm_opt opts[] = {
+        FARM_OPTS_BENCH(&common),
+        FARM_OPTS_CL(&common),
+        {"model", FARM_OPT_CHOICE, &model, "network", 0, 0, models},
+        {"input-size", FARM_OPT_INT, &input_size, "square input side (0: 227 for 1.0, 224 for 1.1)", 0, 4096, NULL},
+        {"input", FARM_OPT_STRING, &input_path, ".npy image, float32 (3,N,N) CHW (default: seeded uniform)", 0, 0, NULL},
+        {"weights-dir", FARM_OPT_STRING, &weights_dir,
+         "dir of <layer>.weight.npy / <layer>.bias.npy, '/' in names as '.' (default: seeded)", 0, 0, NULL},
+        {"layers-limit", FARM_OPT_INT, &layers_limit, "run only the first N layers (0: all)", 0, CNN_MAX_LAYERS, NULL},
+        {"g", FARM_OPT_STRING, &g_spec,
+         "output maps per work item: N for all conv layers and/or layer:N,... (must divide the maps)", 0, 0, NULL},
+        {0},
+    };
+    farm_parse_args(argc, argv, "cnn",
+                    "SqueezeNet inference: per-layer time events, top-5 and checksum in the result.",
+                    "cnn --backend=gpu --model=squeezenet1.1 --precision=fp16 --g=4,conv10:8 --iters=20", opts);
+    farm_common_check(&common);
+    if (common.list_devices)
+        return farm_cl_list_devices();
+
+    char err[512];
+    float *input = input_path ? load_input(input_path, &input_size) : NULL;
+    if (!input_size)
+        input_size = strcmp(model, "squeezenet1.0") == 0 ? 227 : 224;
+    static cnn_net net;
+    if (cnn_build(&net, model, (int)input_size, err, sizeof err))
+        farm_die(FARM_EXIT_USAGE, "%s", err);
+    if (layers_limit && layers_limit < net.total_layers)
+        net.nlayers = (int)layers_limit;
+    if (cnn_apply_g(&net, g_spec, err, sizeof err))
+        farm_die(FARM_EXIT_USAGE, "%s", err);
+    if (weights_dir) {
+        if (cnn_load_weights(&net, weights_dir, err, sizeof err))
+            farm_die(FARM_EXIT_USAGE, "--weights-dir: %s", err);
+    } else {
+        cnn_init_weights(&net, (uint64_t)common.seed);
+    }
+    const size_t in_count = cnn_tensor_count(&net, 0);
+    if (!input) {
+        input = farm_alloc(in_count * sizeof(float));
+        farm_fill_uniform(input, in_count, (uint64_t)common.seed ^ 0x5eedULL, 0.0f, 1.0f);
+    }
+    const int fp16 = strcmp(common.precision, "fp16") == 0;
+    if (fp16) {
+        cnn_round_weights_f16(&net);
+        farm_round_f16(input, in_count);
+    }
+
+    app a;
+    memset(&a, 0, sizeof a);
+    a.common = &common;
+    a.net = &net;
+    a.gpu = strcmp(common.backend, "gpu") == 0;
+    farm_cl cl;
+    farm_pool *pool = NULL;
+    const char *mode = fp16 ? "fp16-storage" : "fp32";
+    if (a.gpu) {
+        farm_cl_open(&cl, common.cl_device);
+        cnn_gpu_init(&a.gpu_state, &cl, &net, fp16, input, farm_cl_cache_dir(common.cl_cache));
+        if (a.gpu_state.half_arith)
+            mode = "fp16";
+    } else {
+        pool = strcmp(common.backend, "cpu-mt") == 0 ? farm_pool_create((int)common.threads) : NULL;
+        cnn_cpu_init(&a.cpu, &net, fp16, pool);
+        memcpy(a.cpu.tensor[0], input, in_count * sizeof(float));
+    }
+
+    farm_json j;
+    farm_json_begin(&j, "info");
+    farm_json_str(&j, "program", "cnn");
+    farm_json_str(&j, "backend", common.backend);
+    if (pool)
+        farm_json_int(&j, "threads", farm_pool_size(pool));
+    farm_json_str(&j, "model", model);
+    farm_json_int(&j, "input_size", input_size);
+    farm_json_int(&j, "layers", net.nlayers);
+    farm_json_int(&j, "layers_total", net.total_layers);
+    farm_json_str(&j, "precision", common.precision);
+    farm_json_str(&j, "precision_mode", mode);
+    if (fp16 && a.gpu && !a.gpu_state.half_arith)
+        farm_json_str(&j, "fp16_fallback", "device lacks cl_khr_fp16: half storage, fp32 arithmetic");
+    farm_json_str(&j, "weights", weights_dir ? weights_dir : "seeded");
+    farm_json_str(&j, "g", g_spec);
+    if (a.gpu)
+        farm_cl_info_fields(&j, &cl, &a.gpu_state.prog);
+    farm_json_end(&j);
+
+    farm_stats stats;
+    int rc = farm_bench_run(&common, iterate, &a, a.gpu, &stats);
+    if (rc != FARM_EXIT_OK)
+        farm_die(rc, "benchmark iteration failed");
+    const int elem_bytes = fp16 ? 2 : 4;
+    emit_layers(&a, stats.iterations, elem_bytes);
+
+    const float *result = a.gpu ? a.gpu_state.result : cnn_cpu_result(&a.cpu);
+    const size_t n = cnn_result_count(&net);
+    if (common.dump_output)
+        dump(&net, result, common.dump_output);
+
+    farm_cmp cmp = {1, 0, 0, 0.0, 0.0};
+    double tol = 0.0;
+    if (common.verify) {
+        cnn_cpu ref;
+        cnn_cpu_init(&ref, &net, fp16, NULL);
+        memcpy(ref.tensor[0], input, in_count * sizeof(float));
+        for (int i = 0; i < net.nlayers; ++i)
+            cnn_cpu_layer(&ref, i);
+        const float *want = cnn_cpu_result(&ref);
+        double scale = 0.0;
+        for (size_t i = 0; i < n; ++i)
+            scale = fmax(scale, fabs((double)want[i]));
+        tol = !fp16 ? TOL_FP32 : a.gpu_state.half_arith ? TOL_FP16_ARITH : TOL_FP16_STORAGE;
+        cmp = farm_compare(result, want, n, tol, tol * scale);
+        cnn_cpu_free(&ref);
+    }
+
+    double total_flops = 0.0;
+    for (int i = 0; i < net.nlayers; ++i)
+        total_flops += cnn_layer_flops(&net.layer[i]);
+    farm_json_begin(&j, "result");
+    farm_json_str(&j, "program", "cnn");
+    farm_json_str(&j, "backend", common.backend);
+    farm_json_str(&j, "model", model);
+    farm_json_str(&j, "precision", common.precision);
+    farm_json_stats(&j, &stats);
+    farm_json_num(&j, "flops", total_flops);
+    farm_json_num(&j, "gflops", total_flops / (stats.median_ms * 1e6));
+    farm_json_num(&j, "checksum", farm_checksum(result, n));
+    if (net.nlayers == net.total_layers) {
+        char top[512];
+        top5_json(result, n, top, sizeof top);
+        farm_json_raw(&j, "top5", top);
+    }
+    if (common.verify) {
+        farm_json_bool(&j, "verified", cmp.ok);
+        farm_json_num(&j, "tolerance", tol);
+        farm_json_num(&j, "max_abs_err", cmp.max_abs_err);
+        farm_json_num(&j, "max_rel_err", cmp.max_rel_err);
+        farm_json_u64(&j, "mismatches", cmp.mismatches);
+    }
+    farm_json_end(&j);
+    if (!cmp.ok)
+        farm_die(FARM_EXIT_VERIFY, "verify: %zu of %zu outputs differ from the cpu path beyond %g (first at %zu)",
+                 cmp.mismatches, n, tol, cmp.first_bad);
+
+    if (a.gpu) {
+        cnn_gpu_free(&a.gpu_state);
+        farm_cl_close(&cl);
+    } else {
+        cnn_cpu_free(&a.cpu);
+    }
+    if (pool)
+        farm_pool_destroy(pool);
+    cnn_free_weights(&net);
+    free(input);
+    free(a.layer_ns);
+    return FARM_EXIT_OK;
+}
