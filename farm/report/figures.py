@@ -1,0 +1,206 @@
+"""Report figures with matplotlib (Agg, no pyplot state): SVG for the HTML page and files, PDF for
+papers. Each point is a group's median over runs with its bootstrap 95% CI as error bars.
+
+Text in figures comes from users (device names, factor levels): mathtext is off, so a `$` stays a
+dollar, and the SVG writer escapes `<`, `>` and `&` in <text> elements (svg.fonttype none).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from farm.analysis.aggregate import GroupStat, Observation, aggregate
+from farm.report.model import DEVICE, OWN_CI, FigureSpec, ReportData, RunResult
+
+_RC: dict[str, Any] = {
+    "svg.fonttype": "none",  # real <text>: small, searchable, escaped
+    "svg.hashsalt": "farm",  # stable element ids: the same data gives the same file
+    "text.parse_math": False,
+    "font.size": 9,
+}
+
+# Axis labels for well-known factors (metrics carry their unit in the store).
+FACTOR_LABELS: dict[str, str] = {
+    "gpu_load": "background GPU load [fraction busy]",
+    "hidden": "hidden units",
+    "layers": "layers",
+    "batch": "batch [windows per call]",
+    "threads": "threads",
+    DEVICE: "phone",
+}
+
+
+@dataclass(frozen=True)
+class RenderedFigure:
+    spec: FigureSpec
+    title: str
+    svg: str  # a complete SVG document
+    pdf: bytes
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def inline_svg(self) -> str:
+        """The <svg> element alone, for embedding in HTML."""
+        return self.svg[self.svg.index("<svg") :]
+
+
+def default_figures(data: ReportData) -> list[FigureSpec]:
+    """Sensible figures when the experiment declares none, or beside the declared ones."""
+    factors = [f for f in data.factor_names if _levels(data, f) > 1]
+    color = "backend" if "backend" in factors else None
+    specs: list[FigureSpec] = []
+    if "gpu_load" in factors:
+        facet = "hidden" if "hidden" in factors else None
+        specs.append(FigureSpec(x="gpu_load", y="latency_median_ms", color=color, facet=facet))
+        specs.append(FigureSpec(x="gpu_load", y="energy_per_inference_mj", color=color, facet=facet))
+    if "hidden" in factors:
+        specs.append(FigureSpec(x="hidden", y="latency_median_ms", color=color, facet=None))
+    if not specs:
+        numeric = [f for f in factors if f != color and _numeric_levels(data, f)]
+        x = numeric[0] if numeric else (factors[0] if factors else DEVICE)
+        kind = "line" if numeric else "bar"
+        specs.append(FigureSpec(x=x, y="latency_median_ms", color=color if x != color else None, kind=kind))
+        specs.append(
+            FigureSpec(x=x, y="energy_per_inference_mj", color=color if x != color else None, kind=kind)
+        )
+    if len({run.device_id for run in data.done_runs}) > 1:
+        specs.append(FigureSpec(x=DEVICE, y="latency_median_ms", color=color, kind="bar"))
+    return specs
+
+
+def figures_for(data: ReportData) -> list[FigureSpec]:
+    """Declared figures first, then defaults not already declared; only those with data."""
+    specs: list[FigureSpec] = []
+    for spec in [*data.figures, *default_figures(data)]:
+        if spec.name not in {s.name for s in specs} and _has_data(data, spec):
+            specs.append(spec)
+    return specs
+
+
+def _levels(data: ReportData, factor: str) -> int:
+    return len({_hashable(run.factor(factor)) for run in data.runs})
+
+
+def _numeric_levels(data: ReportData, factor: str) -> bool:
+    values = [run.factor(factor) for run in data.runs]
+    return bool(values) and all(_is_number(v) for v in values)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _hashable(value: Any) -> Hashable:
+    return value if isinstance(value, Hashable) else repr(value)
+
+
+def _has_data(data: ReportData, spec: FigureSpec) -> bool:
+    y = data.metric_name(spec.y)
+    return any(y in run.metrics for run in data.done_runs)
+
+
+def _observations(runs: list[RunResult], spec: FigureSpec, y: str) -> list[Observation]:
+    own = OWN_CI.get(y)
+    result = []
+    for run in runs:
+        own_ci = None
+        if own and own[0] in run.metrics and own[1] in run.metrics:
+            own_ci = (run.metrics[own[0]], run.metrics[own[1]])
+        result.append(Observation((_hashable(run.factor(spec.x)),), run.metrics[y], own_ci))
+    return result
+
+
+def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], numeric_x: bool) -> None:
+    categories = sorted({g.key[0] for stats in groups.values() for g in stats}, key=str)
+    width = 0.8 / max(len(groups), 1)
+    for index, (label, stats) in enumerate(groups.items()):
+        medians = [g.median for g in stats]
+        errors = [[g.median - g.ci_low for g in stats], [g.ci_high - g.median for g in stats]]
+        legend = None if label is None else f"{spec.color}={label}"
+        if spec.kind == "line" and numeric_x:
+            xs = [float(g.key[0]) for g in stats]  # type: ignore[arg-type]
+            ax.errorbar(xs, medians, yerr=errors, marker="o", capsize=3, label=legend)
+        else:
+            positions = [categories.index(g.key[0]) + (index - (len(groups) - 1) / 2) * width for g in stats]
+            ax.bar(positions, medians, width=width, yerr=errors, capsize=3, label=legend)
+    if not (spec.kind == "line" and numeric_x):
+        ax.set_xticks(range(len(categories)), [str(c) for c in categories], rotation=20, ha="right")
+
+
+def _values(runs: list[RunResult], factor: str | None) -> list[Hashable]:
+    """The levels of a factor among runs (numbers in order), or [None] when there is no factor."""
+    if factor is None:
+        return [None]
+    levels = {_hashable(run.factor(factor)) for run in runs}
+    return sorted(levels, key=lambda v: (0, float(v), "") if _is_number(v) else (1, 0.0, str(v)))  # type: ignore[arg-type]
+
+
+def _with(runs: list[RunResult], factor: str | None, level: Hashable) -> list[RunResult]:
+    return runs if factor is None else [r for r in runs if _hashable(r.factor(factor)) == level]
+
+
+def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
+    """Draw one figure from the DONE runs; None when no run has its metric."""
+    y = data.metric_name(spec.y)
+    runs = [run for run in data.done_runs if y in run.metrics]
+    if not runs:
+        return None
+    facets = _values(runs, spec.facet)
+    numeric_x = all(_is_number(run.factor(spec.x)) for run in runs)
+    unit = data.unit_of(y)
+    title = spec.title or f"{y} vs {spec.x}" + (f" by {spec.color}" if spec.color else "")
+    with rc_context(_RC):  # type: ignore[arg-type]  # keys are valid rcParams
+        figure = Figure(figsize=(min(4.0 * len(facets) + 1.0, 16.0), 3.6), layout="constrained")
+        axes = figure.subplots(1, len(facets), squeeze=False, sharey=True)[0]
+        for ax, facet in zip(axes, facets, strict=True):
+            in_facet = _with(runs, spec.facet, facet)
+            colors = (
+                sorted({_hashable(r.factor(spec.color)) for r in in_facet}, key=str) if spec.color else [None]
+            )
+            groups = {
+                color: aggregate(
+                    _observations(
+                        [
+                            r
+                            for r in in_facet
+                            if spec.color is None or _hashable(r.factor(spec.color)) == color
+                        ],
+                        spec,
+                        y,
+                    )
+                )
+                for color in colors
+            }
+            _draw(ax, spec, groups, numeric_x)
+            if spec.facet:
+                ax.set_title(f"{spec.facet}={facet}")
+            ax.set_xlabel(FACTOR_LABELS.get(spec.x, spec.x))
+            ax.grid(True, alpha=0.3)
+            if spec.color:
+                ax.legend(fontsize=7)
+        axes[0].set_ylabel(f"{y} [{unit}]" if unit else y)
+        figure.suptitle(title)
+        svg_buffer = io.StringIO()
+        figure.savefig(svg_buffer, format="svg", metadata={"Date": None})
+        pdf_buffer = io.BytesIO()
+        figure.savefig(pdf_buffer, format="pdf", metadata={"CreationDate": None})
+    return RenderedFigure(spec, title, svg_buffer.getvalue(), pdf_buffer.getvalue())
+
+
+def render_figures(data: ReportData) -> list[RenderedFigure]:
+    rendered = (render_figure(data, spec) for spec in figures_for(data))
+    return [figure for figure in rendered if figure is not None]

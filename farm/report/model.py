@@ -1,0 +1,107 @@
+"""The report's data model: everything a report shows, assembled once (farm.report.query) from the
+store, then rendered by pure functions (figures, render). Tests build a ReportData by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Metric names a figure may use by their short name (the spec's default y is `latency_ms`).
+METRIC_ALIASES: dict[str, str] = {
+    "latency_ms": "latency_median_ms",
+    "latency": "latency_median_ms",
+    "energy_mj": "energy_per_inference_mj",
+    "energy": "energy_per_inference_mj",
+    "power_mw": "power_mean_mw",
+    "power": "power_mean_mw",
+    "load": "gpu_load_mean",
+    "rss_mb": "rss_peak_mb",
+    "memory": "rss_peak_mb",
+}
+
+# Each metric's own CI, where the per-run metrics carry one (used when a cell has a single run).
+OWN_CI: dict[str, tuple[str, str]] = {
+    "latency_median_ms": ("latency_median_ci_low_ms", "latency_median_ci_high_ms"),
+}
+
+DEVICE = "device"  # the pseudo-factor naming the phone a run ran on
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure: y is a metric, x / color / facet name factors or `device`."""
+
+    x: str
+    y: str = "latency_median_ms"
+    color: str | None = None
+    facet: str | None = None
+    kind: str = "line"  # line | bar | box
+    title: str | None = None
+
+    @property
+    def name(self) -> str:
+        parts = [self.y, "vs", self.x]
+        if self.color:
+            parts += ["by", self.color]
+        if self.facet:
+            parts += ["per", self.facet]
+        return "_".join(parts).replace("/", "-")
+
+
+@dataclass(frozen=True)
+class PhoneInfo:
+    """A phone that ran (or was meant to run) part of the experiment, with its environment."""
+
+    device_id: str
+    model: str | None = None
+    virtual: bool = False
+    abi: str | None = None
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    cell_id: str
+    factors: Mapping[str, Any]
+    repetition: int
+    device_id: str | None
+    state: str  # PENDING, RUNNING, DONE, FAILED, SKIPPED
+    reason: str | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    units: Mapping[str, str] = field(default_factory=dict)
+
+    def factor(self, name: str) -> Any:
+        return self.device_id if name == DEVICE else self.factors.get(name)
+
+
+@dataclass(frozen=True)
+class ReportData:
+    experiment: str
+    benchmark: str | None
+    spec: Mapping[str, Any]  # what was asked, as loaded (JSON-able)
+    factor_names: tuple[str, ...]
+    phones: tuple[PhoneInfo, ...]
+    runs: tuple[RunResult, ...]
+    figures: tuple[FigureSpec, ...] = ()  # declared in the experiment's report section
+    notes: tuple[str, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
+    generated_at: str = ""
+    description: str = ""
+
+    def metric_name(self, name: str) -> str:
+        """A figure's y as stored: the name itself if some run has it, else its alias."""
+        if any(name in run.metrics for run in self.runs):
+            return name
+        return METRIC_ALIASES.get(name, name)
+
+    def unit_of(self, metric: str) -> str:
+        for run in self.runs:
+            if metric in run.units:
+                return run.units[metric]
+        return ""
+
+    @property
+    def done_runs(self) -> tuple[RunResult, ...]:
+        return tuple(run for run in self.runs if run.state == "DONE")

@@ -1,0 +1,122 @@
+"""Render a ReportData to a single-file HTML page (inline SVG, no network) and a Markdown summary,
+and write both with the figures as separate SVG and PDF files.
+
+render_html / render_markdown are pure (ReportData in, text out); write_report is the I/O edge.
+Untrusted strings (device names, factor levels, reasons) are escaped: jinja2 autoescape for HTML,
+`md` for Markdown, and matplotlib's SVG writer for text inside figures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from farm.report import tables
+from farm.report.figures import RenderedFigure, render_figures
+from farm.report.model import ReportData
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+FORMATS: tuple[str, ...] = ("html", "md")
+
+
+def _number(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1e6 else f"{value:.3e}"
+    return str(value)
+
+
+def _md(value: Any) -> str:
+    """Escape a string for a Markdown table cell: no raw HTML, no column breaks, no line breaks."""
+    text = str(value)
+    for raw, escaped in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`")):
+        text = text.replace(raw, escaped)
+    return " ".join(text.split())
+
+
+def _environment(autoescape: bool) -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES_DIR),
+        autoescape=autoescape,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["num"] = _number
+    env.filters["md"] = _md
+    return env
+
+
+@dataclass(frozen=True)
+class _Context:
+    data: ReportData
+    figures: Sequence[RenderedFigure]
+    counts: dict[str, int]
+    failures: list[tables.Failure]
+    cells: list[tables.Cell]
+    metrics: list[str]
+    notes: list[str]
+    spec_text: str
+
+
+def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict[str, Any]:
+    context = _Context(
+        data=data,
+        figures=render_figures(data) if figures is None else figures,
+        counts=tables.state_counts(data),
+        failures=tables.failures(data),
+        cells=tables.cells(data),
+        metrics=tables.table_metrics(data),
+        notes=tables.quality_notes(data),
+        spec_text=json.dumps(data.spec, indent=2, sort_keys=True, default=str),
+    )
+    return {name: getattr(context, name) for name in context.__dataclass_fields__}
+
+
+def render_html(data: ReportData, figures: Sequence[RenderedFigure] | None = None) -> str:
+    context = _context(data, figures)
+    # The SVG comes from matplotlib, which escapes the text it draws; mark it safe to inline.
+    context["inline_svgs"] = {figure.name: Markup(figure.inline_svg) for figure in context["figures"]}
+    return _environment(autoescape=True).get_template("report.html.j2").render(context)
+
+
+def render_markdown(
+    data: ReportData, figures: Sequence[RenderedFigure] | None = None, figure_dir: str = "figures"
+) -> str:
+    context = _context(data, figures)
+    context["figure_dir"] = figure_dir
+    return _environment(autoescape=False).get_template("report.md.j2").render(context)
+
+
+def write_report(data: ReportData, out_dir: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write report.html / report.md and figures/<name>.svg|.pdf under out_dir; returns the paths."""
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        raise ValueError(f"unknown report format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    figures = render_figures(data)
+    figure_dir = out_dir / "figures"
+    figure_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for figure in figures:
+        svg_path = figure_dir / f"{figure.name}.svg"
+        pdf_path = figure_dir / f"{figure.name}.pdf"
+        svg_path.write_text(figure.svg, encoding="utf-8")
+        pdf_path.write_bytes(figure.pdf)
+        written += [svg_path, pdf_path]
+    if "html" in formats:
+        html_path = out_dir / "report.html"
+        html_path.write_text(render_html(data, figures), encoding="utf-8")
+        written.append(html_path)
+    if "md" in formats:
+        md_path = out_dir / "report.md"
+        md_path.write_text(render_markdown(data, figures, "figures"), encoding="utf-8")
+        written.append(md_path)
+    return written

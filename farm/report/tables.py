@@ -1,0 +1,141 @@
+"""Tables and notes of a report, computed from ReportData alone (pure)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from farm.analysis.aggregate import Observation, aggregate
+from farm.report.model import OWN_CI, ReportData, RunResult
+
+# The metrics a cell table shows, when any run has them.
+TABLE_METRICS: tuple[str, ...] = (
+    "latency_median_ms",
+    "latency_p90_ms",
+    "throughput_per_s",
+    "energy_per_inference_mj",
+    "power_mean_mw",
+    "gpu_load_mean",
+    "data_movement_share",
+    "rss_peak_mb",
+    "temperature_max_c",
+)
+STATES: tuple[str, ...] = ("DONE", "FAILED", "SKIPPED", "RUNNING", "PENDING")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell on one phone: its runs' medians with a CI across repetitions."""
+
+    factors: tuple[tuple[str, Any], ...]
+    device_id: str | None
+    done: int
+    failed: int
+    values: dict[str, tuple[float, float, float]]  # metric -> (median, ci_low, ci_high)
+
+
+@dataclass(frozen=True)
+class Failure:
+    run_id: str
+    cell_id: str
+    device_id: str | None
+    reason: str
+
+
+def table_metrics(data: ReportData) -> list[str]:
+    present = {name for run in data.done_runs for name in run.metrics}
+    return [name for name in TABLE_METRICS if name in present]
+
+
+def cells(data: ReportData) -> list[Cell]:
+    groups: dict[tuple[str, str | None], list[RunResult]] = {}
+    for run in data.runs:
+        groups.setdefault((run.cell_id, run.device_id), []).append(run)
+    metrics = table_metrics(data)
+    result = []
+    for (_, device_id), runs in groups.items():
+        done = [r for r in runs if r.state == "DONE"]
+        values: dict[str, tuple[float, float, float]] = {}
+        for metric in metrics:
+            observations = [_observation(r, metric) for r in done if metric in r.metrics]
+            if observations:
+                stat = aggregate(observations)[0]
+                values[metric] = (stat.median, stat.ci_low, stat.ci_high)
+        factors = tuple((name, runs[0].factors.get(name)) for name in data.factor_names)
+        failed = sum(1 for r in runs if r.state == "FAILED")
+        result.append(Cell(factors, device_id, len(done), failed, values))
+    result.sort(key=lambda c: (str(c.device_id), [_order(v) for _, v in c.factors]))
+    return result
+
+
+def _order(value: Any) -> tuple[int, float, str]:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def _observation(run: RunResult, metric: str) -> Observation:
+    own = OWN_CI.get(metric)
+    own_ci = None
+    if own and own[0] in run.metrics and own[1] in run.metrics:
+        own_ci = (run.metrics[own[0]], run.metrics[own[1]])
+    key: tuple[Hashable, ...] = ()
+    return Observation(key, run.metrics[metric], own_ci)
+
+
+def state_counts(data: ReportData) -> dict[str, int]:
+    counts = Counter(run.state for run in data.runs)
+    return {state: counts.get(state, 0) for state in STATES}
+
+
+def failures(data: ReportData) -> list[Failure]:
+    return [
+        Failure(run.run_id, run.cell_id, run.device_id, run.reason or "no reason recorded")
+        for run in data.runs
+        if run.state in ("FAILED", "SKIPPED")
+    ]
+
+
+def _flagged(data: ReportData, metric: str, value: float) -> list[RunResult]:
+    return [run for run in data.done_runs if run.metrics.get(metric) == value]
+
+
+def _some(runs: list[RunResult], limit: int = 5) -> str:
+    names = [f"{run.run_id} ({run.device_id})" for run in runs[:limit]]
+    return ", ".join(names) + (f" and {len(runs) - limit} more" if len(runs) > limit else "")
+
+
+def quality_notes(data: ReportData) -> list[str]:
+    """What a reader must know before trusting the numbers."""
+    notes = list(data.notes)
+    throttled = _flagged(data, "throttled", 1.0)
+    if throttled:
+        notes.append(f"{len(throttled)} run(s) throttled (GPU clock fell under load): {_some(throttled)}.")
+    missed = _flagged(data, "gpu_load_reached", 0.0)
+    if missed:
+        details = [
+            f"{run.run_id}: target {run.metrics.get('gpu_load_target', float('nan')):.2f}, "
+            f"achieved {run.metrics.get('gpu_load_mean', float('nan')):.2f}"
+            for run in missed[:5]
+        ]
+        notes.append(
+            f"{len(missed)} run(s) did not reach the background GPU load: " + "; ".join(details) + "."
+        )
+    charging = _flagged(data, "charging_disabled", 0.0)
+    if charging:
+        notes.append(
+            f"Charging could not be disabled in {len(charging)} run(s), so power includes the charger: "
+            f"{_some(charging)}."
+        )
+    no_power = [run for run in data.done_runs if "power_mean_mw" not in run.metrics]
+    if data.done_runs and no_power:
+        notes.append(f"{len(no_power)} run(s) have no battery power samples: no energy for them.")
+    virtual = sorted(phone.device_id for phone in data.phones if phone.virtual)
+    if virtual:
+        notes.append(
+            "Virtual phones (" + ", ".join(virtual) + "): OpenCL runs on PoCL on the host CPU, so their "
+            "timings are this machine's, not a phone's; power and temperature come from a model."
+        )
+    return notes

@@ -1,0 +1,74 @@
+import re
+from pathlib import Path
+
+from report_sample import EVIL
+
+from farm.report.figures import figures_for, render_figure
+from farm.report.model import FigureSpec, ReportData
+from farm.report.render import render_html, render_markdown, write_report
+
+
+def test_declared_and_default_figures(report_data: ReportData) -> None:
+    names = [spec.name for spec in figures_for(report_data)]
+    assert names[0] == "latency_ms_vs_hidden_by_backend_per_gpu_load"
+    # lstm defaults: latency and energy vs gpu_load per backend and hidden size
+    assert "latency_median_ms_vs_gpu_load_by_backend_per_hidden" in names
+    assert "energy_per_inference_mj_vs_gpu_load_by_backend_per_hidden" in names
+    # a figure without data is left out
+    missing = FigureSpec(x="hidden", y="no_such_metric")
+    assert render_figure(report_data, missing) is None
+
+
+def test_figure_svg_has_units_and_escaped_text(report_data: ReportData) -> None:
+    figure = render_figure(report_data, FigureSpec(x="device", y="latency_ms", color="backend", kind="bar"))
+    assert figure is not None
+    assert "latency_median_ms [ms]" in figure.svg
+    assert EVIL not in figure.svg
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in figure.svg
+    assert figure.pdf.startswith(b"%PDF")
+    line = render_figure(report_data, FigureSpec(x="gpu_load", y="energy_per_inference_mj", color="backend"))
+    assert line is not None
+    assert "background GPU load [fraction busy]" in line.svg
+    assert "energy_per_inference_mj [mJ]" in line.svg
+
+
+def test_html_report_is_self_contained_and_escaped(report_data: ReportData) -> None:
+    html = render_html(report_data)
+    assert EVIL not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script" not in html.lower()
+    # every figure inline as SVG, and nothing fetched from the network
+    assert html.count("<svg") == len(figures_for(report_data))
+    assert not re.search(r"(src|href)=\"https?://", html)
+    # plan vs done, failure reason, quality notes
+    assert "benchmark exited 3: no OpenCL on &lt;script&gt;" in html
+    assert "throttled" in html
+    assert "did not reach the background GPU load" in html
+    assert "this machine" in html  # virtual phone timings
+    assert "Charging could not be disabled" in html
+
+
+def test_markdown_escapes_and_links_figures(report_data: ReportData) -> None:
+    markdown = render_markdown(report_data)
+    assert EVIL not in markdown
+    assert "&lt;script&gt;" in markdown
+    for spec in figures_for(report_data):
+        assert f"](figures/{spec.name}.svg)" in markdown
+    # one table row per cell and phone: 2 phones x 2 backends x 2 hidden x 3 loads
+    rows = [line for line in markdown.splitlines() if line.startswith(("| cpu", "| gpu"))]
+    assert len(rows) == 24
+
+
+def test_write_report_files(report_data: ReportData, tmp_path: Path) -> None:
+    written = write_report(report_data, tmp_path, ("html", "md"))
+    names = {path.name for path in written}
+    assert {"report.html", "report.md"} <= names
+    svgs = sorted((tmp_path / "figures").glob("*.svg"))
+    pdfs = sorted((tmp_path / "figures").glob("*.pdf"))
+    assert len(svgs) == len(pdfs) == len(figures_for(report_data))
+    html = (tmp_path / "report.html").read_text()
+    for svg in svgs:
+        assert f'id="fig-{svg.stem}"' in html
+    only_md = write_report(report_data, tmp_path / "md", ("md",))
+    assert not (tmp_path / "md" / "report.html").exists()
+    assert any(path.name == "report.md" for path in only_md)
