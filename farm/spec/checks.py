@@ -78,6 +78,7 @@ def _check_params(experiment: Experiment) -> list[Issue]:
 def _check_sweep(experiment: Experiment) -> list[Issue]:
     issues = []
     program = experiment.benchmark.program
+    zipped = {name for group in experiment.zip for name in group}
     for name, levels in experiment.sweep.items():
         unknown = _unknown_name(experiment, name)
         if unknown:
@@ -89,7 +90,7 @@ def _check_sweep(experiment: Experiment) -> list[Issue]:
             problem = arg.problem(value, in_list=True)
             if problem:
                 issues.append(_issue(("sweep", name, index), problem))
-            elif any(same_level(value, earlier) for earlier in levels[:index]):
+            elif name not in zipped and any(same_level(value, earlier) for earlier in levels[:index]):
                 issues.append(_issue(("sweep", name, index), f"level {show(value)} is listed twice"))
     return issues
 
@@ -119,7 +120,18 @@ def _check_zip(experiment: Experiment) -> list[Issue]:
             issues.append(
                 _issue(("zip", group_index), f"zipped factors need the same number of levels: {detail}")
             )
+        elif lengths and len(lengths) == len(group):
+            issues += _duplicate_rows(experiment, group, group_index)
     return issues
+
+
+def _duplicate_rows(experiment: Experiment, group: Sequence[str], group_index: int) -> list[Issue]:
+    rows = list(zip(*(experiment.sweep[name] for name in group), strict=True))
+    for index, row in enumerate(rows):
+        if any(all(same_level(a, b) for a, b in zip(row, earlier, strict=True)) for earlier in rows[:index]):
+            shown = ", ".join(f"{name}={value}" for name, value in zip(group, row, strict=True))
+            return [_issue(("sweep", group[0], index), f"zip group {group_index}: ({shown}) is listed twice")]
+    return []
 
 
 def _check_exclude(experiment: Experiment) -> list[Issue]:

@@ -15,7 +15,7 @@ What consumers use:
 - `experiment.cells()` -> list[Cell] (sweep cross product minus excludes, zip groups honoured);
 - `experiment.factor_names` (swept factors in file order), `experiment.fixed_params`;
 - `experiment.program_args(cell)` -> the program's `--name=value` arguments for one cell,
-  measurement arguments included (warmup, iters, min-seconds, seed); gpu_load is not among them;
+  measurement arguments included (warmup, iters, min-seconds, max-seconds, seed); gpu_load is not among them;
 - `experiment.gpu_load_of(cell)` -> background load level 0..1 for a cell (0.0 when not set);
 - `experiment.qualified_name` -> `name` or `name.variant`: the key results are stored under;
 - `experiment.settings_digest` -> hash of everything that changes what a run measures.
@@ -154,6 +154,7 @@ class Experiment(Frozen):
             f"--warmup={m.warmup}",
             f"--iters={m.iterations}",
             f"--min-seconds={_plain(m.min_seconds)}",
+            f"--max-seconds={_plain(m.max_seconds)}",
             f"--seed={m.seed}",
         ]
         return tuple(rendered)

@@ -6,8 +6,10 @@ must have the argument's type. Names are snake_case here (`seq_len`); `Arg.flag`
 program is called with (`--seq-len`). Adding a program or argument means adding it here and in
 the program's `--help`.
 
-The measurement section owns warmup / iters / min_seconds / seed (MEASUREMENT_ARGS) so that all
-runs of one experiment are measured alike; they cannot be set in params or swept.
+The measurement section owns warmup / iters / min_seconds / max_seconds / seed
+(MEASUREMENT_ARGS) so that all runs of one experiment are measured alike; they cannot be set in
+params or swept. The lifecycle owns the OpenCL plumbing (--cl-device, --cl-cache, --dump-output,
+--list-devices), which experiments do not set either.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class ArgKind(StrEnum):
     BOOL = "bool"
     CHOICE = "choice"
     INT_LIST = "int_list"  # "784,256,128,16": comma-separated positive integers
+    CHOICE_INT = "choice_int"  # an integer from a fixed set
+    SPEC = "spec"  # a positive integer or a string the program parses (cnn --g=4,conv10:8)
 
 
 # What a user reads in "expected ..." messages, singular and plural.
@@ -49,6 +53,8 @@ _KIND_WORDS: dict[ArgKind, tuple[str, str]] = {
     ArgKind.BOOL: ("true or false", "booleans"),
     ArgKind.CHOICE: ("one of", "one of"),
     ArgKind.INT_LIST: ('comma-separated integers like "784,256,10"', 'strings like "784,256,10"'),
+    ArgKind.CHOICE_INT: ("one of", "one of"),
+    ArgKind.SPEC: ("a positive integer or a string", "positive integers or strings"),
 }
 _INT_LIST = re.compile(r"^[1-9][0-9]*(,[1-9][0-9]*)+$")
 
@@ -72,8 +78,9 @@ class Arg:
         """Why `value` is not valid for this argument, or None when it is."""
         single, plural = _KIND_WORDS[self.kind]
         expected = f"a list of {plural}" if in_list else single
-        if self.kind is ArgKind.CHOICE:
-            if not isinstance(value, str) or value not in self.choices:
+        if self.kind in (ArgKind.CHOICE, ArgKind.CHOICE_INT):
+            wanted_type = str if self.kind is ArgKind.CHOICE else int
+            if type(value) is not wanted_type or str(value) not in self.choices:
                 return f"expected one of {', '.join(self.choices)}, got {show(value)}"
             return None
         if not _has_kind(value, self.kind):
@@ -102,6 +109,8 @@ def _has_kind(value: Any, kind: ArgKind) -> bool:
         return isinstance(value, int | float)
     if kind is ArgKind.INT_LIST:
         return isinstance(value, str) and bool(_INT_LIST.match(value))
+    if kind is ArgKind.SPEC:
+        return (isinstance(value, int) and value >= 1) or (isinstance(value, str) and bool(value.strip()))
     return isinstance(value, str)
 
 
@@ -143,15 +152,22 @@ MEASUREMENT_ARGS: dict[str, str] = {
     "warmup": "measurement.warmup",
     "iters": "measurement.iterations",
     "min_seconds": "measurement.min_seconds",
+    "max_seconds": "measurement.max_seconds",
     "seed": "measurement.seed",
 }
 
 _COMMON: tuple[Arg, ...] = (
-    _positive("threads", "CPU threads for backend cpu-mt"),
-    Arg("precision", ArgKind.CHOICE, "arithmetic precision", choices=("fp32", "fp16")),
-    Arg("verify", ArgKind.BOOL, "check results against the CPU reference"),
+    Arg("threads", ArgKind.INT, "threads of the cpu-mt backend", minimum=1, maximum=1024),
+    Arg("precision", ArgKind.CHOICE, "fp32, or fp16 storage", choices=("fp32", "fp16")),
+    Arg("verify", ArgKind.BOOL, "check the result against the cpu path (gpu backend only)"),
 )
 
+
+def _dim(name: str, help_text: str) -> Arg:
+    return Arg(name, ArgKind.INT, help_text, minimum=1, maximum=65536)
+
+
+# Mirrors the option tables in kernels/<program>/main.c (see each program's --help).
 _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
     Program.LSTM: (
         _positive("hidden", "hidden units per layer"),
@@ -162,15 +178,25 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         _positive("batch", "windows per call"),
     ),
     Program.GEMM: (
-        _positive("m", "rows of A and C"),
-        _positive("n", "columns of B and C"),
-        _positive("k", "columns of A, rows of B"),
-        Arg("variant", ArgKind.STR, "kernel variant (naive, tiled, ...)"),
+        _dim("m", "rows of A and C"),
+        _dim("n", "columns of B and C"),
+        _dim("k", "columns of A, rows of B"),
+        Arg("kernel", ArgKind.CHOICE, "gpu kernel", choices=("auto", "regblock", "local")),
+        Arg("tile_m", ArgKind.INT, "regblock: rows of C per work-item", minimum=1, maximum=16),
+        Arg("vec", ArgKind.CHOICE_INT, "regblock: columns of C per work-item", choices=("2", "4", "8", "16")),
+        Arg("wg_m", ArgKind.INT, "regblock: work-group rows (0: driver's choice)", minimum=0, maximum=1024),
+        Arg(
+            "wg_n", ArgKind.INT, "regblock: work-group columns (0: driver's choice)", minimum=0, maximum=1024
+        ),
+        Arg(
+            "transfers", ArgKind.CHOICE, "gpu: copy A, B, C every iteration or once", choices=("each", "once")
+        ),
     ),
     Program.CNN: (
-        Arg("model", ArgKind.STR, "network, e.g. squeezenet"),
-        _positive("g", "output feature maps per work item (thread granularity)"),
-        _positive("batch", "images per call"),
+        Arg("model", ArgKind.CHOICE, "network", choices=("squeezenet1.0", "squeezenet1.1")),
+        Arg("input_size", ArgKind.INT, "square input side (0: the model's)", minimum=0, maximum=4096),
+        Arg("layers_limit", ArgKind.INT, "run only the first N layers (0: all)", minimum=0),
+        Arg("g", ArgKind.SPEC, "output maps per work item: N, or layer:N,... (must divide the maps)"),
     ),
     Program.TRAIN: (
         Arg("layers", ArgKind.INT_LIST, 'layer sizes, e.g. "784,256,128,16"'),
@@ -178,13 +204,10 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         Arg(
             "buffers", ArgKind.CHOICE, "host<->device buffer strategy", choices=("copy", "resident", "mapped")
         ),
-        _positive("steps", "training steps per iteration"),
-        Arg("lr", ArgKind.FLOAT, "learning rate", minimum=0.0),
     ),
     Program.GPULOAD: (
         Arg("target", ArgKind.FLOAT, "utilisation to hold, 0..1", minimum=0.0, maximum=1.0),
         Arg("intensity", ArgKind.CHOICE, "kind of load", choices=("compute", "memory")),
-        Arg("duration_s", ArgKind.FLOAT, "seconds to run", minimum=0.0),
     ),
 }
 

@@ -165,7 +165,7 @@ class Figure(Frozen):
     """One figure of the report: x / color / facet name factors (or `device`), y a metric."""
 
     x: Name
-    y: Name = "latency_ms"
+    y: Name = "latency_median_ms"
     color: Name | None = None
     facet: Name | None = None
     kind: FigureKind = FigureKind.LINE
