@@ -46,7 +46,10 @@ class Op:
 def squeezenet_ops(model: str) -> list[Op]:
     """Layer list as the binary names and orders it (one op per `layer` event)."""
     v10 = model == "squeezenet1.0"
-    ops = [Op("conv1", "conv", 3, 96, 7, 2) if v10 else Op("conv1", "conv", 3, 64, 3, 2), Op("pool1", "maxpool")]
+    ops = [
+        Op("conv1", "conv", 3, 96, 7, 2) if v10 else Op("conv1", "conv", 3, 64, 3, 2),
+        Op("pool1", "maxpool"),
+    ]
     c = 96 if v10 else 64
     for f, (s, e) in FIRE.items():
         ops += [
@@ -68,7 +71,7 @@ def conv(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> 
 
 
 def maxpool_ceil(x: np.ndarray, k: int = 3, stride: int = 2) -> np.ndarray:
-    c, h, w = x.shape
+    _, h, w = x.shape
     ho, wo = -(-(h - k) // stride) + 1, -(-(w - k) // stride) + 1
     need_h, need_w = (ho - 1) * stride + k, (wo - 1) * stride + k
     xp = np.pad(x, ((0, 0), (0, need_h - h), (0, need_w - w)), constant_values=-np.inf)
@@ -76,7 +79,9 @@ def maxpool_ceil(x: np.ndarray, k: int = 3, stride: int = 2) -> np.ndarray:
     return win.max(axis=(3, 4))
 
 
-def reference(model: str, x: np.ndarray, params: dict[str, tuple[np.ndarray, np.ndarray]], limit: int) -> np.ndarray:
+def reference(
+    model: str, x: np.ndarray, params: dict[str, tuple[np.ndarray, np.ndarray]], limit: int
+) -> np.ndarray:
     """Output of the first `limit` ops (after an expand1x1: only its maps, as the binary dumps)."""
     x = x.astype(np.float64)
     squeezed = x
@@ -224,7 +229,9 @@ def test_granularity_changes_work_split_not_result(cnn, net, tmp_path: Path) -> 
 
 def test_verify_passes_and_reports_error(cnn, net) -> None:
     model, _, _, d = net
-    r = cnn(f"--model={model}", f"--input={d / 'x.npy'}", "--backend=gpu", "--verify", "--iters=1", "--warmup=0")
+    r = cnn(
+        f"--model={model}", f"--input={d / 'x.npy'}", "--backend=gpu", "--verify", "--iters=1", "--warmup=0"
+    )
     assert r.returncode == 0, r.stderr
     (result,) = r.of("result")
     assert result["verified"] is True and result["mismatches"] == 0
