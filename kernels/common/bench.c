@@ -60,6 +60,12 @@ static void push(samples *s, double total, const farm_split *sp)
 
 int farm_bench_run(const farm_common *c, farm_iter_fn fn, void *user, int has_split, farm_stats *out)
 {
+    return farm_bench_run_fields(c, fn, user, has_split, NULL, out);
+}
+
+int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int has_split,
+                          farm_iter_fields_fn fields, farm_stats *out)
+{
     memset(out, 0, sizeof *out);
     const uint64_t max_ns = c->max_seconds > 0 ? (uint64_t)(c->max_seconds * 1e9) : UINT64_MAX;
     const uint64_t min_ns = (uint64_t)(c->min_seconds * 1e9);
@@ -98,6 +104,8 @@ int farm_bench_run(const farm_common *c, farm_iter_fn fn, void *user, int has_sp
             farm_json_u64(&j, "kernel_ns", sp.kernel_ns);
             farm_json_u64(&j, "d2h_ns", sp.d2h_ns);
         }
+        if (fields)
+            fields(user, &j);
         farm_json_end(&j);
         push(&s, (double)(t1 - t0) / 1e6, &sp);
     }

@@ -282,6 +282,11 @@ typedef struct {
  * Emits `phase` events (warmup, measure) and one `iter` event per measured iteration;
  * with has_split, iter events carry h2d_ns, kernel_ns, d2h_ns. */
 int farm_bench_run(const farm_common *c, farm_iter_fn fn, void *user, int has_split, farm_stats *out);
+/* Same, with `fields` (may be NULL) adding program-specific fields to every measured `iter` event
+ * (e.g. train's loss); it is called with `user` right after that iteration's fn returned. */
+typedef void (*farm_iter_fields_fn)(void *user, farm_json *j);
+int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int has_split,
+                          farm_iter_fields_fn fields, farm_stats *out);
 
 /* Adds iterations, median_ms, mean_ms, min_ms, max_ms, p90_ms and the split medians. */
 void farm_json_stats(farm_json *j, const farm_stats *s);
