@@ -8,8 +8,9 @@
  * fixed-size little-endian records); farm/telemetry/trace.py parses it. Design choices, why:
  *  - files stay open and are re-read with pread(fd, 0): sysfs regenerates the value on every read
  *    at offset 0, and open/close per sample would triple the syscalls at 1 kHz;
- *  - a read error closes the file and re-opens it at most once a second; a file replaced by
- *    rename (st_nlink == 0 on our inode) is re-opened too, checked at the flush cadence;
+ *  - a read error closes the file and re-opens it at most once a second. A sysfs/procfs node is
+ *    never replaced, but a plain file (virtual phones, tests) may be swapped by rename: for those
+ *    our inode is checked every tick (st_nlink == 0 means replaced) and re-opened;
  *  - ticks are scheduled on absolute CLOCK_MONOTONIC deadlines so the rate does not drift, and a
  *    tick that is late is skipped (counted), never bunched up;
  *  - records are buffered and written at most every --flush-ms, so kill -9 loses at most that
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +54,7 @@ typedef struct {
     int fd;
     int col; /* first column of this source in a sample record */
     int open_errno;
+    int plain_file; /* not sysfs/procfs: can be replaced by rename, so check the inode */
     long long next_reopen_ns;
 } source;
 
@@ -306,10 +309,19 @@ static int write_header(out_t *o, const config *c, long long start_ns) {
 
 /* ---- reading sources ----------------------------------------------------------------------- */
 
+#define SYSFS_MAGIC_ 0x62656572
+#define PROC_MAGIC_ 0x9fa0
+#define DEBUGFS_MAGIC_ 0x64626720
+
 static void source_open(source *s, long long t_ns) {
     s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
     s->open_errno = s->fd < 0 ? errno : 0;
     s->next_reopen_ns = t_ns + REOPEN_INTERVAL_NS;
+    struct statfs sf;
+    s->plain_file = 0;
+    if (s->fd >= 0 && fstatfs(s->fd, &sf) == 0)
+        s->plain_file = !(sf.f_type == SYSFS_MAGIC_ || sf.f_type == PROC_MAGIC_ ||
+                          sf.f_type == DEBUGFS_MAGIC_);
 }
 
 static void source_close(source *s, long long t_ns) {
@@ -363,6 +375,12 @@ static void read_source(source *s, long long t_ns, double *out) {
         source_open(s, t_ns);
         if (s->fd < 0) return;
     }
+    struct stat st;
+    if (s->plain_file && fstat(s->fd, &st) == 0 && st.st_nlink == 0) {
+        close(s->fd); /* replaced by rename: our inode is the old, unlinked one */
+        source_open(s, t_ns);
+        if (s->fd < 0) return;
+    }
     char buf[READ_BUF_BYTES];
     ssize_t n = pread(s->fd, buf, sizeof(buf) - 1, 0);
     if (n < 0) {
@@ -371,15 +389,6 @@ static void read_source(source *s, long long t_ns, double *out) {
     }
     buf[n] = '\0';
     parse_value(s->fmt, buf, out);
-}
-
-/* A file replaced by rename keeps our fd on the old, unlinked inode: re-open it. */
-static void check_replaced(source *s, long long t_ns) {
-    struct stat st;
-    if (s->fd >= 0 && fstat(s->fd, &st) == 0 && st.st_nlink == 0) {
-        close(s->fd);
-        source_open(s, t_ns);
-    }
 }
 
 /* ---- watched process ---------------------------------------------------------------------- */
@@ -507,7 +516,6 @@ int main(int argc, char **argv) {
         }
         if (t >= next_flush_ns) {
             out_flush(&o);
-            for (int i = 0; i < c.nsrc; i++) check_replaced(&c.src[i], t);
             next_flush_ns = t + flush_ns;
         }
         next_ns += period_ns;
