@@ -91,16 +91,41 @@ def energy_metrics(
     return metrics
 
 
-def _as_fraction(busy: np.ndarray) -> np.ndarray:
-    """GPU busy as 0..1, whether the trace holds fractions or percentages."""
+def _as_fraction(busy: np.ndarray, source_format: str | None = None) -> np.ndarray:
+    """GPU busy as 0..1. The sampler's `pct` sources hold percentages and `kgsl` ones fractions;
+    without that knowledge, values above 1.5 can only be percentages."""
+    if source_format == "pct":
+        return busy / 100.0
+    if source_format in ("kgsl", "float"):
+        return busy
     return busy / 100.0 if busy.size and float(np.max(busy)) > 1.5 else busy
 
 
-def gpu_load_metrics(busy: Series, start_ns: int, end_ns: int, target: float | None) -> list[Metric]:
+def source_format(trace: object, name: str) -> str | None:
+    """The sampler's format of a source when the trace records it (farm.telemetry.trace.Trace)."""
+    header = getattr(trace, "header", None)
+    for source in getattr(header, "sources", ()):
+        if getattr(source, "name", None) == name:
+            return str(source.format)
+    return None
+
+
+def temperature_source(trace: object, preferred: str) -> str:
+    """The preferred zone if sampled, else the first thermal zone the sampler recorded (it puts the
+    GPU zone first), else the preferred name (absent: no temperature metrics)."""
+    names: tuple[str, ...] = tuple(getattr(trace, "source_names", ()))
+    if preferred in names or not names:
+        return preferred
+    return next((name for name in names if name.startswith("thermal.")), preferred)
+
+
+def gpu_load_metrics(
+    busy: Series, start_ns: int, end_ns: int, target: float | None, *, source_format: str | None = None
+) -> list[Metric]:
     window = busy.within(start_ns, end_ns)
     if len(window) == 0:
         return []
-    load = _as_fraction(window.values)
+    load = _as_fraction(window.values, source_format)
     achieved = float(np.mean(load))
     metrics = [
         Metric("gpu_load_mean", achieved, "fraction"),
@@ -126,7 +151,9 @@ def _to_mhz(freq: np.ndarray) -> np.ndarray:
     return freq
 
 
-def throttling_metrics(freq: Series, busy: Series | None, start_ns: int, end_ns: int) -> list[Metric]:
+def throttling_metrics(
+    freq: Series, busy: Series | None, start_ns: int, end_ns: int, *, busy_format: str | None = None
+) -> list[Metric]:
     window = freq.within(start_ns, end_ns)
     if len(window) == 0:
         return []
@@ -135,7 +162,7 @@ def throttling_metrics(freq: Series, busy: Series | None, start_ns: int, end_ns:
     under_load = np.ones(mhz.size, dtype=bool)
     if busy is not None and len(busy) > 0:
         index = np.clip(np.searchsorted(busy.t_ns, window.t_ns, side="right") - 1, 0, len(busy) - 1)
-        under_load = _as_fraction(busy.values)[index] >= UNDER_LOAD_BUSY
+        under_load = _as_fraction(busy.values, busy_format)[index] >= UNDER_LOAD_BUSY
     ratios = np.where(under_load & (running_max > 0), mhz / np.where(running_max > 0, running_max, 1), 1.0)
     drop = float(1.0 - np.min(ratios))
     return [
@@ -208,12 +235,13 @@ def compute_run_metrics(
         trailing = calibration.gauge_trailing if calibration else False
         metrics += energy_metrics(power, iterations, idle_power_mw, trailing=trailing)
     busy = trace.series(sources.gpu_busy)
+    busy_format = source_format(trace, sources.gpu_busy)
     if busy is not None:
-        metrics += gpu_load_metrics(busy, start_ns, end_ns, target_gpu_load)
+        metrics += gpu_load_metrics(busy, start_ns, end_ns, target_gpu_load, source_format=busy_format)
     freq = trace.series(sources.gpu_freq)
     if freq is not None:
-        metrics += throttling_metrics(freq, busy, start_ns, end_ns)
-    temp = trace.series(sources.temperature)
+        metrics += throttling_metrics(freq, busy, start_ns, end_ns, busy_format=busy_format)
+    temp = trace.series(temperature_source(trace, sources.temperature))
     if temp is not None and len(temp) > 0:
         metrics += temperature_metrics(temp, start_ns, end_ns)
     rss = trace.series(sources.rss)

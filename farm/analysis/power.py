@@ -21,6 +21,8 @@ from farm.analysis.series import DEFAULT_SOURCES, Series, SourceNames, TraceLike
 MILLIAMP_HINT_LIMIT = 20_000
 # Plausible single-cell Li-ion voltage, used to tell µV from mV and to reject nonsense.
 VOLTAGE_RANGE_V = (2.5, 5.0)
+_CURRENT_UA_PER = {"uA": 1.0, "µA": 1.0, "mA": 1000.0}
+_VOLTAGE_UV_PER = {"uV": 1.0, "µV": 1.0, "mV": 1000.0, "V": 1e6}
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,27 @@ class BatteryCalibration:
     def __post_init__(self) -> None:
         if self.discharge_sign not in (-1, 1):
             raise ValueError(f"discharge_sign must be -1 or +1, got {self.discharge_sign}")
+
+    @classmethod
+    def from_conventions(
+        cls,
+        discharge_sign: int | None,
+        current_unit: str | None,
+        voltage_unit: str | None,
+        *,
+        gauge_trailing: bool = False,
+    ) -> BatteryCalibration:
+        """From what the probe found (farm.telemetry.probe.Battery): sign -1/+1, "uA"/"mA",
+        "uV"/"mV"/"V". An unknown sign is an error: calibrate() from discharging samples instead."""
+        if discharge_sign is None:
+            raise ValueError("the battery current's sign while discharging is unknown: calibrate first")
+        current_scale = _CURRENT_UA_PER.get(current_unit or "uA")
+        voltage_scale = _VOLTAGE_UV_PER.get(voltage_unit or "uV")
+        if current_scale is None:
+            raise ValueError(f"unknown battery current unit {current_unit!r} (uA or mA)")
+        if voltage_scale is None:
+            raise ValueError(f"unknown battery voltage unit {voltage_unit!r} (uV, mV or V)")
+        return cls(discharge_sign, current_scale, voltage_scale, gauge_trailing)
 
     def current_ua(self, raw: np.ndarray) -> np.ndarray:
         """Discharge current in µA, positive while the battery discharges."""

@@ -99,3 +99,14 @@ def test_idle_baseline_and_per_iteration_energy() -> None:
         power, np.array([0, 2 * S]), np.array([1 * S, 3 * S]), idle_power_mw=1000.0
     )
     assert energies.tolist() == pytest.approx([0.0, 2000.0])
+
+
+def test_calibration_from_probe_conventions() -> None:
+    calibration = BatteryCalibration.from_conventions(1, "mA", "mV")
+    assert calibration.current_ua(np.array([500.0])).tolist() == [500_000.0]
+    assert calibration.voltage_uv(np.array([4000.0])).tolist() == [4_000_000.0]
+    assert BatteryCalibration.from_conventions(-1, None, None) == BatteryCalibration()
+    with pytest.raises(ValueError, match="sign"):
+        BatteryCalibration.from_conventions(None, "uA", "uV")
+    with pytest.raises(ValueError, match="unit"):
+        BatteryCalibration.from_conventions(-1, "nA", "uV")

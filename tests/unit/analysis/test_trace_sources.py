@@ -1,0 +1,91 @@
+"""compute_run_metrics on traces shaped like the sampler's (formats, zone names) and ground truth."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from farm.analysis.groundtruth import TRUTH_CALIBRATION, truth_trace
+from farm.analysis.metrics import compute_run_metrics, metrics_by_name
+from farm.analysis.series import Series
+
+S = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class _Source:
+    name: str
+    format: str
+
+
+@dataclass(frozen=True)
+class _Header:
+    sources: tuple[_Source, ...]
+
+
+class _SamplerLikeTrace:
+    """Just enough of farm.telemetry.trace.Trace: header.sources, source_names, series()."""
+
+    def __init__(self, series: dict[str, tuple[Series, str]]) -> None:
+        self._series = {name: s for name, (s, _) in series.items()}
+        self.header = _Header(tuple(_Source(name, fmt) for name, (_, fmt) in series.items()))
+
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.header.sources)
+
+    def series(self, source: str) -> Series | None:
+        return self._series.get(source)
+
+
+def _events() -> list[dict]:
+    return [
+        {"event": "iter", "i": i, "t_start_ns": i * S // 10, "t_end_ns": (i + 1) * S // 10} for i in range(20)
+    ]
+
+
+def test_pct_busy_below_two_percent_is_still_percent_and_gpu_zone_found() -> None:
+    t = np.arange(0, 3 * S, S // 20)
+    trace = _SamplerLikeTrace(
+        {
+            "gpu.busy": (
+                Series.of(t, np.full(t.size, 1.0)),
+                "pct",
+            ),  # 1 %: a fraction heuristic would say 100 %
+            "thermal.gpuss-0-usr": (Series.of(t, 40_000 + t / S * 1000), "int"),
+        }
+    )
+    metrics = metrics_by_name(compute_run_metrics(_events(), trace, None, None, 0.0))
+    assert metrics["gpu_load_mean"].value == pytest.approx(0.01)
+    assert metrics["gpu_load_reached"].value == 1.0
+    assert metrics["temperature_start_c"].value == pytest.approx(40.0)
+    assert metrics["temperature_end_c"].value == pytest.approx(42.0, abs=0.06)
+
+
+def test_kgsl_fraction_taken_as_is() -> None:
+    t = np.arange(0, 3 * S, S // 20)
+    trace = _SamplerLikeTrace({"gpu.busy": (Series.of(t, np.full(t.size, 0.7)), "kgsl")})
+    metrics = metrics_by_name(compute_run_metrics(_events(), trace, None, None, 0.5))
+    assert metrics["gpu_load_mean"].value == pytest.approx(0.7)
+    assert metrics["gpu_load_error_pp"].value == pytest.approx(20.0)
+    assert metrics["gpu_load_reached"].value == 0.0
+
+
+@dataclass(frozen=True)
+class _TruthRow:
+    t_ns: int
+    power_mw: float
+    gpu_busy: float
+    temp_c: float
+
+
+def test_ground_truth_rows_give_the_known_energy() -> None:
+    # 10 Hz ticks; 3000 mW during [0, 2 s], each row describes the tick that ends at its time
+    rows = [_TruthRow(k * S // 10, 3000.0 if k <= 20 else 1000.0, 0.5, 35.0) for k in range(1, 40)]
+    metrics = metrics_by_name(
+        compute_run_metrics(_events(), truth_trace(rows), TRUTH_CALIBRATION, 1000.0, 0.5)
+    )
+    assert metrics["energy_total_mj"].value == pytest.approx(6000.0)
+    assert metrics["energy_per_inference_mj"].value == pytest.approx(4000.0 / 20)
+    assert metrics["gpu_load_mean"].value == pytest.approx(0.5)
+    assert metrics["temperature_max_c"].value == pytest.approx(35.0)
