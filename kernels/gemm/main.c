@@ -49,7 +49,8 @@ int main(int argc, char **argv)
 {
     farm_common c;
     farm_common_defaults(&c);
-    long m = 256, n = 256, k = 256, tile_m = 4, vec = 16, wg_m = 0, wg_n = 0;
+    long m = 256, n = 256, k = 256, tile_m = 6, vec = 16, wg_m = 0, wg_n = 0;
+    int corrupt = 0;
     const char *a_path = NULL, *b_path = NULL, *kernel = "auto", *transfers = "each";
     const farm_opt opts[] = {
         FARM_OPTS_BENCH(&c),
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
         {"wg-n", FARM_OPT_INT, &wg_n, "regblock: work-group columns (0: driver's choice)", 0, 1024, NULL},
         {"transfers", FARM_OPT_CHOICE, &transfers, "gpu: copy A, B in and C out every iteration, or once", 0, 0,
          transfer_choices},
+        {"corrupt-output", FARM_OPT_FLAG, &corrupt,
+         "test hook: perturb one gpu output element before --verify (exercises exit 4)", 0, 0, NULL},
         {0},
     };
     farm_parse_args(argc, argv, "gemm",
@@ -131,6 +134,8 @@ int main(int argc, char **argv)
     if (gpu && strcmp(transfers, "each") != 0)
         gemm_gpu_read(r.gpu, out);
 
+    if (corrupt && gpu)
+        out[p.m * p.n / 2] += 1000.0f;
     const char *verdict = "skipped";
     farm_cmp cmp = {1, 0, 0, 0, 0};
     if (c.verify) {
