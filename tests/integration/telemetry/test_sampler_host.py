@@ -1,0 +1,198 @@
+"""The built farm-sampler against fake telemetry files that the test changes while it samples.
+
+Python's time.monotonic_ns() is CLOCK_MONOTONIC on Linux, the sampler's clock, so the test's own
+events (a value changed, a process exited) can be compared with the trace's timestamps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from telemetry_trees import KGSL, PSY, Agents, FakeTree, adreno_tree
+
+from farm.telemetry.sampler import Source, SourceFormat, sampler_argv
+from farm.telemetry.trace import StopReason, parse_trace
+
+SOURCES = [
+    Source("gpu.busy", f"{KGSL}/gpubusy", SourceFormat.KGSL),
+    Source("gpu.busy_pct", f"{KGSL}/gpu_busy_percentage", SourceFormat.PCT),
+    Source("gpu.freq", f"{KGSL}/devfreq/cur_freq"),
+    Source("battery.current_now", f"{PSY}/battery/current_now"),
+    Source("gpu.pair", f"{KGSL}/gpubusy", SourceFormat.PAIR),
+]
+
+
+def _rooted(tree: FakeTree, sources: list[Source]) -> list[Source]:
+    return [Source(s.name, str(tree.path(s.path)), s.format) for s in sources]
+
+
+def _run(argv: list[str], timeout_s: float = 20) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+
+
+@pytest.mark.parametrize(("rate_hz", "duration_s"), [(200, 1.0), (1000, 0.5)])
+def test_rate_times_duration_and_increasing_timestamps(
+    agents: Agents, world_dir: Path, rate_hz: int, duration_s: float
+) -> None:
+    tree = adreno_tree(world_dir)
+    out = world_dir / "trace.bin"
+    argv = sampler_argv(str(agents.sampler), _rooted(tree, SOURCES), rate_hz, str(out), duration_s=duration_s)
+    done = _run(argv)
+    assert done.returncode == 0, done.stderr
+    trace = parse_trace(out.read_bytes())
+    expected = rate_hz * duration_s
+    assert abs(trace.sample_t_ns.size - expected) <= 0.02 * expected
+    assert np.all(np.diff(trace.sample_t_ns) > 0)
+    assert trace.end is not None and trace.end.reason is StopReason.DURATION
+    assert trace.end.ticks == trace.sample_t_ns.size and trace.complete
+    # every tick read every source, with the documented conversions
+    assert np.all(trace.values("gpu.busy") == 0.25)
+    assert np.all(trace.values("gpu.busy_pct") == 25.0)
+    assert np.all(trace.values("gpu.freq") == 680_000_000)
+    assert np.all(trace.values("battery.current_now") == -412_000)
+    assert np.all(trace.values("gpu.pair") == [250_000, 1_000_000])
+
+
+def test_values_follow_the_files_in_place_and_replaced(agents: Agents, world_dir: Path) -> None:
+    tree = adreno_tree(world_dir)
+    out = world_dir / "trace.bin"
+    sources = _rooted(tree, SOURCES[:4])
+    argv = sampler_argv(str(agents.sampler), sources, 100, str(out), duration_s=1.2)
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.4)
+        t_inplace = time.monotonic_ns()
+        with open(tree.path(f"{PSY}/battery/current_now"), "r+") as f:  # sysfs-like: same inode
+            f.write("-900000\n")
+        time.sleep(0.4)
+        t_replaced = time.monotonic_ns()
+        fresh = tree.path(f"{KGSL}/gpubusy.new")
+        fresh.write_text("750000 1000000\n")
+        os.replace(fresh, tree.path(f"{KGSL}/gpubusy"))  # how a virtual phone may update it
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    trace = parse_trace(out.read_bytes())
+    t = trace.sample_t_ns
+    current = trace.values("battery.current_now")
+    busy = trace.values("gpu.busy")
+    period_ns = 10_000_000
+    assert np.all(current[t < t_inplace] == -412_000)
+    assert np.all(current[t > t_inplace + 2 * period_ns] == -900_000)
+    assert np.all(busy[t < t_replaced] == 0.25)
+    assert np.all(busy[t > t_replaced + 2 * period_ns] == 0.75)
+
+
+def test_kill_9_leaves_a_parsable_trace(agents: Agents, world_dir: Path) -> None:
+    tree = adreno_tree(world_dir)
+    out = world_dir / "trace.bin"
+    argv = sampler_argv(str(agents.sampler), _rooted(tree, SOURCES), 100, str(out))
+    proc = subprocess.Popen(argv)
+    time.sleep(0.8)
+    t_kill = time.monotonic_ns()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    trace = parse_trace(out.read_bytes())
+    assert trace.end is None and not trace.complete
+    # at most one flush interval (100 ms) plus one tick is lost
+    assert trace.sample_t_ns.size >= 55
+    assert t_kill - int(trace.sample_t_ns[-1]) <= 250_000_000
+    assert np.all(trace.values("gpu.busy") == 0.25)
+
+
+def test_sigterm_stops_cleanly(agents: Agents, world_dir: Path) -> None:
+    tree = adreno_tree(world_dir)
+    out = world_dir / "trace.bin"
+    proc = subprocess.Popen(sampler_argv(str(agents.sampler), _rooted(tree, SOURCES), 50, str(out)))
+    time.sleep(0.3)
+    proc.terminate()
+    assert proc.wait(timeout=10) == 0
+    trace = parse_trace(out.read_bytes())
+    assert trace.end is not None and trace.end.reason is StopReason.SIGNAL and trace.complete
+
+
+def test_watched_pid_memory_and_exit_then_linger(agents: Agents, world_dir: Path) -> None:
+    tree = adreno_tree(world_dir)
+    out = world_dir / "trace.bin"
+    # a child that grows to ~40 MB, then exits; we reap it at once (no long-lived zombie)
+    child = subprocess.Popen(
+        [
+            "python3",
+            "-c",
+            "import time; b = bytearray(40 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(0.6)",
+        ]
+    )
+    argv = sampler_argv(
+        str(agents.sampler),
+        _rooted(tree, SOURCES[:2]),
+        100,
+        str(out),
+        child.pid,
+        linger_s=0.3,
+        mem_rate_hz=50,
+    )
+    sampler = subprocess.Popen(argv)
+    child.wait(timeout=10)
+    t_exit = time.monotonic_ns()
+    assert sampler.wait(timeout=10) == 0, "linger must end the sampler on its own"
+    trace = parse_trace(out.read_bytes())
+    assert trace.exit is not None and trace.exit.pid == child.pid
+    assert abs(trace.exit.t_ns - t_exit) <= 100_000_000  # one memory period (20 ms) plus scheduling
+    assert trace.exit.peak_rss_kb is not None and trace.exit.peak_rss_kb > 40 * 1024
+    rss = trace.series("mem.rss")
+    assert rss is not None and len(rss) >= 10 and float(rss.values.max()) > 40 * 1024
+    assert np.all(np.diff(rss.t_ns) > 0)
+    assert trace.end is not None and trace.end.reason is StopReason.LINGER
+    lingered_ns = trace.end.t_ns - trace.exit.t_ns
+    assert 250_000_000 <= lingered_ns <= 450_000_000
+    assert trace.sample_t_ns[-1] > trace.exit.t_ns, "sampling continues while lingering"
+
+
+def test_missing_file_reads_nan_then_values_once_it_appears(agents: Agents, world_dir: Path) -> None:
+    tree = adreno_tree(world_dir)
+    late = tree.path("/sys/class/thermal/thermal_zone9/temp")
+    out = world_dir / "trace.bin"
+    argv = sampler_argv(
+        str(agents.sampler), [Source("thermal.late", str(late))], 50, str(out), duration_s=2.0
+    )
+    proc = subprocess.Popen(argv)
+    time.sleep(0.3)
+    tree.write("/sys/class/thermal/thermal_zone9/temp", "41000")
+    assert proc.wait(timeout=10) == 0
+    trace = parse_trace(out.read_bytes())
+    assert trace.header.sources[0].open_error == "ENOENT"
+    vals = trace.values("thermal.late")
+    assert np.isnan(vals[0])
+    assert vals[-1] == 41_000, "the sampler re-opens a missing file (at most once a second)"
+
+
+@pytest.mark.parametrize(
+    ("args", "complaint"),
+    [
+        (["--rate-hz=5000"], "rate must be 1..1000"),
+        (["--source=nopath"], "bad source"),
+        (["--bogus=1"], "unknown argument"),
+        (["--source=a=/x", "--source=a=/y"], "duplicate source name"),
+        (["--linger-s=1", "--source=a=/x"], "--linger-s needs"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(
+    agents: Agents, world_dir: Path, args: list[str], complaint: str
+) -> None:
+    done = _run([str(agents.sampler), f"--out={world_dir / 't.bin'}", *args])
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and complaint in done.stderr
+
+
+def test_unwritable_output_exits_5(agents: Agents, world_dir: Path) -> None:
+    done = _run(
+        [str(agents.sampler), f"--out={world_dir}/no/such/dir/t.bin", "--source=a=/proc/uptime:float"]
+    )
+    assert done.returncode == 5 and "cannot write" in done.stderr
