@@ -1,0 +1,125 @@
+"""`farm devices`: every phone the adb server sees, with identity, state, capabilities, health."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from farm.device.session import DeviceSession
+from farm.engine.lifecycle import probe_phone
+from farm.errors import FarmError
+from farm.fleet.endpoint import LocalAdbEndpoint
+from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.store import Store, ownership, results_dir
+
+
+def _with_capabilities(endpoint: LocalAdbEndpoint, phone: Phone) -> Phone:
+    if phone.state not in (PhoneState.ONLINE, PhoneState.LEASED):
+        return phone
+    session = DeviceSession(endpoint.device(phone.adb_serial), phone.device_id, default_timeout_s=20.0)
+    try:
+        doc, _caps = probe_phone(session, phone)
+    except FarmError as error:
+        return replace(phone, error=str(error))
+    return replace(phone, capabilities=doc)
+
+
+def _summary(phone: Phone) -> dict[str, Any]:
+    caps = phone.capabilities or {}
+    gpu = caps.get("gpu") or {}
+    charging = [c.get("path") for c in caps.get("charging_control") or [] if c.get("present", True)]
+    root = caps.get("root") or {}
+    return {
+        "id": phone.device_id,
+        "host": phone.host,
+        "serial": phone.serial,
+        "adb_serial": phone.adb_serial,
+        "state": str(phone.state),
+        "model": phone.model,
+        "abi": phone.abi,
+        "battery_pct": phone.battery_pct,
+        "temperature_c": phone.temperature_c,
+        "gpu_family": gpu.get("family"),
+        "gpu_busy": (gpu.get("busy") or {}).get("path"),
+        "opencl": (caps.get("opencl") or {}).get("found"),
+        "root": bool(root.get("adbd_root") or root.get("su_works")) if root else None,
+        "charging_control": charging[0] if charging else None,
+        "error": phone.error,
+    }
+
+
+def _fmt(value: Any, suffix: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.0f}{suffix}" if suffix == "%" else f"{value:.1f}{suffix}"
+    return f"{value}{suffix}"
+
+
+@click.command("devices")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per phone, in a list.")
+@click.option(
+    "--adb-port", type=int, default=None, help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)."
+)
+@click.option(
+    "--no-probe", is_flag=True, help="Skip the capability probe (faster; identity and health only)."
+)
+@click.option("--results", type=click.Path(path_type=Path), default=None, help="Results folder (for leases).")
+def devices(as_json: bool, adb_port: int | None, no_probe: bool, results: Path | None) -> None:
+    """List every phone the adb server sees: identity host/serial, state (online, offline,
+    unauthorized, leased), model, ABI, battery, temperature and capabilities from farm-probe.
+
+    \b
+    Example:
+      farm devices
+      farm devices --json | jq '.[] | select(.opencl) | .id'
+    """
+    endpoint = LocalAdbEndpoint(adb_port)
+    endpoint.check_server()
+    leased: dict[str, int] = {}
+    db = results_dir(results)
+    if (db / "farm.db").exists():
+        with Store.in_results(db) as store:
+            leased = ownership.leased_devices(store)
+    phones = discover([endpoint], leased=lambda device_id: device_id in leased)
+    if not no_probe and phones:
+        with ThreadPoolExecutor(max_workers=min(8, len(phones))) as pool:
+            phones = list(pool.map(lambda p: _with_capabilities(endpoint, p), phones))
+    rows = [_summary(p) for p in phones]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"no phones on the adb server at port {endpoint.port}")
+        return
+    header = ("ID", "STATE", "MODEL", "ABI", "BATT", "TEMP", "GPU", "OPENCL", "ROOT", "CHARGING CONTROL")
+    table = [header] + [
+        (
+            r["id"],
+            r["state"],
+            _fmt(r["model"]),
+            _fmt(r["abi"]),
+            _fmt(r["battery_pct"], "%"),
+            _fmt(r["temperature_c"], "C"),
+            _fmt(r["gpu_family"]),
+            _fmt(r["opencl"]),
+            _fmt(r["root"]),
+            _fmt(r["charging_control"]),
+        )
+        for r in rows
+    ]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for row in table:
+        click.echo(
+            "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+    for r in rows:
+        if r["error"]:
+            click.echo(f"farm: {r['id']}: {r['error']}", err=True)

@@ -1,0 +1,146 @@
+"""`farm run FILE`: plan an experiment, run it on every eligible phone in parallel, store it."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from farm.engine.progress import progress_line, snapshot_of
+from farm.engine.runner import RunOptions, run_experiment
+from farm.engine.scheduler import Sweep
+from farm.store import RunState, results_dir
+from farm.store.runs import StoredRun
+
+
+@click.command("run")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--variant", help="Use a named variant of the file (its variants: section).")
+@click.option(
+    "--devices",
+    "selectors",
+    multiple=True,
+    metavar="SEL",
+    help="Only these phones: host/serial, serial, adb serial or model; globs allowed. Repeatable.",
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan (runs per phone, estimated time) and stop.")
+@click.option(
+    "--resume/--fresh",
+    default=True,
+    help="Continue the stored runs of this experiment (default) or forget them and start over.",
+)
+@click.option("--no-live", is_flag=True, help="Plain progress lines instead of the live view.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results folder (default $FARM_RESULTS or ./results).",
+)
+@click.option(
+    "--adb-port", type=int, default=None, help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)."
+)
+def run(
+    file: Path,
+    variant: str | None,
+    selectors: tuple[str, ...],
+    dry_run: bool,
+    resume: bool,
+    no_live: bool,
+    as_json: bool,
+    results: Path | None,
+    adb_port: int | None,
+) -> None:
+    """Run an experiment on every eligible phone, in parallel, and store the results.
+
+    \b
+    Example:
+      farm run experiments/smoke.yaml --dry-run      # what would run where
+      farm run experiments/smoke.yaml                # run (or resume) it
+      farm run experiments/lstm_gpu_load.yaml --variant quick --devices 'local/*'
+
+    Running the same file again resumes: DONE runs are kept, the rest is run. Exit codes: 0 all
+    runs done, 1 some failed or could not run, 2 bad input, 3 no eligible phone.
+    """
+    options = RunOptions(
+        file=file,
+        variant=variant,
+        selectors=selectors,
+        dry_run=dry_run,
+        fresh=not resume,
+        results=results_dir(results),
+        adb_port=adb_port,
+    )
+    live = not no_live and not as_json and sys.stdout.isatty()
+    started = time.time()
+    finished = {"n": 0}
+    view: dict[str, Any] = {}
+
+    def on_started(sweep: Sweep) -> None:
+        if live:
+            view["live"] = _start_live_view(sweep, started)
+        elif not as_json:
+            click.echo(
+                f"farm: running {sweep.key} on {len(sweep.phones)} phone(s): "
+                + ", ".join(p.device_id for p in sweep.phones)
+            )
+
+    def on_finished(device_id: str, stored: StoredRun, result: Any, state: RunState) -> None:
+        finished["n"] += 1
+        if not live and not as_json:
+            cell = " ".join(f"{k}={v}" for k, v in sorted(stored.factors.items()))
+            outcome = str(state) if state is not RunState.PENDING else f"{result.outcome}, retrying"
+            if result.error and state is not RunState.DONE:
+                outcome += f" ({result.error})"
+            click.echo(progress_line(finished["n"], device_id, stored.run_id, cell, outcome))
+
+    def tick(sweep: Sweep) -> None:
+        if "live" in view:
+            view["live"].update(snapshot_of(sweep, started_at=started))
+
+    try:
+        summary = run_experiment(options, on_started=on_started, on_finished=on_finished, tick=tick)
+    finally:
+        if "live" in view:
+            view["live"].stop()
+    if summary.plan_text is not None:
+        if as_json:
+            click.echo(json.dumps({**summary.as_dict(), "plan": summary.plan_text}, indent=2))
+        else:
+            click.echo(summary.plan_text)
+        return
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2))
+    else:
+        click.echo(
+            f"farm: {summary.experiment}: {summary.done} done, {summary.failed} failed, "
+            f"{summary.pending} not run, of {summary.planned} planned ({summary.elapsed_s:.1f} s); "
+            f"results in {options.results}/{summary.experiment}/"
+        )
+    sys.exit(summary.exit_code)
+
+
+class _PlainLive:
+    """Fallback while farm.live.view is not there: nothing per tick (lines are printed per run)."""
+
+    def update(self, _snapshot: Any) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+
+def _start_live_view(sweep: Sweep, started: float) -> Any:
+    try:
+        live_view = importlib.import_module("farm.live.view")
+    except ImportError:
+        return _PlainLive()
+    start = getattr(live_view, "start_live", None)
+    if start is None:
+        return _PlainLive()
+    return start(snapshot_of(sweep, started_at=started))

@@ -1,0 +1,96 @@
+"""`farm status [EXPERIMENT]`: what the store says, from any terminal, also while a sweep runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from farm.errors import ConfigError
+from farm.store import RunState, Store, ownership, results_dir
+from farm.store import runs as run_store
+
+
+def experiment_status(store: Store, name: str, events: int) -> dict[str, Any]:
+    counts = run_store.count_states(store, name)
+    per_phone: dict[str, dict[str, int]] = {}
+    for run in run_store.list_runs(store, name):
+        phone = run.ran_on or run.device_id or "*"
+        per_phone.setdefault(phone, {s.value: 0 for s in RunState})[run.state.value] += 1
+    failed = [
+        {"run_id": r.run_id, "phone": r.ran_on, "reason": r.reason, "attempts": r.attempts}
+        for r in run_store.list_runs(store, name, [RunState.FAILED])
+    ]
+    return {
+        "experiment": name,
+        "total": sum(counts.values()),
+        "states": {state.value: n for state, n in counts.items()},
+        "phones": per_phone,
+        "failed": failed,
+        "events": [
+            {"ts": e.ts, "kind": e.kind, "message": e.message, "phone": e.device_id, "run_id": e.run_id}
+            for e in run_store.recent_events(store, name, events)
+        ],
+    }
+
+
+@click.command("status")
+@click.argument("experiment", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--events", default=10, show_default=True, help="How many recent events to show.")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results folder (default $FARM_RESULTS or ./results).",
+)
+def status(experiment: str | None, as_json: bool, events: int, results: Path | None) -> None:
+    """Progress of experiments in the store: runs per state and per phone, failures, recent events.
+    Works from another terminal while `farm run` goes on.
+
+    \b
+    Example:
+      farm status                # every experiment, one line each
+      farm status smoke --json   # one experiment in detail
+    """
+    folder = results_dir(results)
+    if not (folder / "farm.db").exists():
+        raise ConfigError(
+            f"{folder}/farm.db: no results yet", hint="run `farm run FILE` first, or pass --results"
+        )
+    with Store.in_results(folder) as store:
+        names = [r["name"] for r in store.query("SELECT name FROM experiments ORDER BY updated_at DESC")]
+        if experiment is not None and experiment not in names:
+            known = ", ".join(names) or "none"
+            raise ConfigError(f"no experiment {experiment!r} in {folder}/farm.db (known: {known})")
+        running = ownership.live_executions(store)
+        leases = ownership.leased_devices(store)
+        chosen = [experiment] if experiment else names
+        data = [experiment_status(store, name, events if experiment else 0) for name in chosen]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"experiments": data, "running_executions": [e.id for e in running], "leases": leases},
+                indent=2,
+            )
+        )
+        return
+    for item in data:
+        states = item["states"]
+        click.echo(
+            f"{item['experiment']}: {states['DONE']} done, {states['FAILED']} failed, "
+            f"{states['RUNNING']} running, {states['PENDING']} pending, of {item['total']}"
+        )
+        if experiment:
+            for phone, per in sorted(item["phones"].items()):
+                click.echo(f"  {phone}: " + ", ".join(f"{n} {s.lower()}" for s, n in per.items() if n))
+            for fail in item["failed"]:
+                click.echo(f"  FAILED {fail['run_id']} on {fail['phone']}: {fail['reason']}")
+            for event in item["events"]:
+                stamp = time.strftime("%H:%M:%S", time.localtime(event["ts"]))
+                click.echo(f"  {stamp} {event['kind']:<9} {event['phone'] or '':<24} {event['message']}")
+    if running:
+        click.echo(f"{len(running)} farm process(es) running; {len(leases)} phone(s) leased")

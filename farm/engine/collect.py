@@ -1,0 +1,147 @@
+"""After a run: pull its artifacts, snapshot the environment, compute its metrics.
+
+Artifacts in results/<experiment>/<run-id>/: stdout.jsonl (benchmark events), stderr.txt,
+trace.bin (sampler), gpuload.jsonl, env.json (environment snapshot), notes in env.json.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from farm.device.session import DeviceSession
+from farm.engine.onphone import RunDir
+from farm.store import Metric
+
+if TYPE_CHECKING:
+    from farm.engine.lifecycle import PreparedPhone, RunJob, RunResult
+
+# phone file name -> artifact name
+ARTIFACTS = {
+    "bench.out": "stdout.jsonl",
+    "bench.err": "stderr.txt",
+    "trace.bin": "trace.bin",
+    "gpuload.out": "gpuload.jsonl",
+    "gpuload.err": "gpuload.stderr.txt",
+    "sampler.err": "sampler.stderr.txt",
+}
+ENV_PROPS = (
+    "ro.product.model",
+    "ro.product.manufacturer",
+    "ro.board.platform",
+    "ro.soc.model",
+    "ro.build.fingerprint",
+    "ro.build.version.sdk",
+    "ro.product.cpu.abi",
+    "ro.serialno",
+)
+
+
+def collect_artifacts(session: DeviceSession, run_dir: RunDir, local_dir: Path) -> list[str]:
+    """Pull the run's files that exist on the phone; returns the artifact names pulled."""
+    listing = session.shell(["ls", run_dir.path])
+    present = set(listing.stdout.split()) if listing.ok else set()
+    pulled = []
+    for phone_name, local_name in ARTIFACTS.items():
+        if phone_name in present:
+            session.pull(run_dir.file(phone_name), local_dir / local_name)
+            pulled.append(local_name)
+    return pulled
+
+
+_ENV_SCRIPT = (
+    "for d in /sys/devices/system/cpu/cpufreq/policy* /sys/devices/system/cpu/cpu[0-9]*/cpufreq; do "
+    '[ -d "$d" ] || continue; '
+    'echo "cpufreq $d $(cat $d/scaling_governor 2>/dev/null) $(cat $d/scaling_cur_freq 2>/dev/null)"; '
+    "done; "
+    "for z in /sys/class/thermal/thermal_zone*; do "
+    '[ -d "$z" ] || continue; echo "thermal $(cat $z/type 2>/dev/null) $(cat $z/temp 2>/dev/null)"; done'
+)
+
+
+def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult) -> dict[str, Any]:
+    """Props, governors and frequencies, temperatures, charging state, program sha256, farm version.
+
+    Best effort: a phone that is gone yields what the host already knows."""
+    from farm.engine.lifecycle import farm_version
+
+    session = prepared.session
+    env: dict[str, Any] = {
+        "device_id": prepared.phone.device_id,
+        "props": {k: prepared.phone.props.get(k) for k in ENV_PROPS},
+        "programs": {name: {"sha256": d.sha256, "abi": d.abi} for name, d in prepared.programs.items()},
+        "farm_version": farm_version(),
+        "gpu_load_target": job.gpu_load,
+        "gpu_load_achieved": result.load_achieved,
+        "notes": list(result.notes),
+        "charging_control": prepared.caps.charging.node if prepared.caps.charging else None,
+    }
+    try:
+        text = session.script(_ENV_SCRIPT).stdout
+        cpufreq, thermal = {}, {}
+        for line in text.splitlines():
+            parts = line.split()
+            if parts[:1] == ["cpufreq"] and len(parts) >= 2:
+                cpufreq[parts[1]] = {
+                    "governor": parts[2] if len(parts) > 2 else None,
+                    "cur_khz": parts[3] if len(parts) > 3 else None,
+                }
+            elif parts[:1] == ["thermal"] and len(parts) >= 3:
+                thermal[parts[1]] = parts[2]
+        env["cpufreq"] = cpufreq
+        env["thermal_raw"] = thermal
+        if prepared.caps.charging is not None:
+            value = session.read_text(prepared.caps.charging.node)
+            env["charging_node_value"] = value.strip() if value else None
+    except Exception as error:  # the phone may be gone; the snapshot must not hide the outcome
+        env["snapshot_error"] = str(error)
+    return env
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    events = []
+    if path.is_file():
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+    return events
+
+
+def calibration_of(probe: dict[str, Any]) -> Any:
+    """The phone's battery calibration from the probe's sign/unit conventions, or None."""
+    try:
+        from farm.analysis.power import BatteryCalibration
+        from farm.telemetry.probe import parse_probe
+
+        battery = parse_probe(json.dumps(probe)).battery
+        return BatteryCalibration.from_conventions(
+            battery.current_sign.discharge_sign, battery.current_unit, battery.voltage_unit
+        )
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def compute_metrics(
+    artifacts: Path, target_gpu_load: float | None, probe: dict[str, Any] | None = None
+) -> list[Metric]:
+    """Per-run metrics from the pulled artifacts (farm.analysis.metrics), as store rows."""
+    from farm.analysis.metrics import compute_run_metrics
+
+    events = read_events(artifacts / "stdout.jsonl")
+    trace = None
+    trace_path = artifacts / "trace.bin"
+    if trace_path.is_file():
+        try:
+            from farm.telemetry.trace import parse_trace
+
+            trace = parse_trace(trace_path.read_bytes())
+        except ImportError:
+            trace = None
+    calibration = calibration_of(probe) if probe is not None else None
+    computed = compute_run_metrics(events, trace, calibration, None, target_gpu_load)
+    return [Metric(m.name, float(m.value), m.unit) for m in computed]

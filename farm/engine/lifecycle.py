@@ -1,0 +1,373 @@
+"""One run on one phone: prepare -> sampler -> load -> benchmark -> stop -> collect -> restore.
+
+`prepare_phone` runs once per phone per sweep (probe, deploy). `execute_run` runs one attempt and
+returns how it ended; it never leaves charging off: the "charging disabled" marker is written to
+the store BEFORE the node is written, and cleared only after charging is verified back on, so a
+crash anywhere in between is repaired by the next farm process (farm.engine.recovery).
+
+Outcomes: exit 0 -> DONE; another exit code -> FAILED (stderr kept); past run_timeout_s -> the
+benchmark is killed on the phone by pid, TIMEOUT; the phone dropping off -> LOST; the cancel
+event set (Ctrl-C) -> INTERRUPTED. The scheduler decides retries from the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import farm
+from farm.device import controls
+from farm.device.android import parse_dumpsys_battery, parse_thermal_c
+from farm.device.session import DeviceSession
+from farm.engine import deploy as deploy_mod
+from farm.engine.caps import PhoneCaps, caps_from_probe
+from farm.engine.collect import collect_artifacts, environment_snapshot
+from farm.engine.onphone import CL_CACHE_DIR, Background, RunDir, last_achieved_load, load_argv, sampler_argv
+from farm.errors import DeviceTransientError, FarmError
+from farm.fleet.inventory import Phone
+from farm.store import Metric, Outcome, Store
+from farm.store import devices as device_store
+
+PROBE = "farm-probe"
+SAMPLER = "farm-sampler"
+LOAD = "gpuload"
+GATE_POLL_S = 1.0
+PROBE_TIMEOUT_S = 20.0
+
+StateCallback = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class PreparedPhone:
+    session: DeviceSession
+    phone: Phone
+    caps: PhoneCaps
+    probe: dict[str, Any]
+    programs: dict[str, deploy_mod.Deployed]
+
+
+@dataclass(frozen=True)
+class RunJob:
+    run_id: str
+    experiment_key: str  # name (or name.variant): the results folder
+    factors: dict[str, Any]
+    program_args: tuple[str, ...]
+    program: str
+    gpu_load: float
+    artifacts: Path
+
+
+@dataclass
+class RunResult:
+    outcome: Outcome
+    error: str | None = None
+    exit_code: int | None = None
+    load_achieved: float | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    metrics: list[Metric] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def probe_phone(session: DeviceSession, phone: Phone) -> tuple[dict[str, Any], PhoneCaps]:
+    deployed = deploy_mod.deploy(session, [PROBE], phone.abis)
+    result = session.shell([deployed[PROBE].phone_path], timeout_s=PROBE_TIMEOUT_S, check=True)
+    try:
+        doc = json.loads(result.stdout)
+    except ValueError as error:
+        raise DeviceTransientError(session.device_id, f"farm-probe printed no JSON: {error}") from error
+    return doc, caps_from_probe(doc)
+
+
+def prepare_phone(session: DeviceSession, phone: Phone, program: str, store: Store) -> PreparedPhone:
+    """Probe once, deploy the benchmark, the load generator and the sampler (content-cached)."""
+    doc, caps = probe_phone(session, phone)
+    names = [program, SAMPLER] + ([LOAD] if program != LOAD else [])
+    programs = deploy_mod.deploy(session, names, phone.abis)
+    device_store.record_device(
+        store,
+        phone.device_id,
+        host=phone.host,
+        serial=phone.serial,
+        adb_serial=phone.adb_serial,
+        model=phone.model,
+        abi=phone.abi,
+        capabilities=doc,
+        state="online",
+    )
+    return PreparedPhone(session, phone, caps, doc, programs)
+
+
+@dataclass(frozen=True)
+class Gates:
+    max_temp_c: float
+    cooldown_timeout_s: float
+    min_battery_pct: float
+    disable_charging: bool
+    settle_s: float
+    tolerance: float
+    intensity: str
+    rate_hz: float
+    run_timeout_s: float
+
+
+def read_temperature_c(prepared: PreparedPhone) -> float | None:
+    """The hottest thermal zone (or the battery when no zone is readable)."""
+    nodes = prepared.caps.temperature_nodes()
+    temps = []
+    if nodes:
+        result = prepared.session.script('for f in "$@"; do cat "$f" 2>/dev/null || echo x; done', *nodes)
+        temps = [t for t in (parse_thermal_c(line) for line in result.stdout.splitlines()) if t is not None]
+    if not temps:
+        battery = parse_dumpsys_battery(prepared.session.shell(["dumpsys", "battery"]).stdout)
+        return battery.temperature_c
+    return max(temps)
+
+
+def wait_until_cool(
+    prepared: PreparedPhone, gates: Gates, cancel: threading.Event
+) -> tuple[float | None, float]:
+    """Temperature gate: wait until the phone is cooler than max_temp_c (bounded). Returns the last
+    temperature and the seconds waited."""
+    start = time.monotonic()
+    while True:
+        temp = read_temperature_c(prepared)
+        waited = time.monotonic() - start
+        if temp is None or temp <= gates.max_temp_c or waited >= gates.cooldown_timeout_s or cancel.is_set():
+            return temp, waited
+        cancel.wait(GATE_POLL_S)
+
+
+def battery_pct(prepared: PreparedPhone) -> float | None:
+    return parse_dumpsys_battery(prepared.session.shell(["dumpsys", "battery"]).stdout).level_pct
+
+
+def disable_charging(prepared: PreparedPhone, store: Store, notes: list[str]) -> bool:
+    control = prepared.caps.charging
+    if control is None:
+        notes.append("charging could not be disabled: no writable charging node")
+        return False
+    device_store.mark_charging_disabled(store, prepared.phone.device_id, control.node, control.enable_value)
+    try:
+        controls.set_charging(prepared.session, control, enabled=False)
+    except FarmError as error:
+        notes.append(f"charging could not be disabled: {error}")
+        restore_charging(
+            prepared.session, prepared.phone.device_id, store, control.node, control.enable_value
+        )
+        return False
+    return True
+
+
+def restore_charging(
+    session: DeviceSession, device_id: str, store: Store, node: str, enable_value: str
+) -> None:
+    """Charging back on, verified, then the store marker cleared (kept if it fails)."""
+    controls.write_as_root(session, node, enable_value)
+    device_store.clear_charging_disabled(store, device_id)
+
+
+def settle_load(load: Background, target: float, gates: Gates, cancel: threading.Event) -> float | None:
+    """Wait until gpuload reports utilisation within tolerance of the target (at least settle_s,
+    at most 3x settle_s + 5 s); returns the last achieved value."""
+    start = time.monotonic()
+    limit_s = 3 * gates.settle_s + 5.0
+    achieved = None
+    while not cancel.is_set():
+        elapsed = time.monotonic() - start
+        achieved = last_achieved_load(load.read_stdout())
+        if elapsed >= gates.settle_s and achieved is not None and abs(achieved - target) <= gates.tolerance:
+            return achieved
+        if elapsed >= limit_s:
+            return achieved
+        code = load.exit_code()
+        if code is not None:
+            raise FarmError(f"gpuload exited {code} before the load settled")
+        cancel.wait(0.5)
+    return achieved
+
+
+def execute_run(
+    prepared: PreparedPhone,
+    job: RunJob,
+    gates: Gates,
+    store: Store,
+    cancel: threading.Event,
+    on_state: StateCallback | None = None,
+) -> RunResult:
+    """One attempt of one run; the phone is restored whatever happens."""
+    session = prepared.session
+    result = RunResult(Outcome.FAILED)
+    notify = on_state or (lambda _state, _info: None)
+    run_dir = RunDir.of(job.run_id)
+    charging_off = False
+    job.artifacts.mkdir(parents=True, exist_ok=True)
+    try:
+        notify("preparing", {})
+        run_dir.create(session)
+        level = battery_pct(prepared)
+        if level is not None and level < gates.min_battery_pct:
+            result.notes.append(f"battery {level:.0f}% below the minimum {gates.min_battery_pct:.0f}%")
+        if gates.disable_charging:
+            charging_off = disable_charging(prepared, store, result.notes)
+            session.shell(["dumpsys", "battery", "unplug"])
+        controls.stay_awake(session, on=True)
+        notify("cooling", {})
+        temp, waited = wait_until_cool(prepared, gates, cancel)
+        result.env["cooldown_waited_s"] = round(waited, 3)
+        result.env["temperature_start_c"] = temp
+        if temp is not None and temp > gates.max_temp_c:
+            result.notes.append(f"still {temp:.1f} °C after the {gates.cooldown_timeout_s:.0f} s cooldown")
+        _run_measured(prepared, job, gates, run_dir, result, cancel, notify)
+    except DeviceTransientError as error:
+        result.outcome, result.error = Outcome.LOST, str(error)
+    except FarmError as error:
+        result.outcome, result.error = Outcome.FAILED, str(error)
+    finally:
+        notify("restoring", {})
+        _restore(prepared, store, result, charging_off, gates)
+        try:
+            collect_artifacts(session, run_dir, job.artifacts)
+        except FarmError as error:
+            if result.outcome is Outcome.DONE:
+                result.outcome, result.error = Outcome.LOST, f"artifacts not pulled: {error}"
+        result.env.update(environment_snapshot(prepared, job, result))
+        (job.artifacts / "env.json").write_text(json.dumps(result.env, indent=2, sort_keys=True, default=str))
+    return result
+
+
+def _run_measured(
+    prepared: PreparedPhone,
+    job: RunJob,
+    gates: Gates,
+    run_dir: RunDir,
+    result: RunResult,
+    cancel: threading.Event,
+    notify: StateCallback,
+) -> None:
+    session = prepared.session
+    programs = prepared.programs
+    sampler = Background(
+        session,
+        run_dir,
+        "sampler",
+        sampler_argv(
+            programs[SAMPLER].phone_path,
+            prepared.caps.sampler_sources(),
+            gates.rate_hz,
+            run_dir.file("trace.bin"),
+        ),
+    )
+    with sampler:
+        if job.gpu_load > 0 and LOAD in programs:
+            notify("loading", {"target": job.gpu_load})
+            load = Background(
+                session,
+                run_dir,
+                "gpuload",
+                load_argv(programs[LOAD].phone_path, job.gpu_load, gates.intensity, prepared.caps.gpu_busy),
+            )
+            with load:
+                result.load_achieved = settle_load(load, job.gpu_load, gates, cancel)
+                if result.load_achieved is None or abs(result.load_achieved - job.gpu_load) > gates.tolerance:
+                    result.notes.append(
+                        f"background load not reached: target {job.gpu_load:g}, "
+                        f"achieved {result.load_achieved}"
+                    )
+                _run_benchmark(prepared, job, gates, run_dir, result, cancel, notify)
+                # What the load held while the benchmark ran, not only at the start.
+                result.load_achieved = last_achieved_load(load.read_stdout()) or result.load_achieved
+        else:
+            _run_benchmark(prepared, job, gates, run_dir, result, cancel, notify)
+
+
+def _sampler_argv(prepared: PreparedPhone, rate_hz: float, out: str) -> list[str]:
+    """farm.telemetry's sources and argv (names match the analysis); the engine's own list when
+    the probe document does not parse into Capabilities."""
+    binary = prepared.programs[SAMPLER].phone_path
+    try:
+        from farm.telemetry.probe import parse_probe
+        from farm.telemetry.sampler import default_sources
+        from farm.telemetry.sampler import sampler_argv as telemetry_argv
+
+        sources = default_sources(parse_probe(json.dumps(prepared.probe)))
+        if sources:
+            return telemetry_argv(binary, sources, rate_hz, out)
+    except (ImportError, ValueError, FarmError):
+        pass
+    return sampler_argv(binary, prepared.caps.sampler_sources(), rate_hz, out)
+
+
+def _run_benchmark(
+    prepared: PreparedPhone,
+    job: RunJob,
+    gates: Gates,
+    run_dir: RunDir,
+    result: RunResult,
+    cancel: threading.Event,
+    notify: StateCallback,
+) -> None:
+    session = prepared.session
+    argv = [prepared.programs[job.program].phone_path, *job.program_args, f"--cl-cache={CL_CACHE_DIR}"]
+    result.env["argv"] = argv
+    notify("running", {})
+    bench = Background(session, run_dir, "bench", argv)
+    with bench:
+        deadline = time.monotonic() + gates.run_timeout_s
+        code = None
+        while code is None and not cancel.is_set() and time.monotonic() < deadline:
+            code = bench.wait(min(1.0, max(0.0, deadline - time.monotonic())))
+        if code is None:
+            session.kill(bench.pid or 0, "KILL")
+            if cancel.is_set():
+                result.outcome, result.error = Outcome.INTERRUPTED, "interrupted"
+            else:
+                result.outcome = Outcome.TIMEOUT
+                result.error = (
+                    f"timed out after {gates.run_timeout_s:g} s; killed on the phone (pid {bench.pid})"
+                )
+            return
+        result.exit_code = code
+        if code == 0:
+            result.outcome = Outcome.DONE
+        else:
+            tail = (session.read_text(bench.stderr) or "").strip().splitlines()
+            result.outcome = Outcome.FAILED
+            result.error = f"{job.program} exited {code}: {tail[-1] if tail else 'no stderr'}"
+
+
+def _restore(
+    prepared: PreparedPhone, store: Store, result: RunResult, charging_off: bool, gates: Gates
+) -> None:
+    """Charging back on and Android's battery state reset; failures are kept as notes (the store
+    marker stays, so recovery retries on the next start)."""
+    session = prepared.session
+    control = prepared.caps.charging
+    try:
+        if gates.disable_charging:
+            session.shell(["dumpsys", "battery", "reset"])
+        if charging_off and control is not None:
+            restore_charging(session, prepared.phone.device_id, store, control.node, control.enable_value)
+            result.env["charging_restored"] = True
+    except FarmError as error:
+        result.notes.append(f"charging not restored yet: {error}")
+        result.env["charging_restored"] = False
+
+
+def farm_version() -> str:
+    return farm.__version__
+
+
+__all__ = [
+    "Gates",
+    "PreparedPhone",
+    "RunJob",
+    "RunResult",
+    "execute_run",
+    "farm_version",
+    "prepare_phone",
+]

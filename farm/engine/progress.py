@@ -1,0 +1,67 @@
+"""The engine's state as the live view's Snapshot (farm.live.snapshot), and plain progress lines."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
+from farm.store import RunState, Store
+from farm.store import runs as run_store
+
+if TYPE_CHECKING:
+    from farm.engine.scheduler import Sweep
+
+_LEVELS = {
+    "fault": EventLevel.WARNING,
+    "timeout": EventLevel.WARNING,
+    "retry": EventLevel.WARNING,
+    "failed": EventLevel.ERROR,
+    "error": EventLevel.ERROR,
+}
+
+
+def progress_of(store: Store, experiment: str, *, rate_s_per_run: float | None = None) -> Progress:
+    counts = run_store.count_states(store, experiment)
+    total = sum(counts.values())
+    done, failed = counts[RunState.DONE], counts[RunState.FAILED] + counts[RunState.SKIPPED]
+    left = total - done - failed
+    eta = rate_s_per_run * left if rate_s_per_run is not None else None
+    return Progress(done=done, failed=failed, total=total, eta_s=eta)
+
+
+def snapshot_of(sweep: Sweep, *, started_at: float, events: int = 8) -> Snapshot:
+    now = time.time()
+    progress = progress_of(sweep.store, sweep.key)
+    if progress.finished:
+        # Runs finish in parallel on all phones, so the observed rate already includes it.
+        per_run_s = (now - started_at) / progress.finished
+        left = progress.total - progress.finished
+        progress = Progress(progress.done, progress.failed, progress.total, per_run_s * left)
+    rows = []
+    for phone in sweep.phones:
+        status = sweep.status[phone.device_id]
+        elapsed = now - status.run_started if status.run_started else None
+        budget = sweep.gates.run_timeout_s
+        rows.append(
+            PhoneRow(
+                phone=phone.serial,
+                host=phone.host,
+                state=status.state,
+                cell=status.cell,
+                run_progress=min(1.0, elapsed / budget) if elapsed is not None and budget > 0 else None,
+                temperature_c=status.temperature_c,
+                battery_pct=status.battery_pct if status.battery_pct is not None else phone.battery_pct,
+                gpu_load_achieved=status.gpu_load_achieved,
+            )
+        )
+    recent = tuple(
+        Event(e.ts, e.message, _LEVELS.get(e.kind, EventLevel.INFO), e.device_id)
+        for e in run_store.recent_events(sweep.store, sweep.key, events)
+    )
+    return Snapshot(sweep.key, tuple(rows), progress, recent, now)
+
+
+def progress_line(count: int, device_id: str, run_id: str, cell: str, outcome: str) -> str:
+    """One plain line per finished attempt (not a TTY, or --no-live)."""
+    return f"[{count}] {device_id} {run_id} {cell}: {outcome}"

@@ -1,0 +1,66 @@
+"""Crash recovery: what a farm process repairs when it starts, and when a lost phone comes back.
+
+- executions whose process is gone are marked crashed; their leases freed; their RUNNING runs go
+  back to PENDING (the in-flight attempt is recorded as interrupted and not counted);
+- phones farm left with charging off (the store marker) get charging back on;
+- farm programs still running on a phone from a dead process (benchmark, load, sampler: they
+  run detached) are killed before the phone is used again.
+"""
+
+from __future__ import annotations
+
+import time
+
+from farm.device.session import BIN_DIR, DeviceSession
+from farm.errors import FarmError
+from farm.store import Store, ownership
+from farm.store import devices as device_store
+from farm.store import runs as run_store
+
+KILL_SETTLE_S = 0.3
+
+# Kills every process whose argv[0] is a farm program, and the wrappers that started them.
+_KILL_STALE = (
+    'for p in /proc/[0-9]*; do pid=${p#/proc/}; [ "$pid" = "$$" ] && continue; '
+    'a0=$(tr "\\000" "\\n" < "$p/cmdline" 2>/dev/null | head -n 1); '
+    'case "$a0" in "$1"/*) kill -9 "$pid" 2>/dev/null && echo "$pid";; esac; done; true'
+)
+
+
+def recover_store(store: Store, experiment: str | None) -> list[str]:
+    """Free what dead farm processes held; returns the run ids put back to PENDING."""
+    ownership.mark_dead_executions(store)
+    live = [e.id for e in ownership.live_executions(store)]
+    return run_store.reset_orphans(store, experiment, live)
+
+
+def kill_stale_processes(session: DeviceSession) -> list[int]:
+    result = session.script(_KILL_STALE, BIN_DIR)
+    pids = [int(x) for x in result.stdout.split() if x.isdigit()]
+    if pids:
+        time.sleep(KILL_SETTLE_S)
+    return pids
+
+
+def restore_charging_marker(store: Store, session: DeviceSession, device_id: str) -> bool:
+    """If farm left charging off on this phone, turn it back on. Returns True when it did."""
+    from farm.engine.lifecycle import restore_charging
+
+    for marker in device_store.charging_markers(store):
+        if marker.device_id == device_id:
+            try:
+                restore_charging(session, device_id, store, marker.node, marker.enable_value)
+            except FarmError as error:
+                run_store.add_event(store, "recovery", f"charging not restored: {error}", device_id=device_id)
+                return False
+            run_store.add_event(
+                store, "recovery", "charging restored after an interrupted run", device_id=device_id
+            )
+            return True
+    return False
+
+
+def recover_phone(store: Store, session: DeviceSession, device_id: str) -> None:
+    kill_stale_processes(session)
+    restore_charging_marker(store, session, device_id)
+    session.shell(["dumpsys", "battery", "reset"])

@@ -1,0 +1,200 @@
+"""`farm run` as a library call: load, select phones, plan, persist, lease, run, report.
+
+The CLI (farm/cli/run.py) only parses options and renders; everything with an effect is here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import farm
+from farm.engine import planner
+from farm.engine.recovery import recover_store
+from farm.engine.scheduler import NoEligiblePhone, Sweep
+from farm.fleet.endpoint import LocalAdbEndpoint
+from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.spec import Experiment, load
+from farm.store import RunState, Store, ownership
+from farm.store import runs as run_store
+from farm.store.runs import PlannedRun, StoredRun
+
+STATUS_POLL_S = 0.25
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    file: Path
+    variant: str | None = None
+    selectors: tuple[str, ...] = ()
+    dry_run: bool = False
+    fresh: bool = False
+    results: Path = Path("results")
+    adb_port: int | None = None
+    lost_wait_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    experiment: str
+    planned: int
+    done: int
+    failed: int
+    pending: int
+    phones: tuple[str, ...]
+    elapsed_s: float
+    plan_text: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.failed == 0 and self.pending == 0 else 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "planned": self.planned,
+            "done": self.done,
+            "failed": self.failed,
+            "pending": self.pending,
+            "phones": list(self.phones),
+            "elapsed_s": round(self.elapsed_s, 3),
+            "exit_code": self.exit_code,
+        }
+
+
+def matches_selector(phone: Phone, selector: str) -> bool:
+    """A --devices selector: identity host/serial, serial, adb serial or model; globs allowed."""
+    names = [phone.device_id, phone.serial, phone.adb_serial, phone.model or ""]
+    return any(fnmatch.fnmatchcase(name, selector) for name in names if name)
+
+
+def select_phones(experiment: Experiment, phones: Sequence[Phone], selectors: Sequence[str]) -> list[Phone]:
+    chosen = []
+    for phone in phones:
+        if phone.state is not PhoneState.ONLINE:
+            continue
+        if selectors and not any(matches_selector(phone, s) for s in selectors):
+            continue
+        if not experiment.devices.matches(phone.device_id, phone.model, None, frozenset()):
+            continue
+        chosen.append(phone)
+    return chosen
+
+
+def planned_rows(plan: planner.Plan) -> list[PlannedRun]:
+    return [
+        PlannedRun(run.run_id, run.cell_id, run.cell.factors, run.repetition, run.device, seq)
+        for seq, run in enumerate(plan.runs)
+    ]
+
+
+def spec_json(experiment: Experiment) -> tuple[str, str]:
+    text = json.dumps(experiment.model_dump(mode="json"), sort_keys=True)
+    return text, hashlib.sha256(text.encode()).hexdigest()
+
+
+FinishedCallback = Callable[[str, StoredRun, Any, RunState], None]
+
+
+def run_experiment(
+    options: RunOptions,
+    *,
+    on_started: Callable[[Sweep], None] | None = None,
+    on_finished: FinishedCallback | None = None,
+    tick: Callable[[Sweep], None] | None = None,
+) -> RunSummary:
+    started = time.monotonic()
+    experiment = load(options.file, options.variant)
+    key = experiment.qualified_name
+    endpoint = LocalAdbEndpoint(options.adb_port)
+    endpoint.check_server()
+    with Store.in_results(options.results) as store:
+        recover_store(store, key)
+        leased = ownership.leased_devices(store)
+        phones = discover([endpoint], leased=lambda device_id: device_id in leased)
+        eligible = select_phones(experiment, phones, options.selectors)
+        if len(eligible) < max(1, experiment.devices.min_count):
+            seen = ", ".join(f"{p.device_id} ({p.state})" for p in phones) or "none"
+            need = max(1, experiment.devices.min_count)
+            raise NoEligiblePhone(
+                f"{options.file}: {len(eligible)} eligible phone(s), need {need} (seen: {seen})",
+                hint="check `farm devices`, --devices and the experiment's devices: section",
+            )
+        plan = planner.plan(experiment, [p.device_id for p in eligible])
+        if options.dry_run:
+            return RunSummary(
+                key,
+                len(plan.runs),
+                0,
+                0,
+                len(plan.runs),
+                tuple(p.device_id for p in eligible),
+                time.monotonic() - started,
+                planner.render_plan(plan),
+            )
+        if options.fresh:
+            run_store.forget_experiment_runs(store, key)
+        text, digest = spec_json(experiment)
+        run_store.save_experiment(store, key, text, digest, str(options.file))
+        run_store.insert_planned(store, key, planned_rows(plan))
+        execution_id = ownership.start_execution(store, key, sys.argv, farm.__version__)
+        mine = [p for p in eligible if ownership.acquire_lease(store, p.device_id, execution_id)]
+        if not mine:
+            ownership.finish_execution(store, execution_id, "finished")
+            raise NoEligiblePhone(f"{options.file}: every eligible phone is leased by another farm process")
+        cancel = threading.Event()
+        sweep = Sweep(
+            experiment,
+            key,
+            mine,
+            endpoint,
+            store,
+            options.results,
+            execution_id,
+            cancel,
+            on_finished=on_finished,
+            lost_wait_s=options.lost_wait_s,
+        )
+        stop_heartbeat = threading.Event()
+        heart = threading.Thread(target=sweep.heartbeat_loop, args=(stop_heartbeat,), daemon=True)
+        heart.start()
+        status = "finished"
+        try:
+            sweep.start()
+            if on_started is not None:
+                on_started(sweep)
+            while sweep.alive():
+                sweep.join(STATUS_POLL_S)
+                if tick is not None:
+                    tick(sweep)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            cancel.set()
+            sweep.join()  # workers stop their runs and restore the phones
+            raise
+        finally:
+            stop_heartbeat.set()
+            for phone in mine:
+                ownership.release_lease(store, phone.device_id, execution_id)
+            ownership.finish_execution(store, execution_id, status)
+        planned_ids = {r.run_id for r in plan.runs}
+        states = {r.run_id: r.state for r in run_store.list_runs(store, key)}
+        done = sum(1 for rid in planned_ids if states.get(rid) is RunState.DONE)
+        failed = sum(1 for rid in planned_ids if states.get(rid) in (RunState.FAILED, RunState.SKIPPED))
+        return RunSummary(
+            key,
+            len(planned_ids),
+            done,
+            failed,
+            len(planned_ids) - done - failed,
+            tuple(p.device_id for p in mine),
+            time.monotonic() - started,
+        )

@@ -1,0 +1,307 @@
+"""The scheduler: runs -> phones. One worker thread per leased phone, one run at a time per phone,
+all phones in parallel; retries decided from how an attempt ended.
+
+Pinned runs (the default) are taken by the worker of their phone in planned order; spread runs
+(`devices.spread: true`) by whichever phone is free (an atomic PENDING -> RUNNING claim in the
+store). A phone that drops off is waited for (bounded); its run goes back to PENDING and is
+retried when the phone is back (or by another phone when spread). Everything a worker does goes
+through the store first, so a killed farm resumes where it was.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from farm.device.session import DeviceSession
+from farm.engine.collect import compute_metrics
+from farm.engine.lifecycle import Gates, PreparedPhone, RunJob, RunResult, execute_run, prepare_phone
+from farm.engine.recovery import recover_phone
+from farm.errors import DeviceTransientError, FarmError
+from farm.fleet.endpoint import LocalAdbEndpoint
+from farm.fleet.inventory import Phone
+from farm.spec.model import Experiment
+from farm.store import Outcome, RunState, Store, ownership, run_artifacts_dir
+from farm.store import runs as run_store
+from farm.store.runs import StoredRun
+
+LOST_PHONE_WAIT_S = 120.0
+
+
+class NoEligiblePhone(FarmError):
+    """No phone can run the experiment (none connected, none selected, or all leased)."""
+
+    exit_code = 3
+
+
+def gates_of(experiment: Experiment) -> Gates:
+    return Gates(
+        max_temp_c=experiment.conditions.cooldown.max_temp_c,
+        cooldown_timeout_s=experiment.conditions.cooldown.timeout_s,
+        min_battery_pct=float(experiment.conditions.min_battery_pct),
+        disable_charging=experiment.telemetry.disable_charging,
+        settle_s=experiment.gpu_load.settle_s,
+        tolerance=experiment.gpu_load.tolerance,
+        intensity=str(experiment.gpu_load.intensity),
+        rate_hz=experiment.telemetry.rate_hz,
+        run_timeout_s=experiment.timeouts.run_timeout_s,
+    )
+
+
+def retry_decision(outcome: Outcome, attempts: int, max_attempts: int, retry_on: Sequence[str]) -> RunState:
+    """Where a run goes after an attempt (pure): DONE, FAILED, or PENDING for another try."""
+    if outcome is Outcome.DONE:
+        return RunState.DONE
+    if outcome is Outcome.INTERRUPTED:
+        return RunState.PENDING
+    if outcome is Outcome.FAILED:
+        return RunState.FAILED
+    kind = "timeout" if outcome is Outcome.TIMEOUT else "lost"
+    return RunState.PENDING if kind in retry_on and attempts < max_attempts else RunState.FAILED
+
+
+@dataclass
+class PhoneStatus:
+    """What the live view shows of one phone; updated by its worker."""
+
+    device_id: str
+    state: str = "idle"
+    cell: str | None = None
+    run_started: float | None = None
+    temperature_c: float | None = None
+    battery_pct: float | None = None
+    gpu_load_achieved: float | None = None
+
+
+@dataclass
+class SweepReport:
+    done: int = 0
+    failed: int = 0
+    pending: int = 0
+    finished_here: list[str] = field(default_factory=list)
+
+
+ProgressCallback = Callable[[str, StoredRun, RunResult, RunState], None]
+
+
+class Sweep:
+    """One `farm run` execution over the leased phones."""
+
+    def __init__(
+        self,
+        experiment: Experiment,
+        experiment_key: str,
+        phones: Sequence[Phone],
+        endpoint: LocalAdbEndpoint,
+        store: Store,
+        results: Path,
+        execution_id: int,
+        cancel: threading.Event,
+        on_finished: ProgressCallback | None = None,
+        lost_wait_s: float = LOST_PHONE_WAIT_S,
+    ) -> None:
+        self.experiment = experiment
+        self.key = experiment_key
+        self.phones = list(phones)
+        self.endpoint = endpoint
+        self.store = store
+        self.results = results
+        self.execution_id = execution_id
+        self.cancel = cancel
+        self.on_finished = on_finished
+        self.lost_wait_s = lost_wait_s
+        self.gates = gates_of(experiment)
+        self.status = {p.device_id: PhoneStatus(p.device_id) for p in phones}
+        self._cells = {cell.cell_id: cell for cell in experiment.cells()}
+        self._threads: list[threading.Thread] = []
+
+    # -- running --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for phone in self.phones:
+            thread = threading.Thread(
+                target=self._worker, args=(phone,), name=f"phone-{phone.device_id}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    def alive(self) -> bool:
+        return any(t.is_alive() for t in self._threads)
+
+    def join(self, timeout_s: float | None = None) -> None:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def _event(
+        self,
+        kind: str,
+        message: str,
+        *,
+        run_id: str | None = None,
+        device_id: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        run_store.add_event(
+            self.store, kind, message, experiment=self.key, run_id=run_id, device_id=device_id, data=data
+        )
+
+    def _next_run(self, device_id: str) -> StoredRun | None:
+        for run in run_store.list_runs(self.store, self.key, [RunState.PENDING]):
+            if run.device_id in (device_id, None):
+                return run
+        return None
+
+    def _session(self, phone: Phone) -> DeviceSession:
+        return DeviceSession(
+            self.endpoint.device(phone.adb_serial),
+            phone.device_id,
+            default_timeout_s=self.experiment.timeouts.device_call_timeout_s,
+        )
+
+    def _worker(self, phone: Phone) -> None:
+        status = self.status[phone.device_id]
+        prepared: PreparedPhone | None = None
+        try:
+            while not self.cancel.is_set():
+                run = self._next_run(phone.device_id)
+                if run is None:
+                    break
+                if prepared is None:
+                    status.state = "preparing"
+                    session = self._session(phone)
+                    recover_phone(self.store, session, phone.device_id)
+                    prepared = prepare_phone(
+                        session, phone, str(self.experiment.benchmark.program), self.store
+                    )
+                self._attempt(prepared, run, status)
+                if status.state == "lost" and not self._wait_for_phone(phone, status):
+                    return
+                if status.state == "lost":
+                    prepared = None  # re-probe and re-check the deployment on a phone that came back
+        except DeviceTransientError as error:
+            self._event("fault", f"phone lost while preparing: {error}", device_id=phone.device_id)
+            status.state = "lost"
+            if self._wait_for_phone(phone, status):
+                self._worker(phone)
+        except FarmError as error:
+            status.state = "failed"
+            self._event("error", f"phone unusable: {error}", device_id=phone.device_id)
+        finally:
+            if status.state not in ("lost", "failed"):
+                status.state = "idle"
+            status.cell = None
+
+    def _wait_for_phone(self, phone: Phone, status: PhoneStatus) -> bool:
+        status.state = "offline"
+        try:
+            self.endpoint.wait_online(phone.adb_serial, phone.device_id, self.lost_wait_s)
+        except FarmError as error:
+            self._event("fault", f"phone did not come back: {error}", device_id=phone.device_id)
+            status.state = "lost"
+            return False
+        self._event("recovered", "phone is back", device_id=phone.device_id)
+        status.state = "idle"
+        return True
+
+    def _attempt(self, prepared: PreparedPhone, run: StoredRun, status: PhoneStatus) -> None:
+        device_id = prepared.phone.device_id
+        artifacts = run_artifacts_dir(self.results, self.key, run.run_id)
+        attempt = run_store.claim(
+            self.store, run.run_id, self.execution_id, device_id, str(artifacts.relative_to(self.results))
+        )
+        if attempt is None:
+            return  # another phone took it (spread) or it was reset
+        cell = self._cells.get(run.cell_id)
+        if cell is None:
+            run_store.finish(
+                self.store,
+                run.run_id,
+                attempt,
+                Outcome.FAILED,
+                next_state=RunState.SKIPPED,
+                error="cell no longer in the experiment file",
+            )
+            return
+        job = RunJob(
+            run_id=run.run_id,
+            experiment_key=self.key,
+            factors=run.factors,
+            program_args=self.experiment.program_args(cell),
+            program=str(self.experiment.benchmark.program),
+            gpu_load=self.experiment.gpu_load_of(cell),
+            artifacts=artifacts,
+        )
+        status.cell = cell.label(self.experiment.factor_names)
+        status.run_started = time.time()
+
+        def on_state(state: str, _info: dict[str, Any]) -> None:
+            status.state = state
+
+        result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_state)
+        if result.outcome is Outcome.DONE:
+            try:
+                result.metrics = compute_metrics(artifacts, job.gpu_load, prepared.probe)
+            except Exception as error:  # a metrics bug must not lose a measured run
+                result.notes.append(f"metrics not computed: {error}")
+        status.gpu_load_achieved = result.load_achieved
+        attempts_after = run.attempts + 1
+        next_state = retry_decision(
+            result.outcome,
+            attempts_after,
+            self.experiment.retries.max_attempts,
+            [str(x) for x in self.experiment.retries.on],
+        )
+        stored = run_store.finish(
+            self.store,
+            run.run_id,
+            attempt,
+            result.outcome,
+            next_state=next_state,
+            error=result.error,
+            exit_code=result.exit_code,
+            load_target=job.gpu_load,
+            load_achieved=result.load_achieved,
+            env=result.env,
+            metrics=result.metrics,
+        )
+        if result.outcome is Outcome.LOST:
+            status.state = "lost"
+            self._event(
+                "fault", f"phone lost during run: {result.error}", run_id=run.run_id, device_id=device_id
+            )
+        elif result.outcome is Outcome.TIMEOUT:
+            self._event("timeout", result.error or "timeout", run_id=run.run_id, device_id=device_id)
+        elif result.outcome is Outcome.FAILED:
+            self._event("failed", result.error or "failed", run_id=run.run_id, device_id=device_id)
+        if next_state is RunState.PENDING and result.outcome is not Outcome.INTERRUPTED:
+            self._event(
+                "retry",
+                f"attempt {attempts_after} ended {result.outcome}; will retry",
+                run_id=run.run_id,
+                device_id=device_id,
+            )
+        for note in result.notes:
+            self._event("note", note, run_id=run.run_id, device_id=device_id)
+        if stored and self.on_finished is not None:
+            self.on_finished(device_id, run, result, next_state)
+        status.run_started = None
+
+    def heartbeat_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(ownership.HEARTBEAT_INTERVAL_S):
+            try:
+                ownership.heartbeat(self.store, self.execution_id)
+            except Exception:  # a busy database must not kill the heartbeat thread
+                continue
+
+    def report(self) -> SweepReport:
+        counts = run_store.count_states(self.store, self.key)
+        return SweepReport(
+            done=counts[RunState.DONE],
+            failed=counts[RunState.FAILED] + counts[RunState.SKIPPED],
+            pending=counts[RunState.PENDING] + counts[RunState.RUNNING],
+        )
