@@ -1,0 +1,139 @@
+"""`farm import trepn FILE...`: Trepn Profiler CSV exports into farm's power metrics (and store)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import click
+
+from farm.analysis.metrics import Metric, metrics_by_name
+from farm.errors import ConfigError
+from farm.store.db import Store, results_dir
+from farm.store.runs import Metric as StoredMetric
+from farm.store.runs import PlannedRun, insert_planned, put_metrics, save_experiment
+from farm.telemetry.trepn import read_trepn_csv, trepn_power_metrics
+
+IMPORT_PROGRAM = "trepn-import"
+
+
+def format_table(results: list[tuple[Path, list[Metric]]]) -> str:
+    header = (
+        f"{'file':<36} {'duration_s':>10} {'power_mean_W':>12} {'energy_J':>9} {'net_J':>8} {'gpu_load':>8}"
+    )
+    lines = [header]
+    for path, metrics in results:
+        by = metrics_by_name(metrics)
+
+        def cell(name: str, scale: float, width: int, digits: int, _by: dict[str, Metric] = by) -> str:
+            metric = _by.get(name)
+            return f"{metric.value * scale:>{width}.{digits}f}" if metric else f"{'-':>{width}}"
+
+        lines.append(
+            f"{path.name:<36} {cell('duration_s', 1, 10, 1)} {cell('power_mean_mw', 1e-3, 12, 3)} "
+            f"{cell('energy_total_mj', 1e-3, 9, 2)} {cell('energy_net_mj', 1e-3, 8, 2)} "
+            f"{cell('gpu_load_mean', 1, 8, 2)}"
+        )
+    return "\n".join(lines)
+
+
+def _store_runs(store: Store, experiment: str, phone: str, results: list[tuple[Path, list[Metric]]]) -> None:
+    if not store.query("SELECT 1 FROM experiments WHERE name = ?", (experiment,)):
+        spec = {
+            "name": experiment,
+            "description": "Imported Trepn Profiler exports",
+            "benchmark": {"program": IMPORT_PROGRAM},
+            "sweep": {"file": [path.stem for path, _ in results]},
+        }
+        text = json.dumps(spec, sort_keys=True)
+        save_experiment(
+            store, experiment, text, hashlib.sha256(text.encode()).hexdigest(), "farm import trepn"
+        )
+    planned = []
+    for seq, (path, _) in enumerate(results):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        planned.append(PlannedRun(f"trepn-{digest}", path.stem, (("file", path.stem),), 0, phone, seq))
+    insert_planned(store, experiment, planned)
+    now = time.time()
+    for run, (_, metrics) in zip(planned, results, strict=True):
+        store.execute(
+            "UPDATE runs SET state = 'DONE', ran_on = ?, started_at = COALESCE(started_at, ?), "
+            "finished_at = ? WHERE run_id = ?",
+            (phone, now, now, run.run_id),
+        )
+        put_metrics(store, run.run_id, [StoredMetric(m.name, m.value, m.unit) for m in metrics])
+
+
+@click.group("import")
+def import_() -> None:
+    """Bring measurements made outside farm into farm's metrics and store."""
+
+
+@import_.command("trepn")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A Trepn export of the idle phone: its mean power is subtracted (energy_net_mj).",
+)
+@click.option(
+    "--inferences",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Inferences done during each recording: adds energy_per_inference_mj.",
+)
+@click.option("--experiment", default=None, help="Also store each file as a DONE run of this experiment.")
+@click.option("--phone", default="trepn", show_default=True, help="Device id the stored runs ran on.")
+@click.option(
+    "--results",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Results folder holding farm.db (default $FARM_RESULTS or ./results).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+def trepn(
+    files: tuple[Path, ...],
+    baseline: Path | None,
+    inferences: int | None,
+    experiment: str | None,
+    phone: str,
+    results: Path | None,
+    as_json: bool,
+) -> None:
+    """Read Trepn Profiler CSV exports (each data point with its own time column, units from the
+    headers, the trailing statistics block ignored) and compute battery power and energy over each
+    recording, on Trepn's real power samples.
+
+    \b
+    Example (the idle recording first, then a run of 100 images):
+      farm import trepn --baseline idle.csv --inferences 100 parallel.csv
+      farm import trepn *.csv --experiment squeezenet_trepn --json
+    """
+    idle_mw = None
+    if baseline is not None:
+        idle = metrics_by_name(trepn_power_metrics(read_trepn_csv(baseline)))
+        if "power_mean_mw" not in idle:
+            raise ConfigError(f"{baseline}: no Battery Power samples: cannot use it as the idle baseline")
+        idle_mw = idle["power_mean_mw"].value
+    parsed = []
+    for path in files:
+        metrics = trepn_power_metrics(read_trepn_csv(path), idle_power_mw=idle_mw, inferences=inferences)
+        if not metrics:
+            raise ConfigError(f"{path}: no Battery Power, GPU Load or GPU Frequency samples in this export")
+        parsed.append((path, metrics))
+    if experiment:
+        with Store.in_results(results_dir(results)) as store:
+            _store_runs(store, experiment, phone, parsed)
+    if as_json:
+        doc = [
+            {"file": str(path), "metrics": {m.name: {"value": m.value, "unit": m.unit} for m in metrics}}
+            for path, metrics in parsed
+        ]
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(format_table(parsed))
+        if experiment:
+            click.echo(f"stored {len(parsed)} run(s) in experiment {experiment!r}")

@@ -1,0 +1,70 @@
+"""`farm report EXPERIMENT`: HTML + Markdown report with figures, from the results store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from farm.errors import ConfigError
+from farm.report.query import load_report_data
+from farm.report.render import FORMATS, write_report
+from farm.store.db import Store, results_dir
+
+
+def parse_formats(value: str) -> tuple[str, ...]:
+    formats = tuple(part.strip().lower() for part in value.split(",") if part.strip())
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise ConfigError(f"--format {value!r}: choose from {', '.join(FORMATS)} (comma-separated)")
+    return formats
+
+
+@click.command("report")
+@click.argument("experiment")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for report.html, report.md and figures/ (default results/EXPERIMENT/report).",
+)
+@click.option("--format", "formats", default="html,md", show_default=True, help="Comma-separated: html, md.")
+@click.option(
+    "--results",
+    "results",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Results folder holding farm.db (default $FARM_RESULTS or ./results).",
+)
+def report(experiment: str, out_dir: Path | None, formats: str, results: Path | None) -> None:
+    """Write the report of EXPERIMENT: a single-file HTML page (figures inline, opens offline), a
+    Markdown summary, and every figure as SVG and PDF.
+
+    \b
+    It shows what was asked, each phone's environment, plan vs done with failure reasons, the
+    figures the experiment declares plus defaults (medians with bootstrap 95% CIs), a table per
+    cell, and data-quality notes (throttling, load not reached, charging left on, virtual phones).
+
+    \b
+    Example:
+      farm report lstm_gpu_load --out /tmp/lstm-report --format html
+    """
+    chosen = parse_formats(formats)
+    folder = results_dir(results)
+    database = Store.in_results(folder)
+    if not database.path.exists():
+        raise ConfigError(
+            f"no results database at {database.path}", hint="run an experiment first, or pass --results DIR"
+        )
+    with database as store:
+        data = load_report_data(store, experiment)
+    target = out_dir or folder / experiment / "report"
+    try:
+        written = write_report(data, target, chosen)
+    except OSError as error:
+        raise ConfigError(f"{target}: cannot write the report: {error.strerror}") from error
+    for path in written:
+        if path.suffix in (".html", ".md"):
+            click.echo(str(path))
+    click.echo(f"{sum(1 for p in written if p.suffix == '.svg')} figure(s) in {target / 'figures'}")

@@ -1,0 +1,53 @@
+"""Tidy export: one row per run and metric, every factor as a column (pure; the CLI writes it).
+
+Columns: experiment, run_id, cell_id, repetition, device, state, <factors...>, metric, value, unit.
+A factor whose name clashes with a fixed column is written as `factor_<name>`. Runs without
+metrics (failed, pending) have no rows: the report's plan-vs-done table lists them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from farm.report.model import ReportData
+
+FIXED_COLUMNS: tuple[str, ...] = ("experiment", "run_id", "cell_id", "repetition", "device", "state")
+VALUE_COLUMNS: tuple[str, ...] = ("metric", "value", "unit")
+
+
+def factor_columns(data: ReportData) -> list[tuple[str, str]]:
+    """(factor name, column name) pairs."""
+    taken = set(FIXED_COLUMNS) | set(VALUE_COLUMNS)
+    return [(name, f"factor_{name}" if name in taken else name) for name in data.factor_names]
+
+
+def tidy_rows(data: ReportData) -> list[dict[str, Any]]:
+    factors = factor_columns(data)
+    rows = []
+    for run in data.runs:
+        base: dict[str, Any] = {
+            "experiment": data.experiment,
+            "run_id": run.run_id,
+            "cell_id": run.cell_id,
+            "repetition": run.repetition,
+            "device": run.device_id or "",
+            "state": run.state,
+        }
+        base.update({column: run.factors.get(name, "") for name, column in factors})
+        for metric in sorted(run.metrics):
+            rows.append(
+                {**base, "metric": metric, "value": run.metrics[metric], "unit": run.units.get(metric, "")}
+            )
+    return rows
+
+
+def tidy_csv(data: ReportData) -> str:
+    columns = [*FIXED_COLUMNS, *(column for _, column in factor_columns(data)), *VALUE_COLUMNS]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in tidy_rows(data):
+        writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
+    return buffer.getvalue()
