@@ -19,6 +19,9 @@ from farm.errors import FarmError
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("farm.cli.virtual", "virtual"),
     ("farm.cli.schema", "schema"),
+    ("farm.cli.devices", "devices"),
+    ("farm.cli.run", "run"),
+    ("farm.cli.status", "status"),
     ("farm.cli.report", "report"),
     ("farm.cli.export", "export"),
     ("farm.cli.importer", "import_"),
