@@ -1,0 +1,333 @@
+/*
+ * train: one MLP training step per iteration (forward, backward, SGD) on cpu, cpu-mt or gpu, after
+ * Das et al. (on-device training: data movement dominates GPU training). The gpu backend splits each
+ * step into h2d / kernel / d2h time under a buffer strategy (--buffers=copy|resident|mapped).
+ * Files and layouts: kernels/train/README.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/farm.h"
+#include "mlp.h"
+#include "mlp_gpu.h"
+
+/* --verify tolerances, relative to the largest value compared: weight changes (final - initial)
+ * and per-step losses. fp16 stores weights with 11 significant bits, so small updates round away
+ * differently when the two paths' sums differ in the last bit. */
+#define TOL_FP32 1e-3
+#define TOL_FP16 1e-1
+
+typedef struct {
+    mlp *m;
+    const mlp_data *data;
+    const void *x_storage; /* data->x in the gpu's storage precision */
+    float lr;
+    int gpu;
+    mlp_cpu cpu;
+    mlp_gpu gpu_state;
+    double *loss;          /* per call (warm-up included) */
+    farm_split *split;     /* per call */
+    size_t calls, cap;
+} app;
+
+static int step(void *user, farm_split *split)
+{
+    app *a = user;
+    if (a->calls == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 256;
+        a->loss = realloc(a->loss, a->cap * sizeof *a->loss);
+        a->split = realloc(a->split, a->cap * sizeof *a->split);
+        if (!a->loss || !a->split)
+            farm_die(FARM_EXIT_ERROR, "out of memory (step records)");
+    }
+    const size_t batches = a->data->n / (size_t)a->m->batch;
+    const size_t row = (a->calls % batches) * (size_t)a->m->batch;
+    const int32_t *y = a->data->y + row;
+    const size_t xoff = row * (size_t)a->m->sizes[0];
+    double loss;
+    if (a->gpu) {
+        const char *x = (const char *)a->x_storage + xoff * a->gpu_state.elem_bytes;
+        loss = mlp_gpu_step(&a->gpu_state, x, y, a->lr, split);
+    } else {
+        loss = mlp_cpu_step(&a->cpu, a->data->x + xoff, y, a->lr);
+    }
+    if (!isfinite(loss))
+        farm_die(FARM_EXIT_ERROR, "loss is %g at step %zu: lower --lr", loss, a->calls);
+    a->loss[a->calls] = loss;
+    a->split[a->calls] = *split;
+    a->calls++;
+    return FARM_EXIT_OK;
+}
+
+static void iter_fields(void *user, farm_json *j)
+{
+    const app *a = user;
+    farm_json_int(j, "step", (long long)a->calls - 1);
+    farm_json_num(j, "loss", a->loss[a->calls - 1]);
+}
+
+static void clone(const mlp *src, mlp *dst)
+{
+    *dst = *src;
+    for (int l = 0; l < src->nlayers; ++l) {
+        dst->w[l] = farm_alloc(mlp_weight_count(src, l) * sizeof(float));
+        dst->b[l] = farm_alloc((size_t)src->sizes[l + 1] * sizeof(float));
+        memcpy(dst->w[l], src->w[l], mlp_weight_count(src, l) * sizeof(float));
+        memcpy(dst->b[l], src->b[l], (size_t)src->sizes[l + 1] * sizeof(float));
+    }
+}
+
+/* All weights and biases minus the initial ones, flattened (what training changed). */
+static float *deltas(const mlp *now, const mlp *init, size_t *count)
+{
+    size_t n = 0;
+    for (int l = 0; l < now->nlayers; ++l)
+        n += mlp_weight_count(now, l) + (size_t)now->sizes[l + 1];
+    float *d = farm_alloc(n * sizeof(float));
+    size_t k = 0;
+    for (int l = 0; l < now->nlayers; ++l) {
+        for (size_t i = 0; i < mlp_weight_count(now, l); ++i)
+            d[k++] = now->w[l][i] - init->w[l][i];
+        for (int i = 0; i < now->sizes[l + 1]; ++i)
+            d[k++] = now->b[l][i] - init->b[l][i];
+    }
+    *count = n;
+    return d;
+}
+
+static farm_cmp compare_scaled(const float *got, const float *want, size_t n, double tol)
+{
+    double scale = 0.0;
+    for (size_t i = 0; i < n; ++i)
+        scale = fmax(scale, fabs((double)want[i]));
+    return farm_compare(got, want, n, tol, tol * scale);
+}
+
+/* Replays every step (warm-up included) on the single-thread cpu path from the initial weights;
+ * compares weight changes and losses. */
+static farm_cmp verify(const app *a, const mlp *init, int fp16, double tol)
+{
+    mlp ref;
+    clone(init, &ref);
+    mlp_cpu cpu;
+    mlp_cpu_init(&cpu, &ref, fp16, NULL);
+    const size_t batches = a->data->n / (size_t)ref.batch;
+    float *ref_loss = farm_alloc(a->calls * sizeof(float)), *got_loss = farm_alloc(a->calls * sizeof(float));
+    for (size_t s = 0; s < a->calls; ++s) {
+        const size_t row = (s % batches) * (size_t)ref.batch;
+        ref_loss[s] = (float)mlp_cpu_step(&cpu, a->data->x + row * (size_t)ref.sizes[0], a->data->y + row, a->lr);
+        got_loss[s] = (float)a->loss[s];
+    }
+    size_t n;
+    float *want = deltas(&ref, init, &n), *got = deltas(a->m, init, &n);
+    farm_cmp w = compare_scaled(got, want, n, tol);
+    farm_cmp l = compare_scaled(got_loss, ref_loss, a->calls, tol);
+    if (w.ok && !l.ok)
+        w = l;
+    free(want), free(got), free(ref_loss), free(got_loss);
+    mlp_cpu_free(&cpu);
+    mlp_free(&ref);
+    return w;
+}
+
+static void ensure_dir(const char *dir)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        farm_die(FARM_EXIT_USAGE, "--dump-weights=%s: cannot create directory: %s", dir, strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+    farm_common common;
+    farm_common_defaults(&common);
+    static const char *const buffer_modes[] = {"copy", "resident", "mapped", NULL};
+    const char *layers = "784,256,128,16", *buffers = "copy", *data_dir = NULL, *init_dir = NULL, *dump_dir = NULL;
+    long batch = 32, steps = 0, samples = 0;
+    double lr = 0.1;
+    farm_opt opts[] = {
+        FARM_OPTS_BENCH(&common),
+        FARM_OPTS_CL(&common),
+        {"layers", FARM_OPT_STRING, &layers, "layer sizes, input first, classes last", 0, 0, NULL},
+        {"batch", FARM_OPT_INT, &batch, "samples per step", 1, 65536, NULL},
+        {"lr", FARM_OPT_DOUBLE, &lr, "SGD learning rate", 0, 1e3, NULL},
+        {"steps", FARM_OPT_INT, &steps, "measured training steps (0: --iters)", 0, 1e9, NULL},
+        {"buffers", FARM_OPT_CHOICE, &buffers, "gpu data movement per step", 0, 0, buffer_modes},
+        {"samples", FARM_OPT_INT, &samples, "synthetic dataset size, a multiple of --batch (0: 32 batches)", 0,
+         1e8, NULL},
+        {"data-dir", FARM_OPT_STRING, &data_dir, "dir with x.npy (N,in) and y.npy (N,) float32 labels", 0, 0, NULL},
+        {"init-weights", FARM_OPT_STRING, &init_dir, "dir with fcN.weight.npy (out,in), fcN.bias.npy (out,)", 0, 0,
+         NULL},
+        {"dump-weights", FARM_OPT_STRING, &dump_dir, "write the trained fcN.*.npy here", 0, 0, NULL},
+        {0},
+    };
+    farm_parse_args(argc, argv, "train",
+                    "MLP training steps (forward, backward, SGD); iter events carry the loss and, on gpu,\n"
+                    "the h2d/kernel/d2h split; --dump-output writes every step's loss as .npy.",
+                    "train --backend=gpu --layers=784,256,128,16 --batch=32 --buffers=resident --steps=50", opts);
+    farm_common_check(&common);
+    if (common.list_devices)
+        return farm_cl_list_devices();
+    if (steps)
+        common.iters = steps;
+
+    char err[512];
+    static mlp m;
+    if (mlp_parse_layers(&m, layers, err, sizeof err))
+        farm_die(FARM_EXIT_USAGE, "%s", err);
+    m.batch = (int)batch;
+    if (samples && samples % batch)
+        farm_die(FARM_EXIT_USAGE, "--samples=%ld is not a multiple of --batch=%ld", samples, batch);
+    if (init_dir) {
+        if (mlp_load_weights(&m, init_dir, err, sizeof err))
+            farm_die(FARM_EXIT_USAGE, "--init-weights: %s", err);
+    } else {
+        mlp_init_weights(&m, (uint64_t)common.seed);
+    }
+    mlp_data data;
+    if (data_dir) {
+        if (mlp_data_load(&data, &m, data_dir, err, sizeof err))
+            farm_die(FARM_EXIT_USAGE, "--data-dir: %s", err);
+    } else {
+        mlp_data_synthetic(&data, &m, samples ? (size_t)samples : 32u * (size_t)batch, (uint64_t)common.seed);
+    }
+    const int fp16 = strcmp(common.precision, "fp16") == 0;
+    if (fp16) {
+        mlp_round_f16(&m);
+        farm_round_f16(data.x, data.n * (size_t)m.sizes[0]);
+    }
+    mlp init;
+    clone(&m, &init);
+
+    app a;
+    memset(&a, 0, sizeof a);
+    a.m = &m;
+    a.data = &data;
+    a.lr = (float)lr;
+    a.gpu = strcmp(common.backend, "gpu") == 0;
+    const mlp_buffers mode = !strcmp(buffers, "copy") ? MLP_COPY : !strcmp(buffers, "resident") ? MLP_RESIDENT : MLP_MAPPED;
+    farm_cl cl;
+    farm_pool *pool = NULL;
+    void *x_storage = NULL;
+    if (a.gpu) {
+        farm_cl_open(&cl, common.cl_device);
+        mlp_gpu_init(&a.gpu_state, &cl, &m, fp16, mode, farm_cl_cache_dir(common.cl_cache));
+        const size_t nx = data.n * (size_t)m.sizes[0];
+        x_storage = farm_alloc(nx * a.gpu_state.elem_bytes);
+        if (fp16)
+            for (size_t i = 0; i < nx; ++i)
+                ((uint16_t *)x_storage)[i] = farm_f32_to_f16(data.x[i]);
+        else
+            memcpy(x_storage, data.x, nx * sizeof(float));
+        a.x_storage = x_storage;
+    } else {
+        pool = strcmp(common.backend, "cpu-mt") == 0 ? farm_pool_create((int)common.threads) : NULL;
+        mlp_cpu_init(&a.cpu, &m, fp16, pool);
+    }
+
+    const double flops = mlp_step_flops(&m);
+    farm_json j;
+    farm_json_begin(&j, "info");
+    farm_json_str(&j, "program", "train");
+    farm_json_str(&j, "backend", common.backend);
+    if (pool)
+        farm_json_int(&j, "threads", farm_pool_size(pool));
+    farm_json_str(&j, "layers", layers);
+    farm_json_int(&j, "batch", batch);
+    farm_json_num(&j, "lr", lr);
+    farm_json_str(&j, "precision", common.precision);
+    farm_json_str(&j, "precision_mode", !fp16 ? "fp32" : (a.gpu && a.gpu_state.half_arith) ? "fp16" : "fp16-storage");
+    if (fp16 && a.gpu && !a.gpu_state.half_arith)
+        farm_json_str(&j, "fp16_fallback", "device lacks cl_khr_fp16: half storage, fp32 arithmetic");
+    if (a.gpu)
+        farm_json_str(&j, "buffers", buffers);
+    farm_json_str(&j, "data", data_dir ? data_dir : "synthetic-teacher");
+    farm_json_u64(&j, "samples", data.n);
+    farm_json_num(&j, "flops_per_step", flops);
+    if (a.gpu)
+        farm_cl_info_fields(&j, &cl, &a.gpu_state.prog);
+    farm_json_end(&j);
+
+    farm_stats stats;
+    int rc = farm_bench_run_fields(&common, step, &a, a.gpu, iter_fields, &stats);
+    if (rc != FARM_EXIT_OK)
+        farm_die(rc, "training step failed");
+    if (a.gpu)
+        mlp_gpu_read_weights(&a.gpu_state);
+
+    /* data movement share over the measured steps (the last stats.iterations calls) */
+    double moved = 0.0, total = 0.0;
+    for (size_t s = a.calls - (size_t)stats.iterations; s < a.calls; ++s) {
+        moved += (double)(a.split[s].h2d_ns + a.split[s].d2h_ns);
+        total += (double)(a.split[s].h2d_ns + a.split[s].d2h_ns + a.split[s].kernel_ns);
+    }
+    if (dump_dir) {
+        ensure_dir(dump_dir);
+        if (mlp_save_weights(&m, dump_dir, err, sizeof err))
+            farm_die(FARM_EXIT_ERROR, "--dump-weights: %s", err);
+    }
+    if (common.dump_output) {
+        float *l = farm_alloc(a.calls * sizeof(float));
+        for (size_t s = 0; s < a.calls; ++s)
+            l[s] = (float)a.loss[s];
+        const size_t shape[1] = {a.calls};
+        if (farm_npy_write(common.dump_output, l, shape, 1, err, sizeof err))
+            farm_die(FARM_EXIT_ERROR, "--dump-output: %s", err);
+        free(l);
+    }
+    const double tol = fp16 ? TOL_FP16 : TOL_FP32;
+    farm_cmp cmp = {1, 0, 0, 0.0, 0.0};
+    if (common.verify)
+        cmp = verify(&a, &init, fp16, tol);
+
+    farm_json_begin(&j, "result");
+    farm_json_str(&j, "program", "train");
+    farm_json_str(&j, "backend", common.backend);
+    farm_json_str(&j, "precision", common.precision);
+    if (a.gpu)
+        farm_json_str(&j, "buffers", buffers);
+    farm_json_stats(&j, &stats);
+    farm_json_u64(&j, "steps_total", a.calls);
+    farm_json_num(&j, "loss_first", a.loss[0]);
+    farm_json_num(&j, "loss_last", a.loss[a.calls - 1]);
+    farm_json_num(&j, "flops_per_step", flops);
+    farm_json_num(&j, "gflops", flops / (stats.median_ms * 1e6));
+    if (a.gpu) {
+        farm_json_num(&j, "gflops_kernel", flops / (stats.median_kernel_ms * 1e6));
+        farm_json_num(&j, "data_movement_share", total > 0 ? moved / total : NAN);
+    }
+    double checksum = 0.0;
+    for (int l = 0; l < m.nlayers; ++l)
+        checksum += farm_checksum(m.w[l], mlp_weight_count(&m, l)) + farm_checksum(m.b[l], (size_t)m.sizes[l + 1]);
+    farm_json_num(&j, "checksum", checksum);
+    if (common.verify) {
+        farm_json_bool(&j, "verified", cmp.ok);
+        farm_json_num(&j, "tolerance", tol);
+        farm_json_num(&j, "max_abs_err", cmp.max_abs_err);
+        farm_json_u64(&j, "mismatches", cmp.mismatches);
+    }
+    farm_json_end(&j);
+    if (!cmp.ok)
+        farm_die(FARM_EXIT_VERIFY, "verify: %zu values differ from the cpu path beyond %g (first at %zu)",
+                 cmp.mismatches, tol, cmp.first_bad);
+
+    if (a.gpu) {
+        mlp_gpu_free(&a.gpu_state);
+        farm_cl_close(&cl);
+    } else {
+        mlp_cpu_free(&a.cpu);
+    }
+    if (pool)
+        farm_pool_destroy(pool);
+    free(x_storage);
+    free(a.loss);
+    free(a.split);
+    mlp_data_free(&data);
+    mlp_free(&init);
+    mlp_free(&m);
+    return FARM_EXIT_OK;
+}

@@ -1,0 +1,233 @@
+/* OpenCL path of the train benchmark (see mlp_gpu.h). */
+#include "mlp_gpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "train_cl.h" /* generated from train.cl: train_cl_source */
+
+#define ARG(k, i, v) farm_cl_check(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
+
+static void *to_storage(const float *x, size_t n, int fp16)
+{
+    void *out = farm_alloc(n * (fp16 ? 2 : 4));
+    if (fp16)
+        for (size_t i = 0; i < n; ++i)
+            ((uint16_t *)out)[i] = farm_f32_to_f16(x[i]);
+    else
+        memcpy(out, x, n * sizeof(float));
+    return out;
+}
+
+static void from_storage(const void *src, float *dst, size_t n, int fp16)
+{
+    if (fp16)
+        for (size_t i = 0; i < n; ++i)
+            dst[i] = farm_f16_to_f32(((const uint16_t *)src)[i]);
+    else
+        memcpy(dst, src, n * sizeof(float));
+}
+
+void mlp_gpu_init(mlp_gpu *g, farm_cl *cl, mlp *m, int fp16, mlp_buffers mode, const char *cache_dir)
+{
+    memset(g, 0, sizeof *g);
+    g->m = m;
+    g->cl = cl;
+    g->mode = mode;
+    g->fp16 = fp16;
+    g->half_arith = fp16 && cl->has_fp16;
+    g->elem_bytes = fp16 ? 2 : 4;
+    const char *options = !fp16 ? "-cl-std=CL1.2"
+                          : g->half_arith ? "-cl-std=CL1.2 -DFARM_FP16 -DFARM_HALF_ARITH"
+                                          : "-cl-std=CL1.2 -DFARM_FP16";
+    farm_cl_build(cl, "train", train_cl_source, options, cache_dir, &g->prog);
+    g->forward = farm_cl_kernel(&g->prog, "fc_forward");
+    g->xent = farm_cl_kernel(&g->prog, "softmax_xent");
+    g->backward_input = farm_cl_kernel(&g->prog, "fc_backward_input");
+    g->update = farm_cl_kernel(&g->prog, "fc_update");
+    const size_t batch = (size_t)m->batch;
+    /* Per-step data lives in host-visible memory when it is mapped. */
+    const cl_mem_flags io = mode == MLP_MAPPED ? CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR : CL_MEM_READ_WRITE;
+    for (int l = 0; l <= m->nlayers; ++l) {
+        const size_t bytes = batch * (size_t)m->sizes[l] * g->elem_bytes;
+        g->act[l] = farm_cl_buffer(cl, l == 0 ? io : CL_MEM_READ_WRITE, bytes, NULL);
+        g->grad[l] = farm_cl_buffer(cl, CL_MEM_READ_WRITE, bytes, NULL);
+    }
+    g->labels = farm_cl_buffer(cl, io, batch * sizeof(int32_t), NULL);
+    g->loss = farm_cl_buffer(cl, io, batch * sizeof(float), NULL);
+    g->loss_host = farm_alloc(batch * sizeof(float));
+    for (int l = 0; l < m->nlayers; ++l) {
+        const size_t nw = mlp_weight_count(m, l), nb = (size_t)m->sizes[l + 1];
+        g->w_host[l] = to_storage(m->w[l], nw, fp16);
+        g->b_host[l] = to_storage(m->b[l], nb, fp16);
+        g->w[l] = farm_cl_buffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, nw * g->elem_bytes, g->w_host[l]);
+        g->b[l] = farm_cl_buffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, nb * g->elem_bytes, g->b_host[l]);
+    }
+}
+
+static void enqueue(mlp_gpu *g, cl_kernel k, size_t g0, size_t g1, farm_evlist *evs)
+{
+    const size_t global[2] = {g0, g1};
+    farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, k, g1 ? 2 : 1, NULL, global, NULL, 0, NULL,
+                                         farm_ev_slot(evs, FARM_KERNEL)),
+                  "clEnqueueNDRangeKernel");
+}
+
+static void kernels(mlp_gpu *g, float lr, farm_evlist *evs)
+{
+    const mlp *m = g->m;
+    const int batch = m->batch;
+    for (int l = 0; l < m->nlayers; ++l) {
+        const int nin = m->sizes[l], nout = m->sizes[l + 1], relu = l + 1 < m->nlayers;
+        ARG(g->forward, 0, g->act[l]);
+        ARG(g->forward, 1, g->w[l]);
+        ARG(g->forward, 2, g->b[l]);
+        ARG(g->forward, 3, g->act[l + 1]);
+        ARG(g->forward, 4, nin);
+        ARG(g->forward, 5, nout);
+        ARG(g->forward, 6, relu);
+        enqueue(g, g->forward, (size_t)nout, (size_t)batch, evs);
+    }
+    const int ncls = m->sizes[m->nlayers];
+    ARG(g->xent, 0, g->act[m->nlayers]);
+    ARG(g->xent, 1, g->labels);
+    ARG(g->xent, 2, g->grad[m->nlayers]);
+    ARG(g->xent, 3, g->loss);
+    ARG(g->xent, 4, ncls);
+    ARG(g->xent, 5, batch);
+    enqueue(g, g->xent, (size_t)batch, 0, evs);
+    for (int l = m->nlayers - 1; l >= 0; --l) {
+        const int nin = m->sizes[l], nout = m->sizes[l + 1];
+        if (l > 0) { /* before the update: reads this layer's old weights (in-order queue) */
+            ARG(g->backward_input, 0, g->grad[l + 1]);
+            ARG(g->backward_input, 1, g->w[l]);
+            ARG(g->backward_input, 2, g->act[l]);
+            ARG(g->backward_input, 3, g->grad[l]);
+            ARG(g->backward_input, 4, nin);
+            ARG(g->backward_input, 5, nout);
+            enqueue(g, g->backward_input, (size_t)nin, (size_t)batch, evs);
+        }
+        ARG(g->update, 0, g->grad[l + 1]);
+        ARG(g->update, 1, g->act[l]);
+        ARG(g->update, 2, g->w[l]);
+        ARG(g->update, 3, g->b[l]);
+        ARG(g->update, 4, nin);
+        ARG(g->update, 5, nout);
+        ARG(g->update, 6, batch);
+        ARG(g->update, 7, lr);
+        enqueue(g, g->update, (size_t)nin + 1, (size_t)nout, evs);
+    }
+}
+
+static void write_buf(mlp_gpu *g, cl_mem buf, const void *src, size_t bytes, farm_evlist *evs)
+{
+    farm_cl_check(clEnqueueWriteBuffer(g->cl->queue, buf, CL_FALSE, 0, bytes, src, 0, NULL,
+                                       farm_ev_slot(evs, FARM_H2D)),
+                  "clEnqueueWriteBuffer");
+}
+
+static void read_buf(mlp_gpu *g, cl_mem buf, void *dst, size_t bytes, farm_evlist *evs)
+{
+    farm_cl_check(clEnqueueReadBuffer(g->cl->queue, buf, CL_FALSE, 0, bytes, dst, 0, NULL,
+                                      farm_ev_slot(evs, FARM_D2H)),
+                  "clEnqueueReadBuffer");
+}
+
+/* Zero-copy transfer: map, host copy (timed on the host clock), unmap. Returns the copy's ns. */
+static uint64_t mapped_copy(mlp_gpu *g, cl_mem buf, void *host, size_t bytes, int to_device, farm_evlist *evs)
+{
+    cl_int err;
+    const farm_xfer kind = to_device ? FARM_H2D : FARM_D2H;
+    void *p = clEnqueueMapBuffer(g->cl->queue, buf, CL_TRUE, to_device ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ,
+                                 0, bytes, 0, NULL, farm_ev_slot(evs, kind), &err);
+    farm_cl_check(err, "clEnqueueMapBuffer");
+    const uint64_t t0 = farm_now_ns();
+    if (to_device)
+        memcpy(p, host, bytes);
+    else
+        memcpy(host, p, bytes);
+    const uint64_t dt = farm_now_ns() - t0;
+    farm_cl_check(clEnqueueUnmapMemObject(g->cl->queue, buf, p, 0, NULL, farm_ev_slot(evs, kind)),
+                  "clEnqueueUnmapMemObject");
+    return dt;
+}
+
+double mlp_gpu_step(mlp_gpu *g, const void *x, const int32_t *y, float lr, farm_split *split)
+{
+    const mlp *m = g->m;
+    const size_t batch = (size_t)m->batch;
+    const size_t xbytes = batch * (size_t)m->sizes[0] * g->elem_bytes;
+    farm_evlist evs = {0};
+    uint64_t host_h2d = 0, host_d2h = 0;
+    if (g->mode == MLP_COPY)
+        for (int l = 0; l < m->nlayers; ++l) {
+            write_buf(g, g->w[l], g->w_host[l], mlp_weight_count(m, l) * g->elem_bytes, &evs);
+            write_buf(g, g->b[l], g->b_host[l], (size_t)m->sizes[l + 1] * g->elem_bytes, &evs);
+        }
+    if (g->mode == MLP_MAPPED) {
+        host_h2d += mapped_copy(g, g->act[0], (void *)x, xbytes, 1, &evs);
+        host_h2d += mapped_copy(g, g->labels, (void *)y, batch * sizeof(int32_t), 1, &evs);
+    } else {
+        write_buf(g, g->act[0], x, xbytes, &evs);
+        write_buf(g, g->labels, y, batch * sizeof(int32_t), &evs);
+    }
+    kernels(g, lr, &evs);
+    if (g->mode == MLP_MAPPED) {
+        host_d2h += mapped_copy(g, g->loss, g->loss_host, batch * sizeof(float), 0, &evs);
+    } else {
+        read_buf(g, g->loss, g->loss_host, batch * sizeof(float), &evs);
+        if (g->mode == MLP_COPY)
+            for (int l = 0; l < m->nlayers; ++l) {
+                read_buf(g, g->w[l], g->w_host[l], mlp_weight_count(m, l) * g->elem_bytes, &evs);
+                read_buf(g, g->b[l], g->b_host[l], (size_t)m->sizes[l + 1] * g->elem_bytes, &evs);
+            }
+    }
+    farm_cl_check(clFinish(g->cl->queue), "clFinish");
+    farm_ev_collect(&evs, split);
+    farm_ev_free(&evs);
+    split->h2d_ns += host_h2d;
+    split->d2h_ns += host_d2h;
+    double total = 0.0;
+    for (size_t b = 0; b < batch; ++b)
+        total += g->loss_host[b];
+    return total / (double)batch;
+}
+
+void mlp_gpu_read_weights(mlp_gpu *g)
+{
+    mlp *m = g->m;
+    for (int l = 0; l < m->nlayers; ++l) {
+        const size_t nw = mlp_weight_count(m, l), nb = (size_t)m->sizes[l + 1];
+        farm_cl_check(clEnqueueReadBuffer(g->cl->queue, g->w[l], CL_TRUE, 0, nw * g->elem_bytes, g->w_host[l], 0,
+                                          NULL, NULL),
+                      "read weights");
+        farm_cl_check(clEnqueueReadBuffer(g->cl->queue, g->b[l], CL_TRUE, 0, nb * g->elem_bytes, g->b_host[l], 0,
+                                          NULL, NULL),
+                      "read biases");
+        from_storage(g->w_host[l], m->w[l], nw, g->fp16);
+        from_storage(g->b_host[l], m->b[l], nb, g->fp16);
+    }
+}
+
+void mlp_gpu_free(mlp_gpu *g)
+{
+    for (int l = 0; l <= g->m->nlayers; ++l) {
+        clReleaseMemObject(g->act[l]);
+        clReleaseMemObject(g->grad[l]);
+    }
+    for (int l = 0; l < g->m->nlayers; ++l) {
+        clReleaseMemObject(g->w[l]);
+        clReleaseMemObject(g->b[l]);
+        free(g->w_host[l]);
+        free(g->b_host[l]);
+    }
+    clReleaseMemObject(g->labels);
+    clReleaseMemObject(g->loss);
+    clReleaseKernel(g->forward);
+    clReleaseKernel(g->xent);
+    clReleaseKernel(g->backward_input);
+    clReleaseKernel(g->update);
+    farm_cl_program_release(&g->prog);
+    free(g->loss_host);
+    memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,40 @@
+/* OpenCL path of the train benchmark, with three ways to move data each step:
+ *   copy      weights, biases and the batch go to the device and weights come back every step
+ *             (a framework that keeps the model on the host)
+ *   resident  weights stay on the device; only the batch goes up and the per-sample losses come back
+ *   mapped    like resident, but batch and losses move through mapped host-visible buffers
+ *             (CL_MEM_ALLOC_HOST_PTR, map/unmap: zero-copy where memory is shared, as on phones)
+ * h2d_ns / d2h_ns are the profiled transfer (or map/unmap) commands plus, for mapped, the host
+ * copies into and out of the mapped pointers. */
+#ifndef FARM_TRAIN_MLP_GPU_H
+#define FARM_TRAIN_MLP_GPU_H
+
+#include "mlp.h"
+
+typedef enum { MLP_COPY = 0, MLP_RESIDENT = 1, MLP_MAPPED = 2 } mlp_buffers;
+
+typedef struct {
+    mlp *m;
+    farm_cl *cl;
+    farm_cl_program prog;
+    mlp_buffers mode;
+    int fp16, half_arith;
+    size_t elem_bytes;
+    cl_mem act[MLP_MAX_LAYERS + 1], grad[MLP_MAX_LAYERS + 1];
+    cl_mem w[MLP_MAX_LAYERS], b[MLP_MAX_LAYERS];
+    cl_mem labels, loss;
+    cl_kernel forward, xent, backward_input, update;
+    void *w_host[MLP_MAX_LAYERS], *b_host[MLP_MAX_LAYERS]; /* copy mode: the model lives here */
+    float *loss_host;
+} mlp_gpu;
+
+/* Builds the program, creates buffers and uploads the initial weights (not timed). */
+void mlp_gpu_init(mlp_gpu *g, farm_cl *cl, mlp *m, int fp16, mlp_buffers mode, const char *cache_dir);
+/* One step on a batch already in storage precision (x: batch rows, half or float). Returns the
+ * mean loss and fills the split. */
+double mlp_gpu_step(mlp_gpu *g, const void *x, const int32_t *y, float lr, farm_split *split);
+/* Copies the device weights into m->w / m->b as float32 (for dumps and verification). */
+void mlp_gpu_read_weights(mlp_gpu *g);
+void mlp_gpu_free(mlp_gpu *g);
+
+#endif
