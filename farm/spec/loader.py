@@ -51,6 +51,9 @@ def compose(text: str, filename: str) -> MappingNode:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else 1
         problem = error.problem or error.context or "not valid YAML"
+        context = error.context_mark
+        if error.problem and error.context and context is not None and context.line + 1 != line:
+            problem += f" ({error.context} started on line {context.line + 1})"
         raise ConfigError(f"invalid YAML: {problem}", location=f"{filename}:{line}") from None
     except yaml.YAMLError as error:  # e.g. a reader error on a control character
         raise ConfigError(f"invalid YAML: {error}", location=f"{filename}:1") from None
@@ -140,8 +143,9 @@ def overlay(base: MappingNode, override: MappingNode) -> MappingNode:
         for index, (base_key, base_value) in enumerate(entries):
             if _same_key(base_key, key_node):
                 if isinstance(base_value, MappingNode) and isinstance(value_node, MappingNode):
-                    value_node = overlay(base_value, value_node)
-                entries[index] = (base_key, value_node)
+                    entries[index] = (base_key, overlay(base_value, value_node))
+                else:  # replaced: point at the override's key
+                    entries[index] = (key_node, value_node)
                 break
         else:
             entries.append((key_node, value_node))

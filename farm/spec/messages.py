@@ -115,20 +115,32 @@ def _describe(
         allowed = _allowed_keys(model, loc[:-1]) or []
         hint = suggest(str(loc[-1]), allowed) or (f" (allowed here: {', '.join(allowed)})" if allowed else "")
         return Problem(line, format_path(loc), f"unknown key{hint}")
-    words = [_TYPE_WORDS[item["type"]] for item in items if item["type"] in _TYPE_WORDS]
-    words += [(w, w) for w in (_choice_words(item) for item in items) if w]
+    choices = [(w, w) for w in (_choice_words(item) for item in items) if w]
+    words = choices + [_TYPE_WORDS[item["type"]] for item in items if item["type"] in _TYPE_WORDS]
+    if choices and len(words) == len(choices):
+        in_list = False  # "retries.on[1]: expected one of ..." reads better than a plural
     if words:
         shown = loc[:-1] if in_list else loc
         expected = _join([plural for _, plural in words]) if in_list else _join([s for s, _ in words])
         prefix = "expected a list of " if in_list else "expected "
-        return Problem(line, format_path(shown), f"{prefix}{expected}, got {show(value)}")
+        hint = suggest(value, _options(items)) if isinstance(value, str) else ""
+        return Problem(line, format_path(shown), f"{prefix}{expected}, got {show(value)}{hint}")
     return Problem(line, format_path(loc), _other_message(first))
+
+
+def _options(items: list[dict[str, Any]]) -> list[str]:
+    """The allowed values named by enum / literal errors."""
+    found: list[str] = []
+    for item in items:
+        if item["type"] in ("enum", "literal_error"):
+            found += re.findall(r"'([^']*)'", str(item.get("ctx", {}).get("expected", "")))
+    return found
 
 
 def _choice_words(item: dict[str, Any]) -> str | None:
     if item["type"] not in ("enum", "literal_error"):
         return None
-    options = re.findall(r"'([^']*)'", str(item.get("ctx", {}).get("expected", "")))
+    options = _options([item])
     return (
         f"one of {', '.join(options)}" if len(options) > 1 else (options[0] if options else "a valid choice")
     )
@@ -146,7 +158,7 @@ def _other_message(item: dict[str, Any]) -> str:
     kind, ctx, value = item["type"], item.get("ctx") or {}, item.get("input")
     for bound, words in _BOUNDS.items():
         if bound in ctx and kind.endswith(("than", "than_equal")):
-            return f"must be {words} {ctx[bound]}, got {show(value)}"
+            return f"must be {words} {ctx[bound]:g}, got {show(value)}"
     if kind == "string_pattern_mismatch":
         return f"expected {_PATTERNS.get(ctx.get('pattern', ''), 'a valid name')}, got {show(value)}"
     if kind in ("too_short", "string_too_short"):

@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from farm.spec.programs import show
+
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 
@@ -93,6 +95,11 @@ class Devices(Frozen):
             return {}
         if isinstance(data, list):
             return {"serials": data}
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"expected all, a list of serials or a mapping (serials, model, gpu_family, tags, "
+                f"min_count, spread), got {show(data)}"
+            )
         return data
 
     def matches(self, serial: str, model: str | None, gpu_family: str | None, tags: frozenset[str]) -> bool:

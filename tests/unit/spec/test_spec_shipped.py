@@ -1,0 +1,50 @@
+"""The experiments shipped in experiments/ load, with every variant, and have the intended size."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm.engine.planner import plan
+from farm.spec import load
+
+EXPERIMENTS = sorted((Path(__file__).parents[3] / "experiments").glob("*.yaml"))
+FOUR_PHONES = ["virtual-1", "virtual-2", "virtual-3", "virtual-4"]
+
+
+def test_the_seed_studies_are_shipped() -> None:
+    names = {path.stem for path in EXPERIMENTS}
+    assert {"smoke", "lstm_gpu_load", "squeezenet_precision", "gpu_training", "gemm"} <= names
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=[p.stem for p in EXPERIMENTS])
+def test_experiment_and_its_variants_load(path: Path) -> None:
+    experiment = load(path)
+    assert experiment.name == path.stem  # results are stored under the name: keep it the file's
+    assert experiment.cells()
+    for variant in experiment.variants:
+        assert load(path, variant).qualified_name == f"{path.stem}.{variant}"
+
+
+def test_lstm_gpu_load_is_the_mobirnn_matrix() -> None:
+    experiment = load(EXPERIMENTS[0].parent / "lstm_gpu_load.yaml")
+    sweep = experiment.sweep
+    assert sweep["backend"] == ("cpu", "cpu-mt", "gpu")
+    assert sweep["hidden"] == (32, 64, 128, 256)
+    assert sweep["gpu_load"] == (0.0, 0.3, 0.5, 0.7, 0.9)
+    assert len(experiment.cells()) == 3 * 4 * 2 * 5
+    assert experiment.benchmark.params["seq_len"] == 128
+
+
+def test_quick_variant_fits_the_demo_budget() -> None:
+    quick = load(EXPERIMENTS[0].parent / "lstm_gpu_load.yaml", "quick")
+    planned = plan(quick, FOUR_PHONES)
+    assert len(planned.runs) <= 24
+    assert planned.estimated_s < 120  # planner's estimate; the 5-minute budget leaves room for PoCL
+
+
+def test_smoke_is_seconds_per_phone() -> None:
+    smoke = load(EXPERIMENTS[0].parent / "smoke.yaml")
+    assert len(smoke.cells()) == 4
+    assert plan(smoke, ["one"]).estimated_s < 60
