@@ -1,0 +1,169 @@
+/* lstm OpenCL path: weights resident, inputs uploaded per iteration, one fused cell launch per
+ * (time step, layer), one dense launch, logits read back. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lstm.h"
+#include "lstm_cl.h"
+
+struct lstm_gpu {
+    farm_cl *cl;
+    const lstm_model *m;
+    farm_cl_program prog;
+    cl_kernel cell[LSTM_MAX_LAYERS], dense;
+    cl_mem w[LSTM_MAX_LAYERS], b[LSTM_MAX_LAYERS], h[LSTM_MAX_LAYERS][2], c[LSTM_MAX_LAYERS];
+    cl_mem wd, bd, x, logits;
+    void *hx; /* inputs in storage format */
+    size_t esize, xbytes;
+    size_t cell_global[2], cell_local[2];
+    int use_local;
+    farm_evlist evs;
+};
+
+static void *storage(const float *x, size_t n, int fp16)
+{
+    void *p = farm_alloc(n * (fp16 ? 2 : 4));
+    if (fp16)
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)p)[i] = farm_f32_to_f16(x[i]);
+    else
+        memcpy(p, x, n * 4);
+    return p;
+}
+
+static cl_mem resident(farm_cl *cl, const float *x, size_t n, int fp16)
+{
+    void *host = storage(x, n, fp16);
+    cl_mem m = farm_cl_buffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * (fp16 ? 2 : 4), host);
+    free(host);
+    return m;
+}
+
+static void arg(cl_kernel k, cl_uint i, size_t size, const void *v)
+{
+    farm_cl_check(clSetKernelArg(k, i, size, v), "clSetKernelArg(lstm)");
+}
+
+lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, long wg, const char *cache_dir)
+{
+    const lstm_shape *s = &m->s;
+    lstm_gpu *g = farm_alloc(sizeof *g);
+    g->cl = cl;
+    g->m = m;
+    g->esize = s->fp16 ? 2 : 4;
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DFP16=%d -cl-mad-enable", s->fp16);
+    farm_cl_build(cl, "lstm", lstm_cl_source, opts, cache_dir, &g->prog);
+
+    const size_t H = (size_t)s->hidden, C = (size_t)s->classes, bh = (size_t)(s->batch * s->hidden);
+    const cl_int Hi = (cl_int)H, Ci = (cl_int)C;
+    for (long l = 0; l < s->layers; l++) {
+        const size_t D = (size_t)lstm_in_dim(s, l);
+        g->w[l] = resident(cl, m->w[l], (D + H) * 4 * H, s->fp16);
+        g->b[l] = resident(cl, m->b[l], 4 * H, s->fp16);
+        g->h[l][0] = farm_cl_buffer(cl, CL_MEM_READ_WRITE, bh * 4, NULL);
+        g->h[l][1] = farm_cl_buffer(cl, CL_MEM_READ_WRITE, bh * 4, NULL);
+        g->c[l] = farm_cl_buffer(cl, CL_MEM_READ_WRITE, bh * 4, NULL);
+        cl_kernel k = g->cell[l] = farm_cl_kernel(&g->prog, "lstm_cell");
+        const cl_int Di = (cl_int)D;
+        arg(k, 0, sizeof Di, &Di);
+        arg(k, 1, sizeof Hi, &Hi);
+        arg(k, 7, sizeof(cl_mem), &g->c[l]);
+        arg(k, 8, sizeof(cl_mem), &g->w[l]);
+        arg(k, 9, sizeof(cl_mem), &g->b[l]);
+    }
+    g->wd = resident(cl, m->wd, H * C, s->fp16);
+    g->bd = resident(cl, m->bd, C, s->fp16);
+    g->xbytes = (size_t)(s->batch * s->seq_len * s->input_dim) * g->esize;
+    g->hx = storage(m->x, (size_t)(s->batch * s->seq_len * s->input_dim), s->fp16);
+    g->x = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->xbytes, NULL);
+    g->logits = farm_cl_buffer(cl, CL_MEM_WRITE_ONLY, (size_t)s->batch * C * 4, NULL);
+    g->dense = farm_cl_kernel(&g->prog, "lstm_dense");
+    arg(g->dense, 0, sizeof Hi, &Hi);
+    arg(g->dense, 1, sizeof Ci, &Ci);
+    arg(g->dense, 2, sizeof(cl_mem), &g->h[s->layers - 1][s->seq_len % 2]);
+    arg(g->dense, 3, sizeof(cl_mem), &g->wd);
+    arg(g->dense, 4, sizeof(cl_mem), &g->bd);
+    arg(g->dense, 5, sizeof(cl_mem), &g->logits);
+
+    g->use_local = wg > 0;
+    const size_t lw = wg > 0 ? (size_t)wg : 1;
+    g->cell_global[0] = (H + lw - 1) / lw * lw;
+    g->cell_global[1] = (size_t)s->batch;
+    g->cell_local[0] = lw;
+    g->cell_local[1] = 1;
+    return g;
+}
+
+const farm_cl_program *lstm_gpu_program(const lstm_gpu *g) { return &g->prog; }
+
+int lstm_gpu_run(lstm_gpu *g, float *logits, farm_split *split)
+{
+    const lstm_shape *s = &g->m->s;
+    cl_command_queue q = g->cl->queue;
+    const size_t bh4 = (size_t)(s->batch * s->hidden) * 4;
+    const float zero = 0.0f;
+    farm_cl_check(clEnqueueWriteBuffer(q, g->x, CL_FALSE, 0, g->xbytes, g->hx, 0, NULL, farm_ev_slot(&g->evs, FARM_H2D)),
+                  "clEnqueueWriteBuffer(x)");
+    for (long l = 0; l < s->layers; l++) {
+        farm_cl_check(clEnqueueFillBuffer(q, g->h[l][0], &zero, 4, 0, bh4, 0, NULL, farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueFillBuffer(h)");
+        farm_cl_check(clEnqueueFillBuffer(q, g->c[l], &zero, 4, 0, bh4, 0, NULL, farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueFillBuffer(c)");
+    }
+    const cl_int x_stride = (cl_int)(s->seq_len * s->input_dim), h_stride = (cl_int)s->hidden, zero_i = 0;
+    const cl_int is_x = 0, is_state = 1;
+    for (long t = 0; t < s->seq_len; t++) {
+        for (long l = 0; l < s->layers; l++) {
+            cl_kernel k = g->cell[l];
+            if (l == 0) {
+                const cl_int off = (cl_int)(t * s->input_dim);
+                arg(k, 2, sizeof(cl_mem), &g->x);
+                arg(k, 3, sizeof x_stride, &x_stride);
+                arg(k, 4, sizeof off, &off);
+                arg(k, 10, sizeof is_x, &is_x);
+            } else {
+                arg(k, 2, sizeof(cl_mem), &g->h[l - 1][(t + 1) % 2]);
+                arg(k, 3, sizeof h_stride, &h_stride);
+                arg(k, 4, sizeof zero_i, &zero_i);
+                arg(k, 10, sizeof is_state, &is_state);
+            }
+            arg(k, 5, sizeof(cl_mem), &g->h[l][t % 2]);
+            arg(k, 6, sizeof(cl_mem), &g->h[l][(t + 1) % 2]);
+            farm_cl_check(clEnqueueNDRangeKernel(q, k, 2, NULL, g->cell_global, g->use_local ? g->cell_local : NULL,
+                                                 0, NULL, farm_ev_slot(&g->evs, FARM_KERNEL)),
+                          "clEnqueueNDRangeKernel(lstm_cell)");
+        }
+    }
+    const size_t dg[2] = {(size_t)s->classes, (size_t)s->batch};
+    farm_cl_check(clEnqueueNDRangeKernel(q, g->dense, 2, NULL, dg, NULL, 0, NULL, farm_ev_slot(&g->evs, FARM_KERNEL)),
+                  "clEnqueueNDRangeKernel(lstm_dense)");
+    farm_cl_check(clEnqueueReadBuffer(q, g->logits, CL_TRUE, 0, (size_t)(s->batch * s->classes) * 4, logits, 0, NULL,
+                                      farm_ev_slot(&g->evs, FARM_D2H)),
+                  "clEnqueueReadBuffer(logits)");
+    farm_ev_collect(&g->evs, split);
+    return FARM_EXIT_OK;
+}
+
+void lstm_gpu_destroy(lstm_gpu *g)
+{
+    if (!g)
+        return;
+    farm_ev_free(&g->evs);
+    for (long l = 0; l < g->m->s.layers; l++) {
+        clReleaseKernel(g->cell[l]);
+        clReleaseMemObject(g->w[l]);
+        clReleaseMemObject(g->b[l]);
+        clReleaseMemObject(g->h[l][0]);
+        clReleaseMemObject(g->h[l][1]);
+        clReleaseMemObject(g->c[l]);
+    }
+    clReleaseKernel(g->dense);
+    clReleaseMemObject(g->wd);
+    clReleaseMemObject(g->bd);
+    clReleaseMemObject(g->x);
+    clReleaseMemObject(g->logits);
+    farm_cl_program_release(&g->prog);
+    free(g->hx);
+    free(g);
+}

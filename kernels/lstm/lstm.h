@@ -1,0 +1,51 @@
+/* lstm benchmark: stacked LSTM inference as in MobiRNN (UCI HAR: 128 steps x 9 channels, 6 classes).
+ *
+ * Per layer l (input width D_l = input_dim for l = 0, else hidden H) and time step t:
+ *   z = [x_t, h_{t-1}] @ W_l + b_l            W_l: (D_l + H) x 4H, b_l: 4H
+ *   i = sigmoid(z[0:H])  f = sigmoid(z[H:2H])  g = tanh(z[2H:3H])  o = sigmoid(z[3H:4H])
+ *   c_t = f * c_{t-1} + i * g,  h_t = o * tanh(c_t)              (h_0 = c_0 = 0)
+ * Gate order along the 4H columns: i, f, g, o. logits = h_T(last layer) @ W_d + b_d (H x classes).
+ * fp16 precision stores weights and inputs as half; state and arithmetic stay fp32. */
+#ifndef LSTM_H
+#define LSTM_H
+#include "farm.h"
+
+typedef struct {
+    long seq_len, input_dim, hidden, layers, classes, batch;
+    int fp16;
+} lstm_shape;
+
+typedef struct {
+    lstm_shape s;
+    float *w[8], *b[8];  /* per layer: (D_l + H) x 4H and 4H */
+    float *wd, *bd;      /* dense: H x classes, classes */
+    float *x;            /* batch x seq_len x input_dim */
+} lstm_model;
+
+#define LSTM_MAX_LAYERS 8
+
+static inline long lstm_in_dim(const lstm_shape *s, long layer) { return layer == 0 ? s->input_dim : s->hidden; }
+
+/* Generates weights (uniform +-1/sqrt(H)) and inputs (uniform +-1) from seed, or loads them:
+ * weights_dir/lstm{l}_kernel.npy, lstm{l}_bias.npy, dense_kernel.npy, dense_bias.npy; input_path
+ * (batch, seq_len, input_dim). Shape mismatches die with exit 2 naming the file. */
+void lstm_model_init(lstm_model *m, const lstm_shape *s, uint64_t seed, const char *weights_dir,
+                     const char *input_path);
+void lstm_model_free(lstm_model *m);
+
+/* CPU paths; logits: batch x classes. pool NULL: one thread. */
+typedef struct lstm_cpu lstm_cpu;
+lstm_cpu *lstm_cpu_create(const lstm_model *m, farm_pool *pool);
+void lstm_cpu_run(lstm_cpu *c, float *logits);
+void lstm_cpu_destroy(lstm_cpu *c);
+
+/* GPU path: weights resident on the device; each iteration uploads the inputs, launches one fused
+ * cell kernel (all four gates + state update for every unit and batch element) per layer and time
+ * step plus one dense kernel, and reads the logits back. */
+typedef struct lstm_gpu lstm_gpu;
+lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, long wg, const char *cache_dir);
+const farm_cl_program *lstm_gpu_program(const lstm_gpu *g);
+int lstm_gpu_run(lstm_gpu *g, float *logits, farm_split *split);
+void lstm_gpu_destroy(lstm_gpu *g);
+
+#endif
