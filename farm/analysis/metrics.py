@@ -10,13 +10,14 @@ left out rather than reported as 0. Names carry their unit: latency_median_ms, p
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from farm.analysis import stats
+from farm.analysis.benchmark_metrics import benchmark_metrics
 from farm.analysis.iterations import Iterations, measured_iterations
+from farm.analysis.metric import Metric
 from farm.analysis.power import BatteryCalibration, battery_power, energy_mj, mean_power_mw
 from farm.analysis.series import DEFAULT_SOURCES, Series, SourceNames, TraceLike
 
@@ -26,13 +27,6 @@ GPU_LOAD_TOLERANCE_PP = 5.0
 THROTTLE_DROP_FRACTION = 0.10
 # Samples with GPU busy at least this are "under load" for throttling detection.
 UNDER_LOAD_BUSY = 0.5
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    value: float
-    unit: str
 
 
 def latency_metrics(iterations: Iterations) -> list[Metric]:
@@ -226,7 +220,7 @@ def compute_run_metrics(
     iterations = measured_iterations(events)
     if len(iterations) == 0:
         raise ValueError("the benchmark reported no measured iteration")
-    metrics = latency_metrics(iterations) + opencl_metrics(iterations)
+    metrics = latency_metrics(iterations) + opencl_metrics(iterations) + benchmark_metrics(events)
     if trace is None:
         return metrics
     start_ns, end_ns = iterations.window_ns

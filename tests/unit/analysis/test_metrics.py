@@ -137,3 +137,21 @@ def test_load_not_reached_and_throttling_flagged() -> None:
     # without an idle baseline only gross energy is reported
     assert "energy_per_inference_mj" not in metrics
     assert metrics["energy_per_inference_gross_mj"].value == pytest.approx(250.0)
+
+
+def test_benchmark_reported_metrics_and_cnn_layers() -> None:
+    events = [
+        {"event": "info", "device": "pocl", "build_ms": 812.5, "cache_hit": False},
+        {"event": "phase", "phase": "measure", "t_ns": 0},
+        {"event": "iter", "i": 0, "t_start_ns": 0, "t_end_ns": 4 * MS},
+        {"event": "layer", "index": 0, "name": "conv1", "kind": "conv", "time_ns": 3 * MS},
+        {"event": "layer", "index": 1, "name": "fire2/squeeze1x1", "kind": "conv", "time_ns": MS // 2},
+        {"event": "result", "gflops": 12.5, "ms_per_window": float("nan"), "checksum": 3.0},
+    ]
+    metrics = metrics_by_name(compute_run_metrics(events, None, None, None, None))
+    assert metrics["opencl_build_ms"].value == 812.5
+    assert metrics["opencl_cache_hit"].value == 0.0
+    assert metrics["gflops"].unit == "GFLOP/s"
+    assert "latency_per_window_ms" not in metrics  # NaN is not a measurement
+    assert metrics["layer_00_conv1_ms"].value == pytest.approx(3.0)
+    assert metrics["layer_01_fire2_squeeze1x1_ms"].value == pytest.approx(0.5)
