@@ -1,0 +1,71 @@
+"""Host side of the control dir shared with the phone's tools (tools/ctlstore.py is the phone side).
+
+<state_dir>/ctl/ is bound at /dev/.farm inside the phone. Files (JSON unless noted):
+  props/ro.json          read-only props (identity, serial, boot state), written by the world
+  props/set/<key>        runtime setprop values (text); cleared on reboot
+  props/persist/<key>    persist.* values (text); survive reboot
+  battery/state.json     the true battery state, written by the physics for `dumpsys battery`
+  battery/override.json  `dumpsys battery set|unplug` overrides; {} after reset
+  settings/<ns>.json     `settings` store (system, secure, global)
+  power.json             screen / stay-awake state from `svc power` and `input keyevent`
+  input.log              one line per `input` event (text)
+  reboot                 present when `reboot` asked the world to reboot the phone
+  rooted                 present on rooted profiles (init then serves su on su.sock)
+  init.ready             written by the phone's init once it is up
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+RO_PROPS = "props/ro.json"
+SET_PROPS = "props/set"
+PERSIST_PROPS = "props/persist"
+BATTERY_STATE = "battery/state.json"
+BATTERY_OVERRIDE = "battery/override.json"
+POWER = "power.json"
+REBOOT_REQUEST = "reboot"
+ROOTED_FLAG = "rooted"
+
+
+def write_json(ctl: Path, rel: str, value: Any, *, mode: int = 0o644) -> None:
+    """Atomic replace (readers inside the phone never see a half-written file)."""
+    final = ctl / rel
+    tmp = final.with_name(f".{final.name}.host.tmp")
+    tmp.write_text(json.dumps(value, sort_keys=True) + "\n", encoding="utf-8")
+    os.chmod(tmp, mode)
+    os.replace(tmp, final)
+
+
+def read_json(ctl: Path, rel: str, default: Any) -> Any:
+    try:
+        return json.loads((ctl / rel).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
+
+
+def read_props(ctl: Path) -> dict[str, str]:
+    props: dict[str, str] = dict(read_json(ctl, RO_PROPS, {}))
+    for sub in (PERSIST_PROPS, SET_PROPS):
+        d = ctl / sub
+        if d.is_dir():
+            for f in d.iterdir():
+                if not f.name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        props[f.name] = f.read_text(encoding="utf-8")
+    return props
+
+
+def reset_volatile(ctl: Path) -> None:
+    """What a reboot forgets: runtime setprops, battery overrides, a pending reboot request."""
+    shutil.rmtree(ctl / SET_PROPS, ignore_errors=True)
+    (ctl / SET_PROPS).mkdir(exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        (ctl / BATTERY_OVERRIDE).unlink()
+    with contextlib.suppress(FileNotFoundError):
+        (ctl / REBOOT_REQUEST).unlink()

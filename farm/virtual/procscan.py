@@ -1,0 +1,122 @@
+"""Find one phone's processes on the host and measure their CPU time, split PoCL / other.
+
+A process belongs to the phone when /proc/PID/ns/pid is the phone's PID namespace. PoCL (our
+"GPU") runs kernels on worker threads of the process that loaded libpocl; this PoCL (3.1) does
+not name them, so GPU time = on-CPU time of the non-main threads of processes that map libpocl.
+On-CPU time comes from /proc/PID/task/TID/schedstat (ns resolution), falling back to stat ticks.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+POCL_MARKER = "libpocl"
+# How often a member process without libpocl is re-checked (it may dlopen OpenCL later).
+MAPS_RECHECK_S = 0.5
+_TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """CPU time spent since the previous scan, in ns."""
+
+    pocl_ns: int
+    other_ns: int
+    rss_kb: int
+    pids: tuple[int, ...]
+
+
+def _thread_cpu_ns(task_dir: str) -> int | None:
+    try:
+        with open(f"{task_dir}/schedstat", "rb") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"{task_dir}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * _TICK_NS
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _maps_pocl(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            return POCL_MARKER.encode() in f.read()
+    except OSError:
+        return False
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class ProcScanner:
+    """Stateful: each `scan` returns the CPU time used since the previous one."""
+
+    def __init__(self, pidns: str, exclude_pids: frozenset[int] = frozenset()) -> None:
+        self.pidns = pidns
+        self.exclude = exclude_pids
+        self._ns_of: dict[int, bool] = {}  # pid -> belongs to this phone (never changes for a pid)
+        self._pocl: dict[int, tuple[bool, float]] = {}  # pid -> (maps pocl, checked at monotonic s)
+        self._prev: dict[tuple[int, int], int] = {}  # (pid, tid) -> cpu ns at the previous scan
+
+    def members(self) -> list[int]:
+        pids = []
+        seen = set()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            seen.add(pid)
+            member = self._ns_of.get(pid)
+            if member is None:
+                try:
+                    member = os.readlink(f"/proc/{pid}/ns/pid") == self.pidns
+                except OSError:
+                    continue
+                self._ns_of[pid] = member
+            if member and pid not in self.exclude:
+                pids.append(pid)
+        for gone in [p for p in self._ns_of if p not in seen]:
+            del self._ns_of[gone]
+            self._pocl.pop(gone, None)
+        return pids
+
+    def scan(self, now_s: float, max_new_ns: int) -> CpuSample:
+        """CPU time since the last scan. A thread seen for the first time counts at most
+        `max_new_ns` (it started within the interval, or existed before we started looking)."""
+        pocl_ns = other_ns = rss_kb = 0
+        current: dict[tuple[int, int], int] = {}
+        pids = self.members()
+        for pid in pids:
+            has_pocl, checked = self._pocl.get(pid, (False, -1e9))
+            if not has_pocl and now_s - checked >= MAPS_RECHECK_S:
+                has_pocl = _maps_pocl(pid)
+                self._pocl[pid] = (has_pocl, now_s)
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            rss_kb += _rss_kb(pid)
+            for t in tids:
+                tid = int(t)
+                cpu = _thread_cpu_ns(f"/proc/{pid}/task/{t}")
+                if cpu is None:
+                    continue
+                key = (pid, tid)
+                current[key] = cpu
+                prev = self._prev.get(key)
+                delta = min(cpu, max_new_ns) if prev is None else max(0, cpu - prev)
+                if has_pocl and tid != pid:
+                    pocl_ns += delta
+                else:
+                    other_ns += delta
+        self._prev = current
+        return CpuSample(pocl_ns=pocl_ns, other_ns=other_ns, rss_kb=rss_kb, pids=tuple(pids))

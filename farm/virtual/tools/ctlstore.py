@@ -1,0 +1,43 @@
+"""The tools' view of the control dir (/dev/.farm): small JSON files written atomically.
+
+The host side (farm/virtual/world.py, physics) reads and writes the same files under
+<state_dir>/ctl/; the file names here and there must agree (see farm/virtual/ctlfiles.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+CTL = os.environ.get("FARM_CTL_DIR", "/dev/.farm")
+
+
+def path(*parts: str) -> str:
+    return os.path.join(CTL, *parts)
+
+
+def read_json(rel: str, default: Any) -> Any:
+    try:
+        with open(path(rel), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def write_text(rel: str, text: str) -> None:
+    """Atomic replace, world-writable so root- and shell-run tools can both update it later."""
+    final = path(rel)
+    tmp = f"{final}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(tmp, 0o666)
+    os.replace(tmp, final)
+
+
+def write_json(rel: str, value: Any) -> None:
+    write_text(rel, json.dumps(value, sort_keys=True) + "\n")
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0

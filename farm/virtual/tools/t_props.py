@@ -1,0 +1,68 @@
+"""getprop / setprop: props = ro.json (identity, from the world) + persist/ + set/ (runtime)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import ctlstore
+
+SHELL_PREFIXES = ("debug.", "log.tag.", "persist.")
+MAX_VALUE_LEN = 91  # PROP_VALUE_MAX - 1; ro.* may be longer
+
+
+def all_props() -> dict[str, str]:
+    props: dict[str, str] = dict(ctlstore.read_json("props/ro.json", {}))
+    for sub in ("persist", "set"):
+        d = ctlstore.path("props", sub)
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".tmp"):
+                continue
+            try:
+                with open(os.path.join(d, name), encoding="utf-8") as f:
+                    props[name] = f.read()
+            except OSError:
+                continue
+    return props
+
+
+def getprop(args: list[str]) -> int:
+    args = [a for a in args if a not in ("-Z", "-T")]
+    props = all_props()
+    if not args:
+        for key in sorted(props):
+            sys.stdout.write(f"[{key}]: [{props[key]}]\n")
+        return 0
+    default = args[1] if len(args) > 1 else ""
+    sys.stdout.write(props.get(args[0], default) + "\n")
+    return 0
+
+
+def _fail(key: str, value: str) -> int:
+    sys.stderr.write(f"Failed to set property '{key}' to '{value}'.\nSee dmesg for error reason.\n")
+    return 1
+
+
+def setprop(args: list[str]) -> int:
+    if len(args) != 2:
+        sys.stderr.write("usage: setprop NAME VALUE\n\nSets an Android system property.\n")
+        return 1
+    key, value = args
+    props = all_props()
+    if not key or "/" in key or key.startswith("."):
+        return _fail(key, value)
+    if key.startswith("ro."):
+        if key in props:
+            return _fail(key, value)
+    elif len(value) > MAX_VALUE_LEN:
+        return _fail(key, value)
+    if not ctlstore.is_root() and not key.startswith(SHELL_PREFIXES):
+        return _fail(key, value)
+    ctlstore.write_text(f"props/set/{key}", value)
+    if key.startswith("persist."):
+        ctlstore.write_text(f"props/persist/{key}", value)
+    return 0

@@ -1,0 +1,183 @@
+"""One virtual phone's world: sandbox + props + telemetry physics behind the PhoneWorld seam."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import hashlib
+import os
+from pathlib import Path
+
+from farm.errors import ConfigError
+from farm.virtual import ctlfiles
+from farm.virtual.phone_api import PhoneWorld
+from farm.virtual.physics import Physics
+from farm.virtual.profile import Profile
+from farm.virtual.profiles import load_profile
+from farm.virtual.sandbox import CTL_PHONE_DIR, PHONE_PATH, SHELL_GID, SHELL_UID, Sandbox
+
+# Keys `set_property` from the adbd side may change (everything else is the profile's).
+_ADBD_WRITABLE_PREFIXES = ("service.adb.", "persist.", "debug.", "sys.", "ctl.")
+
+
+class SandboxWorld:
+    """A PhoneWorld backed by a bubblewrap sandbox and a physics task. No I/O until `start`."""
+
+    def __init__(self, profile: Profile, serial: str, state_dir: Path) -> None:
+        self.profile = profile
+        self.serial = serial
+        self.state_dir = state_dir
+        self.sandbox = Sandbox(profile, serial, state_dir)
+        self.physics = Physics(
+            profile, self.sandbox.layout, self.sandbox, on_reboot_request=self._reboot_soon
+        )
+        self._adbd_root = False
+        self._reboot_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.sandbox.running:
+            return
+        self.sandbox.prepare()
+        ctl = self.sandbox.layout.ctl
+        ctlfiles.reset_volatile(ctl)
+        self._fix_ctl_owner()
+        ctlfiles.write_json(ctl, ctlfiles.RO_PROPS, self._ro_props())
+        rooted = ctl / ctlfiles.ROOTED_FLAG
+        if self.profile.rooted:
+            rooted.touch()
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                rooted.unlink()
+        self.physics.prepare()
+        await self.sandbox.start()
+        await self.physics.start()
+
+    async def stop(self) -> None:
+        await self.physics.stop()
+        await self.sandbox.stop()
+
+    async def reboot(self) -> None:
+        await self.stop()
+        self._adbd_root = False
+        await self.start()
+
+    def _reboot_soon(self) -> None:
+        if self._reboot_task is None or self._reboot_task.done():
+            self._reboot_task = asyncio.get_running_loop().create_task(self.reboot())
+
+    def _fix_ctl_owner(self) -> None:
+        if os.geteuid() == 0:
+            ctl = self.sandbox.layout.ctl
+            for d in (ctl / ctlfiles.SET_PROPS, ctl / ctlfiles.PERSIST_PROPS):
+                os.chown(d, SHELL_UID, SHELL_GID)
+
+    def _ro_props(self) -> dict[str, str]:
+        props = dict(self.profile.props)
+        digest = hashlib.sha256(self.serial.encode()).hexdigest()
+        props.update(
+            {
+                "ro.serialno": self.serial,
+                "ro.boot.serialno": self.serial,
+                "ro.product.cpu.abi": "x86_64",
+                "ro.product.cpu.abilist": "x86_64",
+                "ro.product.cpu.abilist64": "x86_64",
+                "ro.build.fingerprint": (
+                    f"{props['ro.product.brand']}/{props['ro.product.name']}/{props['ro.product.device']}:"
+                    f"{props['ro.build.version.release']}/FARM.{digest[:6].upper()}/1:"
+                    f"{props.get('ro.build.type', 'user')}/release-keys"
+                ),
+                "ro.adb.secure": "0",
+                "ro.secure": "0" if self.profile.rooted else "1",
+                "ro.debuggable": "1" if self.profile.rooted else props.get("ro.debuggable", "0"),
+                "ro.kernel.qemu": "0",
+                "ro.farm.virtual": "1",
+                "ro.farm.profile": self.profile.name,
+                "ro.opengles.version": "196610",
+                "sys.boot_completed": "1",
+                "dev.bootcomplete": "1",
+                "init.svc.adbd": "running",
+                "service.adb.root": "0",
+            }
+        )
+        return props
+
+    # -- PhoneWorld --------------------------------------------------------------------------------
+
+    def banner_props(self) -> dict[str, str]:
+        return {
+            "ro.product.name": self.profile.props["ro.product.name"],
+            "ro.product.model": self.profile.props["ro.product.model"],
+            "ro.product.device": self.profile.props["ro.product.device"],
+        }
+
+    def shell_argv(self, command: str | None) -> list[str]:
+        inner = ["/system/bin/sh", "-l"] if command is None else ["/system/bin/sh", "-c", command]
+        return self.sandbox.enter_argv(inner, root=self._adbd_root)
+
+    def shell_env(self, term: str | None) -> dict[str, str]:
+        user = "root" if self._adbd_root else "shell"
+        env = {
+            "PATH": PHONE_PATH,
+            "HOME": "/",
+            "TMPDIR": "/data/local/tmp",
+            "USER": user,
+            "LOGNAME": user,
+            "SHELL": "/system/bin/sh",
+            "HOSTNAME": "localhost",
+            "ANDROID_ROOT": "/system",
+            "ANDROID_DATA": "/data",
+            "EXTERNAL_STORAGE": "/sdcard",
+            "ANDROID_SERIAL": self.serial,
+            "TERM": term or "dumb",
+            # PoCL stands in for the phone's GPU: its worker threads are the "GPU cores", and it
+            # needs a writable kernel cache (HOME=/ is not writable for shell).
+            "POCL_MAX_PTHREAD_COUNT": str(self.profile.gpu.cores if self.profile.gpu else 1),
+            "POCL_CACHE_DIR": "/data/local/tmp/.pocl-cache",
+            "FARM_CTL_DIR": CTL_PHONE_DIR,
+        }
+        return env
+
+    def resolve(self, phone_path: str, *, for_write: bool) -> Path:
+        if not self.sandbox.running:
+            raise OSError(errno.ENODEV, "phone is not running", phone_path)
+        return self.sandbox.resolve(phone_path, for_write=for_write, root=self._adbd_root)
+
+    def can_root(self) -> bool:
+        return self.profile.rooted and self.sandbox.privileged
+
+    @property
+    def adbd_root(self) -> bool:
+        return self._adbd_root
+
+    def set_adbd_root(self, root: bool) -> None:
+        if root and not self.can_root():
+            raise PermissionError("adbd cannot run as root in production builds")
+        self._adbd_root = root
+        self.set_property("service.adb.root", "1" if root else "0")
+
+    def set_property(self, key: str, value: str) -> None:
+        if not key.startswith(_ADBD_WRITABLE_PREFIXES):
+            raise PermissionError(f"property {key} is read-only")
+        ctl = self.sandbox.layout.ctl
+        (ctl / ctlfiles.SET_PROPS).mkdir(parents=True, exist_ok=True)
+        target = ctl / ctlfiles.SET_PROPS / key
+        target.write_text(value, encoding="utf-8")
+        os.chmod(target, 0o666)
+        if key.startswith("persist."):
+            persist = ctl / ctlfiles.PERSIST_PROPS / key
+            persist.write_text(value, encoding="utf-8")
+            os.chmod(persist, 0o666)
+
+    def properties(self) -> dict[str, str]:
+        """Every property as getprop shows it (host-side view, for tests and the daemon)."""
+        return ctlfiles.read_props(self.sandbox.layout.ctl)
+
+
+def make_world(profile_name: str, serial: str, state_dir: Path) -> PhoneWorld:
+    """The factory the daemon uses: a not-yet-started world of a shipped (or YAML-file) profile."""
+    if not serial or any(c in serial for c in "/\\ \t\n:"):
+        raise ConfigError(f"invalid virtual phone serial {serial!r}", hint="use letters, digits, - and _")
+    return SandboxWorld(load_profile(profile_name), serial, Path(state_dir))
