@@ -40,12 +40,14 @@ class Run:
 
 @pytest.fixture(scope="module")
 def train(tmp_path_factory: pytest.TempPathFactory):
-    if not BIN.exists():
-        subprocess.run(["make", "-C", str(ROOT / "kernels"), "-s"], check=True)
+    # make is a no-op when the binary is up to date, and rebuilds a stale one
+    subprocess.run(
+        ["make", "-s", "-C", str(ROOT / "kernels"), f"build/{platform.machine()}/train"], check=True
+    )
     cache = tmp_path_factory.mktemp("clcache")
 
-    def run(*args: str) -> Run:
-        env = {**os.environ, "FARM_CL_CACHE": str(cache)}
+    def run(*args: str, env: dict[str, str] | None = None) -> Run:
+        env = {**os.environ, "FARM_CL_CACHE": str(cache), **(env or {})}
         p = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=120, env=env)
         events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
         return Run(p.returncode, events, p.stderr)
@@ -190,7 +192,21 @@ def test_bad_arguments_exit_2_with_one_line(train, args: list[str], needle: str)
     r = train("--layers=16,8,4", *args)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("train: ") and needle in lines[0]
+    assert [e["exit_code"] for e in r.of("error")] == [2] and not r.of("result")
+
+
+def test_no_opencl_device_exits_3_and_cpu_needs_none(train, tmp_path: Path) -> None:
+    no_vendors = {"OCL_ICD_VENDORS": str(tmp_path)}
+    r = train("--backend=gpu", "--iters=1", "--warmup=0", env=no_vendors)
+    assert r.returncode == 3 and "OpenCL" in r.stderr
+    r = train("--backend=cpu", "--iters=1", "--warmup=0", env=no_vendors)
+    assert r.returncode == 0, r.stderr
+
+
+def test_help_teaches_with_an_example() -> None:
+    p = subprocess.run([str(BIN), "--help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "example:\n  train --" in p.stdout and "--precision=S" in p.stdout
 
 
 def test_files_of_wrong_shape_are_named(train, problem, tmp_path: Path) -> None:
