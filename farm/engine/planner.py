@@ -142,7 +142,7 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else (f"{minutes}m{secs:02d}s" if minutes else f"{secs}s")
 
 
-def render_plan(plan: Plan, *, max_runs_shown: int = 12) -> str:
+def render_plan(plan: Plan, *, max_runs_shown: int = 12, max_cells_shown: int = 60) -> str:
     """The plan as text for `farm run --dry-run`: summary, cells, the start of each queue."""
     exp = plan.experiment
     m = exp.measurement
@@ -158,9 +158,11 @@ def render_plan(plan: Plan, *, max_runs_shown: int = 12) -> str:
         "",
         f"  {'cell':<12}  {'~s/run':>6}  factors",
     ]
-    for cell in plan.cells:
+    for cell in plan.cells[:max_cells_shown]:
         estimate = plan.run_estimates_s.get(cell.cell_id, 0.0)
         lines.append(f"  {cell.cell_id:<12}  {estimate:>6.1f}  {cell.label(exp.factor_names)}")
+    if len(plan.cells) > max_cells_shown:
+        lines.append(f"  ... {len(plan.cells) - max_cells_shown} more cells")
     for owner, queue in plan.queues.items():
         title = "shared queue" if owner == SHARED else f"queue {owner}"
         lines += ["", f"  {title} ({len(queue)} runs):"]

@@ -23,6 +23,7 @@ from farm.errors import ConfigError
 
 PathPart = str | int
 MERGE_TAG = "tag:yaml.org,2002:merge"
+STR_TAG = "tag:yaml.org,2002:str"
 
 
 class _Loader(yaml.SafeLoader):
@@ -51,12 +52,23 @@ def compose(text: str, filename: str) -> MappingNode:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else 1
         problem = error.problem or error.context or "not valid YAML"
+        if error.context == "expected a single document in the stream":
+            raise ConfigError(
+                "invalid YAML: a second document (---) starts here; an experiment file holds one",
+                location=f"{filename}:{line}",
+            ) from None
         context = error.context_mark
         if error.problem and error.context and context is not None and context.line + 1 != line:
             problem += f" ({error.context} started on line {context.line + 1})"
         raise ConfigError(f"invalid YAML: {problem}", location=f"{filename}:{line}") from None
-    except yaml.YAMLError as error:  # e.g. a reader error on a control character
-        raise ConfigError(f"invalid YAML: {error}", location=f"{filename}:1") from None
+    except yaml.reader.ReaderError as error:  # a control character or bad encoding
+        line = text.count("\n", 0, max(error.position, 0)) + 1
+        raise ConfigError(
+            f"invalid YAML: {error.reason} (character {error.character!r})", location=f"{filename}:{line}"
+        ) from None
+    except yaml.YAMLError as error:
+        message = " ".join(str(error).split())
+        raise ConfigError(f"invalid YAML: {message}", location=f"{filename}:1") from None
     if root is None:
         raise ConfigError(
             "the file is empty; an experiment needs at least name and benchmark", location=f"{filename}:1"
@@ -170,19 +182,27 @@ def _same_key(a: Node, b: Node) -> bool:
 
 
 def _reject_duplicate_keys(node: Node, path: tuple[PathPart, ...], filename: str) -> None:
+    """Every mapping key is a plain string, and appears once (PyYAML would keep the last)."""
     if isinstance(node, MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if isinstance(key_node, ScalarNode) and key_node.tag != MERGE_TAG:
-                line = key_node.start_mark.line + 1
-                if key_node.value in seen:
-                    where = format_path((*path, key_node.value))
-                    raise ConfigError(
-                        f"{where}: duplicate key (first set on line {seen[key_node.value]}); keep one",
-                        location=f"{filename}:{line}",
-                    )
-                seen[key_node.value] = line
-                _reject_duplicate_keys(value_node, (*path, key_node.value), filename)
+            if key_node.tag == MERGE_TAG:
+                continue
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, ScalarNode) or key_node.tag != STR_TAG:
+                shown = key_node.value if isinstance(key_node, ScalarNode) else _kind(key_node)
+                raise ConfigError(
+                    f"{format_path(path)}: keys must be names like hidden or measurement, got {shown}",
+                    location=f"{filename}:{line}",
+                )
+            if key_node.value in seen:
+                raise ConfigError(
+                    f"{format_path((*path, key_node.value))}: duplicate key (first set on line "
+                    f"{seen[key_node.value]}); keep one",
+                    location=f"{filename}:{line}",
+                )
+            seen[key_node.value] = line
+            _reject_duplicate_keys(value_node, (*path, key_node.value), filename)
     elif isinstance(node, SequenceNode):
         for index, item in enumerate(node.value):
             _reject_duplicate_keys(item, (*path, index), filename)
@@ -193,4 +213,4 @@ def _kind(node: Node) -> str:
         return "a list"
     if isinstance(node, ScalarNode):
         return f'the scalar "{node.value}"'
-    return "something else"
+    return "a mapping"

@@ -19,7 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from farm.spec.checks import suggest
 from farm.spec.loader import PathPart, format_path, line_of
-from farm.spec.programs import show
+from farm.spec.programs import number_text, show
 from farm.spec.sections import NAME_PATTERN, SLUG_PATTERN
 
 # error type -> (singular, plural) of what was expected
@@ -31,6 +31,7 @@ _TYPE_WORDS: dict[str, tuple[str, str]] = {
     "int_from_float": ("an integer", "integers"),
     "float_type": ("a number", "numbers"),
     "float_parsing": ("a number", "numbers"),
+    "finite_number": ("a finite number", "finite numbers"),
     "string_type": ("a string", "strings"),
     "list_type": ("a list", "lists"),
     "tuple_type": ("a list", "lists"),
@@ -158,7 +159,7 @@ def _other_message(item: dict[str, Any]) -> str:
     kind, ctx, value = item["type"], item.get("ctx") or {}, item.get("input")
     for bound, words in _BOUNDS.items():
         if bound in ctx and kind.endswith(("than", "than_equal")):
-            return f"must be {words} {ctx[bound]:g}, got {show(value)}"
+            return f"must be {words} {number_text(ctx[bound])}, got {show(value)}"
     if kind == "string_pattern_mismatch":
         return f"expected {_PATTERNS.get(ctx.get('pattern', ''), 'a valid name')}, got {show(value)}"
     if kind in ("too_short", "string_too_short"):

@@ -86,9 +86,9 @@ class Arg:
         if not _has_kind(value, self.kind):
             return f"expected {expected}, got {show(value)}"
         if self.minimum is not None and value < self.minimum:
-            return f"must be at least {_number(self.minimum)}, got {show(value)}"
+            return f"must be at least {number_text(self.minimum)}, got {show(value)}"
         if self.maximum is not None and value > self.maximum:
-            return f"must be at most {_number(self.maximum)}, got {show(value)}"
+            return f"must be at most {number_text(self.maximum)}, got {show(value)}"
         return None
 
     def render(self, value: Any) -> str:
@@ -129,7 +129,8 @@ def show(value: Any) -> str:
     return str(value)
 
 
-def _number(value: float) -> str:
+def number_text(value: float) -> str:
+    """A bound as a person writes it: 1, 0.5, 1000000 (not 1.0 or 1e+06)."""
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
@@ -199,11 +200,12 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         Arg("g", ArgKind.SPEC, "output maps per work item: N, or layer:N,... (must divide the maps)"),
     ),
     Program.TRAIN: (
-        Arg("layers", ArgKind.INT_LIST, 'layer sizes, e.g. "784,256,128,16"'),
-        _positive("batch", "examples per step"),
-        Arg(
-            "buffers", ArgKind.CHOICE, "host<->device buffer strategy", choices=("copy", "resident", "mapped")
-        ),
+        Arg("layers", ArgKind.INT_LIST, 'layer sizes, input first, classes last: "784,256,128,16"'),
+        Arg("batch", ArgKind.INT, "samples per step", minimum=1, maximum=65536),
+        Arg("lr", ArgKind.FLOAT, "SGD learning rate", minimum=0.0, maximum=1000.0),
+        Arg("steps", ArgKind.INT, "measured training steps (0: --iters)", minimum=0),
+        Arg("buffers", ArgKind.CHOICE, "gpu data movement per step", choices=("copy", "resident", "mapped")),
+        Arg("samples", ArgKind.INT, "synthetic dataset size, a multiple of batch (0: 32 batches)", minimum=0),
     ),
     Program.GPULOAD: (
         Arg("target", ArgKind.FLOAT, "utilisation to hold, 0..1", minimum=0.0, maximum=1.0),

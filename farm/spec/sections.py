@@ -29,12 +29,15 @@ Slug = Annotated[str, StringConstraints(strict=True, pattern=SLUG_PATTERN, max_l
 Name = Annotated[str, StringConstraints(strict=True, pattern=NAME_PATTERN, max_length=64)]
 Text = Annotated[str, StringConstraints(strict=True, min_length=1)]
 Count = Annotated[StrictInt, Field(ge=1)]
+# The benchmark programs' own limits (kernels/common FARM_OPTS_BENCH).
+MAX_ITERATIONS = 1_000_000_000
+MAX_MEASURE_S = 1_000_000.0
 Seconds = Annotated[StrictFloat, Field(ge=0)]
 PositiveSeconds = Annotated[StrictFloat, Field(gt=0)]
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False, allow_inf_nan=False)
 
 
 class Order(StrEnum):
@@ -116,13 +119,13 @@ class Devices(Frozen):
 class Measurement(Frozen):
     """How each run measures: bounded by count AND time, repeated, in a seeded order."""
 
-    warmup: Annotated[StrictInt, Field(ge=0)] = 5
-    iterations: Count = 50
-    min_seconds: Seconds = 1.0
-    max_seconds: PositiveSeconds = 60.0
-    repetitions: Count = 3
+    warmup: Annotated[StrictInt, Field(ge=0, le=MAX_ITERATIONS)] = 5
+    iterations: Annotated[StrictInt, Field(ge=1, le=MAX_ITERATIONS)] = 50
+    min_seconds: Annotated[StrictFloat, Field(ge=0, le=MAX_MEASURE_S)] = 1.0
+    max_seconds: Annotated[StrictFloat, Field(gt=0, le=MAX_MEASURE_S)] = 60.0
+    repetitions: Annotated[StrictInt, Field(ge=1, le=10_000)] = 3
     order: Order = Order.INTERLEAVED
-    seed: StrictInt = 0
+    seed: Annotated[StrictInt, Field(ge=0, le=2**63 - 1)] = 0
 
 
 class GpuLoadSettings(Frozen):

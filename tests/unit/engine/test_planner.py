@@ -185,6 +185,9 @@ def test_render_plan_summarises_and_truncates() -> None:
     assert "queue p1 (36 runs)" in text and "... 31 more" in text
     for cell in expand(_experiment()):
         assert cell.cell_id in text
+    capped = render_plan(plan(_experiment(), ["p1"]), max_cells_shown=4)
+    assert "... 8 more cells" in capped
+    assert sum(cell.cell_id in capped for cell in expand(_experiment())) == 4
 
 
 # ---------------------------------------------------------------- properties

@@ -72,3 +72,11 @@ def test_cli_prints_json_and_writes_out(tmp_path: Path) -> None:
     assert written.exit_code == 0
     assert json.loads(out.read_text()) == json_schema()
     assert "farm schema --out" in runner.invoke(schema, ["--help"]).output
+
+
+def test_schema_is_registered_in_the_farm_command(tmp_path: Path) -> None:
+    from farm.cli.main import main
+
+    out = tmp_path / "schema.json"
+    main(["schema", "--out", str(out)])
+    assert json.loads(out.read_text())["title"] == "farm experiment"
