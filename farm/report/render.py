@@ -29,7 +29,8 @@ def _number(value: Any, digits: int = 3) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) < 1e6 else f"{value:.3e}"
+        # Whole numbers from 100 up (power in mW, energy in mJ), three significant digits below.
+        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.{digits}g}"
     return str(value)
 
 

@@ -107,6 +107,14 @@ def _some(runs: list[RunResult], limit: int = 5) -> str:
     return ", ".join(names) + (f" and {len(runs) - limit} more" if len(runs) > limit else "")
 
 
+def _load_miss(run: RunResult) -> str:
+    target = run.metrics.get("gpu_load_target", run.factors.get("gpu_load"))
+    achieved = run.metrics.get("gpu_load_mean")
+    target_text = f"{target:.2f}" if isinstance(target, int | float) else "?"
+    achieved_text = f"{achieved:.2f}" if achieved is not None else "?"
+    return f"target {target_text}, achieved {achieved_text}"
+
+
 def quality_notes(data: ReportData) -> list[str]:
     """What a reader must know before trusting the numbers."""
     notes = list(data.notes)
@@ -115,11 +123,7 @@ def quality_notes(data: ReportData) -> list[str]:
         notes.append(f"{len(throttled)} run(s) throttled (GPU clock fell under load): {_some(throttled)}.")
     missed = _flagged(data, "gpu_load_reached", 0.0)
     if missed:
-        details = [
-            f"{run.run_id}: target {run.metrics.get('gpu_load_target', float('nan')):.2f}, "
-            f"achieved {run.metrics.get('gpu_load_mean', float('nan')):.2f}"
-            for run in missed[:5]
-        ]
+        details = [f"{run.run_id}: {_load_miss(run)}" for run in missed[:5]]
         notes.append(
             f"{len(missed)} run(s) did not reach the background GPU load: " + "; ".join(details) + "."
         )
