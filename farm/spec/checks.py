@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from farm.spec.expand import same_level
-from farm.spec.programs import MEASUREMENT_ARGS, SPECIAL_FACTORS, arguments, factor_arg, show
+from farm.spec.programs import GPU_LOAD, MEASUREMENT_ARGS, arguments, factor_arg, show
 
 if TYPE_CHECKING:
     from farm.spec.model import Experiment, Issue
@@ -51,7 +51,7 @@ def _unknown_name(experiment: Experiment, name: str) -> str | None:
     if name in MEASUREMENT_ARGS:
         return f"is set by {MEASUREMENT_ARGS[name]}; set it there"
     if factor_arg(program, name) is None:
-        known = [*arguments(program), *SPECIAL_FACTORS]
+        known = [*arguments(program), GPU_LOAD]
         hint = suggest(name, known) or f" (it takes: {', '.join(sorted(known))})"
         return f"program {program.value} has no argument {name}{hint}"
     return None

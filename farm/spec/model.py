@@ -32,7 +32,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from farm.errors import ConfigError
 from farm.spec.expand import Cell, canonical_json, cells_of, short_hash
-from farm.spec.programs import GPU_LOAD, Program, factor_arg
+from farm.spec.programs import BENCH_PROGRAMS, GPU_LOAD, Program, factor_arg
 from farm.spec.sections import (
     Conditions,
     Devices,
@@ -150,13 +150,16 @@ class Experiment(Frozen):
             assert arg is not None, f"{name} passed the checks but is not an argument of {program}"
             rendered.append(arg.render(values[name]))
         m = self.measurement
-        rendered += [
-            f"--warmup={m.warmup}",
-            f"--iters={m.iterations}",
-            f"--min-seconds={_plain(m.min_seconds)}",
-            f"--max-seconds={_plain(m.max_seconds)}",
-            f"--seed={m.seed}",
-        ]
+        if program in BENCH_PROGRAMS:
+            rendered += [
+                f"--warmup={m.warmup}",
+                f"--iters={m.iterations}",
+                f"--min-seconds={_plain(m.min_seconds)}",
+                f"--max-seconds={_plain(m.max_seconds)}",
+                f"--seed={m.seed}",
+            ]
+        elif "duration_s" not in values:  # gpuload runs until SIGTERM without it
+            rendered.append(f"--duration-s={_plain(m.max_seconds)}")
         return tuple(rendered)
 
     @cached_property

@@ -134,10 +134,7 @@ def number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def _positive(name: str, help_text: str) -> Arg:
-    return Arg(name, ArgKind.INT, help_text, minimum=1)
-
-
+LSTM_MAX_LAYERS = 8  # kernels/lstm/lstm.h
 GPU_LOAD = "gpu_load"
 BACKEND = "backend"
 
@@ -171,12 +168,19 @@ def _dim(name: str, help_text: str) -> Arg:
 # Mirrors the option tables in kernels/<program>/main.c (see each program's --help).
 _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
     Program.LSTM: (
-        _positive("hidden", "hidden units per layer"),
-        _positive("layers", "stacked LSTM layers"),
-        _positive("seq_len", "time steps per window (UCI HAR: 128)"),
-        _positive("input_dim", "input channels per step (UCI HAR: 9)"),
-        _positive("classes", "output classes (UCI HAR: 6)"),
-        _positive("batch", "windows per call"),
+        Arg("hidden", ArgKind.INT, "hidden units per layer", minimum=1, maximum=8192),
+        Arg("layers", ArgKind.INT, "stacked LSTM layers", minimum=1, maximum=LSTM_MAX_LAYERS),
+        Arg("seq_len", ArgKind.INT, "time steps per window (UCI HAR: 128)", minimum=1, maximum=100_000),
+        Arg("input_dim", ArgKind.INT, "input channels per step (UCI HAR: 9)", minimum=1, maximum=65536),
+        Arg("classes", ArgKind.INT, "output classes (UCI HAR: 6)", minimum=1, maximum=65536),
+        Arg("batch", ArgKind.INT, "windows per inference", minimum=1, maximum=100_000),
+        Arg(
+            "wg",
+            ArgKind.INT,
+            "gpu: work-group size along hidden units (0: driver's choice)",
+            minimum=0,
+            maximum=4096,
+        ),
     ),
     Program.GEMM: (
         _dim("m", "rows of A and C"),
@@ -210,12 +214,31 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
     Program.GPULOAD: (
         Arg("target", ArgKind.FLOAT, "utilisation to hold, 0..1", minimum=0.0, maximum=1.0),
         Arg("intensity", ArgKind.CHOICE, "kind of load", choices=("compute", "memory")),
+        Arg("period_ms", ArgKind.INT, "report period of load events", minimum=10, maximum=600_000),
+        Arg("kernel_ms", ArgKind.FLOAT, "duration of one kernel launch", minimum=0.1, maximum=50.0),
+        Arg("slot_ms", ArgKind.FLOAT, "duty-cycle slot (kernels then sleep)", minimum=2.0, maximum=1000.0),
+        Arg("kp", ArgKind.FLOAT, "controller proportional gain", minimum=0.0, maximum=10.0),
+        Arg("ki", ArgKind.FLOAT, "controller integral gain (1/s)", minimum=0.0, maximum=100.0),
+        Arg(
+            "duration_s",
+            ArgKind.FLOAT,
+            "stop after this long (default: measurement.max_seconds)",
+            minimum=0.0,
+            maximum=1e7,
+        ),
     ),
 }
+
+# Programs built on kernels/common's benchmark loop: they take --backend, the common arguments
+# and the measurement arguments. gpuload is a load generator: it holds --target for
+# --duration-s and takes none of those.
+BENCH_PROGRAMS = frozenset({Program.GEMM, Program.LSTM, Program.CNN, Program.TRAIN})
 
 
 def arguments(program: Program) -> dict[str, Arg]:
     """Every argument `program` accepts through params or sweep, by snake_case name."""
+    if program not in BENCH_PROGRAMS:
+        return {arg.name: arg for arg in _SPECIFIC[program]}
     args = {arg.name: arg for arg in _COMMON + _SPECIFIC[program]}
     args[BACKEND] = SPECIAL_FACTORS[BACKEND]
     return args
