@@ -1,1 +1,3 @@
 """Shared pytest configuration. Fixtures that start virtual phones live in tests/fixtures/."""
+
+pytest_plugins = ["tests.fixtures.phones"]

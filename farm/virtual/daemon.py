@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import faulthandler
 import hashlib
 import importlib
 import json
@@ -62,6 +63,11 @@ def control_socket_path(state_dir: Path) -> Path:
         return path
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"farm-virtual-{digest}.sock"
+
+
+def phone_state_dir(state_dir: Path, serial: str) -> Path:
+    """Where one phone's world keeps its files (its sandbox root, ground-truth log...)."""
+    return state_dir / "phones" / serial
 
 
 def load_world_factory(spec: str) -> WorldFactory:
@@ -154,7 +160,8 @@ class Daemon:
         listeners = bind_ports(len(self._config.profiles), self._config.first_port)
         for listener, profile in zip(listeners, self._config.profiles, strict=True):
             port = listener.getsockname()[1]
-            world = factory(profile, f"VP{port}", self._config.state_dir / "phones")
+            serial = f"VP{port}"
+            world = factory(profile, serial, phone_state_dir(self._config.state_dir, serial))
             self._phones.append(PhoneServer(world, listener, profile))
         try:
             await asyncio.gather(*(phone.start() for phone in self._phones))
@@ -280,6 +287,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     config.state_dir.mkdir(parents=True, exist_ok=True)
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` dumps every stack to daemon.log
     logging.basicConfig(
         level=os.environ.get("FARM_VIRTUAL_LOG", "INFO"),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -56,3 +56,12 @@ class PhoneWorld(Protocol):
 
     def set_property(self, key: str, value: str) -> None:
         """setprop from the adbd side (e.g. service.adb.tcp.port for tcpip:)."""
+
+
+class SyncOwner(Protocol):
+    """Optional for a PhoneWorld (looked up with getattr, so older worlds stay valid)."""
+
+    def sync_owner(self) -> tuple[int, int] | None:
+        """Host (uid, gid) that files, directories and symlinks created by the sync service
+        (`adb push`) must get: adbd's user, shell (2000) or root after `adb root`. None keeps
+        the daemon's own uid, for worlds that do not switch users."""

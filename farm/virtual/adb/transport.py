@@ -194,6 +194,10 @@ class Connection:
             limit = self.max_payload if self._connected else p.MAX_PAYLOAD_BYTES
             header = p.parse_header(raw, max_payload=limit)
             payload = await self._reader.readexactly(header.length) if header.length else b""
+            if not self._answering.is_set():
+                await self._wait_answering()  # hung while this packet was on its way: hold it
+                if self._closing:
+                    return
             self._handle(header, payload)
 
     async def _wait_answering(self) -> None:

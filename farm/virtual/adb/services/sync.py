@@ -11,6 +11,7 @@ import errno
 import os
 import stat
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 from farm.virtual.adb.services.base import ByteReader, ServiceContext
@@ -87,6 +88,7 @@ class SyncSession:
         self._stream = stream
         self._world = ctx.world
         self._reader = ByteReader(stream)
+        self._owner: Callable[[], tuple[int, int] | None] | None = getattr(ctx.world, "sync_owner", None)
 
     async def run(self) -> None:
         try:
@@ -128,6 +130,46 @@ class SyncSession:
             await self._recv(path)
         else:
             raise SyncFailed(f"unknown command {int.from_bytes(request, 'little'):08x}")
+
+    def _owner_for(self, host: Path) -> tuple[int, int] | None:
+        """Who owns what we create: the world says (PhoneWorld.sync_owner), else, for worlds
+        without it, adbd as shell inherits the owner of the directory it writes into."""
+        if self._owner is not None:
+            return self._owner()
+        if self._world.adbd_root or os.geteuid() != 0:
+            return None
+        try:
+            parent = os.stat(host.parent)
+        except OSError:
+            return None
+        return parent.st_uid, parent.st_gid
+
+    def _chown(self, host: Path) -> None:
+        owner = self._owner_for(host)
+        if owner is not None:
+            os.lchown(host, *owner)
+
+    def _resolve_creating_parents(self, path: str) -> Path:
+        """Host path for writing `path`, creating missing parent directories (0775) on the way,
+        each checked by the world as the phone would (mkdir -p as adbd's user)."""
+        try:
+            return self._resolve(path, for_write=True)
+        except FileNotFoundError:
+            pass
+        parts = [part for part in path.split("/") if part]
+        for depth in range(1, len(parts)):
+            ancestor = "/" + "/".join(parts[:depth])
+            try:
+                self._resolve(ancestor, for_write=False)
+                continue
+            except PermissionError:
+                continue  # exists, but only traversable for adbd's user (like /data for shell)
+            except FileNotFoundError:
+                directory = self._resolve(ancestor, for_write=True)
+            os.mkdir(directory, DIR_MODE)
+            os.chmod(directory, DIR_MODE)
+            self._chown(directory)
+        return self._resolve(path, for_write=True)
 
     def _lstat(self, path: str) -> os.stat_result | None:
         try:
@@ -206,8 +248,7 @@ class SyncSession:
         except ValueError:
             mode = 0o100644
         try:
-            host = self._resolve(path, for_write=True)
-            _make_parents(host.parent)
+            host = self._resolve_creating_parents(path)
         except OSError as error:
             await self._fail(f"secure_mkdirs failed: {os.strerror(error.errno or errno.EIO)}")
             await self._discard_until_done()
@@ -226,6 +267,7 @@ class SyncSession:
                 if not host.is_dir() or host.is_symlink():
                     host.unlink()
             os.symlink(target, host)
+            self._chown(host)
         except OSError as error:
             raise SyncFailed(f"symlink failed: {os.strerror(error.errno or errno.EIO)}") from error
 
@@ -241,6 +283,9 @@ class SyncSession:
         complete = False
         try:
             os.fchmod(fd, mode)
+            owner = self._owner_for(host)
+            if owner is not None:
+                os.fchown(fd, *owner)
             while True:
                 record, value = REQUEST.unpack(await self._reader.read_exactly(REQUEST.size))
                 if record == b"DONE":
@@ -287,20 +332,6 @@ class SyncSession:
             await self._stream.write(batch)
         finally:
             os.close(fd)
-
-
-def _make_parents(directory: Path) -> None:
-    """mkdir -p with mode 0775 for every directory created (umask does not apply)."""
-    missing: list[Path] = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for path in reversed(missing):
-        os.mkdir(path, DIR_MODE)
-        os.chmod(path, DIR_MODE)
 
 
 async def sync_service(stream: Stream, ctx: ServiceContext) -> None:

@@ -1,0 +1,153 @@
+"""`farm virtual up|list|down|fault`: virtual phones that real adb and farm treat as phones."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from farm.virtual import control
+from farm.virtual.daemon import DEFAULT_WORLD_FACTORY
+
+STATE_DIR_HELP = "state directory (default: $FARM_VIRTUAL_DIR or .farm/virtual/)"
+
+
+def _state_dir(value: Path | None) -> Path:
+    return value if value is not None else control.default_state_dir()
+
+
+def _adb_port(value: int | None) -> int:
+    return value if value is not None else control.default_adb_port()
+
+
+def format_table(phones: list[dict[str, object]]) -> str:
+    rows = [("SERIAL", "ADB SERIAL", "PORT", "PROFILE", "STATE")]
+    rows += [
+        (str(p["serial"]), str(p["adb_serial"]), str(p["port"]), str(p["profile"]), str(p["state"]))
+        for p in phones
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+@click.group()
+def virtual() -> None:
+    """Virtual phones: real ADB protocol on TCP ports, real processes in an Android-like sandbox.
+
+    \b
+    Example:
+      farm virtual up --count 4 --profile adreno-sd8gen2 --profile mali-tensor
+      adb devices -l                  # 127.0.0.1:6520 ... device product:... model:...
+      farm virtual fault VP6520 offline 5
+      farm virtual down
+    """
+
+
+@virtual.command()
+@click.option("--count", "-n", type=int, default=1, show_default=True, help="number of phones")
+@click.option(
+    "--profile", "profiles", multiple=True, help="SoC profile; repeat it, it is cycled over --count"
+)
+@click.option(
+    "--adb-port", type=int, default=None, help="adb server port (default: $ANDROID_ADB_SERVER_PORT or 5037)"
+)
+@click.option(
+    "--port", type=int, default=None, help="TCP port of the first phone (default: free ports from 6520)"
+)
+@click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
+@click.option("--world-factory", default=DEFAULT_WORLD_FACTORY, hidden=True)
+def up(
+    count: int,
+    profiles: tuple[str, ...],
+    adb_port: int | None,
+    port: int | None,
+    state_dir: Path | None,
+    world_factory: str,
+) -> None:
+    """Start COUNT virtual phones in a background daemon and connect them to the adb server.
+
+    Returns once every phone shows `device` in `adb devices`. The daemon keeps running after the
+    terminal closes; stop it with `farm virtual down`.
+
+    \b
+    Example:
+      farm virtual up --count 3 --profile adreno-nexus6p
+    """
+    state = control.up(
+        _state_dir(state_dir),
+        count,
+        profiles,
+        adb_port=_adb_port(adb_port),
+        first_port=port,
+        world_factory=world_factory,
+    )
+    for phone in state.phones:
+        click.echo(f"{phone.adb_serial}  {phone.serial}  {phone.profile}  {phone.state}")
+
+
+@virtual.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON (a list of phones) for scripts")
+@click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
+def list_(as_json: bool, state_dir: Path | None) -> None:
+    """List the running virtual phones: serial, adb serial, port, profile, state.
+
+    \b
+    Example:
+      farm virtual list --json | jq '.[].adb_serial'
+    """
+    state = control.running_state(_state_dir(state_dir))
+    phones = [] if state is None else [asdict(phone) for phone in state.phones]
+    if as_json:
+        click.echo(json.dumps(phones, indent=2))
+        return
+    if not phones:
+        click.echo("no virtual phones running (start some: farm virtual up)")
+        return
+    click.echo(format_table(phones))
+
+
+@virtual.command()
+@click.option(
+    "--adb-port", type=int, default=None, help="adb server to disconnect them from (default: the one of `up`)"
+)
+@click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
+def down(adb_port: int | None, state_dir: Path | None) -> None:
+    """Disconnect the virtual phones from adb and stop them (every phone process ends).
+
+    \b
+    Example:
+      farm virtual down
+    """
+    state = control.down(_state_dir(state_dir), adb_port)
+    if state is None:
+        click.echo("no virtual phones were running")
+    else:
+        click.echo(f"stopped {len(state.phones)} virtual phone(s)")
+
+
+@virtual.command()
+@click.argument("serial")
+@click.argument("kind", type=click.Choice(["disconnect", "offline", "hang", "reboot", "recover"]))
+@click.argument("seconds", type=float, required=False)
+@click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
+def fault(serial: str, kind: str, seconds: float | None, state_dir: Path | None) -> None:
+    """Inject a fault into one phone (SERIAL is VP6520 or 127.0.0.1:6520).
+
+    \b
+    disconnect   drop its TCP connections now; the adb server reconnects by itself
+    offline N    drop connections and refuse new ones for N seconds
+    hang [N]     stop answering packets until the next fault or `recover`, or for N seconds
+    reboot       like `adb reboot`: offline ~3 s, processes killed, then back
+    recover      end a hang or offline period now
+
+    \b
+    Example:
+      farm virtual fault VP6520 offline 5
+    """
+    state = control.fault(_state_dir(state_dir), serial, kind, seconds)
+    phone = next((p for p in state.phones if serial in (p.serial, p.adb_serial)), None)
+    click.echo(f"{serial}: {kind} -> {phone.state if phone else '?'}")
