@@ -18,7 +18,7 @@ from farm.analysis import stats
 from farm.analysis.benchmark_metrics import benchmark_metrics
 from farm.analysis.iterations import Iterations, measured_iterations
 from farm.analysis.metric import Metric
-from farm.analysis.power import BatteryCalibration, battery_power, energy_mj, mean_power_mw
+from farm.analysis.power import BatteryCalibration, battery_power, window_power_mw
 from farm.analysis.series import DEFAULT_SOURCES, Series, SourceNames, TraceLike
 
 # Achieved GPU load within this many percentage points of the target counts as reached.
@@ -69,9 +69,11 @@ def energy_metrics(
     if end_ns <= start_ns:
         return []
     duration_s = (end_ns - start_ns) / 1e9
-    gross_mj = energy_mj(power_mw, start_ns, end_ns, trailing=trailing)
+    mean_mw, readings = window_power_mw(power_mw, start_ns, end_ns, trailing=trailing)
+    gross_mj = mean_mw * duration_s
     metrics = [
-        Metric("power_mean_mw", mean_power_mw(power_mw, start_ns, end_ns, trailing=trailing), "mW"),
+        Metric("power_mean_mw", mean_mw, "mW"),
+        Metric("power_readings", float(readings), "count"),
         Metric("energy_total_mj", gross_mj, "mJ"),
         Metric("energy_per_inference_gross_mj", gross_mj / len(iterations), "mJ"),
     ]

@@ -109,7 +109,8 @@ def battery_power(
     """Battery power in mW (positive while discharging) at the gauge's update points, or None.
 
     A trace that already carries power (Trepn, a ground-truth log) is used as is; otherwise current
-    and voltage are calibrated and multiplied on the union of their update points.
+    and voltage are calibrated and multiplied at the current's update points (the voltage held
+    there): each point is one real reading of the gauge, which `window_power_mw` relies on.
     """
     direct = trace.series(sources.battery_power)
     if direct is not None and len(direct) > 0:
@@ -123,7 +124,7 @@ def battery_power(
     current = current.update_points()
     voltage = voltage.update_points()
     trailing = calibration.gauge_trailing
-    times = np.union1d(current.t_ns, voltage.t_ns)
+    times = current.t_ns
     current_ua = calibration.current_ua(_hold_at(current, times, trailing=trailing))
     voltage_uv = calibration.voltage_uv(_hold_at(voltage, times, trailing=trailing))
     return Series(times, current_ua * voltage_uv * 1e-9)
@@ -132,6 +133,23 @@ def battery_power(
 def energy_mj(power_mw: Series, start_ns: int, end_ns: int, *, trailing: bool = False) -> float:
     """Energy in mJ over [start_ns, end_ns] of a held power signal."""
     return step_integral(power_mw, start_ns, end_ns, trailing=trailing)
+
+
+def window_power_mw(
+    power_mw: Series, start_ns: int, end_ns: int, *, trailing: bool = False
+) -> tuple[float, int]:
+    """Mean power over [start_ns, end_ns) and how many gauge readings fell inside it.
+
+    An instantaneous gauge (trailing=False) reports snapshots: the readings taken inside the
+    window are samples of the power while it ran, so their mean estimates the window's mean
+    without the edge bias of holding the last pre-window reading (an idle one) into the window.
+    With no reading inside, the held signal is all there is. A trailing (averaging) gauge's
+    readings cover intervals, so its held signal is integrated exactly.
+    """
+    inside = power_mw.values[(power_mw.t_ns >= start_ns) & (power_mw.t_ns < end_ns)]
+    if trailing or inside.size == 0:
+        return step_mean(power_mw, start_ns, end_ns, trailing=trailing), int(inside.size)
+    return float(np.mean(inside)), int(inside.size)
 
 
 def mean_power_mw(power_mw: Series, start_ns: int, end_ns: int, *, trailing: bool = False) -> float:
@@ -155,12 +173,12 @@ def idle_baseline_mw(
     if power is None or len(power) == 0:
         raise ValueError("the idle recording has no battery power samples")
     start = int(power.t_ns[0]) if start_ns is None else start_ns
-    end = int(power.t_ns[-1]) if end_ns is None else end_ns
+    end = int(power.t_ns[-1]) + 1 if end_ns is None else end_ns  # the whole recording: its last reading too
     if end <= start:
         # A single update: the gauge never changed during the recording.
         return float(np.mean(power.values))
     trailing = calibration.gauge_trailing if calibration else False
-    return mean_power_mw(power, start, end, trailing=trailing)
+    return window_power_mw(power, start, end, trailing=trailing)[0]
 
 
 def per_window_energy_mj(

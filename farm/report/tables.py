@@ -22,6 +22,8 @@ TABLE_METRICS: tuple[str, ...] = (
     "rss_peak_mb",
     "temperature_max_c",
 )
+# Fewer fuel-gauge readings than this inside a run's measured window make its energy uncertain.
+FEW_POWER_READINGS = 3
 STATES: tuple[str, ...] = ("DONE", "FAILED", "SKIPPED", "RUNNING", "PENDING")
 
 
@@ -132,6 +134,17 @@ def quality_notes(data: ReportData) -> list[str]:
         notes.append(
             f"Charging could not be disabled in {len(charging)} run(s), so power includes the charger: "
             f"{_some(charging)}."
+        )
+    sparse = [
+        run
+        for run in data.done_runs
+        if run.metrics.get("power_readings", FEW_POWER_READINGS) < FEW_POWER_READINGS
+    ]
+    if sparse:
+        notes.append(
+            f"{len(sparse)} run(s) saw fewer than {FEW_POWER_READINGS} fuel-gauge readings while measuring, "
+            f"so their energy rests on few samples (slow gauge: raise measurement.min_seconds): "
+            f"{_some(sparse)}."
         )
     no_power = [run for run in data.done_runs if "power_mean_mw" not in run.metrics]
     if data.done_runs and no_power:

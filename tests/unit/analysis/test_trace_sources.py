@@ -89,3 +89,44 @@ def test_ground_truth_rows_give_the_known_energy() -> None:
     assert metrics["energy_per_inference_mj"].value == pytest.approx(4000.0 / 20)
     assert metrics["gpu_load_mean"].value == pytest.approx(0.5)
     assert metrics["temperature_max_c"].value == pytest.approx(35.0)
+
+
+def test_snapshot_gauge_energy_within_3_percent_of_truth() -> None:
+    """Physics like the virtual phone's: 10 Hz truth ticks, a 1 s fuel gauge that snapshots the
+    current (positive µA discharging), a 20 Hz sampler. The run starts mid gauge interval, where
+    holding the last idle reading into the window would be off by ~ (0.6 s x 1.5 W) / 8 s."""
+    from farm.analysis.power import BatteryCalibration
+    from farm.analysis.series import SeriesTrace
+
+    rng = np.random.default_rng(3)
+    run_start, run_end = int(10.4 * S), int(18.4 * S)
+    ticks = np.arange(0, 25 * S, S // 10)
+    busy = (ticks >= run_start) & (ticks < run_end)
+    truth_mw = np.where(busy, 2500.0, 1000.0) * (1 + 0.02 * rng.standard_normal(ticks.size))
+    voltage_uv = 4_000_000.0
+    gauge_ua = np.empty(ticks.size)
+    for k, t in enumerate(ticks):  # snapshot at whole seconds, held in between
+        gauge_ua[k] = truth_mw[k] / voltage_uv * 1e9 if k == 0 or t % S == 0 else gauge_ua[k - 1]
+    sample_t = np.arange(0, 25 * S, S // 20)
+    tick_index = np.searchsorted(ticks, sample_t, side="right") - 1
+    trace = SeriesTrace(
+        {
+            "battery.current_now": Series.of(sample_t, gauge_ua[tick_index]),
+            "battery.voltage_now": Series.of(sample_t, np.full(sample_t.size, voltage_uv)),
+        }
+    )
+    events = [
+        {
+            "event": "iter",
+            "i": i,
+            "t_start_ns": run_start + i * S // 10,
+            "t_end_ns": run_start + (i + 1) * S // 10,
+        }
+        for i in range(80)
+    ]
+    farm = metrics_by_name(
+        compute_run_metrics(events, trace, BatteryCalibration(discharge_sign=1), None, None)
+    )
+    truth_mj = float(np.sum(truth_mw[busy]) * 0.1)
+    assert farm["energy_total_mj"].value == pytest.approx(truth_mj, rel=0.03)
+    assert farm["power_readings"].value == 8

@@ -72,3 +72,15 @@ def test_write_report_files(report_data: ReportData, tmp_path: Path) -> None:
     only_md = write_report(report_data, tmp_path / "md", ("md",))
     assert not (tmp_path / "md" / "report.html").exists()
     assert any(path.name == "report.md" for path in only_md)
+
+
+def test_few_gauge_readings_are_noted(report_data: ReportData) -> None:
+    from dataclasses import replace
+
+    from farm.report.tables import quality_notes
+
+    runs = list(report_data.runs)
+    runs[0] = replace(runs[0], metrics={**runs[0].metrics, "power_readings": 1.0})
+    notes = quality_notes(replace(report_data, runs=tuple(runs)))
+    assert any("fewer than 3 fuel-gauge readings" in note and runs[0].run_id in note for note in notes)
+    assert not any("fuel-gauge" in note for note in quality_notes(report_data))
