@@ -19,6 +19,17 @@ BATTERY_DIR = "class/power_supply/battery"
 USB_DIR = "class/power_supply/usb"
 KGSL_DEVICE = "devices/platform/soc/3d00000.qcom,kgsl-3d0/kgsl/kgsl-3d0"
 CPU_DIR = "devices/system/cpu"
+# Host CPU/NUMA topology copied into the phone's /sys: PoCL's hwloc aborts without it.
+HOST_TOPOLOGY_GLOBS = (
+    "devices/system/cpu/cpu[0-9]*/topology/*",
+    "devices/system/cpu/cpu[0-9]*/cache/index[0-9]*/*",
+    "devices/system/cpu/kernel_max",
+    "devices/system/node/node[0-9]*/cpumap",
+    "devices/system/node/node[0-9]*/cpulist",
+    "devices/system/node/node[0-9]*/meminfo",
+    "devices/system/node/online",
+    "devices/system/node/possible",
+)
 RO_MODE = 0o444
 RW_MODE = 0o644
 
@@ -81,6 +92,17 @@ class TelemetryNodes:
             path.unlink()
         path.write_text(text, encoding="utf-8")
         os.chmod(path, mode)
+
+    def _copy_host_topology(self, host_sys: Path = Path("/sys")) -> None:
+        for pattern in HOST_TOPOLOGY_GLOBS:
+            for src in host_sys.glob(pattern):
+                if src.is_symlink() or not src.is_file():
+                    continue
+                try:
+                    text = src.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                self._file(str(src.relative_to(host_sys)), text)
 
     def _link(self, rel: str, target: str) -> None:
         path = self.root / rel
@@ -158,6 +180,7 @@ class TelemetryNodes:
             static[f"class/thermal/thermal_zone{i}/mode"] = "enabled\n"
         if p.gpu is not None:
             static.update(self._gpu_static())
+        self._copy_host_topology()
         for rel, text in static.items():
             self._file(rel, text)
         for cpu in range(ncpu):

@@ -91,7 +91,9 @@ class Physics:
         self.log = GroundTruthLog(layout.ground_truth)
         self._task: asyncio.Task[None] | None = None
         self._scanner: ProcScanner | None = None
-        self.temp_c = profile.thermal.ambient_c
+        # A phone that has been on for a while: at the steady temperature of idle with screen on.
+        idle_mw = power_mw(profile.power, 0.0, 0.0, screen_on=True)
+        self.temp_c = profile.thermal.ambient_c + idle_mw / 1000.0 * profile.thermal.r_c_per_w
         self.battery = BatteryState(float(profile.battery.initial_level), charging=True, current_ma=0.0)
         self.last_sample = Sample(0.0, 0.0, 0)
         self.last_power_mw = 0.0

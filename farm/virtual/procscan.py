@@ -2,7 +2,8 @@
 
 A process belongs to the phone when /proc/PID/ns/pid is the phone's PID namespace. PoCL (our
 "GPU") runs kernels on worker threads of the process that loaded libpocl; this PoCL (3.1) does
-not name them, so GPU time = on-CPU time of the non-main threads of processes that map libpocl.
+not name them, so GPU time = on-CPU + runqueue-wait time of the non-main threads of processes
+that map libpocl (a kernel is in flight while its worker runs or waits for a host core).
 On-CPU time comes from /proc/PID/task/TID/schedstat (ns resolution), falling back to stat ticks.
 """
 
@@ -27,10 +28,13 @@ class CpuSample:
     pids: tuple[int, ...]
 
 
-def _thread_cpu_ns(task_dir: str) -> int | None:
+def _thread_cpu_ns(task_dir: str, *, with_wait: bool) -> int | None:
+    """On-CPU ns; with `with_wait` also the runqueue wait: a PoCL worker that is runnable but
+    waits for a host core still has a kernel in flight, i.e. the "GPU" is busy."""
     try:
         with open(f"{task_dir}/schedstat", "rb") as f:
-            return int(f.read().split()[0])
+            fields = f.read().split()
+        return int(fields[0]) + (int(fields[1]) if with_wait else 0)
     except (OSError, ValueError, IndexError):
         pass
     try:
@@ -107,14 +111,15 @@ class ProcScanner:
             rss_kb += _rss_kb(pid)
             for t in tids:
                 tid = int(t)
-                cpu = _thread_cpu_ns(f"/proc/{pid}/task/{t}")
+                is_pocl = has_pocl and tid != pid
+                cpu = _thread_cpu_ns(f"/proc/{pid}/task/{t}", with_wait=is_pocl)
                 if cpu is None:
                     continue
                 key = (pid, tid)
                 current[key] = cpu
                 prev = self._prev.get(key)
                 delta = min(cpu, max_new_ns) if prev is None else max(0, cpu - prev)
-                if has_pocl and tid != pid:
+                if is_pocl:
                     pocl_ns += delta
                 else:
                     other_ns += delta

@@ -53,6 +53,7 @@ TOOL_NAMES = (
     "wm",
     "reboot",
     "ps",
+    "su",
 )
 _HOST_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf")
 
@@ -167,8 +168,6 @@ class Sandbox:
         (system / "bin" / "sh").symlink_to(os.path.realpath("/bin/sh"))
         for name in TOOL_NAMES:
             (system / "bin" / name).symlink_to(f"{TOOLS_PHONE_DIR}/farmtool.py")
-        if self.profile.rooted:
-            (system / "xbin" / "su").symlink_to(f"{TOOLS_PHONE_DIR}/farmtool.py")
         build_prop = "".join(f"{k}={v}\n" for k, v in sorted(self.profile.props.items()))
         (system / "build.prop").write_text(build_prop, encoding="utf-8")
 

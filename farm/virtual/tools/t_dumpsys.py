@@ -1,0 +1,202 @@
+"""dumpsys (battery, meminfo, -l) and cmd (battery, package, -l), BatteryService's text layout."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import ctlstore
+
+SERVICES = ("activity", "battery", "meminfo", "package", "power", "settings", "thermalservice", "window")
+PACKAGES = ("android", "com.android.shell", "com.android.settings", "com.android.systemui")
+BOOL_KEYS = {"ac": "ac", "usb": "usb", "wireless": "wireless", "dock": "dock", "present": "present"}
+INT_KEYS = {"status": "status", "level": "level", "counter": "charge_counter_uah", "temp": "temperature_dc"}
+
+
+def _sdk() -> int:
+    try:
+        return int(ctlstore.read_json("props/ro.json", {}).get("ro.build.version.sdk", "34"))
+    except ValueError:
+        return 34
+
+
+def _b(v: object) -> str:
+    return "true" if v else "false"
+
+
+def battery_dump() -> str:
+    state = ctlstore.read_json("battery/state.json", {})
+    override = ctlstore.read_json("battery/override.json", {})
+    stopped = bool(override)
+    if stopped:
+        state = {**override.get("frozen", state), **override.get("set", {})}
+    lines = ["Current Battery Service state:"]
+    if stopped:
+        lines.append("  (UPDATES STOPPED -- use 'reset' to restart)")
+    lines += [
+        f"  AC powered: {_b(state.get('ac'))}",
+        f"  USB powered: {_b(state.get('usb'))}",
+        f"  Wireless powered: {_b(state.get('wireless'))}",
+    ]
+    if _sdk() >= 33:
+        lines.append(f"  Dock powered: {_b(state.get('dock'))}")
+    lines += [
+        f"  Max charging current: {state.get('max_charging_current_ua', 0)}",
+        f"  Max charging voltage: {state.get('max_charging_voltage_uv', 0)}",
+        f"  Charge counter: {state.get('charge_counter_uah', 0)}",
+        f"  status: {state.get('status', 1)}",
+        f"  health: {state.get('health', 1)}",
+        f"  present: {_b(state.get('present', True))}",
+        f"  level: {state.get('level', 0)}",
+        f"  scale: {state.get('scale', 100)}",
+        f"  voltage: {state.get('voltage_mv', 0)}",
+        f"  temperature: {state.get('temperature_dc', 0)}",
+        f"  technology: {state.get('technology', 'Li-ion')}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def battery(args: list[str]) -> int:
+    if not args:
+        sys.stdout.write(battery_dump())
+        return 0
+    verb = args[0]
+    override = ctlstore.read_json("battery/override.json", {})
+    if verb == "reset":
+        ctlstore.write_json("battery/override.json", {})
+        return 0
+    frozen = override.get("frozen") or ctlstore.read_json("battery/state.json", {})
+    changes = dict(override.get("set", {}))
+    if verb == "unplug":
+        changes.update(ac=False, usb=False, wireless=False, dock=False)
+    elif verb == "set" and len(args) == 3:
+        key, value = args[1], args[2]
+        try:
+            if key in BOOL_KEYS:
+                changes[BOOL_KEYS[key]] = int(value) != 0
+            elif key in INT_KEYS:
+                changes[INT_KEYS[key]] = int(value)
+            elif key != "invalid":
+                sys.stdout.write(f"Unknown set option: {key}\n")
+                return 1
+        except ValueError:
+            sys.stdout.write(f"Bad value: {value}\n")
+            return 1
+    else:
+        sys.stdout.write(
+            "Battery service (battery) commands:\n  help\n"
+            "  set [-f] [ac|usb|wireless|status|level|temp|present|invalid] <value>\n"
+            "  unplug [-f]\n  reset [-f] [ac|usb|wireless]\n"
+        )
+        return 0 if verb == "help" else 1
+    ctlstore.write_json("battery/override.json", {"frozen": frozen, "set": changes})
+    return 0
+
+
+def _status_kb(pid: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if len(parts) == 2 and parts[1] == "kB":
+                    out[key] = int(parts[0])
+    except OSError:
+        pass
+    return out
+
+
+def _pss_kb(pid: str, rss_kb: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return rss_kb
+
+
+def _find_pid(target: str) -> str | None:
+    if target.isdigit():
+        return target if os.path.isdir(f"/proc/{target}") else None
+    for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if argv0 == target or os.path.basename(argv0) == target:
+            return pid
+    return None
+
+
+def meminfo(args: list[str]) -> int:
+    targets = [a for a in args if not a.startswith("-")]
+    if not targets:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            sys.stdout.write("Total RAM: " + f.readline().split(":")[1].strip() + "\n")
+        return 0
+    pid = _find_pid(targets[0])
+    if pid is None:
+        sys.stdout.write(f"No process found for: {targets[0]}\n")
+        return 0
+    st = _status_kb(pid)
+    rss = st.get("VmRSS", 0)
+    pss = _pss_kb(pid, rss)
+    swap = st.get("VmSwap", 0)
+    with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+        name = f.read().strip()
+    up_ms = int(time.monotonic() * 1000)
+    w = sys.stdout.write
+    w("Applications Memory Usage (in Kilobytes):\n")
+    w(f"Uptime: {up_ms} Realtime: {up_ms}\n\n")
+    w(f"** MEMINFO in pid {pid} [{name}] **\n")
+    w("                   Pss  Private  Private  SwapPss      Rss     Heap     Heap     Heap\n")
+    w("                 Total    Dirty    Clean    Dirty    Total     Size    Alloc     Free\n")
+    w("                ------   ------   ------   ------   ------   ------   ------   ------\n")
+    w(f"  Native Heap {pss:>9} {pss:>8} {0:>8} {swap:>8} {rss:>8} {rss:>8} {rss:>8} {0:>8}\n")
+    w(f"        TOTAL {pss:>9} {pss:>8} {0:>8} {swap:>8} {rss:>8} {rss:>8} {rss:>8} {0:>8}\n\n")
+    w(" App Summary\n")
+    w("                       Pss(KB)                        Rss(KB)\n")
+    w("                        ------                         ------\n")
+    w(f"           Java Heap: {0:>8}                       {0:>8}\n")
+    w(f"         Native Heap: {pss:>8}                       {rss:>8}\n")
+    w(f"            Graphics: {0:>8}                       {0:>8}\n\n")
+    w(f"           TOTAL PSS: {pss:>8}            TOTAL RSS: {rss:>8}       TOTAL SWAP PSS: {swap:>8}\n")
+    return 0
+
+
+def dumpsys(args: list[str]) -> int:
+    if not args:
+        for s in SERVICES:
+            sys.stdout.write(f"DUMP OF SERVICE {s}:\n")
+        return 0
+    if args[0] == "-l":
+        sys.stdout.write("Currently running services:\n" + "".join(f"  {s}\n" for s in SERVICES))
+        return 0
+    if args[0] == "battery":
+        return battery(args[1:])
+    if args[0] == "meminfo":
+        return meminfo(args[1:])
+    if args[0] in SERVICES:
+        return 0
+    sys.stderr.write(f"Can't find service: {args[0]}\n")
+    return 0
+
+
+def cmd(args: list[str]) -> int:
+    if not args or args[0] == "-l":
+        sys.stdout.write("Currently running services:\n" + "".join(f"  {s}\n" for s in SERVICES))
+        return 0
+    if args[0] == "battery":
+        return battery(args[1:])
+    if args[0] == "package" and args[1:3] == ["list", "packages"]:
+        sys.stdout.write("".join(f"package:{p}\n" for p in PACKAGES))
+        return 0
+    if args[0] in SERVICES:
+        return 0
+    sys.stderr.write(f"cmd: Can't find service: {args[0]}\n")
+    return 20

@@ -1,0 +1,161 @@
+"""svc, input, am, wm, reboot: the controls a benchmark harness uses, with state in /dev/.farm."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import ctlstore
+
+STAYON = {"true": 7, "false": 0, "ac": 1, "usb": 2, "wireless": 4}
+KEYCODES = {
+    "KEYCODE_WAKEUP": 224,
+    "KEYCODE_SLEEP": 223,
+    "KEYCODE_POWER": 26,
+    "KEYCODE_HOME": 3,
+    "KEYCODE_MENU": 82,
+    "KEYCODE_BACK": 4,
+}
+PHYSICAL_SIZE = "1080x2400"
+PHYSICAL_DENSITY = "420"
+REBOOT_WAIT_S = 30.0
+
+
+def _log(name: str, line: str) -> None:
+    with open(ctlstore.path(name), "a", encoding="utf-8") as f:
+        f.write(f"{time.monotonic_ns()} {line}\n")
+
+
+def _power() -> dict[str, object]:
+    return dict(ctlstore.read_json("power.json", {"screen_on": True, "stay_on": 0}))
+
+
+def svc(args: list[str]) -> int:
+    if len(args) == 3 and args[:2] == ["power", "stayon"] and args[2] in STAYON:
+        state = _power()
+        state["stay_on"] = STAYON[args[2]]
+        ctlstore.write_json("power.json", state)
+        glob = ctlstore.read_json("settings/global.json", {})
+        glob["stay_on_while_plugged_in"] = str(STAYON[args[2]])
+        ctlstore.write_json("settings/global.json", glob)
+        return 0
+    sys.stderr.write("usage: svc power stayon [true|false|usb|ac|wireless]\n")
+    return 1
+
+
+def input_(args: list[str]) -> int:
+    if args and args[0] in ("touchscreen", "keyboard", "trackball", "mouse"):
+        args = args[1:]
+    if not args:
+        sys.stderr.write("Usage: input [<source>] <command> [<arg>...]\n")
+        return 1
+    verb, rest = args[0], args[1:]
+    if verb == "keyevent" and rest:
+        codes = [a for a in rest if a not in ("--longpress", "--doubletap")]
+        state = _power()
+        for code in codes:
+            key = KEYCODES.get(code, int(code) if code.isdigit() else -1)
+            if key < 0 and not code.startswith("KEYCODE_"):
+                sys.stderr.write(f"Error: Unknown keycode: {code}\n")
+                return 1
+            if key == 224:
+                state["screen_on"] = True
+            elif key == 223:
+                state["screen_on"] = False
+            elif key == 26:
+                state["screen_on"] = not state.get("screen_on", True)
+            _log("input.log", f"keyevent {code}")
+        ctlstore.write_json("power.json", state)
+        return 0
+    if (verb == "tap" and len(rest) == 2) or (verb == "swipe" and len(rest) in (4, 5)):
+        try:
+            [int(float(v)) for v in rest]
+        except ValueError:
+            sys.stderr.write(f"Error: bad coordinates for {verb}\n")
+            return 1
+        if verb == "swipe" and len(rest) == 5:
+            time.sleep(min(int(rest[4]), 10_000) / 1000)
+        _log("input.log", f"{verb} {' '.join(rest)}")
+        return 0
+    if verb == "text" and rest:
+        _log("input.log", f"text {' '.join(rest)}")
+        return 0
+    sys.stderr.write(f"Error: Unknown command or bad arguments: {' '.join(args)}\n")
+    return 1
+
+
+def _opt(args: list[str], flag: str) -> str | None:
+    if flag in args:
+        i = args.index(flag)
+        return args[i + 1] if i + 1 < len(args) else None
+    return None
+
+
+def am(args: list[str]) -> int:
+    if not args:
+        sys.stderr.write("usage: am [start|startservice|force-stop|broadcast] ...\n")
+        return 1
+    verb, rest = args[0], args[1:]
+    w = sys.stdout.write
+    if verb in ("start", "start-activity", "startservice", "start-service"):
+        comp = _opt(rest, "-n")
+        action = _opt(rest, "-a")
+        what = f"cmp={comp}" if comp else f"act={action}"
+        _log("am.log", f"{verb} {what}")
+        if verb.startswith("start-s") or verb == "startservice":
+            w(f"Starting service: Intent {{ {what} }}\n")
+            return 0
+        w(f"Starting: Intent {{ {what} }}\n")
+        if "-W" in rest:
+            w(f"Status: ok\nLaunchState: COLD\nActivity: {comp}\nTotalTime: 0\nWaitTime: 0\nComplete\n")
+        return 0
+    if verb == "force-stop" and rest:
+        _log("am.log", f"force-stop {rest[-1]}")
+        return 0
+    if verb == "broadcast":
+        action = _opt(rest, "-a") or ""
+        _log("am.log", f"broadcast {' '.join(rest)}")
+        w(f"Broadcasting: Intent {{ act={action} flg=0x400000 }}\nBroadcast completed: result=0\n")
+        return 0
+    sys.stderr.write(f"Error: Unknown command: {verb}\n")
+    return 1
+
+
+def wm(args: list[str]) -> int:
+    state = ctlstore.read_json("wm.json", {})
+    if args[:1] == ["size"]:
+        if len(args) == 1:
+            sys.stdout.write(f"Physical size: {PHYSICAL_SIZE}\n")
+            if "size" in state:
+                sys.stdout.write(f"Override size: {state['size']}\n")
+            return 0
+        if args[1] == "reset":
+            state.pop("size", None)
+        else:
+            state["size"] = args[1]
+        ctlstore.write_json("wm.json", state)
+        return 0
+    if args[:1] == ["density"]:
+        if len(args) == 1:
+            sys.stdout.write(f"Physical density: {PHYSICAL_DENSITY}\n")
+            if "density" in state:
+                sys.stdout.write(f"Override density: {state['density']}\n")
+            return 0
+        if args[1] == "reset":
+            state.pop("density", None)
+        else:
+            state["density"] = args[1]
+        ctlstore.write_json("wm.json", state)
+        return 0
+    sys.stderr.write("usage: wm [size|density] [VALUE|reset]\n")
+    return 1
+
+
+def reboot(args: list[str]) -> int:
+    """Asks the world to reboot the phone (it kills every process, this one too)."""
+    ctlstore.write_text("reboot", (args[0] if args else "") + "\n")
+    deadline = time.monotonic() + REBOOT_WAIT_S
+    while time.monotonic() < deadline and os.path.exists(ctlstore.path("reboot")):
+        time.sleep(0.2)
+    return 0
