@@ -97,12 +97,18 @@ def render_markdown(
     return _environment(autoescape=False).get_template("report.md.j2").render(context)
 
 
-def write_report(data: ReportData, out_dir: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Write report.html / report.md and figures/<name>.svg|.pdf under out_dir; returns the paths."""
+def write_report(
+    data: ReportData,
+    out_dir: Path,
+    formats: Sequence[str] = FORMATS,
+    figures: Sequence[RenderedFigure] | None = None,
+) -> list[Path]:
+    """Write report.html / report.md and figures/<name>.svg|.pdf under out_dir; returns the paths.
+    `figures` defaults to render_figures(data)."""
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown report format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
-    figures = render_figures(data)
+    figures = render_figures(data) if figures is None else figures
     figure_dir = out_dir / "figures"
     figure_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

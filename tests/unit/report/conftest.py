@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from report_sample import build_report_data
+from report_sample import DECLARED, build_report_data
 
-from farm.report.model import FigureSpec, ReportData
+from farm.report.model import ReportData
 
 
 @pytest.fixture
 def report_data() -> ReportData:
-    return build_report_data(
-        declared=(
-            FigureSpec(x="hidden", y="latency_ms", color="backend", facet="gpu_load", title="declared"),
-        )
-    )
+    return build_report_data(declared=DECLARED)

@@ -20,6 +20,9 @@ UNITS = {
 }
 
 
+DECLARED = (FigureSpec(x="hidden", y="latency_ms", color="backend", facet="gpu_load", title="declared"),)
+
+
 def build_report_data(*, declared: tuple[FigureSpec, ...] = ()) -> ReportData:
     rng = np.random.default_rng(5)
     runs = []

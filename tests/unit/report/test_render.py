@@ -1,11 +1,18 @@
 import re
 from pathlib import Path
 
-from report_sample import EVIL
+import pytest
+from report_sample import DECLARED, EVIL, build_report_data
 
-from farm.report.figures import figures_for, render_figure
+from farm.report.figures import RenderedFigure, figures_for, render_figure, render_figures
 from farm.report.model import FigureSpec, ReportData
 from farm.report.render import render_html, render_markdown, write_report
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[RenderedFigure]:
+    """The figures of the conftest's report_data, drawn once for the module (matplotlib is slow)."""
+    return render_figures(build_report_data(declared=DECLARED))
 
 
 def test_declared_and_default_figures(report_data: ReportData) -> None:
@@ -32,8 +39,10 @@ def test_figure_svg_has_units_and_escaped_text(report_data: ReportData) -> None:
     assert "energy_per_inference_mj [mJ]" in line.svg
 
 
-def test_html_report_is_self_contained_and_escaped(report_data: ReportData) -> None:
-    html = render_html(report_data)
+def test_html_report_is_self_contained_and_escaped(
+    report_data: ReportData, rendered: list[RenderedFigure]
+) -> None:
+    html = render_html(report_data, rendered)
     assert EVIL not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<script" not in html.lower()
@@ -48,8 +57,8 @@ def test_html_report_is_self_contained_and_escaped(report_data: ReportData) -> N
     assert "Charging could not be disabled" in html
 
 
-def test_markdown_escapes_and_links_figures(report_data: ReportData) -> None:
-    markdown = render_markdown(report_data)
+def test_markdown_escapes_and_links_figures(report_data: ReportData, rendered: list[RenderedFigure]) -> None:
+    markdown = render_markdown(report_data, rendered)
     assert EVIL not in markdown
     assert "&lt;script&gt;" in markdown
     for spec in figures_for(report_data):
@@ -59,8 +68,8 @@ def test_markdown_escapes_and_links_figures(report_data: ReportData) -> None:
     assert len(rows) == 24
 
 
-def test_write_report_files(report_data: ReportData, tmp_path: Path) -> None:
-    written = write_report(report_data, tmp_path, ("html", "md"))
+def test_write_report_files(report_data: ReportData, rendered: list[RenderedFigure], tmp_path: Path) -> None:
+    written = write_report(report_data, tmp_path, ("html", "md"), rendered)
     names = {path.name for path in written}
     assert {"report.html", "report.md"} <= names
     svgs = sorted((tmp_path / "figures").glob("*.svg"))
@@ -69,7 +78,7 @@ def test_write_report_files(report_data: ReportData, tmp_path: Path) -> None:
     html = (tmp_path / "report.html").read_text()
     for svg in svgs:
         assert f'id="fig-{svg.stem}"' in html
-    only_md = write_report(report_data, tmp_path / "md", ("md",))
+    only_md = write_report(report_data, tmp_path / "md", ("md",), rendered)
     assert not (tmp_path / "md" / "report.html").exists()
     assert any(path.name == "report.md" for path in only_md)
 
