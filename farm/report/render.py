@@ -63,6 +63,7 @@ class _Context:
     counts: dict[str, int]
     failures: list[tables.Failure]
     cells: list[tables.Cell]
+    pooled: list[tables.Cell]  # over all phones; empty when only one phone ran
     metrics: list[str]
     notes: list[str]
     spec_text: str
@@ -75,6 +76,7 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
         counts=tables.state_counts(data),
         failures=tables.failures(data),
         cells=tables.cells(data),
+        pooled=tables.cells(data, by_device=False) if len({r.device_id for r in data.runs}) > 1 else [],
         metrics=tables.table_metrics(data),
         notes=tables.quality_notes(data),
         spec_text=json.dumps(data.spec, indent=2, sort_keys=True, default=str),

@@ -51,10 +51,11 @@ def table_metrics(data: ReportData) -> list[str]:
     return [name for name in TABLE_METRICS if name in present]
 
 
-def cells(data: ReportData) -> list[Cell]:
+def cells(data: ReportData, *, by_device: bool = True) -> list[Cell]:
+    """One Cell per cell and phone, or per cell over all phones (device_id None) when not by_device."""
     groups: dict[tuple[str, str | None], list[RunResult]] = {}
     for run in data.runs:
-        groups.setdefault((run.cell_id, run.device_id), []).append(run)
+        groups.setdefault((run.cell_id, run.device_id if by_device else None), []).append(run)
     metrics = table_metrics(data)
     result = []
     for (_, device_id), runs in groups.items():

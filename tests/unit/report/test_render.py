@@ -63,9 +63,12 @@ def test_markdown_escapes_and_links_figures(report_data: ReportData, rendered: l
     assert "&lt;script&gt;" in markdown
     for spec in figures_for(report_data):
         assert f"](figures/{spec.name}.svg)" in markdown
-    # one table row per cell and phone: 2 phones x 2 backends x 2 hidden x 3 loads
+    # one table row per cell and phone (2 phones x 2 backends x 2 hidden x 3 loads), then per cell
     rows = [line for line in markdown.splitlines() if line.startswith(("| cpu", "| gpu"))]
-    assert len(rows) == 24
+    assert len(rows) == 24 + 12
+    pooled = {tuple(c.strip() for c in row.split("|")[1:4]): row.split("|") for row in rows[24:]}
+    assert pooled["gpu", "128", "0.9"][4].strip() == "6"  # 3 repetitions on each of 2 phones
+    assert pooled["gpu", "32", "0.0"][5].strip() == "1"  # the failed run
 
 
 def test_write_report_files(report_data: ReportData, rendered: list[RenderedFigure], tmp_path: Path) -> None:
