@@ -104,13 +104,18 @@ class DeviceSession:
         return result
 
     def _supports_v2(self, deadline: float) -> bool:
+        """Whether to speak shell v2. Asked by trying it once: `host-serial:<s>:features` fails on
+        adb 29 for TCP serials (`127.0.0.1:PORT`), and a device without v2 refuses the service."""
         if self._shell_v2 is None:
-            conn = self._open(f"host-serial:{self._device.serial}:features", deadline)
+            conn = self._open(None, deadline)
             try:
-                features = conn.read_string_block()
+                conn.send_command("shell,v2,raw:true")
+                conn.check_okay()
+                self._shell_v2 = True
+            except adbutils.AdbError:
+                self._shell_v2 = False
             finally:
                 conn.close()
-            self._shell_v2 = "shell_v2" in features.split(",")
         return self._shell_v2
 
     def _open(self, command: str | None, deadline: float) -> adbutils.AdbConnection:

@@ -122,7 +122,6 @@ def load_argv(
         f"--target={target:g}",
         f"--intensity={intensity}",
         f"--period-ms={period_ms}",
-        "--backend=gpu",
         f"--cl-cache={CL_CACHE_DIR}",
     ]
     return argv + ([f"--busy-path={busy.path}"] if busy is not None else [])
