@@ -28,6 +28,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from farm.errors import ConfigError
 from farm.spec.expand import Cell, canonical_json, short_hash
@@ -60,6 +61,23 @@ def run_id(experiment: str, cell: Cell, repetition: int, device: str | None) -> 
     return short_hash(canonical_json(key), 16)
 
 
+def _run_ids(
+    experiment: str, cells: list[Cell], repetitions: int, device: str | None
+) -> dict[tuple[str, int], str]:
+    """`run_id` for many runs at once: the same text hashed, JSON encoded once per cell.
+
+    canonical_json of a list is its items' encodings joined by "," inside brackets, so the
+    key can be assembled from pre-encoded parts (a unit test holds the two equal).
+    """
+    prefix = canonical_json(experiment)
+    suffix = canonical_json(device or SHARED)
+    ids = {}
+    for cell in cells:
+        for rep in range(repetitions):
+            ids[(cell.cell_id, rep)] = short_hash(f"[{prefix},{cell.encoded},{rep},{suffix}]", 16)
+    return ids
+
+
 @dataclass(frozen=True)
 class Plan:
     experiment: Experiment
@@ -73,7 +91,7 @@ class Plan:
     def spread(self) -> bool:
         return SHARED in self.queues
 
-    @property
+    @cached_property
     def runs(self) -> tuple[Run, ...]:
         """All runs, queues interleaved round-robin (the order to persist them as PENDING)."""
         queues = list(self.queues.values())
@@ -132,7 +150,8 @@ def _queue(experiment: Experiment, cells: list[Cell], device: str | None) -> tup
             random.Random(f"{seed}:{rep}").shuffle(round_cells)
             pairs += [(cell, rep) for cell in round_cells]
     name = experiment.qualified_name
-    return tuple(Run(run_id(name, cell, rep, device), name, cell, rep, device) for cell, rep in pairs)
+    ids = _run_ids(name, cells, measurement.repetitions, device)
+    return tuple(Run(ids[(cell.cell_id, rep)], name, cell, rep, device) for cell, rep in pairs)
 
 
 def _duration(seconds: float) -> str:

@@ -48,9 +48,14 @@ class Cell:
         return cls(tuple(sorted(items, key=lambda item: item[0])))
 
     @cached_property
+    def encoded(self) -> str:
+        """Canonical JSON of the factors, `[["backend","gpu"],["hidden",64]]`: what ids hash."""
+        return canonical_json([[name, value] for name, value in self.factors])
+
+    @cached_property
     def cell_id(self) -> str:
         """Stable hash of the factor values; the same cell always has the same id."""
-        return short_hash(canonical_json([[name, value] for name, value in self.factors]), 12)
+        return short_hash(self.encoded, 12)
 
     def as_dict(self) -> dict[str, Scalar]:
         return dict(self.factors)

@@ -84,6 +84,13 @@ def test_ids_do_not_depend_on_order_seed_or_the_phone_list() -> None:
     assert {r.run_id for r in plan(_experiment(), list(reversed(PHONES))).runs} == base
 
 
+@pytest.mark.parametrize("spread", [False, True])
+def test_planned_ids_are_run_id_of_their_run(spread: bool) -> None:
+    planned = plan(_experiment(devices={"spread": spread}), ['lab/ü"x', "p2"])
+    for run in planned.runs:
+        assert run.run_id == run_id(run.experiment, run.cell, run.repetition, run.device)
+
+
 def test_ids_depend_on_what_identifies_a_run() -> None:
     cell = Cell.of({"backend": "gpu", "hidden": 64})
     reference = run_id("study", cell, 0, "p1")
