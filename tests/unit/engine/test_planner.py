@@ -263,3 +263,18 @@ def test_order_of_levels_in_the_file_changes_no_id(
     if experiment.measurement.order.value != "grouped":  # grouped follows the file on purpose
         for key, queue in plan(other, phones).queues.items():
             assert _ids(queue) == _ids(plan(experiment, phones).queues[key])
+
+
+@settings(max_examples=60, deadline=None)
+@given(experiments(), st.data())
+def test_excludes_remove_exactly_the_matching_cells(experiment: Experiment, data: st.DataObject) -> None:
+    if not experiment.sweep:
+        return
+    name = data.draw(st.sampled_from(list(experiment.sweep)))
+    levels = list(experiment.sweep[name])
+    wanted = data.draw(st.lists(st.sampled_from(levels), min_size=1, max_size=len(levels), unique=True))
+    everything = expand(experiment)
+    if all(cell.get(name) in wanted for cell in everything):
+        return  # excluding every cell is an error, tested with the bad files
+    pruned = expand(experiment.model_copy(update={"exclude": ({name: tuple(wanted)},)}))
+    assert [c for c in everything if c.get(name) not in wanted] == pruned

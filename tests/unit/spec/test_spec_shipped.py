@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from farm.engine.planner import plan
-from farm.spec import load
+from farm.spec import load, load_text
 
 EXPERIMENTS = sorted((Path(__file__).parents[3] / "experiments").glob("*.yaml"))
 FOUR_PHONES = ["virtual-1", "virtual-2", "virtual-3", "virtual-4"]
@@ -48,3 +49,15 @@ def test_smoke_is_seconds_per_phone() -> None:
     smoke = load(EXPERIMENTS[0].parent / "smoke.yaml")
     assert len(smoke.cells()) == 4
     assert plan(smoke, ["one"]).estimated_s < 60
+
+
+def test_readme_key_block_is_valid_and_shows_the_real_defaults() -> None:
+    readme = (EXPERIMENTS[0].parent / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"```yaml\n(.*?)```", readme, re.S)
+    assert match, "experiments/README.md lost its ```yaml block"
+    documented = load_text(match.group(1), "experiments/README.md")
+    same_with_defaults = load_text(
+        "name: my_study\nbenchmark: {program: lstm, params: {seq_len: 128}}\n"
+        "sweep: {backend: [cpu, cpu-mt, gpu], gpu_load: [0, 0.5, 0.9], hidden: [32, 64]}\n"
+    )
+    assert documented == same_with_defaults
