@@ -1,0 +1,89 @@
+"""`farm virtual up/list/fault/down` as a user runs them, including the bad-input paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from farm.virtual import control
+from tests.fixtures.phones import AdbServer
+
+pytestmark = pytest.mark.integration
+
+
+def farm(*args: str, state_dir: Path, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FARM_VIRTUAL_DIR": str(state_dir)}
+    return subprocess.run(
+        [sys.executable, "-m", "farm", "virtual", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone for our purposes
+    return "Z" not in Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0]
+
+
+def test_up_list_fault_down(adb_server: AdbServer, tmp_path: Path) -> None:
+    state_dir = tmp_path / "vstate"
+    port = str(adb_server.port)
+    try:
+        up = farm("up", "--count", "2", "--adb-port", port, state_dir=state_dir)
+        assert up.returncode == 0, up.stderr
+        listed = json.loads(farm("list", "--json", state_dir=state_dir).stdout)
+        assert [p["state"] for p in listed] == ["online", "online"]
+        devices = adb_server.adb("devices").stdout
+        assert all(f"{p['adb_serial']}\tdevice" in devices for p in listed)
+
+        again = farm("up", "--adb-port", port, state_dir=state_dir)
+        assert again.returncode == 2
+        assert again.stderr.count("\n") == 1 and "already running" in again.stderr
+
+        taken = farm("up", "--port", str(listed[0]["port"]), "--adb-port", port, state_dir=tmp_path / "other")
+        assert taken.returncode == 2 and "already in use" in taken.stderr and "Traceback" not in taken.stderr
+        assert control.read_state(tmp_path / "other") is None
+
+        unknown = farm("up", "--profile", "no-such-phone", "--adb-port", port, state_dir=tmp_path / "other")
+        assert unknown.returncode == 2 and "no-such-phone" in unknown.stderr
+
+        fault = farm("fault", listed[1]["serial"], "hang", state_dir=state_dir)
+        assert fault.returncode == 0, fault.stderr
+        assert json.loads(farm("list", "--json", state_dir=state_dir).stdout)[1]["state"] == "hung"
+        bad = farm("fault", "VP1", "reboot", state_dir=state_dir)
+        assert bad.returncode == 2 and "no virtual phone 'VP1'" in bad.stderr
+
+        state = control.read_state(state_dir)
+        assert state is not None
+    finally:
+        down = farm("down", "--adb-port", port, state_dir=state_dir)
+    assert down.returncode == 0, down.stderr
+    assert not alive(state.pid)
+    assert listed[0]["adb_serial"] not in adb_server.adb("devices").stdout
+    assert farm("list", state_dir=state_dir).stdout.startswith("no virtual phones")
+
+
+def test_missing_adb_is_one_clear_line(tmp_path: Path) -> None:
+    env_path = os.environ["PATH"]
+    try:
+        os.environ["PATH"] = str(tmp_path)  # no adb here
+        result = farm("up", "--count", "1", state_dir=tmp_path / "s")
+    finally:
+        os.environ["PATH"] = env_path
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "farm: adb not found on PATH (install it: apt-get install adb)"
+    ]
+    assert control.read_state(tmp_path / "s") is None
