@@ -80,3 +80,55 @@ def test_schema_is_registered_in_the_farm_command(tmp_path: Path) -> None:
     out = tmp_path / "schema.json"
     main(["schema", "--out", str(out)])
     assert json.loads(out.read_text())["title"] == "farm experiment"
+
+
+# A small subset of JSON Schema (what pydantic emits for this model), enough to check that the
+# schema accepts the shipped files -- an editor using it must not flag a valid experiment.
+def _errors(value: Any, node: dict[str, Any], defs: dict[str, Any], path: str = "") -> list[str]:
+    if "$ref" in node:
+        return _errors(value, defs[node["$ref"].removeprefix("#/$defs/")], defs, path)
+    if "anyOf" in node:
+        branches = [_errors(value, option, defs, path) for option in node["anyOf"]]
+        return [] if any(not b for b in branches) else [f"{path}: no anyOf branch fits {value!r}"]
+    if "const" in node and value != node["const"]:
+        return [f"{path}: {value!r} != {node['const']!r}"]
+    if "enum" in node and value not in node["enum"]:
+        return [f"{path}: {value!r} not in {node['enum']}"]
+    kind = node.get("type")
+    checks = {
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "null": lambda v: v is None,
+    }
+    if kind is not None and not checks[kind](value):
+        return [f"{path}: expected {kind}, got {value!r}"]
+    problems: list[str] = []
+    if kind == "object":
+        properties = node.get("properties", {})
+        problems += [f"{path}.{key}: required" for key in node.get("required", []) if key not in value]
+        for key, item in value.items():
+            if key in properties:
+                problems += _errors(item, properties[key], defs, f"{path}.{key}")
+            elif node.get("additionalProperties") is False:
+                problems.append(f"{path}.{key}: not allowed")
+            elif isinstance(node.get("additionalProperties"), dict):
+                problems += _errors(item, node["additionalProperties"], defs, f"{path}.{key}")
+    if kind == "array" and "items" in node:
+        for index, item in enumerate(value):
+            problems += _errors(item, node["items"], defs, f"{path}[{index}]")
+    return problems
+
+
+def test_schema_accepts_every_shipped_experiment_and_rejects_a_typo() -> None:
+    document = json_schema()
+    for path in EXPERIMENTS:
+        data = yaml.safe_load(path.read_text())
+        assert _errors(data, document, document["$defs"]) == [], path
+    typo = {"name": "x", "benchmark": {"program": "lstm"}, "measurement": {"iteration": 3}}
+    assert _errors(typo, document, document["$defs"]) == [".measurement.iteration: not allowed"]
+    shorthand = {"name": "x", "benchmark": {"program": "lstm"}, "devices": "all"}
+    assert _errors(shorthand, document, document["$defs"]) == []
