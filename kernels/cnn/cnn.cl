@@ -96,10 +96,11 @@ __kernel void maxpool(__global const data_t* in, __global data_t* out, int hin, 
     ST(m, c * hout * wout + pix, out);
 }
 
-// Global average pooling (conv10 -> 1000 class scores). gid0 = channel. Sums in fp32 always: the
+// Global average pooling (conv10 -> 1000 class scores). gid0 = channel (padded to the work-group). Sums in fp32 always: the
 // plane has up to 13*13 values and this layer is negligible in time.
-__kernel void avgpool(__global const data_t* in, __global data_t* out, int plane) {
+__kernel void avgpool(__global const data_t* in, __global data_t* out, int plane, int channels) {
     const int c = get_global_id(0);
+    if (c >= channels) return;
     float s = 0.0f;
     for (int i = 0; i < plane; ++i) s += (float)LD(in, c * plane + i);
     ST((acc_t)(s / (float)plane), c, out);

@@ -62,6 +62,36 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
     g->result = farm_alloc(cnn_result_count(net) * sizeof(float));
 }
 
+static size_t kernel_wg_limit(const cnn_gpu *g, cl_kernel k)
+{
+    size_t n = 0;
+    farm_cl_check(clGetKernelWorkGroupInfo(k, g->cl->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof n, &n, NULL),
+                  "clGetKernelWorkGroupInfo");
+    return n;
+}
+
+size_t cnn_gpu_set_wg(cnn_gpu *g, size_t requested)
+{
+    size_t limit = kernel_wg_limit(g, g->maxpool);
+    const size_t avg = kernel_wg_limit(g, g->avgpool);
+    limit = avg < limit ? avg : limit;
+    for (int i = 0; i < cnn_g_count; ++i) {
+        const size_t c = kernel_wg_limit(g, g->conv[i]);
+        limit = c < limit ? c : limit;
+    }
+    size_t wg = requested < limit ? requested : limit;
+    size_t pow2 = 1;
+    while (pow2 * 2 <= wg)
+        pow2 *= 2;
+    g->wg = requested ? pow2 : 0;
+    return g->wg;
+}
+
+static size_t round_up(size_t n, size_t m)
+{
+    return m ? (n + m - 1) / m * m : n;
+}
+
 static cl_kernel conv_kernel(const cnn_gpu *g, int gran)
 {
     for (int i = 0; i < cnn_g_count; ++i)
@@ -89,7 +119,7 @@ static void enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
                             l->out_c_offset, l->relu};
         for (cl_uint a = 0; a < 10; ++a)
             ARG(k, 4 + a, ints[a]);
-        global[0] = (size_t)l->hout * l->wout;
+        global[0] = round_up((size_t)l->hout * l->wout, g->wg);
         global[1] = (size_t)(l->cout / l->g);
     } else if (l->kind == CNN_MAXPOOL) {
         k = g->maxpool;
@@ -98,7 +128,7 @@ static void enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
         const int ints[] = {l->hin, l->win, l->hout, l->wout, l->k, l->stride};
         for (cl_uint a = 0; a < 6; ++a)
             ARG(k, 2 + a, ints[a]);
-        global[0] = (size_t)l->hout * l->wout;
+        global[0] = round_up((size_t)l->hout * l->wout, g->wg);
         global[1] = (size_t)l->cout;
     } else {
         k = g->avgpool;
@@ -106,11 +136,13 @@ static void enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
         ARG(k, 0, in);
         ARG(k, 1, out);
         ARG(k, 2, plane);
-        global[0] = (size_t)l->cout;
+        ARG(k, 3, l->cout);
+        global[0] = round_up((size_t)l->cout, g->wg);
         global[1] = 1;
         dims = 1;
     }
-    farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, k, dims, NULL, global, NULL, 0, NULL, ev),
+    const size_t local[2] = {g->wg, 1};
+    farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, k, dims, NULL, global, g->wg ? local : NULL, 0, NULL, ev),
                   l->name);
 }
 

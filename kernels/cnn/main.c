@@ -159,7 +159,7 @@ int main(int argc, char **argv)
     farm_common_defaults(&common);
     static const char *const models[] = {"squeezenet1.0", "squeezenet1.1", NULL};
     const char *model = "squeezenet1.0", *weights_dir = NULL, *input_path = NULL, *g_spec = "1";
-    long input_size = 0, layers_limit = 0;
+    long input_size = 0, layers_limit = 0, wg = 64;
     farm_opt opts[] = {
         FARM_OPTS_BENCH(&common),
         FARM_OPTS_CL(&common),
@@ -169,6 +169,7 @@ int main(int argc, char **argv)
         {"weights-dir", FARM_OPT_STRING, &weights_dir,
          "dir of <layer>.weight.npy / <layer>.bias.npy, '/' in names as '.' (default: seeded)", 0, 0, NULL},
         {"layers-limit", FARM_OPT_INT, &layers_limit, "run only the first N layers (0: all)", 0, CNN_MAX_LAYERS, NULL},
+        {"wg", FARM_OPT_INT, &wg, "gpu work-group size along output pixels (0: driver's choice)", 0, 1024, NULL},
         {"g", FARM_OPT_STRING, &g_spec,
          "output maps per work item: N for all conv layers and/or layer:N,... (must divide the maps)", 0, 0, NULL},
         {0},
@@ -219,6 +220,7 @@ int main(int argc, char **argv)
     if (a.gpu) {
         farm_cl_open(&cl, common.cl_device);
         cnn_gpu_init(&a.gpu_state, &cl, &net, fp16, input, farm_cl_cache_dir(common.cl_cache));
+        cnn_gpu_set_wg(&a.gpu_state, (size_t)wg);
         if (a.gpu_state.half_arith)
             mode = "fp16";
     } else {
@@ -243,8 +245,10 @@ int main(int argc, char **argv)
         farm_json_str(&j, "fp16_fallback", "device lacks cl_khr_fp16: half storage, fp32 arithmetic");
     farm_json_str(&j, "weights", weights_dir ? weights_dir : "seeded");
     farm_json_str(&j, "g", g_spec);
-    if (a.gpu)
+    if (a.gpu) {
+        farm_json_u64(&j, "wg", a.gpu_state.wg);
         farm_cl_info_fields(&j, &cl, &a.gpu_state.prog);
+    }
     farm_json_end(&j);
 
     farm_stats stats;

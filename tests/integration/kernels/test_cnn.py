@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,8 +219,9 @@ def test_layer_events_carry_time_flops_bytes(cnn, net, tmp_path: Path) -> None:
 
 def test_granularity_changes_work_split_not_result(cnn, net, tmp_path: Path) -> None:
     _, base = _infer(cnn, net, tmp_path, "--backend=gpu", "--g=1")
-    r, got = _infer(cnn, net, tmp_path, "--backend=gpu", "--g=64,conv1:2,fire2/expand3x3:16")
+    r, got = _infer(cnn, net, tmp_path, "--backend=gpu", "--g=64,conv1:2,fire2/expand3x3:16", "--wg=0")
     _close(got, base, 1e-5)
+    assert r.of("info")[0]["wg"] == 0  # driver's choice instead of padded 64-pixel groups
     by_name = {e["name"]: e for e in r.of("layer")}
     assert by_name["conv1"]["g"] == 2
     assert by_name["fire2/expand3x3"]["g"] == 16
@@ -289,3 +291,18 @@ def test_weights_of_wrong_shape_are_named(cnn, net, tmp_path: Path) -> None:
     r = cnn(f"--model={model}", "--input-size=32", f"--weights-dir={tmp_path}", "--backend=cpu")
     assert r.returncode == 2
     assert "fire2.squeeze1x1.weight.npy" in r.stderr and "expected shape" in r.stderr
+
+
+CLANG = shutil.which("clang-15") or shutil.which("clang")
+
+
+@pytest.mark.skipif(CLANG is None, reason="needs clang to check OpenCL C without a device")
+@pytest.mark.parametrize("defines", [[], ["-DFARM_FP16"], ["-DFARM_FP16", "-DFARM_HALF_ARITH"]])
+def test_kernels_compile_in_every_precision(defines: list[str]) -> None:
+    """PoCL here lacks cl_khr_fp16, so the half-arithmetic variant that phones run is only
+    type-checked: clang's OpenCL front end with the SPIR target (which has fp16)."""
+    source = ROOT / "kernels" / "cnn" / "cnn.cl"
+    opencl_c = ["-x", "cl", "-cl-std=CL1.2", "-Xclang", "-finclude-default-header", "-target", "spir64"]
+    argv = [str(CLANG), *opencl_c, "-fsyntax-only", "-Werror", *defines, str(source)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,3 +223,18 @@ def test_files_of_wrong_shape_are_named(train, problem, tmp_path: Path) -> None:
     np.save(tmp_path / "y.npy", np.full(BATCH, SIZES[-1], np.float32))  # label out of range
     r = train(layers, f"--batch={BATCH}", f"--data-dir={tmp_path}", "--backend=cpu")
     assert r.returncode == 2 and "y.npy" in r.stderr
+
+
+CLANG = shutil.which("clang-15") or shutil.which("clang")
+
+
+@pytest.mark.skipif(CLANG is None, reason="needs clang to check OpenCL C without a device")
+@pytest.mark.parametrize("defines", [[], ["-DFARM_FP16"], ["-DFARM_FP16", "-DFARM_HALF_ARITH"]])
+def test_kernels_compile_in_every_precision(defines: list[str]) -> None:
+    """PoCL here lacks cl_khr_fp16, so the half-arithmetic variant that phones run is only
+    type-checked: clang's OpenCL front end with the SPIR target (which has fp16)."""
+    source = ROOT / "kernels" / "train" / "train.cl"
+    opencl_c = ["-x", "cl", "-cl-std=CL1.2", "-Xclang", "-finclude-default-header", "-target", "spir64"]
+    argv = [str(CLANG), *opencl_c, "-fsyntax-only", "-Werror", *defines, str(source)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
