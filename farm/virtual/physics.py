@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from farm.virtual import ctlfiles
-from farm.virtual.battery import BatteryState, step_battery, voltage_mv
+from farm.virtual.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
 from farm.virtual.groundtruth import GroundTruthLog, TruthRow
 from farm.virtual.nodes import Telemetry, TelemetryNodes, current_now_raw, write_node
 from farm.virtual.power import pick_frequency, power_mw
@@ -110,6 +110,11 @@ class Physics:
     def prepare(self) -> None:
         """(Re)create the /sys tree and /proc/meminfo with idle values; before the sandbox starts."""
         shutil.rmtree(self.layout.sys, ignore_errors=True)
+        bat = self.profile.battery
+        idle_mw = power_mw(self.profile.power, 0.0, 0.0, self._screen_on)
+        current = battery_current_ma(bat, self.battery.level_pct, idle_mw, self.battery.charging)
+        self._current_raw = current_now_raw(self.profile, current)
+        self._gauge_at_ns = time.monotonic_ns()
         self.nodes.create(self._telemetry(time.monotonic_ns(), self.profile.cpu.freqs_khz[0]))
         write_node(self.layout.meminfo, meminfo_text(self.profile.ram_mb, 0))
         self._write_battery_state()

@@ -145,6 +145,13 @@ class SandboxWorld:
             raise OSError(errno.ENODEV, "phone is not running", phone_path)
         return self.sandbox.resolve(phone_path, for_write=for_write, root=self._adbd_root)
 
+    def sync_owner(self) -> tuple[int, int] | None:
+        """adbd's user for files `adb push` creates: shell (2000), or None (the daemon's own
+        uid) after `adb root` or when unprivileged (the user namespace maps it to shell)."""
+        if self._adbd_root or not self.sandbox.privileged:
+            return None
+        return SHELL_UID, SHELL_GID
+
     def can_root(self) -> bool:
         return self.profile.rooted and self.sandbox.privileged
 

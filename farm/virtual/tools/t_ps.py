@@ -7,7 +7,7 @@ import sys
 
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 USERS = {0: "root", 2000: "shell"}
-DEFAULT_FIELDS = ("USER", "PID", "PPID", "VSZ", "RSS", "WCHAN", "ADDR", "S", "NAME")
+DEFAULT_FIELDS: tuple[str, ...] = ("USER", "PID", "PPID", "VSZ", "RSS", "WCHAN", "ADDR", "S", "NAME")
 WIDTHS = {"USER": -10, "PID": 5, "PPID": 6, "VSZ": 8, "RSS": 6, "WCHAN": 7, "ADDR": 5, "S": 1, "TID": 5}
 
 

@@ -1,0 +1,195 @@
+"""The phone side without ADB: start worlds, run shell_argv for real, check the Android face."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from farm.virtual.world import SandboxWorld, make_world
+from farm.virtual.worldthread import WorldThread
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap"),
+]
+
+
+@pytest.fixture
+def phone(tmp_path: Path) -> Iterator[WorldThread]:
+    world = make_world("adreno-sd8gen2", "VTEST0001", tmp_path / "p1")
+    assert isinstance(world, SandboxWorld)
+    with WorldThread(world) as w:
+        yield w
+
+
+def test_getprop_lists_identity_and_unique_serial(phone: WorldThread, tmp_path: Path) -> None:
+    out = phone.sh("getprop ro.product.model; getprop ro.serialno; getprop ro.product.cpu.abi").stdout
+    assert out.splitlines() == ["SM-S911B", "VTEST0001", "x86_64"]
+    listing = phone.sh("getprop").stdout.splitlines()
+    assert "[ro.board.platform]: [kalama]" in listing
+    assert all(re.fullmatch(r"\[[^\]]+\]: \[.*\]", line) for line in listing)
+    keys = [line[1 : line.index("]")] for line in listing]
+    assert keys == sorted(keys)
+    assert phone.world.banner_props()["ro.product.model"] == "SM-S911B"
+
+
+def test_setprop_shell_may_set_debug_only_and_reboot_forgets(phone: WorldThread) -> None:
+    res = phone.sh("setprop debug.farm.x 5 && setprop persist.farm.y 7 && getprop debug.farm.x")
+    assert res.returncode == 0 and res.stdout == "5\n"
+    denied = phone.sh("setprop ro.product.model Evil; echo rc=$?; setprop sys.x 1; echo rc=$?")
+    assert denied.stdout.splitlines() == ["rc=1", "rc=1"]
+    assert phone.sh("getprop ro.product.model").stdout == "SM-S911B\n"
+    phone.call(phone.world.reboot())
+    assert phone.sh("getprop debug.farm.x; getprop persist.farm.y").stdout == "\n7\n"
+
+
+def test_shell_environment_and_android_layout(phone: WorldThread) -> None:
+    script = (
+        'id -u; echo "$HOME $TMPDIR $USER"; pwd; '
+        "echo hi > /data/local/tmp/f && cat /data/local/tmp/f; "
+        "printf '#!/system/bin/sh\\necho ran $?\\n' > /data/local/tmp/x.sh && chmod 755 /data/local/tmp/x.sh "
+        "&& /data/local/tmp/x.sh; "
+        "echo s > /sdcard/a.txt && cat /storage/emulated/0/a.txt; "
+        "echo nope > /system/z 2>/dev/null || echo ro; "
+        "v=$(echo abc | tr a-c x-z); echo $v; false || echo $?"
+    )
+    res = phone.sh(script)
+    assert res.stdout.splitlines() == [
+        "2000",
+        "/ /data/local/tmp shell",
+        "/",
+        "hi",
+        "ran 0",
+        "s",
+        "ro",
+        "xyz",
+        "1",
+    ]
+    assert phone.sh("ls /vendor/lib64/libOpenCL.so").returncode == 0
+
+
+def test_commands_share_one_pid_namespace(phone: WorldThread) -> None:
+    pid = phone.sh("sleep 60 >/dev/null 2>&1 & echo $!").stdout.strip()
+    assert pid.isdigit() and int(pid) < 100  # a small number: the phone's own PID namespace
+    listing = phone.sh("ps -A -o PID,NAME").stdout
+    assert re.search(rf"^\s*{pid} sleep$", listing, re.M)
+    assert "sleep" in phone.sh(f"cat /proc/{pid}/status").stdout
+    assert phone.sh(f"kill {pid}").returncode == 0
+    time.sleep(0.2)
+    assert phone.sh(f"cat /proc/{pid}/status").returncode != 0
+
+
+def test_killpg_of_shell_argv_reaches_shell_and_children(phone: WorldThread) -> None:
+    proc = subprocess.Popen(
+        phone.world.shell_argv("sleep 300 & sleep 301; echo never"),
+        env=phone.world.shell_env(None),
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 5
+    while "sleep 301" not in phone.sh("ps -A -o ARGS").stdout and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGHUP)
+    assert proc.wait(5) != 0
+    assert proc.stdout is not None and proc.stdout.read() == b""
+    time.sleep(0.2)
+    assert "sleep 30" not in phone.sh("ps -A -o ARGS").stdout
+
+
+def test_two_phones_are_isolated(phone: WorldThread, tmp_path: Path) -> None:
+    other = make_world("mali-tensor", "VTEST0002", tmp_path / "p2")
+    assert isinstance(other, SandboxWorld)
+    with WorldThread(other) as w2:
+        pid = phone.sh("sleep 60 >/dev/null 2>&1 & echo $!").stdout.strip()
+        phone.sh("echo mine > /data/local/tmp/secret")
+        assert w2.sh("cat /data/local/tmp/secret").returncode != 0
+        assert "sleep" not in w2.sh("ps -A").stdout
+        assert w2.sh(f"kill {pid}").returncode != 0 or "sleep" in phone.sh(f"cat /proc/{pid}/comm").stdout
+        assert w2.sh("getprop ro.serialno").stdout == "VTEST0002\n"
+        assert w2.sh("cat /sys/kernel/gpu/gpu_busy").stdout.endswith(" %\n")
+        assert w2.sh("ls /sys/class/kgsl").returncode != 0
+
+
+def test_mode_000_node_and_charging_node_are_root_only_for_shell(phone: WorldThread) -> None:
+    res = phone.sh("cat /sys/class/kgsl/kgsl-3d0/devfreq/trans_stat")
+    assert res.returncode != 0 and "Permission denied" in res.stderr
+    res = phone.sh("echo 1 > /sys/class/power_supply/battery/input_suspend")
+    assert res.returncode != 0
+    assert phone.sh("su -c id").returncode == 127  # production build: no su
+    with pytest.raises(PermissionError):
+        phone.world.set_adbd_root(True)
+
+
+def test_resolve_maps_paths_with_the_phones_errors(phone: WorldThread) -> None:
+    w = phone.world
+    host = w.resolve("/data/local/tmp/new.bin", for_write=True)
+    host.write_bytes(b"x")
+    assert phone.sh("cat /data/local/tmp/new.bin").stdout == "x"
+    assert w.resolve("/sdcard/", for_write=False).is_dir()
+    cases = [
+        ("/system/bin/newtool", True, errno.EROFS),
+        ("/data/nothing/here", False, errno.ENOENT),
+        ("/sys/class/kgsl/kgsl-3d0/devfreq/trans_stat", False, errno.EACCES),
+        ("/sys/class/power_supply/battery/capacity", True, errno.EACCES),
+        ("/data/local/tmp/new.bin/x", False, errno.ENOTDIR),
+    ]
+    for path, for_write, code in cases:
+        with pytest.raises(OSError) as info:
+            w.resolve(path, for_write=for_write)
+        assert info.value.errno == code, path
+
+
+def test_dumpsys_battery_layout_and_unplug(phone: WorldThread) -> None:
+    lines = phone.sh("dumpsys battery").stdout.splitlines()
+    assert lines[0] == "Current Battery Service state:"
+    keys = [line.split(":")[0].strip() for line in lines[1:]]
+    assert keys[:3] == ["AC powered", "USB powered", "Wireless powered"]
+    for key in ("status", "health", "present", "level", "scale", "voltage", "temperature", "technology"):
+        assert key in keys
+    level = int(phone.sh("cat /sys/class/power_supply/battery/capacity").stdout)
+    assert f"  level: {level}" in lines
+    out = phone.sh("dumpsys battery unplug && cmd battery set level 42 && dumpsys battery").stdout
+    assert "(UPDATES STOPPED -- use 'reset' to restart)" in out
+    assert "  USB powered: false" in out and "  level: 42" in out
+    assert "UPDATES STOPPED" not in phone.sh("dumpsys battery reset; dumpsys battery").stdout
+
+
+def test_meminfo_of_a_real_process(phone: WorldThread) -> None:
+    pid = phone.sh("sleep 30 >/dev/null 2>&1 & echo $!").stdout.strip()
+    out = phone.sh(f"dumpsys meminfo {pid}").stdout
+    m = re.search(r"TOTAL PSS:\s+(\d+)\s+TOTAL RSS:\s+(\d+)", out)
+    assert m and 0 < int(m.group(1)) <= int(m.group(2))
+    total = phone.sh("head -1 /proc/meminfo").stdout
+    assert total.split()[1] == str(8192 * 1024)
+
+
+def test_no_opencl_profile_hides_the_icd(tmp_path: Path) -> None:
+    world = make_world("no-opencl", "VTEST0003", tmp_path / "p3")
+    assert isinstance(world, SandboxWorld)
+    with WorldThread(world) as w:
+        assert w.sh("ls /vendor/lib64/libOpenCL.so").returncode != 0
+        assert w.sh("ls /etc/OpenCL/vendors").returncode != 0
+
+
+def test_rooted_profile_su_and_adb_root(tmp_path: Path) -> None:
+    world = make_world("adreno-nexus6p", "VTEST0004", tmp_path / "p4")
+    assert isinstance(world, SandboxWorld)
+    with WorldThread(world) as w:
+        assert w.sh("su -c id -u").stdout == "0\n"
+        assert w.sh("su -c 'exit 3'").returncode == 3
+        assert w.sh("su 0 cat /sys/class/power_supply/battery/charging_enabled").stdout == "1\n"
+        world.set_adbd_root(True)
+        assert (
+            w.sh("id -u; echo 0 > /sys/class/power_supply/battery/charging_enabled; echo $?").stdout
+            == "0\n0\n"
+        )
+        assert world.resolve("/sys/class/power_supply/battery/charging_enabled", for_write=True).exists()
