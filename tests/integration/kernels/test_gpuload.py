@@ -1,0 +1,185 @@
+"""The `gpuload` program on this host: open loop on its own duty, closed loop on a test-owned busy
+counter file, prompt exit on SIGTERM.
+
+The closed-loop test writes the counter the way a virtual phone does: CPU time of the program's
+threads (PoCL runs the kernels on the host CPU) over a sliding ~1 s window, refreshed 20x/s, in
+kgsl `gpubusy` "busy total" format.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+COUNTER_WINDOW_S = 1.0
+COUNTER_RATE_HZ = 20
+
+
+def cpu_ns(pid: int) -> int:
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):  # thread exited meanwhile
+            total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
+class ProcessBusyCounter:
+    """Writes "busy total" (ns over the last window) for one process, like a virtual phone's kgsl."""
+
+    def __init__(self, path: Path, pid: int) -> None:
+        self.path = path
+        self.pid = pid
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.readings: list[tuple[float, float]] = []  # (monotonic s, utilisation)
+
+    def __enter__(self) -> ProcessBusyCounter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        ncpu = os.cpu_count() or 1
+        history: list[tuple[int, int]] = []
+        while not self._stop.wait(1.0 / COUNTER_RATE_HZ):
+            try:
+                now_ns, busy_ns = time.monotonic_ns(), cpu_ns(self.pid)
+            except OSError:
+                return
+            history.append((now_ns, busy_ns))
+            while history and now_ns - history[0][0] > COUNTER_WINDOW_S * 1e9:
+                history.pop(0)
+            t0, b0 = history[0]
+            total = (now_ns - t0) * ncpu
+            busy = busy_ns - b0
+            if total <= 0:
+                continue
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(f"{busy} {total}\n")
+            tmp.replace(self.path)
+            self.readings.append((now_ns / 1e9, busy / total))
+
+
+def start(program, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [str(program.path), f"--cl-cache={program.cache_dir}", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=program.env,
+    )
+
+
+def events_of(stdout: str, kind: str) -> list[dict[str, Any]]:
+    return [e for e in map(json.loads, stdout.splitlines()) if e["event"] == kind]
+
+
+def test_open_loop_holds_its_own_duty_without_a_counter(kernel_program, tmp_path):
+    program = kernel_program("gpuload")
+    missing = tmp_path / "no-such-counter"
+    run = program.run(
+        "--target=0.4", f"--busy-path={missing}", "--duration-s=2.5", "--period-ms=250", timeout_s=30
+    )
+    assert run.returncode == 0, run.stderr
+    info = run.of("info")[0]
+    assert info["mode"] == "open-loop" and info["target"] == 0.4
+    loads = run.of("load")
+    assert len(loads) >= 6
+    assert all(e["source"] == "own-duty" and e["counter"] is None for e in loads)
+    settled = [e["achieved"] for e in loads[2:]]
+    assert statistics.mean(settled) == pytest.approx(0.4, abs=0.05)
+    assert run.one("result")["stopped_by"] == "duration"
+
+
+@pytest.mark.parametrize(("counter_text", "direction"), [("90 %\n", "down"), ("0 1000\n", "up")])
+def test_closed_loop_moves_the_duty_against_the_counter(kernel_program, tmp_path, counter_text, direction):
+    counter = tmp_path / "gpubusy"
+    counter.write_text(counter_text)
+    run = kernel_program("gpuload").run(
+        "--target=0.5", f"--busy-path={counter}", "--duration-s=1.2", "--period-ms=200", timeout_s=30
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.of("info")[0]["mode"] == "closed-loop"
+    loads = run.of("load")
+    assert all(e["source"] == "busy-counter" for e in loads)
+    assert loads[0]["counter"] == pytest.approx(0.9 if direction == "down" else 0.0)
+    duties = [e["duty_cmd"] for e in loads]
+    if direction == "down":
+        assert duties[-1] < 0.2 and duties[-1] < duties[0]
+    else:
+        assert duties[-1] > 0.8 and duties[-1] > duties[0]
+
+
+def test_closed_loop_holds_target_on_a_cpu_time_counter(kernel_program, tmp_path):
+    program = kernel_program("gpuload")
+    counter = tmp_path / "gpubusy"
+    counter.write_text("0 1\n")
+    target = 0.3  # reachable even when other work shares this host's two cores
+    proc = start(program, f"--target={target}", f"--busy-path={counter}", "--period-ms=250")
+    try:
+        with ProcessBusyCounter(counter, proc.pid) as busy:
+            time.sleep(5.0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert events_of(out, "info")[0]["mode"] == "closed-loop"
+    t_start = busy.readings[0][0]
+    # Settled within 2 s: average the counter (what the phone would report) over the rest.
+    settled = [u for t, u in busy.readings if t - t_start >= 2.0 + COUNTER_WINDOW_S]
+    assert len(settled) >= 20
+    assert statistics.mean(settled) == pytest.approx(target, abs=0.05)
+
+
+def test_sigterm_stops_it_promptly_with_a_result(kernel_program):
+    program = kernel_program("gpuload")
+    latencies = []
+    for target in ("1.0", "0.5", "0.0"):
+        proc = start(program, f"--target={target}", "--period-ms=100")
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())
+        assert first["event"] == "info"
+        load = json.loads(proc.stdout.readline())  # running: a period went by
+        assert load["event"] == "load"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+        latencies.append(time.monotonic() - sent)
+        rest = proc.stdout.read()
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+        assert proc.returncode == 0
+        assert events_of(rest, "result")[0]["stopped_by"] == "signal"
+    # Contract: exit within 100 ms of SIGTERM (median of three, tolerating one scheduling hiccup
+    # on a shared host).
+    assert statistics.median(latencies) < 0.1, latencies
+
+
+def test_memory_intensity_runs(kernel_program):
+    run = kernel_program("gpuload").run(
+        "--target=0.3", "--intensity=memory", "--duration-s=1", "--period-ms=250"
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.of("info")[0]["intensity"] == "memory"
+    assert sum(e["kernels"] for e in run.of("load")) > 0
+
+
+@pytest.mark.parametrize("bad", ["--target=1.5", "--intensity=heavy", "--period-ms=0"])
+def test_bad_arguments_exit_2(kernel_program, bad):
+    run = kernel_program("gpuload").run(bad)
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1
