@@ -8,20 +8,29 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from farm.spec.expand import same_level
 from farm.spec.programs import GPU_LOAD, MEASUREMENT_ARGS, arguments, factor_arg, show
 
 if TYPE_CHECKING:
-    from farm.spec.model import Experiment, Issue
+    from farm.spec.model import Experiment
 
 # Figure axes may name a factor or one of these columns every result has.
 FIGURE_COLUMNS = ("device", "repetition")
 
 
+@dataclass(frozen=True)
+class Issue:
+    """One cross-field mistake: where (key path) and what."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+
 def suggest(word: str, candidates: Iterable[str]) -> str:
-    """` (did you mean X?)` or ``: the closest candidate by difflib."""
+    """`; did you mean X?` for the closest candidate (difflib), or "" when none is close."""
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {close[0]}?" if close else ""
 
@@ -40,8 +49,6 @@ def check(experiment: Experiment) -> list[Issue]:
 
 
 def _issue(path: Sequence[str | int], message: str) -> Issue:
-    from farm.spec.model import Issue
-
     return Issue(path=tuple(path), message=message)
 
 

@@ -54,9 +54,6 @@ class Problem:
     path: str
     message: str
 
-    def render(self, filename: str) -> str:
-        return f"{filename}:{self.line}: {self.path}: {self.message}"
-
 
 def from_validation_error(error: ValidationError, root: MappingNode, model: type[BaseModel]) -> list[Problem]:
     """Located problems of a pydantic error, sorted by line."""

@@ -31,7 +31,9 @@ from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model
 from pydantic.json_schema import SkipJsonSchema
 
 from farm.errors import ConfigError
+from farm.spec.checks import Issue, check
 from farm.spec.expand import Cell, canonical_json, cells_of, short_hash
+from farm.spec.loader import format_path
 from farm.spec.programs import BENCH_PROGRAMS, GPU_LOAD, Program, factor_arg
 from farm.spec.sections import (
     Conditions,
@@ -53,19 +55,10 @@ ExcludeRule = Annotated[dict[Name, Scalar | tuple[Scalar, ...]], Field(min_lengt
 ZipGroup = Annotated[tuple[Name, ...], Field(min_length=2)]
 
 
-class Issue(Frozen):
-    """One cross-field mistake: where (key path) and what."""
-
-    path: tuple[str | int, ...]
-    message: str
-
-
 class SpecProblem(ConfigError):
     """Cross-field mistakes found after the shapes were valid; the loader adds FILE:LINE."""
 
     def __init__(self, issues: Sequence[Issue]) -> None:
-        from farm.spec.loader import format_path
-
         first = issues[0]
         more = f" (and {len(issues) - 1} more problems)" if len(issues) > 1 else ""
         super().__init__(f"{format_path(first.path)}: {first.message}{more}")
@@ -113,8 +106,6 @@ class Experiment(Frozen):
 
     @model_validator(mode="after")
     def _cross_field_checks(self) -> Experiment:
-        from farm.spec.checks import check
-
         issues = check(self)
         if issues:
             raise SpecProblem(issues)
