@@ -109,7 +109,7 @@ def test_closed_loop_moves_the_duty_against_the_counter(kernel_program, tmp_path
     counter = tmp_path / "gpubusy"
     counter.write_text(counter_text)
     run = kernel_program("gpuload").run(
-        "--target=0.5", f"--busy-path={counter}", "--duration-s=1.2", "--period-ms=200", timeout_s=30
+        "--target=0.5", f"--busy-path={counter}", "--duration-s=2.5", "--period-ms=250", timeout_s=30
     )
     assert run.returncode == 0, run.stderr
     assert run.of("info")[0]["mode"] == "closed-loop"
