@@ -21,13 +21,14 @@ Order (`measurement.order`), applied to each queue separately:
     plan = plan(load("experiments/smoke.yaml"), ["emulator-5554", "lab1/ZY22"])
     for device, queue in plan.queues.items(): ...
     print(render_plan(plan))      # what `farm run --dry-run` shows
+    left = plan.without(done_ids)  # what a resume still has to do, with its estimate
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from farm.errors import ConfigError
@@ -98,6 +99,21 @@ class Plan:
         longest = max((len(queue) for queue in queues), default=0)
         return tuple(queue[i] for i in range(longest) for queue in queues if i < len(queue))
 
+    def without(self, done_run_ids: Collection[str]) -> Plan:
+        """The plan left after `done_run_ids` (e.g. DONE in the store): same order, new estimate."""
+        done = set(done_run_ids)
+        queues = {key: tuple(r for r in queue if r.run_id not in done) for key, queue in self.queues.items()}
+        estimated_s = _wall_s(queues, self.run_estimates_s, len(self.devices))
+        return replace(self, queues=queues, estimated_s=estimated_s)
+
+
+def _wall_s(queues: Mapping[str, tuple[Run, ...]], estimates: Mapping[str, float], devices: int) -> float:
+    """Queues run in parallel; a shared queue is drained by every phone at once."""
+    totals = {key: sum(estimates[run.cell_id] for run in queue) for key, queue in queues.items()}
+    if SHARED in totals:
+        return totals[SHARED] / max(devices, 1)
+    return max(totals.values(), default=0.0)
+
 
 def expand(experiment: Experiment) -> list[Cell]:
     """Cells of the experiment: sweep cross product minus excludes, zip groups honoured."""
@@ -127,8 +143,7 @@ def plan(experiment: Experiment, devices: Sequence[str], *, iteration_s: float =
     owners: list[str | None] = [None] if experiment.devices.spread else list(devices)
     queues = {owner or SHARED: _queue(experiment, cells, owner) for owner in owners}
     estimates = {cell.cell_id: estimate_run_s(experiment, cell, iteration_s) for cell in cells}
-    totals = [sum(estimates[run.cell_id] for run in queue) for queue in queues.values()]
-    wall_s = totals[0] / max(len(devices), 1) if experiment.devices.spread else max(totals, default=0.0)
+    wall_s = _wall_s(queues, estimates, len(devices))
     return Plan(experiment, tuple(devices), tuple(cells), queues, wall_s, estimates)
 
 

@@ -186,6 +186,17 @@ def test_estimates_count_settling_and_bounded_measurement() -> None:
     assert spread.estimated_s < pinned.estimated_s
 
 
+def test_without_done_runs_keeps_order_and_shrinks_the_estimate() -> None:
+    planned = plan(_experiment(), PHONES)
+    done = {run.run_id for run in planned.queues["p1"][:10]} | {planned.queues["p2"][0].run_id}
+    left = planned.without(done)
+    assert len(left.runs) == len(planned.runs) - 11
+    assert _ids(left.queues["p1"]) == _ids(planned.queues["p1"])[10:]
+    assert _ids(left.queues["p3"]) == _ids(planned.queues["p3"])
+    assert left.estimated_s == pytest.approx(planned.estimated_s)  # p3 still has its whole queue
+    assert planned.without({r.run_id for r in planned.runs}).estimated_s == 0.0
+
+
 def test_render_plan_summarises_and_truncates() -> None:
     text = render_plan(plan(_experiment(description="why"), ["p1", "p2"]), max_runs_shown=5)
     assert "12 cells x 3 repetitions on 2 phone(s)" in text and "= 72 runs" in text
