@@ -1,0 +1,212 @@
+"""The transport (stream table, flow control, CNXN rules) over loopback TCP with stub services."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+
+from farm.virtual.adb import packets as p
+from farm.virtual.adb.transport import Connection, Handler, Stream
+
+HOST_BANNER = b"host::features=shell_v2\0"
+TIMEOUT_S = 2.0
+
+
+class Host:
+    """The adb-server side of one connection, packet by packet."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    def send(self, command: int, arg0: int, arg1: int, payload: bytes = b"") -> None:
+        self.writer.write(p.encode(command, arg0, arg1, payload))
+
+    async def recv(self) -> tuple[int, int, int, bytes, int]:
+        raw = await asyncio.wait_for(self.reader.readexactly(24), TIMEOUT_S)
+        command, arg0, arg1, length, check, _magic = struct.unpack("<6I", raw)
+        payload = await asyncio.wait_for(self.reader.readexactly(length), TIMEOUT_S) if length else b""
+        return command, arg0, arg1, payload, check
+
+    async def nothing_for(self, seconds: float) -> bool:
+        try:
+            await asyncio.wait_for(self.reader.readexactly(1), seconds)
+        except TimeoutError:
+            return True
+        return False
+
+    async def connect(self, version: int = p.A_VERSION, maxdata: int = p.MAX_PAYLOAD_BYTES) -> bytes:
+        self.send(p.A_CNXN, version, maxdata, HOST_BANNER)
+        command, arg0, arg1, payload, _ = await self.recv()
+        assert (command, arg0, arg1) == (p.A_CNXN, p.A_VERSION, min(maxdata, p.MAX_PAYLOAD_BYTES))
+        return payload
+
+
+@asynccontextmanager
+async def phone(services: dict[str, Handler]) -> AsyncIterator[Callable[[], Awaitable[Host]]]:
+    answering = asyncio.Event()
+    answering.set()
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = Connection(
+            reader,
+            writer,
+            banner=lambda: b"device::features=shell_v2",
+            open_service=services.get,
+            answering=answering,
+        )
+        await connection.serve()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    hosts: list[Host] = []
+
+    async def open_host() -> Host:
+        host = Host(*await asyncio.open_connection("127.0.0.1", port))
+        hosts.append(host)
+        return host
+
+    try:
+        yield open_host
+    finally:
+        for host in hosts:
+            host.writer.close()
+        server.close()
+
+
+async def chatty(stream: Stream) -> None:
+    for chunk in (b"one", b"two", b"three"):
+        await stream.write(chunk)
+
+
+async def echo(stream: Stream) -> None:
+    while data := await stream.read():
+        await stream.write(data)
+
+
+def run(coro: Awaitable[None]) -> None:
+    asyncio.run(asyncio.wait_for(coro, 20))  # type: ignore[arg-type]
+
+
+def test_one_wrte_in_flight_until_okay_then_clse() -> None:
+    async def scenario() -> None:
+        async with phone({"chatty:": chatty}) as open_host:
+            host = await open_host()
+            assert (await host.connect()).startswith(b"device::")
+            host.send(p.A_OPEN, 5, 0, b"chatty:\0")
+            command, local_id, remote_id, _, _ = await host.recv()
+            assert (command, remote_id) == (p.A_OKAY, 5) and local_id != 0
+            assert (await host.recv())[::3] == (p.A_WRTE, b"one")
+            assert await host.nothing_for(0.3)  # no second WRTE before our OKAY
+            host.send(p.A_OKAY, 5, local_id)
+            assert (await host.recv())[3] == b"two"
+            host.send(p.A_OKAY, 5, local_id)
+            assert (await host.recv())[3] == b"three"
+            # CLSE may follow the last WRTE without waiting for its OKAY
+            assert (await host.recv())[:3] == (p.A_CLSE, local_id, 5)
+            host.send(p.A_CLSE, 5, local_id)  # the host echoes it; twice even
+            host.send(p.A_CLSE, 5, local_id)
+            host.send(p.A_OPEN, 6, 0, b"chatty:\0")
+            assert (await host.recv())[0] == p.A_OKAY
+
+    run(scenario())
+
+
+def test_host_wrte_is_acknowledged_when_the_service_takes_it() -> None:
+    taken: asyncio.Queue[bytes] = asyncio.Queue()
+    release = asyncio.Event()
+
+    async def slow(stream: Stream) -> None:
+        await release.wait()
+        while data := await stream.read():
+            await taken.put(data)
+
+    async def scenario() -> None:
+        async with phone({"slow:": slow}) as open_host:
+            host = await open_host()
+            await host.connect()
+            host.send(p.A_OPEN, 9, 0, b"slow:\0")
+            _, local_id, _, _, _ = await host.recv()
+            host.send(p.A_WRTE, 9, local_id, b"data")
+            assert await host.nothing_for(0.3)  # backpressure: no OKAY while the service is busy
+            release.set()
+            assert (await host.recv())[:3] == (p.A_OKAY, local_id, 9)
+            assert await asyncio.wait_for(taken.get(), TIMEOUT_S) == b"data"
+
+    run(scenario())
+
+
+def test_unknown_service_and_unknown_ids() -> None:
+    async def scenario() -> None:
+        async with phone({"echo:": echo}) as open_host:
+            host = await open_host()
+            host.send(p.A_OPEN, 1, 0, b"echo:\0")  # before CNXN: ignored
+            await host.connect()
+            host.send(p.A_OPEN, 3, 0, b"nope:\0")
+            assert (await host.recv())[:3] == (p.A_CLSE, 0, 3)
+            host.send(p.A_WRTE, 3, 77, b"x")  # unknown ids are ignored
+            host.send(p.A_OKAY, 3, 77)
+            host.send(p.A_CLSE, 3, 77)
+            host.send(p.A_OPEN, 4, 0, b"echo:\0")
+            _, local_id, _, _, _ = await host.recv()
+            host.send(p.A_WRTE, 4, local_id, b"ping")
+            replies = {(await host.recv())[0], (await host.recv())[0]}
+            assert replies == {p.A_OKAY, p.A_WRTE}
+
+    run(scenario())
+
+
+def test_old_version_gets_checksums_and_small_payloads() -> None:
+    async def scenario() -> None:
+        async with phone({"chatty:": chatty}) as open_host:
+            host = await open_host()
+            await host.connect(version=p.A_VERSION_MIN, maxdata=4096)
+            host.send(p.A_OPEN, 2, 0, b"chatty:\0")
+            await host.recv()
+            command, _, _, payload, check = await host.recv()
+            assert (command, payload, check) == (p.A_WRTE, b"one", sum(b"one"))
+
+    run(scenario())
+
+
+def test_malformed_packet_closes_only_that_connection() -> None:
+    async def scenario() -> None:
+        async with phone({"echo:": echo}) as open_host:
+            bad, good = await open_host(), await open_host()
+            await bad.connect()
+            await good.connect()
+            bad.writer.write(struct.pack("<6I", p.A_OKAY, 0, 0, 0, 0, 0))  # bad magic
+            assert await asyncio.wait_for(bad.reader.read(), TIMEOUT_S) == b""  # EOF
+            good.send(p.A_OPEN, 1, 0, b"echo:\0")
+            assert (await good.recv())[0] == p.A_OKAY
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("size", [1, 4096, 100_000])
+def test_large_writes_are_split_at_max_payload(size: int) -> None:
+    blob = bytes(range(256)) * (size // 256 + 1)
+    blob = blob[:size]
+
+    async def big(stream: Stream) -> None:
+        await stream.write(blob)
+
+    async def scenario() -> None:
+        async with phone({"big:": big}) as open_host:
+            host = await open_host()
+            await host.connect(maxdata=4096)
+            host.send(p.A_OPEN, 1, 0, b"big:\0")
+            _, local_id, _, _, _ = await host.recv()
+            received = b""
+            while len(received) < size:
+                command, _, _, payload, _ = await host.recv()
+                assert command == p.A_WRTE and len(payload) <= 4096
+                received += payload
+                host.send(p.A_OKAY, 1, local_id)
+            assert received == blob
+
+    run(scenario())
