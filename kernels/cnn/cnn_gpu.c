@@ -37,9 +37,8 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
     g->fp16 = fp16;
     g->half_arith = fp16 && cl->has_fp16;
     g->elem_bytes = fp16 ? 2 : 4;
-    const char *options = !fp16 ? "-cl-std=CL1.2"
-                          : g->half_arith ? "-cl-std=CL1.2 -DFARM_FP16 -DFARM_HALF_ARITH"
-                                          : "-cl-std=CL1.2 -DFARM_FP16";
+    /* no -cl-std: the sources are OpenCL C 1.1, which older Mali/Adreno drivers still build */
+    const char *options = !fp16 ? "" : g->half_arith ? "-DFARM_FP16 -DFARM_HALF_ARITH" : "-DFARM_FP16";
     farm_cl_build(cl, "cnn", cnn_cl_source, options, cache_dir, &g->prog);
     for (int i = 0; i < cnn_g_count; ++i) {
         char name[32];

@@ -37,9 +37,8 @@ void mlp_gpu_init(mlp_gpu *g, farm_cl *cl, mlp *m, int fp16, mlp_buffers mode, c
     g->fp16 = fp16;
     g->half_arith = fp16 && cl->has_fp16;
     g->elem_bytes = fp16 ? 2 : 4;
-    const char *options = !fp16 ? "-cl-std=CL1.2"
-                          : g->half_arith ? "-cl-std=CL1.2 -DFARM_FP16 -DFARM_HALF_ARITH"
-                                          : "-cl-std=CL1.2 -DFARM_FP16";
+    /* no -cl-std: the sources are OpenCL C 1.1, which older Mali/Adreno drivers still build */
+    const char *options = !fp16 ? "" : g->half_arith ? "-DFARM_FP16 -DFARM_HALF_ARITH" : "-DFARM_FP16";
     farm_cl_build(cl, "train", train_cl_source, options, cache_dir, &g->prog);
     g->forward = farm_cl_kernel(&g->prog, "fc_forward");
     g->xent = farm_cl_kernel(&g->prog, "softmax_xent");
