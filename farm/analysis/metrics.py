@@ -70,6 +70,10 @@ def energy_metrics(
         return []
     duration_s = (end_ns - start_ns) / 1e9
     mean_mw, readings = window_power_mw(power_mw, start_ns, end_ns, trailing=trailing)
+    if readings == 0 and not trailing:
+        # A snapshot gauge that did not update while the run measured says nothing about the run:
+        # its last reading is from before (maybe from before charging was switched off).
+        return [Metric("power_readings", 0.0, "count")]
     gross_mj = mean_mw * duration_s
     metrics = [
         Metric("power_mean_mw", mean_mw, "mW"),
@@ -120,7 +124,14 @@ def gpu_load_metrics(
 ) -> list[Metric]:
     window = busy.within(start_ns, end_ns)
     if len(window) == 0:
-        return []
+        # A run shorter than the sampling period: the first reading after it covers it (GPU busy
+        # counters report the window that ends at the reading), else the last one before it.
+        after = np.flatnonzero(busy.t_ns > end_ns)
+        before = np.flatnonzero(busy.t_ns < start_ns)
+        pick = after[:1] if after.size else before[-1:]
+        if pick.size == 0:
+            return []
+        window = Series(busy.t_ns[pick], busy.values[pick])
     load = _as_fraction(window.values, source_format)
     achieved = float(np.mean(load))
     metrics = [

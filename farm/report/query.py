@@ -13,22 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from farm.errors import ConfigError
+from farm.report.environment import phone_info
 from farm.report.model import FigureSpec, PhoneInfo, ReportData, RunResult
 from farm.store.db import Store
 from farm.store.runs import list_runs
 
-# Identity properties worth showing per phone, when the probe or the environment snapshot has them.
-SHOWN_PROPS: tuple[str, ...] = (
-    "ro.product.manufacturer",
-    "ro.product.model",
-    "ro.board.platform",
-    "ro.soc.model",
-    "ro.build.version.release",
-    "ro.build.version.sdk",
-    "ro.build.fingerprint",
-    "ro.farm.profile",
-)
-VIRTUAL_PROP = "ro.farm.virtual"
 # Event kinds whose messages become data-quality notes.
 QUALITY_EVENT_KINDS: tuple[str, ...] = ("charging", "quality", "throttle", "warning")
 
@@ -40,22 +29,6 @@ def _json(text: str | None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return None
-
-
-def _props(doc: Any) -> dict[str, str]:
-    """Props from a probe document or an environment snapshot: a dict or a list of pairs."""
-    if not isinstance(doc, Mapping):
-        return {}
-    props = doc.get("props", {})
-    if isinstance(props, Mapping):
-        return {str(k): str(v) for k, v in props.items()}
-    if isinstance(props, list):
-        return {str(p[0]): str(p[1]) for p in props if isinstance(p, list | tuple) and len(p) == 2}
-    return {}
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
 def figure_specs(spec: Mapping[str, Any]) -> tuple[FigureSpec, ...]:
@@ -82,26 +55,13 @@ def _phones(store: Store, device_ids: list[str], environments: dict[str, Any]) -
     phones = []
     for device_id in device_ids:
         row = rows.get(device_id)
-        capabilities = _json(row["capabilities_json"]) if row is not None else None
-        props = {**_props(capabilities), **_props(environments.get(device_id))}
-        env = environments.get(device_id)
-        shown = [(key, props[key]) for key in SHOWN_PROPS if key in props]
-        if isinstance(env, Mapping):
-            shown += [
-                (str(k), json.dumps(v) if not isinstance(v, str) else v)
-                for k, v in env.items()
-                if k != "props"
-            ]
-        virtual = props.get(VIRTUAL_PROP) == "1" or bool(
-            isinstance(capabilities, Mapping) and capabilities.get("virtual")
-        )
         phones.append(
-            PhoneInfo(
-                device_id=device_id,
-                model=(row["model"] if row is not None else None) or props.get("ro.product.model"),
-                virtual=virtual,
-                abi=(row["abi"] if row is not None else None) or props.get("ro.product.cpu.abi"),
-                properties=tuple(shown),
+            phone_info(
+                device_id,
+                row["model"] if row is not None else None,
+                row["abi"] if row is not None else None,
+                _json(row["capabilities_json"]) if row is not None else None,
+                environments.get(device_id),
             )
         )
     return tuple(phones)
@@ -130,14 +90,18 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
         values.setdefault(row["run_id"], {})[row["name"]] = float(row["value"])
         units.setdefault(row["run_id"], {})[row["name"]] = row["unit"] or ""
     environments: dict[str, Any] = {}
+    run_notes: list[str] = []  # what the engine noted while running (e.g. charging left on)
     for row in store.query(
         "SELECT a.device_id, a.env_json FROM attempts a JOIN runs r ON r.run_id = a.run_id "
         "WHERE r.experiment = ? AND a.env_json IS NOT NULL ORDER BY a.started_at",
         (experiment,),
     ):
         env = _json(row["env_json"])
-        if env is not None:
+        if isinstance(env, dict):
             environments[row["device_id"]] = env  # the latest snapshot per phone wins
+            notes_of_run = env.get("notes")
+            if isinstance(notes_of_run, list):
+                run_notes += [f"{row['device_id']}: {note}" for note in notes_of_run if note]
     results = tuple(
         RunResult(
             run_id=run.run_id,
@@ -159,7 +123,10 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
         (experiment, *QUALITY_EVENT_KINDS),
     )
     notes = tuple(
-        dict.fromkeys(f"{r['device_id'] + ': ' if r['device_id'] else ''}{r['message']}" for r in event_rows)
+        dict.fromkeys(
+            [f"{r['device_id'] + ': ' if r['device_id'] else ''}{r['message']}" for r in event_rows]
+            + run_notes
+        )
     )
     benchmark = spec.get("benchmark")
     sweep = spec.get("sweep")

@@ -147,9 +147,24 @@ def quality_notes(data: ReportData) -> list[str]:
             f"so their energy rests on few samples (slow gauge: raise measurement.min_seconds): "
             f"{_some(sparse)}."
         )
+    negative = [run for run in data.done_runs if run.metrics.get("power_mean_mw", 0.0) < 0]
+    if negative:
+        notes.append(
+            f"{len(negative)} run(s) show negative battery power: the battery was charging while they "
+            f"measured (charging not disabled, or the gauge not yet updated): {_some(negative)}."
+        )
     no_power = [run for run in data.done_runs if "power_mean_mw" not in run.metrics]
     if data.done_runs and no_power:
-        notes.append(f"{len(no_power)} run(s) have no battery power samples: no energy for them.")
+        unread = [run for run in no_power if run.metrics.get("power_readings") == 0]
+        if unread:
+            notes.append(
+                f"{len(unread)} run(s) ended before the fuel gauge updated, so they have no power or energy "
+                f"(raise measurement.min_seconds above the gauge's update interval): {_some(unread)}."
+            )
+        if len(unread) < len(no_power):
+            notes.append(
+                f"{len(no_power) - len(unread)} run(s) have no battery power samples: no energy for them."
+            )
     virtual = sorted(phone.device_id for phone in data.phones if phone.virtual)
     if virtual:
         notes.append(

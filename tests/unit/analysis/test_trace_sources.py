@@ -130,3 +130,25 @@ def test_snapshot_gauge_energy_within_3_percent_of_truth() -> None:
     truth_mj = float(np.sum(truth_mw[busy]) * 0.1)
     assert farm["energy_total_mj"].value == pytest.approx(truth_mj, rel=0.03)
     assert farm["power_readings"].value == 8
+
+
+def test_run_shorter_than_gauge_and_busy_periods() -> None:
+    """A 1 ms run between two readings: no power (the held reading predates the run), and GPU load
+    from the first busy reading after the run (its window covers the run)."""
+    from farm.analysis.power import BatteryCalibration
+    from farm.analysis.series import SeriesTrace
+
+    run = [{"event": "iter", "i": 0, "t_start_ns": 5 * S, "t_end_ns": 5 * S + 1_000_000}]
+    trace = SeriesTrace(
+        {
+            "battery.current_now": Series.of([0, 4 * S, 6 * S], [-1_500_000.0, -1_500_000.0, 400_000.0]),
+            "battery.voltage_now": Series.of([0, 6 * S], [4e6, 4e6]),
+            "gpu.busy": Series.of([4 * S, 6 * S, 7 * S], [0.1, 0.55, 0.9]),
+        }
+    )
+    metrics = metrics_by_name(
+        compute_run_metrics(run, trace, BatteryCalibration(discharge_sign=1), 900.0, 0.5)
+    )
+    assert metrics["power_readings"].value == 0
+    assert "power_mean_mw" not in metrics and "energy_per_inference_mj" not in metrics
+    assert metrics["gpu_load_mean"].value == pytest.approx(0.55)

@@ -64,6 +64,15 @@ def _fill(results: Path) -> None:
                         Metric("gpu_load_mean", dict(run.factors)["gpu_load"], "fraction"),
                     ],
                 )
+        store.execute(
+            "INSERT INTO attempts (run_id, attempt, device_id, started_at, outcome, env_json) "
+            "VALUES (?, 1, ?, 1, 'done', ?)",
+            (
+                "cpu-0.0-0",
+                f"local/{EVIL}",
+                json.dumps({"notes": ["screen could not be kept awake"], "farm_version": "0.1"}),
+            ),
+        )
         add_event(
             store,
             "charging",
@@ -84,6 +93,7 @@ def test_report_command_writes_html_md_and_figures(
     html = (out / "report.html").read_text()
     assert EVIL not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "charging could not be disabled" in html
+    assert "screen could not be kept awake" in html  # a note from the run's environment snapshot
     assert "benchmark exited 3: no OpenCL" in html
     assert "(virtual)" in html
     svgs = sorted(p.name for p in (out / "figures").glob("*.svg"))
