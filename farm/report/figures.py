@@ -62,21 +62,24 @@ def default_figures(data: ReportData) -> list[FigureSpec]:
     """Sensible figures when the experiment declares none, or beside the declared ones."""
     factors = [f for f in data.factor_names if _levels(data, f) > 1]
     color = "backend" if "backend" in factors else None
+    # Net of the idle baseline when the engine measured one, else the gross energy.
+    energy = "energy_per_inference_mj"
+    if not any(energy in run.metrics for run in data.done_runs):
+        energy = "energy_per_inference_gross_mj"
     specs: list[FigureSpec] = []
     if "gpu_load" in factors:
         facet = "hidden" if "hidden" in factors else None
         specs.append(FigureSpec(x="gpu_load", y="latency_median_ms", color=color, facet=facet))
-        specs.append(FigureSpec(x="gpu_load", y="energy_per_inference_mj", color=color, facet=facet))
+        specs.append(FigureSpec(x="gpu_load", y=energy, color=color, facet=facet))
     if "hidden" in factors:
         specs.append(FigureSpec(x="hidden", y="latency_median_ms", color=color, facet=None))
     if not specs:
         numeric = [f for f in factors if f != color and _numeric_levels(data, f)]
         x = numeric[0] if numeric else (factors[0] if factors else DEVICE)
         kind = "line" if numeric else "bar"
-        specs.append(FigureSpec(x=x, y="latency_median_ms", color=color if x != color else None, kind=kind))
-        specs.append(
-            FigureSpec(x=x, y="energy_per_inference_mj", color=color if x != color else None, kind=kind)
-        )
+        by = color if x != color else None
+        specs.append(FigureSpec(x=x, y="latency_median_ms", color=by, kind=kind))
+        specs.append(FigureSpec(x=x, y=energy, color=by, kind=kind))
     if len({run.device_id for run in data.done_runs}) > 1:
         specs.append(FigureSpec(x=DEVICE, y="latency_median_ms", color=color, kind="bar"))
     return specs

@@ -96,3 +96,21 @@ def test_few_gauge_readings_are_noted(report_data: ReportData) -> None:
     notes = quality_notes(replace(report_data, runs=tuple(runs)))
     assert any("fewer than 3 fuel-gauge readings" in note and runs[0].run_id in note for note in notes)
     assert not any("fuel-gauge" in note for note in quality_notes(report_data))
+
+
+def test_energy_default_falls_back_to_gross_without_baseline(report_data: ReportData) -> None:
+    from dataclasses import replace
+
+    runs = tuple(
+        replace(
+            run,
+            metrics={
+                **{k: v for k, v in run.metrics.items() if k != "energy_per_inference_mj"},
+                "energy_per_inference_gross_mj": 3.0,
+            },
+        )
+        for run in report_data.runs
+    )
+    names = [spec.name for spec in figures_for(replace(report_data, runs=runs, figures=()))]
+    assert "energy_per_inference_gross_mj_vs_gpu_load_by_backend_per_hidden" in names
+    assert not any(name.startswith("energy_per_inference_mj") for name in names)
