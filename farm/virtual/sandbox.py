@@ -162,7 +162,7 @@ class Sandbox:
         for src in TOOLS_SRC_DIR.glob("*.py"):
             text = src.read_text(encoding="utf-8")
             if text.startswith("#!"):
-                text = f"#!{interpreter} -I\n" + text.split("\n", 1)[1]
+                text = f"#!{interpreter} -IS\n" + text.split("\n", 1)[1]
             (lib / src.name).write_text(text, encoding="utf-8")
             os.chmod(lib / src.name, 0o755)
         (system / "bin" / "sh").symlink_to(os.path.realpath("/bin/sh"))
@@ -232,7 +232,7 @@ class Sandbox:
         argv += ["--symlink", "/storage/emulated/0", "/storage/self/primary"]
         argv += ["--symlink", "/storage/self/primary", "/sdcard"]
         argv += ["--remount-ro", "/"]
-        argv += ["--chdir", "/", tool_interpreter(), "-I", f"{TOOLS_PHONE_DIR}/init.py"]
+        argv += ["--chdir", "/", tool_interpreter(), "-IS", f"{TOOLS_PHONE_DIR}/init.py"]
         return argv
 
     def enter_argv(self, argv: list[str], *, root: bool) -> list[str]:

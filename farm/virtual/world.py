@@ -7,6 +7,7 @@ import contextlib
 import errno
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from farm.errors import ConfigError
@@ -34,6 +35,8 @@ class SandboxWorld:
         )
         self._adbd_root = False
         self._reboot_task: asyncio.Task[None] | None = None
+        self._reboot_handler: Callable[[], None] | None = None
+        self._reboot_pending = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -52,6 +55,7 @@ class SandboxWorld:
             with contextlib.suppress(FileNotFoundError):
                 rooted.unlink()
         self.physics.prepare()
+        self._reboot_pending = False
         await self.sandbox.start()
         await self.physics.start()
 
@@ -64,8 +68,19 @@ class SandboxWorld:
         self._adbd_root = False
         await self.start()
 
+    def set_reboot_handler(self, handler: Callable[[], None] | None) -> None:
+        """Optional hook for the daemon: called (on the world's loop) when a program inside the
+        phone runs `reboot`. It should drop the ADB connections and call `reboot()`, as for the
+        reboot: service. Without a handler the world reboots itself and connections stay."""
+        self._reboot_handler = handler
+
     def _reboot_soon(self) -> None:
-        if self._reboot_task is None or self._reboot_task.done():
+        if self._reboot_pending:
+            return
+        self._reboot_pending = True
+        if self._reboot_handler is not None:
+            self._reboot_handler()
+        elif self._reboot_task is None or self._reboot_task.done():
             self._reboot_task = asyncio.get_running_loop().create_task(self.reboot())
 
     def _fix_ctl_owner(self) -> None:

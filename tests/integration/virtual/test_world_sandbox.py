@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.errors import EnvironmentProblem
 from farm.virtual.world import SandboxWorld, make_world
 from farm.virtual.worldthread import WorldThread
 
@@ -193,3 +195,18 @@ def test_rooted_profile_su_and_adb_root(tmp_path: Path) -> None:
             == "0\n0\n"
         )
         assert world.resolve("/sys/class/power_supply/battery/charging_enabled", for_write=True).exists()
+
+
+def test_reboot_from_inside_kills_everything_and_forgets_volatile_state(phone: WorldThread) -> None:
+    phone.sh("setprop debug.farm.r 1; sleep 60 >/dev/null 2>&1 &")
+    old_init = phone.world.sandbox.init_pid
+    res = phone.sh("reboot", timeout_s=20)
+    assert res.returncode != 0  # the reboot killed the shell that asked for it
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with contextlib.suppress(EnvironmentProblem):
+            if phone.world.sandbox.init_pid != old_init:
+                break
+        time.sleep(0.05)
+    out = phone.sh("getprop debug.farm.r; ps -A -o NAME").stdout
+    assert out.splitlines()[0] == "" and "sleep" not in out
