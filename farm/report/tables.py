@@ -139,7 +139,7 @@ def quality_notes(data: ReportData) -> list[str]:
     sparse = [
         run
         for run in data.done_runs
-        if run.metrics.get("power_readings", FEW_POWER_READINGS) < FEW_POWER_READINGS
+        if 0 < run.metrics.get("power_readings", FEW_POWER_READINGS) < FEW_POWER_READINGS
     ]
     if sparse:
         notes.append(

@@ -96,6 +96,10 @@ def test_few_gauge_readings_are_noted(report_data: ReportData) -> None:
     notes = quality_notes(replace(report_data, runs=tuple(runs)))
     assert any("fewer than 3 fuel-gauge readings" in note and runs[0].run_id in note for note in notes)
     assert not any("fuel-gauge" in note for note in quality_notes(report_data))
+    runs[0] = replace(runs[0], metrics={"power_readings": 0.0, "latency_median_ms": 1.0})
+    notes = quality_notes(replace(report_data, runs=tuple(runs)))
+    assert any("ended before the fuel gauge updated" in note and runs[0].run_id in note for note in notes)
+    assert not any("fewer than 3" in note for note in notes)
 
 
 def test_energy_default_falls_back_to_gross_without_baseline(report_data: ReportData) -> None:
