@@ -121,9 +121,14 @@ static void top5_json(const float *scores, size_t n, char *out, size_t outlen)
             nb++;
     }
     size_t used = (size_t)snprintf(out, outlen, "[");
-    for (int k = 0; k < nb && used < outlen; ++k)
-        used += (size_t)snprintf(out + used, outlen - used, "%s{\"class\":%zu,\"prob\":%.6g}", k ? "," : "",
-                                 best[k], exp((double)scores[best[k]] - mx) / sum);
+    for (int k = 0; k < nb && used < outlen; ++k) {
+        const double p = exp((double)scores[best[k]] - mx) / sum;
+        char prob[32] = "null"; /* JSON has no NaN: a non-finite output (e.g. from a NaN input) */
+        if (isfinite(p))
+            snprintf(prob, sizeof prob, "%.6g", p);
+        used += (size_t)snprintf(out + used, outlen - used, "%s{\"class\":%zu,\"prob\":%s}", k ? "," : "",
+                                 best[k], prob);
+    }
     if (used < outlen)
         snprintf(out + used, outlen - used, "]");
 }

@@ -122,6 +122,10 @@ def write_params(params: dict[str, tuple[np.ndarray, np.ndarray]], directory: Pa
         np.save(directory / f"{name.replace('/', '.')}.bias.npy", b)
 
 
+def _no_nan(token: str) -> None:
+    raise ValueError(f"{token} is not JSON: the events must parse anywhere")
+
+
 @dataclass(frozen=True)
 class Run:
     returncode: int
@@ -141,7 +145,7 @@ def cnn(tmp_path_factory: pytest.TempPathFactory):
     def run(*args: str, env: dict[str, str] | None = None) -> Run:
         env = {**os.environ, "FARM_CL_CACHE": str(cache), **(env or {})}
         p = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=120, env=env)
-        events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+        events = [json.loads(line, parse_constant=_no_nan) for line in p.stdout.splitlines() if line.strip()]
         return Run(p.returncode, events, p.stderr)
 
     return run
@@ -238,6 +242,16 @@ def test_verify_passes_and_reports_error(cnn, net) -> None:
     (result,) = r.of("result")
     assert result["verified"] is True and result["mismatches"] == 0
     assert result["max_abs_err"] < 1e-3
+
+
+def test_non_finite_output_stays_valid_json(cnn, tmp_path: Path) -> None:
+    x = np.random.default_rng(1).uniform(0, 1, (3, INPUT_SIZE, INPUT_SIZE)).astype(np.float32)
+    x[1, 5, 5] = np.nan
+    np.save(tmp_path / "x.npy", x)
+    r = cnn(f"--input={tmp_path / 'x.npy'}", "--backend=cpu", "--iters=1", "--warmup=0")
+    assert r.returncode == 0, r.stderr
+    (result,) = r.of("result")
+    assert result["checksum"] is None and {t["prob"] for t in result["top5"]} == {None}
 
 
 def test_seeded_weights_are_deterministic_and_seed_dependent(cnn) -> None:

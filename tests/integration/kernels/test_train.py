@@ -29,6 +29,10 @@ LR = 0.5  # large, so one step moves the weights far beyond float32 rounding
 Params = list[tuple[np.ndarray, np.ndarray]]
 
 
+def _no_nan(token: str) -> None:
+    raise ValueError(f"{token} is not JSON: the events must parse anywhere")
+
+
 @dataclass(frozen=True)
 class Run:
     returncode: int
@@ -50,7 +54,7 @@ def train(tmp_path_factory: pytest.TempPathFactory):
     def run(*args: str, env: dict[str, str] | None = None) -> Run:
         env = {**os.environ, "FARM_CL_CACHE": str(cache), **(env or {})}
         p = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=120, env=env)
-        events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+        events = [json.loads(line, parse_constant=_no_nan) for line in p.stdout.splitlines() if line.strip()]
         return Run(p.returncode, events, p.stderr)
 
     return run
