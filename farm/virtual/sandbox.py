@@ -40,6 +40,8 @@ TOOLS_PHONE_DIR = "/system/lib/farm"
 PHONE_PATH = "/system/bin:/system/xbin:/vendor/bin:/usr/bin:/bin"
 HOST_LIBOPENCL = "/usr/lib/x86_64-linux-gnu/libOpenCL.so.1"
 INIT_READY_TIMEOUT_S = 10.0
+# Root on the phone is root in the sandbox, not on the host: no mounts, device nodes, modules...
+ROOT_DROPPED_CAPS = "-sys_admin,-mknod,-sys_module,-sys_rawio,-sys_boot,-sys_time,-net_admin,-sys_ptrace"
 # Android tools this phone ships in /system/bin; each is a link to tools/farmtool.py.
 TOOL_NAMES = (
     "getprop",
@@ -243,6 +245,8 @@ class Sandbox:
             cmd += ["-U", "--preserve-credentials"]
         elif not root:
             cmd += ["-S", str(SHELL_UID), "-G", str(SHELL_GID)]
+        else:
+            cmd += ["--", "setpriv", "--bounding-set", ROOT_DROPPED_CAPS]
         return [*cmd, "--", *argv]
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -307,6 +311,18 @@ class Sandbox:
                 await self.stop()
                 raise EnvironmentProblem(f"{self.serial}: the phone's init did not come up")
             await asyncio.sleep(0.02)
+        await self._sdcard_noexec()
+
+    async def _sdcard_noexec(self) -> None:
+        """/sdcard is noexec on Android (bwrap has no such bind option): remount it from outside."""
+        argv = ["nsenter", "-t", str(self.init_pid), "-m"]
+        if not self.privileged:
+            argv += ["-U", "--preserve-credentials"]
+        argv += ["--", "mount", "-o", "remount,bind,noexec,nosuid,nodev", "/storage/emulated/0"]
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        )
+        await proc.wait()  # best effort: a phone whose sdcard allows exec is still usable
 
     async def stop(self) -> None:
         """Kill the namespace (every process of this phone); idempotent."""

@@ -22,6 +22,13 @@ import threading
 CTL = "/dev/.farm"
 SU_SOCKET = f"{CTL}/su.sock"
 MAX_FDS = 3
+# As for `adb root` (farm/virtual/sandbox.py): root here must not reach the host.
+DROP_CAPS = [
+    "setpriv",
+    "--bounding-set",
+    "-sys_admin,-mknod,-sys_module,-sys_rawio,-sys_boot,-sys_time,-net_admin,-sys_ptrace",
+    "--",
+]
 
 
 def _recv_request(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
@@ -47,7 +54,13 @@ def _serve_su(conn: socket.socket) -> None:
         if not os.path.isdir(cwd):
             cwd = "/"
         child = subprocess.Popen(
-            argv, stdin=fds[0], stdout=fds[1], stderr=fds[2], env=env, cwd=cwd, start_new_session=True
+            DROP_CAPS + argv,
+            stdin=fds[0],
+            stdout=fds[1],
+            stderr=fds[2],
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
         )
         for fd in fds:
             os.close(fd)

@@ -210,3 +210,11 @@ def test_reboot_from_inside_kills_everything_and_forgets_volatile_state(phone: W
         time.sleep(0.05)
     out = phone.sh("getprop debug.farm.r; ps -A -o NAME").stdout
     assert out.splitlines()[0] == "" and "sleep" not in out
+
+
+def test_sdcard_is_noexec_and_data_local_tmp_is_exec(phone: WorldThread) -> None:
+    script = (
+        "cp /system/bin/sh /sdcard/x && chmod 755 /sdcard/x; /sdcard/x -c true; echo sd=$?; "
+        "cp /system/bin/sh /data/local/tmp/x && chmod 755 /data/local/tmp/x; /data/local/tmp/x -c true; echo tmp=$?"
+    )
+    assert phone.sh(script).stdout.splitlines() == ["sd=126", "tmp=0"]
