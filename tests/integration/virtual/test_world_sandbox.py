@@ -215,6 +215,7 @@ def test_reboot_from_inside_kills_everything_and_forgets_volatile_state(phone: W
 def test_sdcard_is_noexec_and_data_local_tmp_is_exec(phone: WorldThread) -> None:
     script = (
         "cp /system/bin/sh /sdcard/x && chmod 755 /sdcard/x; /sdcard/x -c true; echo sd=$?; "
-        "cp /system/bin/sh /data/local/tmp/x && chmod 755 /data/local/tmp/x; /data/local/tmp/x -c true; echo tmp=$?"
+        "cp /system/bin/sh /data/local/tmp/x && chmod 755 /data/local/tmp/x; "
+        "/data/local/tmp/x -c true; echo tmp=$?"
     )
     assert phone.sh(script).stdout.splitlines() == ["sd=126", "tmp=0"]
