@@ -57,7 +57,8 @@ static int step(void *user, farm_split *split)
         loss = mlp_cpu_step(&a->cpu, a->data->x + xoff, y, a->lr);
     }
     if (!isfinite(loss))
-        farm_die(FARM_EXIT_ERROR, "loss is %g at step %zu: lower --lr", loss, a->calls);
+        farm_die(FARM_EXIT_ERROR, "loss diverged (%s) at step %zu: lower --lr", isnan(loss) ? "NaN" : "infinite",
+                 a->calls);
     a->loss[a->calls] = loss;
     a->split[a->calls] = *split;
     a->calls++;

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -151,6 +152,15 @@ def test_loss_falls_on_the_synthetic_task(train, tmp_path: Path, backend: str) -
     assert np.mean(losses[-10:]) < 0.7 * np.mean(losses[:10])
     (result,) = r.of("result")
     assert result["loss_first"] == losses[0] and result["loss_last"] == losses[-1]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_divergence_exits_5_naming_the_remedy(train, backend: str) -> None:
+    r = train(f"--backend={backend}", "--layers=64,32,8", "--lr=1000", "--steps=50", "--warmup=0")
+    assert r.returncode == 5
+    m = re.fullmatch(r"train: loss diverged \((NaN|infinite)\) at step (\d+): lower --lr", r.stderr.strip())
+    assert m, r.stderr
+    assert len(r.of("iter")) == int(m.group(2)) and not r.of("result")
 
 
 def test_cpu_mt_equals_cpu_exactly(train) -> None:
