@@ -76,7 +76,9 @@ static void current_node(jsonw *w, const char *dir, const char *status, const pr
     jw_str(w, "unit_hint", big == 0 ? NULL : (big < MA_THRESHOLD ? "mA" : "uA"));
     const char *sign = NULL;
     if (big != 0 && status) {
-        int discharging = strcmp(status, "Discharging") == 0;
+        /* "Not charging": cable in but charging stopped (input_suspend, thermal): the battery
+         * feeds the phone, so it discharges */
+        int discharging = strcmp(status, "Discharging") == 0 || strcmp(status, "Not charging") == 0;
         int charging = strcmp(status, "Charging") == 0;
         if (discharging) sign = sum < 0 ? "negative_discharging" : "positive_discharging";
         /* while charging the ABI convention is positive (into the battery) */
