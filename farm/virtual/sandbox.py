@@ -216,7 +216,15 @@ class Sandbox:
             elif host.is_dir():
                 argv += ["--ro-bind", str(host), f"/{top}"]
         argv += ["--proc", "/proc", "--ro-bind", str(lay.meminfo), "/proc/meminfo"]
-        argv += ["--dev", "/dev", "--bind", str(lay.ctl), CTL_PHONE_DIR]
+        if self.privileged:
+            argv += ["--dev", "/dev"]
+        else:
+            # --dev needs devpts, for which bwrap nests a second user namespace; nsenter could
+            # then not enter the PID namespace (owned by the outer one). Bind the few nodes instead.
+            argv += ["--tmpfs", "/dev"]
+            for node in ("null", "zero", "full", "random", "urandom", "tty"):
+                argv += ["--dev-bind", f"/dev/{node}", f"/dev/{node}"]
+        argv += ["--bind", str(lay.ctl), CTL_PHONE_DIR]
         argv += ["--tmpfs", "/etc"]
         for name in ("passwd", "group", "hosts"):
             argv += ["--ro-bind", str(lay.etc / name), f"/etc/{name}"]
