@@ -23,7 +23,6 @@
 #define TOL_FP16_ARITH 6e-2
 
 typedef struct {
-    const farm_common *common;
     cnn_net *net;
     int gpu;
     cnn_cpu cpu;
@@ -158,6 +157,25 @@ static void dump(const cnn_net *net, const float *result, const char *path)
         farm_die(FARM_EXIT_ERROR, "--dump-output: %s", err);
 }
 
+/* Recomputes the network on the single-thread cpu path and compares; atol scales with the
+ * largest reference value so the tolerance reads as a fraction of the output's range. */
+static farm_cmp verify_against_cpu(const cnn_net *net, const float *input, int fp16, const float *got, double tol)
+{
+    cnn_cpu ref;
+    cnn_cpu_init(&ref, net, fp16, NULL);
+    memcpy(ref.tensor[0], input, cnn_tensor_count(net, 0) * sizeof(float));
+    for (int i = 0; i < net->nlayers; ++i)
+        cnn_cpu_layer(&ref, i);
+    const float *want = cnn_cpu_result(&ref);
+    const size_t n = cnn_result_count(net);
+    double scale = 0.0;
+    for (size_t i = 0; i < n; ++i)
+        scale = fmax(scale, fabs((double)want[i]));
+    farm_cmp cmp = farm_compare(got, want, n, tol, tol * scale);
+    cnn_cpu_free(&ref);
+    return cmp;
+}
+
 int main(int argc, char **argv)
 {
     farm_common common;
@@ -216,7 +234,6 @@ int main(int argc, char **argv)
 
     app a;
     memset(&a, 0, sizeof a);
-    a.common = &common;
     a.net = &net;
     a.gpu = strcmp(common.backend, "gpu") == 0;
     farm_cl cl;
@@ -269,21 +286,9 @@ int main(int argc, char **argv)
         dump(&net, result, common.dump_output);
 
     farm_cmp cmp = {1, 0, 0, 0.0, 0.0};
-    double tol = 0.0;
-    if (common.verify) {
-        cnn_cpu ref;
-        cnn_cpu_init(&ref, &net, fp16, NULL);
-        memcpy(ref.tensor[0], input, in_count * sizeof(float));
-        for (int i = 0; i < net.nlayers; ++i)
-            cnn_cpu_layer(&ref, i);
-        const float *want = cnn_cpu_result(&ref);
-        double scale = 0.0;
-        for (size_t i = 0; i < n; ++i)
-            scale = fmax(scale, fabs((double)want[i]));
-        tol = !fp16 ? TOL_FP32 : a.gpu_state.half_arith ? TOL_FP16_ARITH : TOL_FP16_STORAGE;
-        cmp = farm_compare(result, want, n, tol, tol * scale);
-        cnn_cpu_free(&ref);
-    }
+    const double tol = !fp16 ? TOL_FP32 : a.gpu_state.half_arith ? TOL_FP16_ARITH : TOL_FP16_STORAGE;
+    if (common.verify)
+        cmp = verify_against_cpu(&net, input, fp16, result, tol);
 
     double total_flops = 0.0;
     for (int i = 0; i < net.nlayers; ++i)
