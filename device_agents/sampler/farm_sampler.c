@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/types.h>
@@ -440,6 +441,9 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    /* The default 50 us timer slack would make every tick that late; 1 us keeps wake-ups on the
+     * deadline at no measurable cost at these rates. */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 
     out_t o;
     memset(&o, 0, sizeof(o));
