@@ -266,6 +266,15 @@ int main(int argc, char **argv)
     if (fp16 && a.gpu && !a.gpu_state.half_arith)
         farm_json_str(&j, "fp16_fallback", "device lacks cl_khr_fp16: half storage, fp32 arithmetic");
     farm_json_str(&j, "weights", weights_dir ? weights_dir : "seeded");
+    /* memory the network holds on the device (Augur's model: weights + feature maps) */
+    double weight_values = 0.0, activation_values = 0.0;
+    for (int i = 0; i < net.nlayers; ++i)
+        if (net.layer[i].kind == CNN_CONV)
+            weight_values += (double)net.layer[i].cout * (net.layer[i].cin * net.layer[i].k * net.layer[i].k + 1);
+    for (int t = 0; t < net.ntensors; ++t)
+        activation_values += (double)cnn_tensor_count(&net, t);
+    farm_json_num(&j, "weights_bytes", weight_values * (fp16 ? 2 : 4));
+    farm_json_num(&j, "activations_bytes", activation_values * (fp16 ? 2 : 4));
     farm_json_str(&j, "g", g_spec);
     if (a.gpu) {
         farm_json_u64(&j, "wg", a.gpu_state.wg);

@@ -219,6 +219,8 @@ def test_layer_events_carry_time_flops_bytes(cnn, net, tmp_path: Path) -> None:
     assert {e["g"] for e in layers if e["kind"] == "conv"} == {4}
     (it,) = r.of("iter")
     assert it["kernel_ns"] == pytest.approx(sum(e["time_ns"] for e in layers), rel=1e-6)
+    params = sum(op.cout * (op.cin * op.k * op.k + 1) for op in ops if op.kind == "conv")
+    assert r.of("info")[0]["weights_bytes"] == 4 * params
 
 
 def test_granularity_changes_work_split_not_result(cnn, net, tmp_path: Path) -> None:
