@@ -95,7 +95,18 @@ def _serve_su(conn: socket.socket) -> None:
         conn.close()
 
 
+def _name_self_init() -> None:
+    """Show as `init` in ps (comm), like Android's first process."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, b"init", 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> int:
+    _name_self_init()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     server = None
     if os.getuid() == 0 and os.path.exists(f"{CTL}/rooted"):
