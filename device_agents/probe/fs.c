@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "fs.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -62,10 +63,31 @@ int fs_read_ll(const char *phone_path, long long *out) {
 
 int fs_writable(const char *phone_path) { return access(fs_path(phone_path), W_OK) == 0; }
 
+/* Natural order, so thermal_zone10 sorts after thermal_zone9 (strverscmp is glibc-only). */
+static int natural_cmp(const char *x, const char *y) {
+    while (*x && *y) {
+        if (isdigit((unsigned char)*x) && isdigit((unsigned char)*y)) {
+            while (*x == '0') x++;
+            while (*y == '0') y++;
+            size_t nx = 0, ny = 0;
+            while (isdigit((unsigned char)x[nx])) nx++;
+            while (isdigit((unsigned char)y[ny])) ny++;
+            if (nx != ny) return nx < ny ? -1 : 1;
+            int c = strncmp(x, y, nx);
+            if (c) return c;
+            x += nx;
+            y += ny;
+        } else {
+            if (*x != *y) return (unsigned char)*x < (unsigned char)*y ? -1 : 1;
+            x++;
+            y++;
+        }
+    }
+    return (unsigned char)*x - (unsigned char)*y;
+}
+
 static int cmp_names(const void *a, const void *b) {
-    /* natural order so thermal_zone10 sorts after thermal_zone9 */
-    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
-    return strverscmp(x, y);
+    return natural_cmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 int fs_list(const char *phone_dir, const char *prefix, char **names, int max) {
