@@ -38,6 +38,7 @@ CTL_PHONE_DIR = "/dev/.farm"
 TOOLS_SRC_DIR = Path(__file__).parent / "tools"
 TOOLS_PHONE_DIR = "/system/lib/farm"
 PHONE_PATH = "/system/bin:/system/xbin:/vendor/bin:/usr/bin:/bin"
+POCL_CACHE_PHONE_DIR = "/data/vendor/pocl-cache"
 HOST_LIBOPENCL = "/usr/lib/x86_64-linux-gnu/libOpenCL.so.1"
 INIT_READY_TIMEOUT_S = 10.0
 # Root on the phone is root in the sandbox, not on the host: no mounts, device nodes, modules...
@@ -141,6 +142,9 @@ class Sandbox:
         _mkdir(lay.data, 0o771, *root)
         _mkdir(lay.data / "local", 0o751, *root)
         _mkdir(lay.data / "local" / "tmp", 0o771, *shell)
+        _mkdir(lay.data / "vendor", 0o771, *root)
+        # PoCL's kernel cache (the "vendor driver cache"); kept across reboots like a real one.
+        _mkdir(lay.data / "vendor" / "pocl-cache", 0o770, *shell)
         _mkdir(lay.sdcard, 0o770, *shell)
         _mkdir(lay.ctl, 0o775, *shell)
         lay.sys.mkdir(exist_ok=True)

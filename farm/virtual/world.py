@@ -16,7 +16,14 @@ from farm.virtual.phone_api import PhoneWorld
 from farm.virtual.physics import Physics
 from farm.virtual.profile import Profile
 from farm.virtual.profiles import load_profile
-from farm.virtual.sandbox import CTL_PHONE_DIR, PHONE_PATH, SHELL_GID, SHELL_UID, Sandbox
+from farm.virtual.sandbox import (
+    CTL_PHONE_DIR,
+    PHONE_PATH,
+    POCL_CACHE_PHONE_DIR,
+    SHELL_GID,
+    SHELL_UID,
+    Sandbox,
+)
 
 # Keys `set_property` from the adbd side may change (everything else is the profile's).
 _ADBD_WRITABLE_PREFIXES = ("service.adb.", "persist.", "debug.", "sys.", "ctl.")
@@ -150,7 +157,7 @@ class SandboxWorld:
             # PoCL stands in for the phone's GPU: its worker threads are the "GPU cores", and it
             # needs a writable kernel cache (HOME=/ is not writable for shell).
             "POCL_MAX_PTHREAD_COUNT": str(self.profile.gpu.cores if self.profile.gpu else 1),
-            "POCL_CACHE_DIR": "/data/local/tmp/.pocl-cache",
+            "POCL_CACHE_DIR": f"{POCL_CACHE_PHONE_DIR}/{user}",  # root's entries would lock out shell
             "FARM_CTL_DIR": CTL_PHONE_DIR,
         }
         return env
