@@ -1,10 +1,14 @@
-/* gpuload control (see control.h). The command is target + P + I: the feed-forward term gets the
- * load near the target at once, the integral removes the bias between wall-time duty and what the
- * busy counter sees (other processes, driver overhead, counter definition). */
-#include <stdio.h>
+/* gpuload control (see control.h). */
 #include <stdlib.h>
 
 #include "control.h"
+
+#define MIN_COVERAGE 0.3    /* a window mostly from before the run says little about us */
+#define MIN_DUTY 0.02       /* too little duty says nothing about the gain */
+#define SATURATED 0.98      /* counter pinned at 100%: the gain is at least measured/duty */
+#define SATURATED_STEP 1.5  /* ... so assume more, to get out of saturation in one window */
+
+static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 int gpuload_parse_busy(const char *text, double *util)
 {
@@ -24,54 +28,101 @@ int gpuload_parse_busy(const char *text, double *util)
     double b = strtod(p, &end);
     if (end == p)
         return -1;
-    if (b <= 0) { /* idle window: kgsl reports "0 0" */
+    if (b <= 0) { /* kgsl reports "0 0" before its first window */
         *util = 0.0;
         return 0;
     }
-    double u = a / b;
-    *util = u < 0 ? 0 : u > 1 ? 1 : u;
+    *util = clamp(a / b, 0.0, 1.0);
     return 0;
 }
 
-static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
-
-void gpuload_pi_init(gpuload_pi *pi, double target, double kp, double ki)
+void gpuload_ring_push(gpuload_ring *r, uint64_t end_ns, uint64_t len_ns, uint64_t busy_ns)
 {
-    pi->target = target;
-    pi->kp = kp;
-    pi->ki = ki;
-    pi->integral = 0.0;
-    pi->duty = target;
-    pi->correction = 0.0;
+    r->end_ns[r->head] = end_ns;
+    r->len_ns[r->head] = len_ns;
+    r->busy_ns[r->head] = busy_ns;
+    r->head = (r->head + 1) % GPULOAD_RING;
+    if (r->n < GPULOAD_RING)
+        r->n++;
 }
 
-double gpuload_pi_update(gpuload_pi *pi, double measured, double dt_s)
+double gpuload_ring_duty(const gpuload_ring *r, uint64_t now_ns, uint64_t window_ns)
 {
-    const double err = pi->target - measured;
-    const double limit = pi->ki > 0 ? 1.0 / pi->ki : 0.0; /* the I term alone may span 0..1 */
-    pi->integral = clamp(pi->integral + err * dt_s, -limit, limit);
-    pi->correction = pi->kp * err + pi->ki * pi->integral;
-    pi->duty = clamp(pi->target + pi->correction, 0.0, 1.0);
-    return pi->duty;
-}
-
-void gpuload_gain_init(gpuload_gain *g, double alpha)
-{
-    g->gain = 1.0;
-    g->alpha = alpha;
-}
-
-double gpuload_gain_update(gpuload_gain *g, double measured, double duty)
-{
-    /* Too little duty says nothing about the gain (and target 0 needs none). */
-    if (duty >= 0.05) {
-        const double inst = clamp(measured / duty, 0.05, 5.0);
-        g->gain += g->alpha * (inst - g->gain);
+    if (window_ns == 0)
+        return 0.0;
+    const uint64_t lo = now_ns > window_ns ? now_ns - window_ns : 0;
+    double busy = 0.0;
+    for (size_t i = 0; i < r->n; i++) {
+        size_t k = (r->head + GPULOAD_RING - 1 - i) % GPULOAD_RING;
+        uint64_t end = r->end_ns[k] < now_ns ? r->end_ns[k] : now_ns;
+        uint64_t start = r->end_ns[k] - r->len_ns[k];
+        if (r->end_ns[k] <= lo)
+            break;
+        if (start < lo)
+            start = lo;
+        if (end > start && r->len_ns[k])
+            busy += (double)r->busy_ns[k] * (double)(end - start) / (double)r->len_ns[k];
     }
-    return g->gain;
+    return clamp(busy / (double)window_ns, 0.0, 1.0);
 }
 
-double gpuload_closed_duty(const gpuload_pi *pi, const gpuload_gain *g)
+void gpuload_ctl_init(gpuload_ctl *c, double target, double initial_gain, double ki)
 {
-    return clamp(pi->target / g->gain + pi->correction, 0.0, 1.0);
+    c->target = target;
+    c->gain = initial_gain > 0 ? initial_gain : 1.0;
+    c->ki = ki;
+    c->integral = 0.0;
+    c->learned = 0;
+    c->last_error = 0.0;
+}
+
+void gpuload_ctl_window(gpuload_ctl *c, double measured, double own_duty, double coverage, double dt_s)
+{
+    if (coverage < MIN_COVERAGE)
+        return;
+    if (own_duty >= MIN_DUTY) {
+        double inst = measured / own_duty;
+        if (measured >= SATURATED) {
+            inst *= SATURATED_STEP;
+            if (inst < c->gain)
+                inst = c->gain * SATURATED_STEP;
+        }
+        inst = clamp(inst, 0.05, 20.0);
+        /* The first window replaces the guess; later ones are smoothed against noise. */
+        c->gain = c->learned ? 0.5 * c->gain + 0.5 * inst : inst;
+        c->learned = 1;
+    }
+    /* Integral trim only for the residual once the gain is known (and only for full windows). */
+    c->last_error = c->target - measured;
+    if (c->learned && coverage >= 0.999 && c->ki > 0) {
+        const double limit = 0.3 / c->ki;
+        c->integral = clamp(c->integral + c->last_error * dt_s, -limit, limit);
+    }
+}
+
+double gpuload_ctl_duty(const gpuload_ctl *c)
+{
+    if (c->target <= 0)
+        return 0.0;
+    return clamp(c->target / c->gain + c->ki * c->integral, 0.0, 1.0);
+}
+
+void gpuload_open_init(gpuload_open *o, double target, double ki)
+{
+    o->target = target;
+    o->ki = ki;
+    o->integral = 0.0;
+}
+
+void gpuload_open_update(gpuload_open *o, double own_duty, double dt_s)
+{
+    const double limit = o->ki > 0 ? 0.5 / o->ki : 0.0;
+    o->integral = clamp(o->integral + (o->target - own_duty) * dt_s, -limit, limit);
+}
+
+double gpuload_open_duty(const gpuload_open *o)
+{
+    if (o->target <= 0)
+        return 0.0;
+    return clamp(o->target + o->ki * o->integral, 0.0, 1.0);
 }

@@ -97,3 +97,9 @@ def kernel_program(tmp_path: Path) -> Iterator[Callable[[str], KernelProgram]]:
         return KernelProgram(build_program(name), tmp_path / "clcache", env)
 
     yield make
+
+
+@pytest.fixture
+def kernel_build() -> Callable[[str], Path]:
+    """Factory: kernel_build("gpuload") -> path of the built binary (for pushing to a phone)."""
+    return build_program
