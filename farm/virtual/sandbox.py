@@ -100,6 +100,10 @@ class StateLayout:
         return self.root / "proc-meminfo"
 
     @property
+    def init_log(self) -> Path:
+        return self.root / "init.log"
+
+    @property
     def ground_truth(self) -> Path:
         return self.root / "ground_truth.jsonl"
 
@@ -293,37 +297,46 @@ class Sandbox:
         with contextlib.suppress(FileNotFoundError):
             ready.unlink()
         info_r, info_w = os.pipe()
+        # bwrap's and init's stderr go to a file: a pipe nobody reads could fill up and block init.
+        log = self.layout.init_log.open("ab")
         try:
             self._bwrap = await asyncio.create_subprocess_exec(
                 *self._bwrap_argv(info_w),
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
+                stdout=log,
+                stderr=log,
                 pass_fds=(info_w,),
                 start_new_session=True,
             )
         finally:
             os.close(info_w)
+            log.close()
         loop = asyncio.get_running_loop()
         info = await loop.run_in_executor(None, _read_all, info_r)
         try:
             self._init_pid = int(json.loads(info)["child-pid"])
         except (ValueError, KeyError):
-            err = b""
-            if self._bwrap.stderr is not None:
-                err = await self._bwrap.stderr.read()
             await self.stop()
             raise EnvironmentProblem(
-                f"{self.serial}: bwrap failed to start the sandbox: {err.decode(errors='replace').strip()}"
+                f"{self.serial}: bwrap failed to start the sandbox: {self._log_tail()}"
             ) from None
         self._pidns = os.readlink(f"/proc/{self._init_pid}/ns/pid")
         deadline = loop.time() + INIT_READY_TIMEOUT_S
         while not ready.exists():
             if not self.running or loop.time() > deadline:
                 await self.stop()
-                raise EnvironmentProblem(f"{self.serial}: the phone's init did not come up")
+                raise EnvironmentProblem(
+                    f"{self.serial}: the phone's init did not come up: {self._log_tail()}"
+                )
             await asyncio.sleep(0.02)
         await self._sdcard_noexec()
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self.layout.init_log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        except OSError:
+            return "no log"
+        return lines[-1] if lines else "no output"
 
     async def _sdcard_noexec(self) -> None:
         """/sdcard is noexec on Android (bwrap has no such bind option): remount it from outside."""
