@@ -1,0 +1,126 @@
+"""The fleet's endpoints from the farm config: the local adb server and one tunnel per lab host.
+
+    with open_fleet(config_path, adb_port) as fleet:
+        phones = discover(fleet.endpoints)
+        session = DeviceSession(fleet.endpoint_for(phone.host).device(phone.adb_serial), ...)
+
+Tunnels are opened in parallel and closed when the fleet closes. A lab host that cannot be reached
+at start is left out with a warning (its tunnel keeps trying, so `farm hosts` shows why); a host
+whose key is unknown or changed stops everything: a security refusal is never a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+
+from farm.errors import ConfigError, HostError
+from farm.fleet.endpoint import LocalAdbEndpoint, adb_port_from_env
+from farm.remote.config import FarmConfig, HostConfig, config_dir, load_config
+from farm.remote.endpoint import SshAdbEndpoint
+from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyChanged, HostKeyPolicy, HostKeyUnknown
+from farm.remote.ssh import load_ssh_config, resolve_target
+from farm.remote.tunnel import SshTunnel, TunnelState
+
+log = logging.getLogger("farm.remote")
+FIRST_CONNECT_TIMEOUT_S = 15.0
+
+
+def default_policy() -> HostKeyPolicy:
+    return HostKeyPolicy(config_dir() / KNOWN_HOSTS_FILE_NAME)
+
+
+class Fleet:
+    """Endpoints for every configured host; open() connects, close() tears the tunnels down."""
+
+    def __init__(
+        self,
+        config: FarmConfig,
+        *,
+        policy: HostKeyPolicy | None = None,
+        local_adb_port: int | None = None,
+        require_local: bool = True,
+    ) -> None:
+        self.config = config
+        self.policy = policy or default_policy()
+        self.local_adb_port = local_adb_port
+        self.require_local = require_local
+        self.tunnels: dict[str, SshTunnel] = {}
+        self.by_host: dict[str, LocalAdbEndpoint] = {}
+        self.unreachable: dict[str, HostError] = {}
+
+    @property
+    def endpoints(self) -> list[LocalAdbEndpoint]:
+        return list(self.by_host.values())
+
+    def endpoint_for(self, host: str) -> LocalAdbEndpoint:
+        try:
+            return self.by_host[host]
+        except KeyError:
+            raise ConfigError(f"no reachable host named {host!r}") from None
+
+    def open(self) -> Fleet:
+        try:
+            for host in self.config.hosts:
+                if host.is_local:
+                    self._open_local(host)
+            remote = list(self.config.remote_hosts)
+            if remote:
+                with ThreadPoolExecutor(max_workers=min(8, len(remote))) as pool:
+                    list(pool.map(self._open_remote, remote))
+                for host in remote:  # keep the config's order
+                    self._settle(host)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        for tunnel in self.tunnels.values():
+            tunnel.close()
+        self.tunnels.clear()
+
+    def __enter__(self) -> Fleet:
+        return self.open()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _open_local(self, host: HostConfig) -> None:
+        explicit = self.local_adb_port or (host.adb_port if self.config.path is not None else None)
+        endpoint = LocalAdbEndpoint(adb_port_from_env(explicit), host=host.name)
+        if self.require_local:
+            endpoint.check_server()
+        self.by_host[host.name] = endpoint
+
+    def _open_remote(self, host: HostConfig) -> None:
+        target = resolve_target(host, load_ssh_config())
+        tunnel = SshTunnel(target, self.policy, adb_port=host.adb_port, keepalive_s=host.keepalive_s)
+        self.tunnels[host.name] = tunnel.open()
+        tunnel.wait_settled(FIRST_CONNECT_TIMEOUT_S)
+
+    def _settle(self, host: HostConfig) -> None:
+        tunnel = self.tunnels[host.name]
+        if isinstance(tunnel.last_error, HostKeyUnknown | HostKeyChanged):
+            raise tunnel.last_error
+        if tunnel.state is not TunnelState.UP:
+            error = tunnel.down_error()
+            self.unreachable[host.name] = error
+            log.warning("farm: %s (its phones are left out; see `farm hosts check %s`)", error, host.name)
+            return
+        self.by_host[host.name] = SshAdbEndpoint(tunnel)
+
+
+def open_fleet(
+    config_path: Path | None = None, adb_port: int | None = None, *, hosts: Sequence[str] = ()
+) -> Fleet:
+    """A Fleet (not yet open) for the config found from `config_path` (see farm.remote.config)."""
+    config = load_config(config_path, local_adb_port=adb_port_from_env(adb_port))
+    if hosts:
+        config = FarmConfig(tuple(config.host(name) for name in hosts), config.path)
+    return Fleet(config, local_adb_port=adb_port)

@@ -1,0 +1,49 @@
+"""Helpers for the remote-host tests: a farm config dir (farm.yaml + farm's known_hosts) for a set
+of fake lab hosts, and the environment that points the CLI at it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from farm.remote.config import parse_config
+from farm.remote.fleet import Fleet
+from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyPolicy
+from tests.fixtures.sshd import LabHost
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def write_config(folder: Path, hosts: Sequence[LabHost], *, trust: bool = True, local: bool = True) -> Path:
+    """farm.yaml for `hosts` (plus the implicit local host) in `folder`; their keys trusted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = ("" if local else "local: false\n") + "hosts:\n" + "".join(h.config_entry() for h in hosts)
+    (folder / "farm.yaml").write_text(text)
+    known = folder / KNOWN_HOSTS_FILE_NAME
+    known.write_text("".join(h.sshd.known_hosts_line() for h in hosts) if trust else "")
+    return folder / "farm.yaml"
+
+
+def policy_in(folder: Path) -> HostKeyPolicy:
+    return HostKeyPolicy(folder / KNOWN_HOSTS_FILE_NAME, system_files=[folder / "no-system-known-hosts"])
+
+
+def fleet_in(folder: Path, local_adb_port: int | None = None) -> Fleet:
+    config = parse_config((folder / "farm.yaml").read_text(), str(folder / "farm.yaml"))
+    return Fleet(config, policy=policy_in(folder), local_adb_port=local_adb_port, require_local=False)
+
+
+def cli_env(config_dir: Path, home: Path, adb_port: int, results: Path) -> dict[str, str]:
+    """The CLI's environment: its own HOME (no ~/.ssh of the machine), config dir, results, adb."""
+    env = dict(os.environ)
+    env.update(
+        HOME=str(home),
+        FARM_CONFIG_DIR=str(config_dir),
+        FARM_CONFIG=str(config_dir / "farm.yaml"),
+        FARM_RESULTS=str(results),
+        ANDROID_ADB_SERVER_PORT=str(adb_port),
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    env.pop("SSH_AUTH_SOCK", None)
+    return env

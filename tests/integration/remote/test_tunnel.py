@@ -1,0 +1,70 @@
+"""The SSH tunnel against a real sshd: adbutils through it sees the lab host's phones, shell and
+push work, and the tunnel comes back by itself after sshd was stopped and started again."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import adbutils
+import pytest
+
+from farm.errors import HostError
+from farm.remote.config import parse_config
+from farm.remote.endpoint import SshAdbEndpoint
+from farm.remote.ssh import load_ssh_config, resolve_target
+from farm.remote.tunnel import SshTunnel, TunnelState
+from tests.integration.remote.labs import policy_in, write_config
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def lab(lab_hosts):
+    return lab_hosts("lab1", address="127.0.0.2", phones=1)
+
+
+def _tunnel(folder: Path, lab) -> SshTunnel:
+    config = parse_config((folder / "farm.yaml").read_text(), "farm.yaml")
+    target = resolve_target(config.host(lab.name), load_ssh_config(folder / "none"))
+    return SshTunnel(target, policy_in(folder), adb_port=lab.adb.port, keepalive_s=1.0)
+
+
+def test_adb_through_the_tunnel_lists_and_runs_on_the_lab_phone(lab, tmp_path: Path) -> None:
+    write_config(tmp_path, [lab])
+    with _tunnel(tmp_path, lab) as tunnel:
+        assert tunnel.wait_up(15), tunnel.last_error
+        endpoint = SshAdbEndpoint(tunnel)
+        listed = endpoint.list()
+        assert [item.adb_serial for item in listed] == [lab.phones[0].adb_serial]
+        device = endpoint.device(lab.phones[0].adb_serial)
+        assert device.getprop("ro.serialno") == lab.phones[0].serial
+        payload = tmp_path / "blob.bin"
+        payload.write_bytes(bytes(range(256)) * 4096)
+        device.sync.push(str(payload), "/data/local/tmp/blob.bin")
+        assert device.shell(["wc", "-c", "/data/local/tmp/blob.bin"]).split()[0] == str(256 * 4096)
+        version, rtt_s = tunnel.adb_round_trip_s()
+        assert version > 30 and rtt_s > 0
+
+
+def test_tunnel_goes_down_with_sshd_and_comes_back_on_the_same_port(lab, tmp_path: Path) -> None:
+    write_config(tmp_path, [lab])
+    with _tunnel(tmp_path, lab) as tunnel:
+        assert tunnel.wait_up(15), tunnel.last_error
+        port = tunnel.local_port
+        lab.sshd.stop()
+        try:
+            deadline = time.monotonic() + 10
+            while tunnel.is_up and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert tunnel.state is TunnelState.DOWN
+            with pytest.raises(HostError, match="not connected"):
+                SshAdbEndpoint(tunnel).list()
+            client = adbutils.AdbClient("127.0.0.1", port, socket_timeout=5)
+            with pytest.raises((adbutils.AdbError, OSError, EOFError)):
+                client.device_list()
+        finally:
+            lab.sshd.start()
+        assert tunnel.wait_up(20), tunnel.last_error
+        assert tunnel.local_port == port and tunnel.reconnects >= 1
+        assert [i.adb_serial for i in SshAdbEndpoint(tunnel).list()] == [lab.phones[0].adb_serial]
