@@ -163,6 +163,10 @@ class Capabilities:
         return None
 
 
+def _str_or_none(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
 def _node(d: Any) -> Node | None:
     if d is None:
         return None
@@ -172,9 +176,23 @@ def _node(d: Any) -> Node | None:
         path=str(d["path"]),
         present=bool(d.get("present", True)),
         readable=bool(d.get("readable", False)),
-        error=d.get("error"),
-        value=d.get("value"),
+        error=_str_or_none(d.get("error")),
+        value=_str_or_none(d.get("value")),
     )
+
+
+def _choice(value: Any, allowed: tuple[str, ...], what: str) -> str | None:
+    """A hint from the probe: one of `allowed`, or None when the probe could not tell."""
+    if value is None or value in allowed:
+        return value
+    raise ProbeOutputError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+
+
+def _required_node(d: Any) -> Node:
+    node = _node(d)
+    if node is None:
+        raise ProbeOutputError("expected a node object, got null")
+    return node
 
 
 def _int_or_none(text: Any) -> int | None:
@@ -192,11 +210,11 @@ def _battery(b: Mapping[str, Any]) -> Battery:
         dir=b.get("dir"),
         status=b.get("status"),
         current=_node(b.get("current_now")),
-        current_unit=cur.get("unit_hint"),
+        current_unit=_choice(cur.get("unit_hint"), ("uA", "mA"), "battery current unit"),
         current_sign=CurrentSign(sign) if sign else CurrentSign.UNKNOWN,
         current_samples=tuple(int(x) for x in cur.get("samples", ())),
         voltage=_node(b.get("voltage_now")),
-        voltage_unit=volt.get("unit_hint"),
+        voltage_unit=_choice(volt.get("unit_hint"), ("uV", "mV", "V"), "battery voltage unit"),
         current_avg=_node(b.get("current_avg")),
         charge_counter=_node(b.get("charge_counter")),
         capacity=_node(b.get("capacity")),
@@ -210,17 +228,19 @@ def _gpu(g: Mapping[str, Any]) -> Gpu:
         family=GpuFamily(g.get("family", "unknown")),
         model=g.get("model"),
         busy=_node(busy),
-        busy_format=busy.get("format") if busy else None,
+        busy_format=_choice(
+            busy.get("format") if busy else None, ("kgsl", "pct", "int", "float"), "GPU busy format"
+        ),
         freq=_node(freq),
-        freq_unit=freq.get("unit") if freq else None,
+        freq_unit=_choice(freq.get("unit") if freq else None, ("Hz", "kHz", "MHz"), "GPU frequency unit"),
         candidates=tuple(n for n in (_node(c) for c in g.get("candidates", ())) if n is not None),
     )
 
 
 def _thermal(t: Mapping[str, Any]) -> ThermalZone:
-    node = _node(t)
-    assert node is not None  # _node raises on anything but a node object
-    return ThermalZone(zone=str(t.get("zone", "")), type=t.get("type"), node=node, unit=t.get("unit_hint"))
+    node = _required_node(t)
+    unit = _choice(t.get("unit_hint"), ("mC", "dC", "C"), "thermal unit")
+    return ThermalZone(zone=str(t.get("zone", "")), type=_str_or_none(t.get("type")), node=node, unit=unit)
 
 
 def _policy(p: Mapping[str, Any]) -> CpuPolicy:
@@ -236,8 +256,7 @@ def _policy(p: Mapping[str, Any]) -> CpuPolicy:
 
 
 def _charging(c: Mapping[str, Any]) -> ChargingNode:
-    node = _node(c)
-    assert node is not None
+    node = _required_node(c)
     return ChargingNode(node, bool(c.get("writable")), str(c["enable_value"]), str(c["disable_value"]))
 
 

@@ -141,6 +141,8 @@ class Trace:
 def _header(line: bytes) -> TraceHeader:
     try:
         doc = json.loads(line)
+        if not isinstance(doc, dict):
+            raise TraceFormatError("trace header is not a JSON object")
         if doc.get("format") != TRACE_FORMAT:
             raise TraceFormatError(f"not a {TRACE_FORMAT} trace (format={doc.get('format')!r})")
         if doc.get("version") not in SUPPORTED_VERSIONS:
@@ -171,10 +173,15 @@ def _header(line: bytes) -> TraceHeader:
             sampler_pid=int(doc.get("pid", 0)),
             sources=sources,
         )
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, TraceFormatError):
             raise
-        raise TraceFormatError(f"bad trace header: {exc}") from exc
+        raise TraceFormatError(f"bad trace header: {type(exc).__name__}: {exc}") from exc
+    for s in header.sources:
+        if s.width not in (1, 2) or not 0 <= s.column <= header.columns - s.width:
+            raise TraceFormatError(
+                f"trace header: source {s.name!r} lies outside the {header.columns} columns"
+            )
     slots = max(header.columns, 2)
     if header.record_bytes != 16 + 8 * slots:
         raise TraceFormatError(

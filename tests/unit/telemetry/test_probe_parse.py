@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from farm.errors import ConfigError
 from farm.telemetry.probe import CurrentSign, GpuFamily, ProbeOutputError, parse_probe
@@ -279,3 +281,28 @@ def test_sampler_argv_shape_and_validation() -> None:
         sampler_argv("s", [Source("a b", "/p")], 10, "/x")
     with pytest.raises(ConfigError, match="watch_pid"):
         sampler_argv("s", sources, 10, "/x", linger_s=1)
+
+
+JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.sampled_from(
+        ["props", "abi", "root", "opencl", "battery", "charging_control", "gpu", "thermal", "cpu", "memory"]
+    ),
+    junk=JUNK,
+)
+def test_a_damaged_section_gives_capabilities_or_one_clear_error(key: str, junk: object) -> None:
+    """Whatever a broken or future probe prints in one section, parse_probe never crashes."""
+    good = json.loads(doc(gpu=ADRENO_GPU, current=[-1], unit="uA", sign=None, thermal=THERMAL))
+    good[key] = junk
+    try:
+        caps = parse_probe(json.dumps(good))
+    except ProbeOutputError:
+        return
+    default_sources(caps)  # and what it accepted is usable

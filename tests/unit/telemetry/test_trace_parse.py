@@ -8,17 +8,19 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from farm.telemetry.trace import StopReason, TraceFormatError, parse_trace
 
 NAN = float("nan")
 
 
-def _header(sources: list[tuple[str, str, int]], *, watch_pid: int | None = 77, **over: object) -> bytes:
+def _header(spec: list[tuple[str, str, int]], *, watch_pid: int | None = 77, **over: object) -> bytes:
     """sources: (name, format, width). Key order as farm-sampler writes it (format first)."""
     cols = 0
     srcs = []
-    for name, fmt, width in sources:
+    for name, fmt, width in spec:
         srcs.append(
             {
                 "name": name,
@@ -160,3 +162,31 @@ def test_unknown_stop_reason_is_rejected() -> None:
 def test_nan_values_survive_as_nan_in_raw_columns() -> None:
     trace = parse_trace(_small_trace())
     assert math.isnan(trace.values("gpu.busy")[3])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_random_bytes_after_a_header_never_crash(tail: bytes) -> None:
+    """Whatever follows a valid header, the parser returns a Trace or says what is wrong."""
+    try:
+        trace = parse_trace(_header(SOURCES) + tail)
+    except TraceFormatError:
+        return
+    assert trace.columns.shape[1] == 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["format", "version", "start_ns", "rate_hz", "record_bytes", "columns", "sources"]),
+        st.one_of(st.integers(-5, 100), st.text(max_size=5), st.lists(st.integers(), max_size=3), st.none()),
+    )
+)
+def test_random_headers_are_rejected_cleanly(over: dict[str, object]) -> None:
+    """A header the parser accepts must be usable: every source's values can be read."""
+    try:
+        trace = parse_trace(_header(SOURCES, **over) + _record("S", 0, 1, [1.0, 2.0, 3.0, 4.0], SLOTS))
+    except TraceFormatError:
+        return
+    for name in trace.source_names:
+        assert trace.values(name).shape[0] == trace.sample_t_ns.size
