@@ -44,19 +44,18 @@ def charging_control_for(node: str) -> ChargingControl | None:
 _WRITE = 'printf "%s\\n" "$1" > "$2"'
 
 
-def _is_root(session: DeviceSession) -> bool:
-    result = session.shell(["id", "-u"])
-    return result.ok and result.stdout.strip() == "0"
+def _write_and_check(value: str, node: str) -> list[str]:
+    # Write then read back in the same call: one round trip per attempt.
+    return ["sh", "-c", _WRITE + ' && [ "$(cat "$2")" = "$1" ]', "farm", value, node]
 
 
 def write_as_root(session: DeviceSession, node: str, value: str) -> None:
     """Write `value` to a sysfs node as root and check it reads back; DevicePermanentError if the
     phone gives no way to do it (not rooted, SELinux)."""
-    inner = ["sh", "-c", _WRITE, "farm", value, node]
+    inner = _write_and_check(value, node)
     via_su = [["su", "-c", quote_argv(inner)], ["su", "0", *inner]]
-    attempts = [inner] if _is_root(session) else via_su
-    for argv in attempts:
-        if session.shell(argv).ok and read_node(session, node) == value:
+    for argv in [inner, *via_su]:
+        if session.shell(argv).ok:
             return
     raise DevicePermanentError(session.device_id, f"cannot write {node} (needs root)")
 

@@ -269,14 +269,16 @@ class DeviceSession:
         return self.script('kill -0 "$1" 2>/dev/null', str(pid)).ok
 
     def stop(self, pid: int, *, grace_s: float = 2.0) -> None:
-        """SIGTERM, wait up to grace_s, then SIGKILL."""
-        self.kill(pid, "TERM")
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            if not self.is_running(pid):
-                return
-            time.sleep(0.1)
-        self.kill(pid, "KILL")
+        """SIGTERM to the process group, wait up to grace_s on the phone, then SIGKILL (one call)."""
+        steps = max(1, int(grace_s / 0.05))
+        self.script(
+            'kill -s TERM -- "-$1" 2>/dev/null || kill -s TERM "$1" 2>/dev/null || exit 0; i=0; '
+            'while kill -0 "$1" 2>/dev/null && [ "$i" -lt "$2" ]; do sleep 0.05; i=$((i+1)); done; '
+            'kill -s KILL -- "-$1" 2>/dev/null || kill -s KILL "$1" 2>/dev/null; true',
+            str(pid),
+            str(steps),
+            timeout_s=grace_s + self.default_timeout_s,
+        )
 
 
 def file_sha256(path: Path) -> str:

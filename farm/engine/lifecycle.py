@@ -88,6 +88,7 @@ def prepare_phone(session: DeviceSession, phone: Phone, program: str, store: Sto
     doc, caps = probe_phone(session, phone)
     names = [program, SAMPLER] + ([LOAD] if program != LOAD else [])
     programs = deploy_mod.deploy(session, names, phone.abis)
+    controls.stay_awake(session, on=True)
     device_store.record_device(
         store,
         phone.device_id,
@@ -215,7 +216,6 @@ def execute_run(
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, result.notes)
             session.shell(["dumpsys", "battery", "unplug"])
-        controls.stay_awake(session, on=True)
         notify("cooling", {})
         temp, waited = wait_until_cool(prepared, gates, cancel)
         result.env["cooldown_waited_s"] = round(waited, 3)

@@ -36,8 +36,7 @@ class RunDir:
         return f"{self.path}/{name}"
 
     def create(self, session: DeviceSession) -> None:
-        session.shell(["rm", "-rf", self.path])
-        session.shell(["mkdir", "-p", self.path, CL_CACHE_DIR], check=True)
+        session.script('rm -rf "$1" && mkdir -p "$1" "$2"', self.path, CL_CACHE_DIR, check=True)
 
 
 class Background:
@@ -52,6 +51,7 @@ class Background:
         self.stdout = run_dir.file(f"{name}.out")
         self.stderr = run_dir.file(f"{name}.err")
         self.exit_file = run_dir.file(f"{name}.exit")
+        self.exited = False
 
     def __enter__(self) -> Background:
         self.pid = self.session.start(
@@ -66,7 +66,7 @@ class Background:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self.pid is None:
+        if self.pid is None or self.exited:
             return
         try:
             self.session.stop(self.pid, grace_s=1.0)
@@ -103,6 +103,7 @@ class Background:
                 continue
             text = result.stdout.strip()
             if text.lstrip("-").isdigit():
+                self.exited = True
                 return int(text)
 
     def read_stdout(self) -> str:

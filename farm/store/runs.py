@@ -169,9 +169,15 @@ def claim(store: Store, run_id: str, execution_id: int, device_id: str, artifact
         ).rowcount
         if not changed:
             return None
-        attempt = int(conn.execute("SELECT attempts FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0])
+        # Attempt numbers never repeat (an interrupted attempt keeps its row), while runs.attempts
+        # counts only the tries that count against max_attempts.
+        attempt = int(
+            conn.execute(
+                "SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+        )
         conn.execute(
-            "INSERT OR REPLACE INTO attempts (run_id, attempt, device_id, execution_id, started_at) "
+            "INSERT INTO attempts (run_id, attempt, device_id, execution_id, started_at) "
             "VALUES (?, ?, ?, ?, ?)",
             (run_id, attempt, device_id, execution_id, now),
         )
@@ -203,8 +209,9 @@ def finish(
         finished = now if next_state in (RunState.DONE, RunState.FAILED, RunState.SKIPPED) else None
         changed = conn.execute(
             "UPDATE runs SET state = ?, reason = ?, attempts = attempts - ?, finished_at = ?, "
-            "execution_id = NULL WHERE run_id = ? AND state = 'RUNNING' AND attempts = ?",
-            (str(next_state), error, uncount, finished, run_id, attempt),
+            "execution_id = NULL WHERE run_id = ? AND state = 'RUNNING' AND started_at = "
+            "(SELECT started_at FROM attempts WHERE run_id = ? AND attempt = ? AND outcome IS NULL)",
+            (str(next_state), error, uncount, finished, run_id, run_id, attempt),
         ).rowcount
         if not changed:
             return False
@@ -252,7 +259,7 @@ def reset_orphans(store: Store, experiment: str | None, live_execution_ids: Iter
     The attempt that was in flight is closed as `interrupted` and does not count as a try.
     """
     live = set(live_execution_ids)
-    sql = "SELECT run_id, attempts, execution_id FROM runs WHERE state = 'RUNNING'"
+    sql = "SELECT run_id, execution_id FROM runs WHERE state = 'RUNNING'"
     params: list[Any] = []
     if experiment is not None:
         sql += " AND experiment = ?"
@@ -270,8 +277,8 @@ def reset_orphans(store: Store, experiment: str | None, live_execution_ids: Iter
             )
             conn.execute(
                 "UPDATE attempts SET finished_at = ?, outcome = 'interrupted', "
-                "error = 'farm process died' WHERE run_id = ? AND attempt = ? AND outcome IS NULL",
-                (now, row["run_id"], row["attempts"]),
+                "error = 'farm process died' WHERE run_id = ? AND outcome IS NULL",
+                (now, row["run_id"]),
             )
             reset.append(row["run_id"])
     return reset

@@ -62,13 +62,19 @@ def open_store(results: Path) -> Store:
     return Store.in_results(results).open()
 
 
-# A fast cpu-only LSTM run (~1 s on a virtual phone) with the given extra YAML sections.
-FAST_LSTM = """
-benchmark:
-  program: lstm
-  params: {hidden: 8, layers: 1, seq_len: 4, input_dim: 3, classes: 2, batch: 1, backend: cpu}
-measurement: {warmup: 1, iterations: 3, min_seconds: 0, max_seconds: 10, repetitions: 1}
-conditions:
-  cooldown: {max_temp_c: 90, timeout_s: 5}
-  min_battery_pct: 1
-"""
+def fast_lstm(
+    sweep: str = "{hidden: [8]}",
+    measurement: str = "{warmup: 1, iterations: 3, min_seconds: 0, max_seconds: 10, repetitions: 1}",
+    extra: str = "",
+) -> str:
+    """YAML body of a fast cpu-only LSTM experiment (about 1 s per run on a virtual phone)."""
+    return (
+        "benchmark:\n"
+        "  program: lstm\n"
+        "  params: {layers: 1, seq_len: 4, input_dim: 3, classes: 2, batch: 1, backend: cpu}\n"
+        f"sweep: {sweep}\n"
+        f"measurement: {measurement}\n"
+        "conditions:\n"
+        "  cooldown: {max_temp_c: 90, timeout_s: 5}\n"
+        "  min_battery_pct: 1\n" + extra
+    )

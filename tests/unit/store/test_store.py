@@ -102,6 +102,10 @@ def test_retry_requeues_and_counts_attempts(store: Store) -> None:
     assert run is not None and run.attempts == 1  # an interruption is not a try
     outcomes = [r["outcome"] for r in store.query("SELECT outcome FROM attempts ORDER BY attempt")]
     assert outcomes == ["timeout", "interrupted"]
+    # The interrupted attempt keeps its row: the next try gets a new number.
+    assert rq.claim(store, "r0", 1, "local/A", "d") == 3
+    run = rq.get_run(store, "r0")
+    assert run is not None and run.attempts == 2
 
 
 def test_forget_experiment_runs(store: Store) -> None:
