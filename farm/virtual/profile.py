@@ -141,6 +141,8 @@ class Profile(_Frozen):
             raise ValueError(f"props: missing identity keys {', '.join(missing)}")
         if self.opencl.library is not None and self.gpu is None:
             raise ValueError("opencl.library needs a gpu section")
+        if self.opencl.library is not None and not self.opencl.library.startswith("/vendor/"):
+            raise ValueError("opencl.library must be a path under /vendor/")
         return self
 
     @property

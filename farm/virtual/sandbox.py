@@ -11,116 +11,39 @@ Design (why it looks like this):
   mode-000 nodes give EACCES and root-owned sysfs nodes are read-only, as on a phone; `adb root`
   and `su` run as uid 0. Unprivileged hosts get a user namespace mapping the host user to 2000
   (no root there).
-* Writable trees live in the phone's state dir on the host: data/, sdcard/, sys/ (telemetry, driven
-  by the physics), ctl/ (bound at /dev/.farm: the tools' shared state with the world).
+* Writable trees live in the phone's state dir on the host (farm/virtual/layout.py); paths for the
+  sync service are resolved by farm/virtual/phonepath.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import json
 import os
 import shutil
 import signal
-import stat
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from farm.errors import EnvironmentProblem
+from farm.virtual.layout import (
+    SHELL_GID,
+    SHELL_UID,
+    TOOLS_PHONE_DIR,
+    StateLayout,
+    prepare_tree,
+    tool_interpreter,
+)
+from farm.virtual.phonepath import resolve_phone_path
 from farm.virtual.profile import Profile
 
-SHELL_UID = 2000
-SHELL_GID = 2000
 CTL_PHONE_DIR = "/dev/.farm"
-TOOLS_SRC_DIR = Path(__file__).parent / "tools"
-TOOLS_PHONE_DIR = "/system/lib/farm"
 PHONE_PATH = "/system/bin:/system/xbin:/vendor/bin:/usr/bin:/bin"
 POCL_CACHE_PHONE_DIR = "/data/vendor/pocl-cache"
-HOST_LIBOPENCL = "/usr/lib/x86_64-linux-gnu/libOpenCL.so.1"
 INIT_READY_TIMEOUT_S = 10.0
 # Root on the phone is root in the sandbox, not on the host: no mounts, device nodes, modules...
 ROOT_DROPPED_CAPS = "-sys_admin,-mknod,-sys_module,-sys_rawio,-sys_boot,-sys_time,-net_admin,-sys_ptrace"
-# Android tools this phone ships in /system/bin; each is a link to tools/farmtool.py.
-TOOL_NAMES = (
-    "getprop",
-    "setprop",
-    "dumpsys",
-    "cmd",
-    "settings",
-    "svc",
-    "input",
-    "am",
-    "wm",
-    "reboot",
-    "ps",
-    "su",
-)
 _HOST_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf")
-
-
-@dataclass(frozen=True)
-class StateLayout:
-    """Host paths of one phone's state dir."""
-
-    root: Path
-
-    @property
-    def data(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def sdcard(self) -> Path:
-        return self.root / "sdcard"
-
-    @property
-    def system(self) -> Path:
-        return self.root / "system"
-
-    @property
-    def vendor(self) -> Path:
-        return self.root / "vendor"
-
-    @property
-    def sys(self) -> Path:
-        return self.root / "sys"
-
-    @property
-    def ctl(self) -> Path:
-        return self.root / "ctl"
-
-    @property
-    def etc(self) -> Path:
-        return self.root / "etc"
-
-    @property
-    def meminfo(self) -> Path:
-        return self.root / "proc-meminfo"
-
-    @property
-    def init_log(self) -> Path:
-        return self.root / "init.log"
-
-    @property
-    def ground_truth(self) -> Path:
-        return self.root / "ground_truth.jsonl"
-
-
-def tool_interpreter() -> str:
-    """A Python visible inside the sandbox (host /usr is bound; the venv's may live elsewhere)."""
-    for candidate in ("/usr/bin/python3",):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return os.path.realpath(sys.executable)
-
-
-def _mkdir(path: Path, mode: int, uid: int, gid: int) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, mode)
-    if os.geteuid() == 0:
-        os.chown(path, uid, gid)
 
 
 class Sandbox:
@@ -138,75 +61,8 @@ class Sandbox:
     # -- layout ----------------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """Create the state dir trees (idempotent; keeps data/ and sdcard/ across restarts)."""
-        lay = self.layout
-        shell = (SHELL_UID, SHELL_GID) if self.privileged else (os.geteuid(), os.getegid())
-        root = (0, 0) if self.privileged else shell
-        lay.root.mkdir(parents=True, exist_ok=True)
-        _mkdir(lay.data, 0o771, *root)
-        _mkdir(lay.data / "local", 0o751, *root)
-        _mkdir(lay.data / "local" / "tmp", 0o771, *shell)
-        _mkdir(lay.data / "vendor", 0o771, *root)
-        # PoCL's kernel cache (the "vendor driver cache"); kept across reboots like a real one.
-        _mkdir(lay.data / "vendor" / "pocl-cache", 0o770, *shell)
-        _mkdir(lay.sdcard, 0o770, *shell)
-        _mkdir(lay.ctl, 0o775, *shell)
-        lay.sys.mkdir(exist_ok=True)
-        for sub in ("props", "props/set", "props/persist", "battery", "settings"):
-            _mkdir(lay.ctl / sub, 0o775, *shell)
-        self._prepare_system()
-        self._prepare_vendor()
-        self._prepare_etc()
-        lay.meminfo.touch()
-
-    def _prepare_system(self) -> None:
-        system = self.layout.system
-        if system.exists():
-            shutil.rmtree(system)
-        (system / "bin").mkdir(parents=True)
-        (system / "xbin").mkdir()
-        (system / "etc").mkdir()
-        lib = system / "lib" / "farm"
-        lib.mkdir(parents=True)
-        interpreter = tool_interpreter()
-        for src in TOOLS_SRC_DIR.glob("*.py"):
-            text = src.read_text(encoding="utf-8")
-            if text.startswith("#!"):
-                text = f"#!{interpreter} -IS\n" + text.split("\n", 1)[1]
-            (lib / src.name).write_text(text, encoding="utf-8")
-            os.chmod(lib / src.name, 0o755)
-        (system / "bin" / "sh").symlink_to(os.path.realpath("/bin/sh"))
-        for name in TOOL_NAMES:
-            (system / "bin" / name).symlink_to(f"{TOOLS_PHONE_DIR}/farmtool.py")
-        build_prop = "".join(f"{k}={v}\n" for k, v in sorted(self.profile.props.items()))
-        (system / "build.prop").write_text(build_prop, encoding="utf-8")
-
-    def _prepare_vendor(self) -> None:
-        vendor = self.layout.vendor
-        if vendor.exists():
-            shutil.rmtree(vendor)
-        (vendor / "lib64").mkdir(parents=True)
-        (vendor / "bin").mkdir()
-        lib = self.profile.opencl.library
-        if lib is None:
-            return
-        if not lib.startswith("/vendor/"):
-            raise EnvironmentProblem(f"{self.profile.name}: opencl.library must live under /vendor/: {lib}")
-        target = vendor / lib.removeprefix("/vendor/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if self.profile.opencl.install == "copy":
-            shutil.copyfile(HOST_LIBOPENCL, target)
-        else:
-            target.symlink_to(HOST_LIBOPENCL)
-
-    def _prepare_etc(self) -> None:
-        etc = self.layout.etc
-        etc.mkdir(exist_ok=True)
-        (etc / "passwd").write_text(
-            "root:x:0:0:root:/:/system/bin/sh\nshell:x:2000:2000:shell:/:/system/bin/sh\n", encoding="utf-8"
-        )
-        (etc / "group").write_text("root:x:0:\nshell:x:2000:\n", encoding="utf-8")
-        (etc / "hosts").write_text("127.0.0.1 localhost\n::1 ip6-localhost\n", encoding="utf-8")
+        """Lay out the state dir (idempotent; keeps data/, sdcard/ and persist props)."""
+        prepare_tree(self.profile, self.layout, privileged=self.privileged)
 
     # -- bwrap / nsenter argv ----------------------------------------------------------------------
 
@@ -367,16 +223,9 @@ class Sandbox:
     # -- sync-service paths ------------------------------------------------------------------------
 
     def resolve(self, phone_path: str, *, for_write: bool, root: bool) -> Path:
-        """Host path of `phone_path` through the phone's own mount namespace, with the phone's
-        permission checks for shell (or none for root); raises OSError like the phone would."""
-        if not phone_path.startswith("/"):
-            raise OSError(errno.ENOENT, "not an absolute path", phone_path)
-        base = f"/proc/{self.init_pid}/root"
-        parts = _canonical(Path(base), phone_path)
-        host = Path(base, *parts) if parts else Path(base + "/")
-        uid_gid = None if root or not self.privileged else (SHELL_UID, SHELL_GID)
-        _check_access(Path(base), parts, for_write=for_write, ids=uid_gid)
-        return host
+        """Host path of `phone_path` as the phone's shell (or root) would reach it."""
+        ids = None if root or not self.privileged else (SHELL_UID, SHELL_GID)
+        return resolve_phone_path(self.init_pid, phone_path, for_write=for_write, ids=ids)
 
 
 def _read_all(fd: int) -> bytes:
@@ -389,80 +238,3 @@ def _read_all(fd: int) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
-
-
-def _canonical(base: Path, phone_path: str) -> list[str]:
-    """Resolve `..` and symlinks by hand: through /proc/PID/root an absolute link target would
-    otherwise be looked up on the host."""
-    todo = [p for p in phone_path.split("/") if p and p != "."]
-    done: list[str] = []
-    hops = 0
-    while todo:
-        name = todo.pop(0)
-        if name == "..":
-            if done:
-                done.pop()
-            continue
-        host = Path(base, *done, name)
-        if host.is_symlink():
-            hops += 1
-            if hops > 40:
-                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), phone_path)
-            target = os.readlink(host)
-            if target.startswith("/"):
-                done = []
-            todo = [p for p in target.split("/") if p and p != "."] + todo
-            continue
-        done.append(name)
-    return done
-
-
-def _allowed(st: os.stat_result, ids: tuple[int, int] | None, want: int) -> bool:
-    """Mode-bit check for uid/gid `ids` (None: root, which only needs x somewhere for exec)."""
-    if ids is None:
-        return True
-    uid, gid = ids
-    if st.st_uid == uid:
-        bits = (st.st_mode >> 6) & 7
-    elif st.st_gid == gid:
-        bits = (st.st_mode >> 3) & 7
-    else:
-        bits = st.st_mode & 7
-    return bits & want == want
-
-
-def _check_access(base: Path, parts: list[str], *, for_write: bool, ids: tuple[int, int] | None) -> None:
-    cur = base
-    phone = ""
-    for i, name in enumerate(parts):
-        st = os.stat(cur)
-        if not stat.S_ISDIR(st.st_mode):
-            raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), phone or "/")
-        if not _allowed(st, ids, 1):
-            raise OSError(errno.EACCES, os.strerror(errno.EACCES), phone or "/")
-        nxt = cur / name
-        phone = f"{phone}/{name}"
-        last = i == len(parts) - 1
-        try:
-            nst = os.stat(nxt)
-        except FileNotFoundError:
-            if last and for_write:
-                if os.statvfs(cur).f_flag & os.ST_RDONLY:
-                    raise OSError(errno.EROFS, os.strerror(errno.EROFS), phone) from None
-                if not _allowed(st, ids, 3):
-                    raise OSError(errno.EACCES, os.strerror(errno.EACCES), phone) from None
-                return
-            raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), phone) from None
-        if last:
-            if for_write and not stat.S_ISDIR(nst.st_mode):
-                if os.statvfs(nxt).f_flag & os.ST_RDONLY:
-                    raise OSError(errno.EROFS, os.strerror(errno.EROFS), phone)
-                if not _allowed(nst, ids, 2):
-                    raise OSError(errno.EACCES, os.strerror(errno.EACCES), phone)
-            elif for_write and os.statvfs(nxt).f_flag & os.ST_RDONLY:
-                raise OSError(errno.EROFS, os.strerror(errno.EROFS), phone)
-            elif not for_write and not _allowed(nst, ids, 5 if stat.S_ISDIR(nst.st_mode) else 4):
-                raise OSError(errno.EACCES, os.strerror(errno.EACCES), phone)
-        cur = nxt
-    if not parts and for_write:
-        raise OSError(errno.EROFS, os.strerror(errno.EROFS), "/")
