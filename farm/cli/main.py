@@ -20,6 +20,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("farm.cli.virtual", "virtual"),
     ("farm.cli.schema", "schema"),
     ("farm.cli.devices", "devices"),
+    ("farm.cli.hosts", "hosts"),
     ("farm.cli.run", "run"),
     ("farm.cli.status", "status"),
     ("farm.cli.report", "report"),

@@ -45,6 +45,12 @@ from farm.store.runs import StoredRun
 @click.option(
     "--adb-port", type=int, default=None, help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)."
 )
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="farm config with lab hosts (default ./farm.yaml, then ~/.config/farm/farm.yaml).",
+)
 def run(
     file: Path,
     variant: str | None,
@@ -55,6 +61,7 @@ def run(
     as_json: bool,
     results: Path | None,
     adb_port: int | None,
+    config: Path | None,
 ) -> None:
     """Run an experiment on every eligible phone, in parallel, and store the results.
 
@@ -75,6 +82,7 @@ def run(
         fresh=not resume,
         results=results_dir(results),
         adb_port=adb_port,
+        config=config,
     )
     live = not no_live and not as_json and sys.stdout.isatty()
     started = time.time()

@@ -20,8 +20,8 @@ import farm
 from farm.engine import planner
 from farm.engine.recovery import recover_store
 from farm.engine.scheduler import NoEligiblePhone, Sweep
-from farm.fleet.endpoint import LocalAdbEndpoint
 from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
 from farm.store import RunState, Store, ownership
 from farm.store import runs as run_store
@@ -39,6 +39,7 @@ class RunOptions:
     fresh: bool = False
     results: Path = Path("results")
     adb_port: int | None = None
+    config: Path | None = None  # farm.yaml with lab hosts (default: found as farm.remote.config says)
     lost_wait_s: float = 120.0
 
 
@@ -114,12 +115,11 @@ def run_experiment(
     started = time.monotonic()
     experiment = load(options.file, options.variant)
     key = experiment.qualified_name
-    endpoint = LocalAdbEndpoint(options.adb_port)
-    endpoint.check_server()
-    with Store.in_results(options.results) as store:
+    fleet = open_fleet(options.config, options.adb_port)  # the local adb server + lab hosts' tunnels
+    with fleet, Store.in_results(options.results) as store:
         recover_store(store, key)
         leased = ownership.leased_devices(store)
-        phones = discover([endpoint], leased=lambda device_id: device_id in leased)
+        phones = discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
         eligible = select_phones(experiment, phones, options.selectors)
         if len(eligible) < max(1, experiment.devices.min_count):
             seen = ", ".join(f"{p.device_id} ({p.state})" for p in phones) or "none"
@@ -155,13 +155,14 @@ def run_experiment(
             experiment,
             key,
             mine,
-            endpoint,
+            fleet.endpoints[0],
             store,
             options.results,
             execution_id,
             cancel,
             on_finished=on_finished,
             lost_wait_s=options.lost_wait_s,
+            endpoints=fleet.by_host,
         )
         stop_heartbeat = threading.Event()
         heart = threading.Thread(target=sweep.heartbeat_loop, args=(stop_heartbeat,), daemon=True)

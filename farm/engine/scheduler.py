@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,11 +103,13 @@ class Sweep:
         cancel: threading.Event,
         on_finished: ProgressCallback | None = None,
         lost_wait_s: float = LOST_PHONE_WAIT_S,
+        endpoints: Mapping[str, LocalAdbEndpoint] | None = None,
     ) -> None:
         self.experiment = experiment
         self.key = experiment_key
         self.phones = list(phones)
         self.endpoint = endpoint
+        self.endpoints = dict(endpoints or {})  # by host, for phones of several adb servers
         self.store = store
         self.results = results
         self.execution_id = execution_id
@@ -156,9 +158,12 @@ class Sweep:
                 return run
         return None
 
+    def _endpoint_of(self, phone: Phone) -> LocalAdbEndpoint:
+        return self.endpoints.get(phone.host, self.endpoint)
+
     def _session(self, phone: Phone) -> DeviceSession:
         return DeviceSession(
-            self.endpoint.device(phone.adb_serial),
+            self._endpoint_of(phone).device(phone.adb_serial),
             phone.device_id,
             default_timeout_s=self.experiment.timeouts.device_call_timeout_s,
         )
@@ -199,7 +204,7 @@ class Sweep:
     def _wait_for_phone(self, phone: Phone, status: PhoneStatus) -> bool:
         status.state = "offline"
         try:
-            self.endpoint.wait_online(phone.adb_serial, phone.device_id, self.lost_wait_s)
+            self._endpoint_of(phone).wait_online(phone.adb_serial, phone.device_id, self.lost_wait_s)
         except FarmError as error:
             self._event("fault", f"phone did not come back: {error}", device_id=phone.device_id)
             status.state = "lost"

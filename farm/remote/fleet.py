@@ -43,11 +43,13 @@ class Fleet:
         policy: HostKeyPolicy | None = None,
         local_adb_port: int | None = None,
         require_local: bool = True,
+        strict_keys: bool = True,
     ) -> None:
         self.config = config
         self.policy = policy or default_policy()
         self.local_adb_port = local_adb_port
         self.require_local = require_local
+        self.strict_keys = strict_keys  # False: only look (farm hosts), a key problem is a state
         self.tunnels: dict[str, SshTunnel] = {}
         self.by_host: dict[str, LocalAdbEndpoint] = {}
         self.unreachable: dict[str, HostError] = {}
@@ -106,12 +108,13 @@ class Fleet:
 
     def _settle(self, host: HostConfig) -> None:
         tunnel = self.tunnels[host.name]
-        if isinstance(tunnel.last_error, HostKeyUnknown | HostKeyChanged):
+        if self.strict_keys and isinstance(tunnel.last_error, HostKeyUnknown | HostKeyChanged):
             raise tunnel.last_error
         if tunnel.state is not TunnelState.UP:
             error = tunnel.down_error()
             self.unreachable[host.name] = error
-            log.warning("farm: %s (its phones are left out; see `farm hosts check %s`)", error, host.name)
+            if self.strict_keys:
+                log.warning("farm: %s (its phones are left out; see `farm hosts check %s`)", error, host.name)
             return
         self.by_host[host.name] = SshAdbEndpoint(tunnel)
 
