@@ -19,12 +19,15 @@ from farm.analysis.benchmark_metrics import benchmark_metrics
 from farm.analysis.iterations import Iterations, measured_iterations
 from farm.analysis.metric import Metric
 from farm.analysis.power import BatteryCalibration, battery_power, window_power_mw
-from farm.analysis.series import DEFAULT_SOURCES, Series, SourceNames, TraceLike
+from farm.analysis.series import DEFAULT_SOURCES, Series, SourceNames, TraceLike, step_mean
 
 # Achieved GPU load within this many percentage points of the target counts as reached.
 GPU_LOAD_TOLERANCE_PP = 5.0
 # A GPU clock that falls this far below the highest clock seen earlier under load is throttling.
 THROTTLE_DROP_FRACTION = 0.10
+# kgsl closes a gpubusy window once its total passes 1 s.
+KGSL_WINDOW_NS = 1_000_000_000
+KGSL_WINDOW_MAX_NS = 1_200_000_000
 # Samples with GPU busy at least this are "under load" for throttling detection.
 UNDER_LOAD_BUSY = 0.5
 
@@ -122,21 +125,24 @@ def temperature_source(trace: object, preferred: str) -> str:
 def gpu_load_metrics(
     busy: Series, start_ns: int, end_ns: int, target: float | None, *, source_format: str | None = None
 ) -> list[Metric]:
-    window = busy.within(start_ns, end_ns)
-    if len(window) == 0:
-        # A run shorter than the sampling period: the first reading after it covers it (GPU busy
-        # counters report the window that ends at the reading), else the last one before it.
-        after = np.flatnonzero(busy.t_ns > end_ns)
-        before = np.flatnonzero(busy.t_ns < start_ns)
-        pick = after[:1] if after.size else before[-1:]
-        if pick.size == 0:
-            return []
-        window = Series(busy.t_ns[pick], busy.values[pick])
-    load = _as_fraction(window.values, source_format)
-    achieved = float(np.mean(load))
+    """Achieved GPU load over the window. Busy counters report the busy share of the window that
+    ends at each reading (kgsl gpubusy: ~1 s), so readings are integrated as trailing intervals:
+    a run shorter than that window gets the reading that covers it."""
+    period = busy.update_period_ns()
+    if source_format == "kgsl" and (period is None or period > KGSL_WINDOW_MAX_NS):
+        period = KGSL_WINDOW_NS  # a saturated or idle GPU repeats its value: kgsl's window is ~1 s
+    readings = busy.readings(period)
+    if len(readings) == 0 or end_ns <= start_ns:
+        return []
+    load = Series(readings.t_ns, _as_fraction(readings.values, source_format))
+    achieved = step_mean(load, start_ns, end_ns, trailing=True)
+    after = np.flatnonzero(load.t_ns >= end_ns)
+    last = int(after[0]) if after.size else len(load) - 1
+    first = int(np.searchsorted(load.t_ns, start_ns, side="right"))
+    covering = load.values[min(first, last) : last + 1]
     metrics = [
         Metric("gpu_load_mean", achieved, "fraction"),
-        Metric("gpu_load_std", stats.std(load), "fraction"),
+        Metric("gpu_load_std", stats.std(covering), "fraction"),
     ]
     if target is not None:
         error_pp = (achieved - target) * 100.0

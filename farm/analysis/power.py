@@ -114,14 +114,14 @@ def battery_power(
     """
     direct = trace.series(sources.battery_power)
     if direct is not None and len(direct) > 0:
-        return direct
+        return direct  # Trepn, ground truth: every sample is a reading
     current = trace.series(sources.battery_current)
     voltage = trace.series(sources.battery_voltage)
     if current is None or voltage is None or len(current) == 0 or len(voltage) == 0:
         return None
     if calibration is None:
         raise ValueError("battery current/voltage need a BatteryCalibration for this phone")
-    current = current.update_points()
+    current = current.readings()
     voltage = voltage.update_points()
     trailing = calibration.gauge_trailing
     times = current.t_ns
@@ -140,15 +140,18 @@ def window_power_mw(
 ) -> tuple[float, int]:
     """Mean power over [start_ns, end_ns) and how many gauge readings fell inside it.
 
-    An instantaneous gauge (trailing=False) reports snapshots: the readings taken inside the
-    window are samples of the power while it ran, so their mean estimates the window's mean
-    without the edge bias of holding the last pre-window reading (an idle one) into the window.
-    With no reading inside, the held signal is all there is. A trailing (averaging) gauge's
-    readings cover intervals, so its held signal is integrated exactly.
+    `power_mw` holds the gauge's readings (battery_power gives them). An instantaneous gauge
+    (trailing=False) reports snapshots: the readings taken inside the window are samples of the
+    power while it ran, so their mean estimates the window's mean, without the bias of holding a
+    pre-window reading (idle, or from before charging was switched off) into it. No reading inside:
+    NaN, nothing is known. A trailing (averaging) gauge's readings cover the intervals that end at
+    them, so its held signal is integrated exactly.
     """
     inside = power_mw.values[(power_mw.t_ns >= start_ns) & (power_mw.t_ns < end_ns)]
-    if trailing or inside.size == 0:
-        return step_mean(power_mw, start_ns, end_ns, trailing=trailing), int(inside.size)
+    if trailing:
+        return step_mean(power_mw, start_ns, end_ns, trailing=True), int(inside.size)
+    if inside.size == 0:
+        return float("nan"), 0
     return float(np.mean(inside)), int(inside.size)
 
 
@@ -174,11 +177,11 @@ def idle_baseline_mw(
         raise ValueError("the idle recording has no battery power samples")
     start = int(power.t_ns[0]) if start_ns is None else start_ns
     end = int(power.t_ns[-1]) + 1 if end_ns is None else end_ns  # the whole recording: its last reading too
-    if end <= start:
-        # A single update: the gauge never changed during the recording.
-        return float(np.mean(power.values))
     trailing = calibration.gauge_trailing if calibration else False
-    return window_power_mw(power, start, end, trailing=trailing)[0]
+    mean_mw, readings = window_power_mw(power, start, max(end, start + 1), trailing=trailing)
+    if readings == 0 and not trailing:
+        raise ValueError("no battery power reading inside the idle window")
+    return mean_mw
 
 
 def per_window_energy_mj(

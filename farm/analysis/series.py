@@ -55,6 +55,41 @@ class Series:
     def scaled(self, factor: float) -> Series:
         return Series(self.t_ns, self.values * factor)
 
+    def update_period_ns(self) -> int | None:
+        """The source's update period: the shortest gap between two value changes (None if it did not
+        change three times). A gauge that re-reads an unchanged value makes longer gaps, never
+        shorter."""
+        # The first sample marks when sampling began, not an update: gaps from the first change on.
+        points = self.update_points()
+        gaps = np.diff(points.t_ns[1:])
+        gaps = gaps[gaps > 0]
+        return int(gaps.min()) if gaps.size else None
+
+    def readings(self, period_ns: int | None = None) -> Series:
+        """Every reading the source made: its update points plus, where the value stayed the same
+        for several periods, the silent re-readings of that value, one per update period.
+
+        A steady load makes a deterministic gauge report the same current again and again; those
+        are readings too, and without them a steady run would look as if the gauge never updated.
+        The period is estimated from the data unless given (it is too long if the value rarely
+        changes: then fewer readings are reconstructed than were made).
+        """
+        points = self.update_points()
+        period = period_ns or self.update_period_ns()
+        if period is None or len(points) == 0:
+            return points
+        times: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        ends = np.append(points.t_ns[1:], self.t_ns[-1] + 1)
+        for start, end, value in zip(points.t_ns, ends, points.values, strict=True):
+            gap = int(end - start)
+            # Between two changes: round(gap / period) readings; after the last one, whole periods.
+            count = max(1, round(gap / period)) if end <= self.t_ns[-1] else gap // period + 1
+            step = gap / count if end <= self.t_ns[-1] else period
+            times.append(start + np.round(np.arange(count) * step).astype(np.int64))
+            values.append(np.full(count, value))
+        return Series(np.concatenate(times), np.concatenate(values))
+
 
 class TraceLike(Protocol):
     """What metrics need from a telemetry trace: the samples of one source by name, or None."""

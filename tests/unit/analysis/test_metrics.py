@@ -85,7 +85,12 @@ def _telemetry(start_ns: int, seconds: int, *, throttle: bool) -> SeriesTrace:
     gauge_measuring = (gauge_t >= start_ns) & (gauge_t < start_ns + seconds * S)
     current_ua = np.where(gauge_measuring, -625_000.0, -250_000.0)  # ABI sign, µA
     voltage_uv = np.full(t.size, 4_000_000.0)
-    busy = np.where(measuring, 0.62, 0.05)
+    # kgsl-like: each reading is the busy share of the whole second that ended before it
+    window_end = t // S
+    wobble = np.where(window_end % 2 == 0, 0.01, -0.01)  # real counters never repeat exactly
+    busy = (
+        np.where((window_end > start_ns // S) & (window_end <= start_ns // S + seconds), 0.62, 0.05) + wobble
+    )
     freq_hz = np.full(t.size, 600e6)
     if throttle:
         freq_hz[t >= start_ns + seconds * S // 2] = 400e6

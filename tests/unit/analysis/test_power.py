@@ -110,3 +110,34 @@ def test_calibration_from_probe_conventions() -> None:
         BatteryCalibration.from_conventions(None, "uA", "uV")
     with pytest.raises(ValueError, match="unit"):
         BatteryCalibration.from_conventions(-1, "nA", "uV")
+
+
+def test_readings_restore_silent_rereads_of_an_unchanged_value() -> None:
+    # a 1 s gauge sampled at 10 Hz: 5, 6, 7, then 7 again (silent), 7 (silent), 8
+    t = np.arange(0, 60) * (S // 10)
+    values = np.array([5] * 10 + [6] * 10 + [7] * 30 + [8] * 10, dtype=float)
+    series = Series.of(t, values)
+    assert series.update_period_ns() == S
+    readings = series.readings()
+    assert readings.t_ns.tolist() == [0, S, 2 * S, 3 * S, 4 * S, 5 * S]
+    assert readings.values.tolist() == [5, 6, 7, 7, 7, 8]
+    # the first sample marks the start of sampling, not an update: it does not set the period
+    late = Series.of([0, S // 10, S + S // 10, 2 * S + S // 10], [1.0, 2.0, 3.0, 4.0])
+    assert late.update_period_ns() == S
+
+
+def test_steady_current_still_counts_as_readings() -> None:
+    """A deterministic gauge under a steady load repeats its value: those are real readings."""
+    t = np.arange(0, 200) * (S // 20)  # 10 s at 20 Hz
+    second = t // S
+    current = np.where(second < 3, -300_000.0 - 1_000 * second, -600_000.0)  # steady from 3 s on
+    trace = SeriesTrace(
+        {
+            "battery.current_now": Series.of(t, current),
+            "battery.voltage_now": Series.of(t, np.full(t.size, 4e6)),
+        }
+    )
+    power = battery_power(trace, BatteryCalibration())
+    assert power is not None
+    inside = power.within(4 * S, 9 * S - 1)
+    assert len(inside) == 5 and set(inside.values.tolist()) == {2400.0}

@@ -152,3 +152,15 @@ def test_run_shorter_than_gauge_and_busy_periods() -> None:
     assert metrics["power_readings"].value == 0
     assert "power_mean_mw" not in metrics and "energy_per_inference_mj" not in metrics
     assert metrics["gpu_load_mean"].value == pytest.approx(0.55)
+
+
+def test_saturated_kgsl_busy_keeps_its_one_second_windows() -> None:
+    # readings every 1 s (sampled at 20 Hz): idle, then 1.0 for the windows ending 2..6 s, then 0.3
+    t = np.arange(0, 10 * S, S // 20)
+    window_end = t // S
+    busy = np.where(window_end < 2, 0.0, np.where(window_end <= 6, 1.0, 0.3))
+    trace = _SamplerLikeTrace({"gpu.busy": (Series.of(t, busy), "kgsl")})
+    run = [{"event": "iter", "i": 0, "t_start_ns": 4 * S, "t_end_ns": 8 * S}]
+    metrics = metrics_by_name(compute_run_metrics(run, trace, None, None, None))
+    # (4, 6] at 1.0, (6, 8] at 0.3
+    assert metrics["gpu_load_mean"].value == pytest.approx(0.65)
