@@ -31,7 +31,9 @@
 #ifndef FARM_H
 #define FARM_H
 
+#ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 #include <stddef.h>
 #include <stdint.h>
