@@ -42,6 +42,7 @@ TOOL_NAMES = (
     "reboot",
     "ps",
     "su",
+    "pm",
 )
 HOST_LIBOPENCL_CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libOpenCL.so.1",

@@ -25,6 +25,7 @@ TOOLS = {
     "reboot": ("t_misc", "reboot"),
     "ps": ("t_ps", "ps"),
     "su": ("t_su", "su"),
+    "pm": ("t_pm", "pm"),
 }
 
 

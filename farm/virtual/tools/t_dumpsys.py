@@ -9,7 +9,6 @@ import time
 import ctlstore
 
 SERVICES = ("activity", "battery", "meminfo", "package", "power", "settings", "thermalservice", "window")
-PACKAGES = ("android", "com.android.shell", "com.android.settings", "com.android.systemui")
 BOOL_KEYS = {"ac": "ac", "usb": "usb", "wireless": "wireless", "dock": "dock", "present": "present"}
 INT_KEYS = {"status": "status", "level": "level", "counter": "charge_counter_uah", "temp": "temperature_dc"}
 
@@ -193,9 +192,10 @@ def cmd(args: list[str]) -> int:
         return 0
     if args[0] == "battery":
         return battery(args[1:])
-    if args[0] == "package" and args[1:3] == ["list", "packages"]:
-        sys.stdout.write("".join(f"package:{p}\n" for p in PACKAGES))
-        return 0
+    if args[0] == "package":
+        import t_pm
+
+        return t_pm.pm(args[1:])
     if args[0] in SERVICES:
         return 0
     sys.stderr.write(f"cmd: Can't find service: {args[0]}\n")

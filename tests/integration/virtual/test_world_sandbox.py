@@ -219,3 +219,29 @@ def test_sdcard_is_noexec_and_data_local_tmp_is_exec(phone: WorldThread) -> None
         "/data/local/tmp/x -c true; echo tmp=$?"
     )
     assert phone.sh(script).stdout.splitlines() == ["sd=126", "tmp=0"]
+
+
+def test_controls_settings_svc_input_pm(phone: WorldThread) -> None:
+    script = (
+        "settings put global stay_on_while_plugged_in 0; svc power stayon usb; "
+        "settings get global stay_on_while_plugged_in; settings get system no_such_key; "
+        "input keyevent KEYCODE_SLEEP; input tap 10 20; input bogus; echo input=$?; "
+        "cp /system/build.prop /data/local/tmp/org.farm.demo.apk && "
+        "pm install -r -t /data/local/tmp/org.farm.demo.apk; pm list packages -3; "
+        "wm size; cmd nosuch; echo cmd=$?"
+    )
+    out = phone.sh(script).stdout.splitlines()
+    assert out == [
+        "2",
+        "null",
+        "input=1",
+        "Success",
+        "package:org.farm.demo",
+        "Physical size: 1080x2400",
+        "cmd=20",
+    ]
+    time.sleep(1.2)  # the physics reads the screen state about once a second
+    screen_off_mw = phone.world.physics.last_power_mw
+    phone.sh("input keyevent KEYCODE_WAKEUP")
+    time.sleep(1.2)
+    assert phone.world.physics.last_power_mw >= screen_off_mw + phone.world.profile.power.screen_mw * 0.9
