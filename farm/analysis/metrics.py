@@ -215,13 +215,18 @@ def temperature_metrics(temp: Series, start_ns: int, end_ns: int) -> list[Metric
     ]
 
 
-def memory_metrics(rss_kb: Series, start_ns: int, end_ns: int) -> list[Metric]:
+def memory_metrics(rss_kb: Series, start_ns: int, end_ns: int, hwm_kb: Series | None = None) -> list[Metric]:
+    """Mean RSS while measuring; peak RSS over the whole run (VmHWM when sampled: the kernel's own
+    high-water mark also catches peaks between two samples)."""
     window = rss_kb.within(start_ns, end_ns)
     values = window.values if len(window) else rss_kb.values
     if values.size == 0:
         return []
+    peak_kb = float(np.max(rss_kb.values))
+    if hwm_kb is not None and len(hwm_kb) > 0:
+        peak_kb = max(peak_kb, float(np.max(hwm_kb.values)))
     return [
-        Metric("rss_peak_mb", float(np.max(rss_kb.values)) / 1024.0, "MB"),
+        Metric("rss_peak_mb", peak_kb / 1024.0, "MB"),
         Metric("rss_mean_mb", float(np.mean(values)) / 1024.0, "MB"),
     ]
 
@@ -259,7 +264,7 @@ def compute_run_metrics(
         metrics += temperature_metrics(temp, start_ns, end_ns)
     rss = trace.series(sources.rss)
     if rss is not None and len(rss) > 0:
-        metrics += memory_metrics(rss, start_ns, end_ns)
+        metrics += memory_metrics(rss, start_ns, end_ns, trace.series(sources.rss_peak))
     return metrics
 
 

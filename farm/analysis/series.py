@@ -117,7 +117,8 @@ class SourceNames:
     gpu_busy: str = "gpu.busy"
     gpu_freq: str = "gpu.freq"
     temperature: str = "thermal.battery"
-    rss: str = "mem.rss"
+    rss: str = "mem.rss"  # kB
+    rss_peak: str = "mem.hwm"  # kB, VmHWM
 
 
 DEFAULT_SOURCES = SourceNames()
