@@ -3,6 +3,15 @@
 Feeding it to `compute_run_metrics` gives what farm should have measured: true power (already mW,
 so no calibration), true GPU busy and modelled temperature on the phone's clock. Each row describes
 the physics tick that ends at its t_ns, hence a trailing hold for its power.
+
+    truth = compute_run_metrics(events, truth_trace(read_ground_truth(path)), TRUTH_CALIBRATION,
+                                idle_power_mw, target_gpu_load)
+    # compare truth["energy_total_mj"] with what farm stored for the run
+
+The truth's power_mw is what the phone consumes; the battery only supplies all of it while it is
+not charging. Compare energy only for runs with charging disabled (a profile with a charging node
+the phone's user can write, e.g. the rooted adreno-nexus6p), and runs that span at least a few
+fuel-gauge updates (power_readings).
 """
 
 from __future__ import annotations
