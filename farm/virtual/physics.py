@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import time
@@ -27,6 +28,8 @@ from farm.virtual.procscan import ProcScanner
 from farm.virtual.profile import Profile
 from farm.virtual.sandbox import Sandbox, StateLayout
 from farm.virtual.thermal import step_temperature_c
+
+log = logging.getLogger(__name__)
 
 TICK_S = 0.1
 GPU_WINDOW_NS = 1_000_000_000  # kgsl closes a gpubusy window once its total passes 1 s
@@ -140,7 +143,11 @@ class Physics:
         while True:
             await asyncio.sleep(TICK_S)
             now_ns = time.monotonic_ns()
-            self.tick(now_ns, now_ns - last_ns)
+            try:
+                self.tick(now_ns, now_ns - last_ns)
+            except OSError as exc:
+                # A vanished process or a state file mid-replace must not end the phone's physics.
+                log.warning("%s: physics tick failed: %s", self.sandbox.serial, exc)
             last_ns = now_ns
 
     # -- one step ---------------------------------------------------------------------------------

@@ -12,18 +12,12 @@ from pathlib import Path
 
 from farm.errors import ConfigError
 from farm.virtual import ctlfiles
+from farm.virtual.layout import SHELL_GID, SHELL_UID
 from farm.virtual.phone_api import PhoneWorld
 from farm.virtual.physics import Physics
 from farm.virtual.profile import Profile
 from farm.virtual.profiles import load_profile
-from farm.virtual.sandbox import (
-    CTL_PHONE_DIR,
-    PHONE_PATH,
-    POCL_CACHE_PHONE_DIR,
-    SHELL_GID,
-    SHELL_UID,
-    Sandbox,
-)
+from farm.virtual.sandbox import CTL_PHONE_DIR, PHONE_PATH, POCL_CACHE_PHONE_DIR, Sandbox
 
 # Keys `set_property` from the adbd side may change (everything else is the profile's).
 _ADBD_WRITABLE_PREFIXES = ("service.adb.", "persist.", "debug.", "sys.", "ctl.")
