@@ -245,3 +245,20 @@ def test_controls_settings_svc_input_pm(phone: WorldThread) -> None:
     phone.sh("input keyevent KEYCODE_WAKEUP")
     time.sleep(1.2)
     assert phone.world.physics.last_power_mw >= screen_off_mw + phone.world.profile.power.screen_mw * 0.9
+
+
+def test_setsid_escapes_the_stream_group_like_on_a_phone(phone: WorldThread) -> None:
+    proc = subprocess.Popen(
+        phone.world.shell_argv("setsid sleep 302 >/dev/null 2>&1 < /dev/null & sleep 303"),
+        env=phone.world.shell_env(None),
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 5
+    while "sleep 303" not in phone.sh("ps -A -o ARGS").stdout and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(5)
+    time.sleep(0.2)
+    left = phone.sh("ps -A -o ARGS").stdout
+    assert "sleep 302" in left and "sleep 303" not in left
