@@ -1,7 +1,7 @@
 /* farm-sampler: sample sysfs/procfs telemetry files at a fixed rate into a compact trace.
  *
  *   farm-sampler --out=FILE --rate-hz=100 --source=gpu_busy=/sys/class/kgsl/kgsl-3d0/gpubusy:kgsl
- *                [--source=NAME=PATH[:FORMAT]]... [--watch-pid=PID] [--mem-rate-hz=50]
+ *                [--source=NAME=PATH[:FORMAT[@HZ]]]... [--watch-pid=PID] [--mem-rate-hz=50]
  *                [--duration-s=S] [--linger-s=S] [--flush-ms=100]
  *
  * The trace format is documented in device_agents/README.md (one JSON header line, then
@@ -15,6 +15,9 @@
  *    tick that is late is skipped (counted), never bunched up;
  *  - records are buffered and written at most every --flush-ms, so kill -9 loses at most that
  *    much, and a cut file always parses up to the last whole record;
+ *  - a source may be read less often than the tick rate (FORMAT@HZ): fuel gauges update about
+ *    once a second and each read can be a slow bus transaction on the PMIC, so reading them at
+ *    1 kHz only costs CPU and power; ticks that skip a source hold NaN for it;
  *  - SIGHUP is ignored so a USB drop that kills the adb shell does not end the trace; the host
  *    stops us with SIGTERM (or --duration-s / --linger-s bound the run).
  */
@@ -54,6 +57,8 @@ typedef struct {
     enum fmt fmt;
     int fd;
     int col; /* first column of this source in a sample record */
+    double rate_hz; /* 0: every tick */
+    long every;     /* read on ticks k with k % every == 0 */
     int open_errno;
     int plain_file; /* not sysfs/procfs: can be replaced by rename, so check the inode */
     long long next_reopen_ns;
@@ -88,8 +93,9 @@ static long long now_ns(void) {
 static void usage(FILE *f) {
     fputs(
         "usage: farm-sampler --out=FILE --rate-hz=HZ --source=NAME=PATH[:FORMAT] [...]\n"
-        "  --source=NAME=PATH[:FORMAT]  repeatable; FORMAT int (default) | float | pct (\"NN %\")\n"
-        "                               | kgsl (\"busy total\" -> busy/total) | pair (two numbers)\n"
+        "  --source=NAME=PATH[:FORMAT[@HZ]]  repeatable; FORMAT int (default) | float | pct (\"NN %\")\n"
+        "                               | kgsl (\"busy total\" -> busy/total) | pair (two numbers);\n"
+        "                               @HZ reads this source less often than --rate-hz\n"
         "  --rate-hz=HZ                 1..1000 samples per second (default 10)\n"
         "  --watch-pid=PID              also record VmRSS/VmHWM of PID and when it exits\n"
         "  --mem-rate-hz=HZ             memory sampling rate (default min(rate, 50))\n"
@@ -116,30 +122,40 @@ static int parse_double(const char *s, double *out) {
     return 0;
 }
 
-/* NAME=PATH[:FORMAT]; the format is split off the LAST ':' only when it names a format, so
- * device paths that contain ':' (USB, i2c) still work. */
+/* NAME=PATH[:FORMAT[@HZ]]; the format is split off the LAST ':' only when it names a format,
+ * so device paths that contain ':' (USB, i2c) still work. */
 static int parse_source(char *spec, source *s) {
+    /* validate first, cut the string (NULs) only on success: errors quote the whole argument */
     char *eq = strchr(spec, '=');
     if (!eq || eq == spec || eq[1] != '/') return -1;
-    *eq = '\0';
-    s->name = spec;
-    s->path = eq + 1;
-    s->fmt = FMT_INT;
-    char *colon = strrchr(eq + 1, ':');
-    if (colon) {
-        for (int f = 0; f < (int)(sizeof(FMT_NAMES) / sizeof(FMT_NAMES[0])); f++) {
-            if (strcmp(colon + 1, FMT_NAMES[f]) == 0) {
-                s->fmt = (enum fmt)f;
-                *colon = '\0';
-                break;
-            }
-        }
-    }
-    for (const char *p = s->name; *p; p++) {
+    for (const char *p = spec; p < eq; p++) {
         if (!(*p == '_' || *p == '.' || *p == '-' || (*p >= 'a' && *p <= 'z') ||
               (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
             return -1;
     }
+    enum fmt fmt = FMT_INT;
+    double rate_hz = 0;
+    char *colon = strrchr(eq + 1, ':');
+    int has_format = 0;
+    if (colon) {
+        char *at = strchr(colon + 1, '@');
+        size_t flen = at ? (size_t)(at - colon - 1) : strlen(colon + 1);
+        for (int f = 0; f < (int)(sizeof(FMT_NAMES) / sizeof(FMT_NAMES[0])); f++) {
+            if (strlen(FMT_NAMES[f]) == flen && strncmp(colon + 1, FMT_NAMES[f], flen) == 0) {
+                if (at && (parse_double(at + 1, &rate_hz) || rate_hz <= 0 || rate_hz > 1000))
+                    return -1;
+                fmt = (enum fmt)f;
+                has_format = 1;
+                break;
+            }
+        }
+    }
+    if (has_format) *colon = '\0';
+    *eq = '\0';
+    s->name = spec;
+    s->path = eq + 1;
+    s->fmt = fmt;
+    s->rate_hz = rate_hz;
     s->fd = -1;
     return 0;
 }
@@ -166,7 +182,7 @@ static int parse_args(int argc, char **argv, config *c) {
         if (IS("--source")) {
             if (c->nsrc >= MAX_SOURCES) return bad_arg("too many sources (max 64)", a);
             if (parse_source(v, &c->src[c->nsrc]) != 0)
-                return bad_arg("bad source, expected NAME=/abs/path[:FORMAT]", a);
+                return bad_arg("bad source, expected NAME=/abs/path[:FORMAT[@HZ]]", a);
             c->nsrc++;
         } else if (IS("--rate-hz")) {
             if (parse_double(v, &c->rate_hz) || c->rate_hz < 1 || c->rate_hz > 1000)
@@ -204,6 +220,9 @@ static int parse_args(int argc, char **argv, config *c) {
     if (c->linger_s >= 0 && c->watch_pid < 0) return bad_arg("--linger-s needs", "--watch-pid");
     if (c->mem_rate_hz < 0) c->mem_rate_hz = c->rate_hz < 50 ? c->rate_hz : 50;
     for (int i = 0; i < c->nsrc; i++) {
+        source *s = &c->src[i];
+        if (s->rate_hz > c->rate_hz) return bad_arg("source rate above --rate-hz", s->name);
+        s->every = s->rate_hz > 0 ? (long)(c->rate_hz / s->rate_hz + 0.5) : 1;
         for (int j = 0; j < i; j++)
             if (strcmp(c->src[i].name, c->src[j].name) == 0)
                 return bad_arg("duplicate source name", c->src[i].name);
@@ -282,6 +301,7 @@ static int write_header(out_t *o, const config *c, long long start_ns) {
         jw_str(&w, "format", FMT_NAMES[s->fmt]);
         jw_int(&w, "column", s->col);
         jw_int(&w, "width", s->fmt == FMT_PAIR ? 2 : 1);
+        jw_num(&w, "rate_hz", c->rate_hz / (double)s->every);
         if (s->open_errno)
             jw_str(&w, "open_error", errno_name(s->open_errno));
         else
@@ -495,7 +515,16 @@ int main(int argc, char **argv) {
             break;
         }
         if (c.nsrc > 0) {
-            for (int i = 0; i < c.nsrc; i++) read_source(&c.src[i], t, &vals[c.src[i].col]);
+            long long k = (next_ns - start_ns) / period_ns; /* scheduled tick index */
+            for (int i = 0; i < c.nsrc; i++) {
+                source *src = &c.src[i];
+                if (k % src->every == 0) {
+                    read_source(src, t, &vals[src->col]);
+                } else {
+                    vals[src->col] = NAN;
+                    if (src->fmt == FMT_PAIR) vals[src->col + 1] = NAN;
+                }
+            }
             long long dur = now_ns() - t;
             out_record(&o, 'S', (uint32_t)(dur > 0xffffffffLL ? 0xffffffffLL : dur), t, vals,
                        c.ncols);

@@ -18,6 +18,9 @@ from farm.telemetry.probe import Capabilities, CurrentSign, Node, ThermalZone
 
 MIN_RATE_HZ = 1.0
 MAX_RATE_HZ = 1000.0
+# Fuel gauges refresh about once a second (some every 10 s) and thermal sensors a few times a
+# second: 20 Hz places their update points within 50 ms without reading them at 1 kHz.
+SLOW_SOURCE_RATE_HZ = 20.0
 # A name the sampler accepts: it also becomes a JSON key and a column name.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 # Which thermal zones matter for GPU benchmarks, best first (substring of the zone type).
@@ -43,9 +46,13 @@ class Source:
     format: SourceFormat = SourceFormat.INT
     unit: str = ""
     discharge_sign: int | None = None  # battery current only: sign while discharging
+    rate_hz: float | None = None  # read less often than the sampler's tick rate (None: every tick)
 
-    def arg(self) -> str:
-        return f"--source={self.name}={self.path}:{self.format.value}"
+    def arg(self, tick_rate_hz: float) -> str:
+        """The --source argument; a source rate at or above the tick rate means every tick."""
+        slower = self.rate_hz is not None and self.rate_hz < tick_rate_hz
+        rate = f"@{self.rate_hz:g}" if slower else ""
+        return f"--source={self.name}={self.path}:{self.format.value}{rate}"
 
 
 def _check(sources: Sequence[Source], rate_hz: float) -> None:
@@ -58,6 +65,8 @@ def _check(sources: Sequence[Source], rate_hz: float) -> None:
         if s.name in seen:
             raise ConfigError(f"sampler source {s.name!r} is given twice")
         seen.add(s.name)
+        if s.rate_hz is not None and not s.rate_hz > 0:
+            raise ConfigError(f"sampler source {s.name!r}: rate {s.rate_hz:g} Hz must be > 0")
         if not s.path.startswith("/") or any(c in s.path for c in "\n\0 '\""):
             raise ConfigError(
                 f"sampler source {s.name!r}: path {s.path!r} must be absolute, without spaces or quotes"
@@ -83,7 +92,7 @@ def sampler_argv(
     if linger_s is not None and watch_pid is None:
         raise ConfigError("sampler linger_s only makes sense with watch_pid")
     argv = [binary, f"--out={out_path}", f"--rate-hz={rate_hz:g}"]
-    argv += [s.arg() for s in sources]
+    argv += [s.arg(rate_hz) for s in sources]
     if watch_pid is not None:
         argv.append(f"--watch-pid={int(watch_pid)}")
     if mem_rate_hz is not None:
@@ -126,20 +135,35 @@ def _pick_zones(zones: Sequence[ThermalZone], max_zones: int) -> list[ThermalZon
     return unique[:max_zones]
 
 
-def default_sources(caps: Capabilities, *, max_thermal_zones: int = 4) -> tuple[Source, ...]:
+def default_sources(
+    caps: Capabilities, *, max_thermal_zones: int = 4, slow_rate_hz: float | None = SLOW_SOURCE_RATE_HZ
+) -> tuple[Source, ...]:
     """Battery current/voltage/charge counter, GPU busy and frequency, the relevant thermal zones.
 
-    Only readable nodes are chosen: an unreadable one would give a column of NaN.
+    Only readable nodes are chosen: an unreadable one would give a column of NaN. Battery and
+    thermal nodes are read at `slow_rate_hz` (None: every tick; a sampler rate below it also
+    means every tick): fuel gauges and thermal sensors update a few times a second at most, and
+    each read can be a slow PMIC/I2C transaction.
     """
     out: list[Source] = []
     bat = caps.battery
     if cur := _usable(bat.current):
         sign = bat.current_sign.discharge_sign if bat.current_sign is not CurrentSign.UNKNOWN else None
-        out.append(Source("battery.current_now", cur.path, SourceFormat.INT, bat.current_unit or "uA", sign))
+        out.append(
+            Source(
+                "battery.current_now",
+                cur.path,
+                SourceFormat.INT,
+                bat.current_unit or "uA",
+                sign,
+                slow_rate_hz,
+            )
+        )
     if volt := _usable(bat.voltage):
-        out.append(Source("battery.voltage_now", volt.path, SourceFormat.INT, bat.voltage_unit or "uV"))
+        unit = bat.voltage_unit or "uV"
+        out.append(Source("battery.voltage_now", volt.path, SourceFormat.INT, unit, rate_hz=slow_rate_hz))
     if cc := _usable(bat.charge_counter):
-        out.append(Source("battery.charge_counter", cc.path, SourceFormat.INT, "uAh"))
+        out.append(Source("battery.charge_counter", cc.path, SourceFormat.INT, "uAh", rate_hz=slow_rate_hz))
     gpu = caps.gpu
     if (busy := _usable(gpu.busy)) and gpu.busy_format:
         fmt = SourceFormat(gpu.busy_format)
@@ -147,7 +171,11 @@ def default_sources(caps: Capabilities, *, max_thermal_zones: int = 4) -> tuple[
     if (freq := _usable(gpu.freq)) and gpu.freq_unit:
         out.append(Source("gpu.freq", freq.path, SourceFormat.INT, gpu.freq_unit))
     for zone in _pick_zones(caps.thermal, max_thermal_zones):
-        out.append(Source(_zone_name(zone), zone.node.path, SourceFormat.INT, zone.unit or "mC"))
+        out.append(
+            Source(
+                _zone_name(zone), zone.node.path, SourceFormat.INT, zone.unit or "mC", rate_hz=slow_rate_hz
+            )
+        )
     return tuple(out)
 
 

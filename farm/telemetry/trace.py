@@ -2,7 +2,8 @@
 
 A trace is one JSON header line, then fixed-size little-endian records:
 `u32 kind, u32 aux, i64 t_ns, f64 values[slots]` with `record_bytes = 16 + 8 * slots`.
-Kinds: `S` sample tick (aux = read duration ns, one value per column, NaN = unreadable),
+Kinds: `S` sample tick (aux = read duration ns, one value per column, NaN = unreadable or not
+read on this tick because the source has a lower rate),
 `M` memory of the watched pid (aux = pid, values VmRSS kB, VmHWM kB), `E` watched pid exited
 (aux = pid, value = last VmHWM kB), `X` clean end (aux = reason, values ticks, missed ticks).
 
@@ -55,6 +56,7 @@ class TraceSource:
     column: int
     width: int  # 2 for pair, else 1
     open_error: str | None  # the file could not be opened when sampling started
+    rate_hz: float  # how often it was read (the tick rate, or lower for FORMAT@HZ sources)
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,7 @@ def _header(line: bytes) -> TraceHeader:
                 column=int(s["column"]),
                 width=int(s["width"]),
                 open_error=s.get("open_error"),
+                rate_hz=float(s.get("rate_hz") or doc["rate_hz"]),
             )
             for s in doc["sources"]
         )

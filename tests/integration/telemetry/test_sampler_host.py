@@ -201,3 +201,22 @@ def test_unwritable_output_exits_5(agents: Agents, world_dir: Path) -> None:
         [str(agents.sampler), f"--out={world_dir}/no/such/dir/t.bin", "--source=a=/proc/uptime:float"]
     )
     assert done.returncode == 5 and "cannot write" in done.stderr
+
+
+def test_a_slow_source_is_read_at_its_own_rate(agents: Agents, world_dir: Path) -> None:
+    tree = adreno_tree(world_dir)
+    out = world_dir / "trace.bin"
+    sources = [
+        Source("gpu.busy", str(tree.path(f"{KGSL}/gpubusy")), SourceFormat.KGSL),
+        Source("battery.current_now", str(tree.path(f"{PSY}/battery/current_now")), rate_hz=10),
+    ]
+    done = _run(sampler_argv(str(agents.sampler), sources, 200, str(out), duration_s=1.0))
+    assert done.returncode == 0, done.stderr
+    trace = parse_trace(out.read_bytes())
+    rates = {s.name: s.rate_hz for s in trace.header.sources}
+    assert rates == {"gpu.busy": 200.0, "battery.current_now": 10.0}
+    fast, slow = trace.series("gpu.busy"), trace.series("battery.current_now")
+    assert fast is not None and slow is not None
+    assert 190 <= len(fast) <= 202 and 9 <= len(slow) <= 11
+    assert np.all(slow.values == -412_000)  # skipped ticks are not readings
+    assert np.allclose(np.diff(slow.t_ns), 100_000_000, atol=5_000_000)

@@ -174,6 +174,9 @@ def test_adreno_kgsl_negative_ua() -> None:
     assert sources["gpu.busy"].format is SourceFormat.KGSL and sources["gpu.busy"].unit == "fraction"
     assert sources["gpu.freq"].unit == "Hz"
     assert sources["battery.current_now"].discharge_sign == -1
+    # the gauge and thermal sensors are read at a slow rate, the GPU every tick
+    assert sources["battery.current_now"].rate_hz == 20.0 and sources["thermal.battery"].rate_hz == 20.0
+    assert sources["gpu.busy"].rate_hz is None
     assert sources["battery.voltage_now"].unit == "uV"
     # GPU zone, the hottest CPU zone (not the cooler one), battery and skin; never the EINVAL one
     assert {n for n in sources if n.startswith("thermal.")} == {
@@ -271,6 +274,10 @@ def test_sampler_argv_shape_and_validation() -> None:
         "--watch-pid=42",
         "--linger-s=1.5",
     ]
+    slow = [Source("bat", "/b", rate_hz=10), Source("fast", "/f", rate_hz=500)]
+    assert sampler_argv("s", slow, 100, "/x")[3:] == ["--source=bat=/b:int@10", "--source=fast=/f:int"]
+    with pytest.raises(ConfigError, match="must be > 0"):
+        sampler_argv("s", [Source("bat", "/b", rate_hz=0)], 100, "/x")
     with pytest.raises(ConfigError, match=r"outside 1\.\.1000"):
         sampler_argv("s", sources, 2000, "/x")
     with pytest.raises(ConfigError, match="given twice"):
