@@ -164,3 +164,22 @@ def test_saturated_kgsl_busy_keeps_its_one_second_windows() -> None:
     metrics = metrics_by_name(compute_run_metrics(run, trace, None, None, None))
     # (4, 6] at 1.0, (6, 8] at 0.3
     assert metrics["gpu_load_mean"].value == pytest.approx(0.65)
+
+
+def test_gpu_benchmark_adds_to_the_background_load() -> None:
+    t = np.arange(0, 3 * S, S // 20)
+    trace = _SamplerLikeTrace({"gpu.busy": (Series.of(t, 0.9 + 0.01 * (t // S % 2)), "kgsl")})
+    cpu_run = _events()
+    gpu_run = [{**e, "h2d_ns": 1, "kernel_ns": 5, "d2h_ns": 1} for e in cpu_run]
+    # target 0.5: a CPU benchmark at 0.9 busy means the generator overshot; a GPU one adds its own
+    assert (
+        metrics_by_name(compute_run_metrics(cpu_run, trace, None, None, 0.5))["gpu_load_reached"].value == 0.0
+    )
+    assert (
+        metrics_by_name(compute_run_metrics(gpu_run, trace, None, None, 0.5))["gpu_load_reached"].value == 1.0
+    )
+    # short of the target is short either way
+    assert (
+        metrics_by_name(compute_run_metrics(gpu_run, trace, None, None, 0.99))["gpu_load_reached"].value
+        == 0.0
+    )
