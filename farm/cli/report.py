@@ -27,9 +27,15 @@ def parse_formats(value: str) -> tuple[str, ...]:
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Folder for report.html, report.md and figures/ (default results/EXPERIMENT/report).",
+    help="Folder for report.html, report.md, results.csv and figures/ (default results/EXPERIMENT).",
 )
-@click.option("--format", "formats", default="html,md", show_default=True, help="Comma-separated: html, md.")
+@click.option(
+    "--format",
+    "formats",
+    default="html,md,csv",
+    show_default=True,
+    help="Comma-separated: html, md, csv (tidy data).",
+)
 @click.option(
     "--results",
     "results",
@@ -39,7 +45,7 @@ def parse_formats(value: str) -> tuple[str, ...]:
 )
 def report(experiment: str, out_dir: Path | None, formats: str, results: Path | None) -> None:
     """Write the report of EXPERIMENT: a single-file HTML page (figures inline, opens offline), a
-    Markdown summary, and every figure as SVG and PDF.
+    Markdown summary, the tidy data as CSV, and every figure as SVG and PDF.
 
     \b
     It shows what was asked, each phone's environment, plan vs done with failure reasons, the
@@ -59,12 +65,12 @@ def report(experiment: str, out_dir: Path | None, formats: str, results: Path | 
         )
     with database as store:
         data = load_report_data(store, experiment)
-    target = out_dir or folder / experiment / "report"
+    target = out_dir or folder / experiment
     try:
         written = write_report(data, target, chosen)
     except OSError as error:
         raise ConfigError(f"{target}: cannot write the report: {error.strerror}") from error
     for path in written:
-        if path.suffix in (".html", ".md"):
+        if path.suffix in (".html", ".md", ".csv"):
             click.echo(str(path))
     click.echo(f"{sum(1 for p in written if p.suffix == '.svg')} figure(s) in {target / 'figures'}")

@@ -18,11 +18,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from farm.report import tables
+from farm.report.export import tidy_csv
 from farm.report.figures import RenderedFigure, render_figures
 from farm.report.model import ReportData
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
-FORMATS: tuple[str, ...] = ("html", "md")
+FORMATS: tuple[str, ...] = ("html", "md", "csv")
 
 
 def _number(value: Any, digits: int = 3) -> str:
@@ -105,7 +106,8 @@ def write_report(
     formats: Sequence[str] = FORMATS,
     figures: Sequence[RenderedFigure] | None = None,
 ) -> list[Path]:
-    """Write report.html / report.md and figures/<name>.svg|.pdf under out_dir; returns the paths.
+    """Write report.html / report.md / results.csv (tidy) and figures/<name>.svg|.pdf under out_dir;
+    returns the paths.
     `figures` defaults to render_figures(data)."""
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
@@ -128,4 +130,8 @@ def write_report(
         md_path = out_dir / "report.md"
         md_path.write_text(render_markdown(data, figures, "figures"), encoding="utf-8")
         written.append(md_path)
+    if "csv" in formats:
+        csv_path = out_dir / "results.csv"
+        csv_path.write_text(tidy_csv(data), encoding="utf-8")
+        written.append(csv_path)
     return written

@@ -101,6 +101,11 @@ def test_report_command_writes_html_md_and_figures(
     assert "energy_per_inference_mj_vs_gpu_load_by_backend.svg" in svgs  # a default
     assert all((out / "figures" / name.replace(".svg", ".pdf")).exists() for name in svgs)
     assert html.count("<svg") == len(svgs)
+    assert (out / "results.csv").read_text().startswith("experiment,run_id,")
+    # without --out: next to the runs' artifacts, in results/EXPERIMENT/
+    main(["report", "lstm_small", "--results", str(tmp_path / "results"), "--format", "md"])
+    assert (tmp_path / "results" / "lstm_small" / "report.md").exists()
+    assert not (tmp_path / "results" / "lstm_small" / "report.html").exists()
 
 
 def test_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
