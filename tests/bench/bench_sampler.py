@@ -1,4 +1,5 @@
-"""farm-sampler overhead and timing: CPU share of one core and tick jitter at 100 Hz and 1 kHz.
+"""farm-sampler overhead and timing (CPU share of one core, tick jitter at 100 Hz and 1 kHz), and
+farm-probe's run time on a fake Adreno phone tree (target: under 1 s).
 
 Samples 10 telemetry files (plain files in a tmp dir, which is the sampler's most expensive case:
 it also checks each for replacement every tick) for a few seconds, then reads the sampler's own
@@ -8,16 +9,18 @@ far each interval strayed from the period. Targets: < 1 % of a core at 100 Hz, <
 
     .venv/bin/python tests/bench/bench_sampler.py [--seconds=5]
 
-Prints a table and writes results/bench/sampler.json.
+Prints tables and writes results/bench/sampler.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +34,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 ABI = "x86_64"
 SAMPLER = REPO / "device_agents" / "build" / ABI / "farm-sampler"
+PROBE = REPO / "device_agents" / "build" / ABI / "farm-probe"
+TREES = REPO / "tests" / "integration" / "telemetry" / "telemetry_trees.py"
 RESULTS = REPO / "results" / "bench" / "sampler.json"
+PROBE_TARGET_MS = 1000
 TARGET_CPU_PCT = {100: 1.0, 1000: 5.0}
 N_SOURCES = 10
 
@@ -100,14 +106,40 @@ def run(rate_hz: int, seconds: float, root: Path) -> dict[str, float]:
     }
 
 
+def probe_times(runs: int, root: Path) -> dict[str, float]:
+    """farm-probe on the same fake Adreno tree the tests use (5 current samples, 40 ms apart)."""
+    spec = importlib.util.spec_from_file_location("telemetry_trees", TREES)
+    assert spec is not None and spec.loader is not None
+    trees = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = trees  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(trees)
+    trees.adreno_tree(root)
+    walls_ms, reported_ms = [], []
+    for _ in range(runs):
+        started = time.monotonic()
+        done = subprocess.run(
+            [str(PROBE), f"--sysfs-root={root}"], capture_output=True, text=True, check=True
+        )
+        walls_ms.append((time.monotonic() - started) * 1000)
+        reported_ms.append(json.loads(done.stdout)["elapsed_ms"])
+    return {
+        "runs": runs,
+        "wall_p50_ms": round(float(np.percentile(walls_ms, 50)), 1),
+        "wall_max_ms": round(max(walls_ms), 1),
+        "reported_p50_ms": float(np.percentile(reported_ms, 50)),
+        "target_ms": PROBE_TARGET_MS,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
-    if not SAMPLER.exists():
+    if not SAMPLER.exists() or not PROBE.exists():
         subprocess.run(["make", "-s", "-C", str(REPO / "device_agents"), f"ABI={ABI}"], check=True)
     with tempfile.TemporaryDirectory(prefix="bench-sampler-") as tmp:
         rows = [run(rate, args.seconds, Path(tmp)) for rate in (100, 1000)]
+        probe = probe_times(10, Path(tmp) / "phone")
     cols = [
         ("rate_hz", "rate Hz"),
         ("cpu_pct_stat", "CPU % (stat)"),
@@ -123,10 +155,11 @@ def main() -> int:
     print("  ".join(f"{title:>14}" for _, title in cols))
     for row in rows:
         print("  ".join(f"{row[key]!s:>14}" for key, _ in cols))
+    print()
+    print("farm-probe: " + "  ".join(f"{k}={v}" for k, v in probe.items()))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps({"benchmark": "sampler", "host_cpus": os.cpu_count(), "rows": rows}, indent=2)
-    )
+    doc = {"benchmark": "sampler", "host_cpus": os.cpu_count(), "rows": rows, "probe": probe}
+    RESULTS.write_text(json.dumps(doc, indent=2))
     print(f"wrote {RESULTS.relative_to(REPO)}")
     return 0
 

