@@ -29,6 +29,7 @@ class GroupStat:
     median: float
     ci_low: float
     ci_high: float
+    values: tuple[float, ...] = ()
 
 
 def _sort_key(key: tuple[Hashable, ...]) -> tuple[tuple[int, float, str], ...]:
@@ -58,5 +59,5 @@ def aggregate(observations: Iterable[Observation]) -> list[GroupStat]:
         else:
             ci = stats.bootstrap_median_ci(values)
             low, high = ci.low, ci.high
-        result.append(GroupStat(key, len(values), stats.median(values), low, high))
+        result.append(GroupStat(key, len(values), stats.median(values), low, high, tuple(values)))
     return result

@@ -127,18 +127,35 @@ def _observations(runs: list[RunResult], spec: FigureSpec, y: str) -> list[Obser
     return result
 
 
+def _level_order(value: Hashable) -> tuple[int, float, str]:
+    """Numbers in numeric order before strings (hidden 32 < 128, not "128" < "32")."""
+    return (0, float(value), "") if _is_number(value) else (1, 0.0, str(value))  # type: ignore[arg-type]
+
+
 def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], numeric_x: bool) -> None:
-    categories = sorted({g.key[0] for stats in groups.values() for g in stats}, key=str)
+    categories = sorted({g.key[0] for stats in groups.values() for g in stats}, key=_level_order)
     width = 0.8 / max(len(groups), 1)
     for index, (label, stats) in enumerate(groups.items()):
         medians = [g.median for g in stats]
         errors = [[g.median - g.ci_low for g in stats], [g.ci_high - g.median for g in stats]]
         legend = None if label is None else f"{spec.color}={label}"
+        positions = [categories.index(g.key[0]) + (index - (len(groups) - 1) / 2) * width for g in stats]
         if spec.kind == "line" and numeric_x:
             xs = [float(g.key[0]) for g in stats]  # type: ignore[arg-type]
             ax.errorbar(xs, medians, yerr=errors, marker="o", capsize=3, label=legend)
+        elif spec.kind == "box":
+            color = f"C{index % 10}"
+            ax.boxplot(
+                [list(g.values) for g in stats],
+                positions=positions,
+                widths=width * 0.9,
+                patch_artist=True,
+                boxprops={"facecolor": color, "alpha": 0.5},
+                medianprops={"color": "black"},
+            )
+            if legend:
+                ax.plot([], [], color=color, linewidth=6, alpha=0.5, label=legend)
         else:
-            positions = [categories.index(g.key[0]) + (index - (len(groups) - 1) / 2) * width for g in stats]
             ax.bar(positions, medians, width=width, yerr=errors, capsize=3, label=legend)
     if not (spec.kind == "line" and numeric_x):
         ax.set_xticks(range(len(categories)), [str(c) for c in categories], rotation=20, ha="right")
@@ -148,8 +165,7 @@ def _values(runs: list[RunResult], factor: str | None) -> list[Hashable]:
     """The levels of a factor among runs (numbers in order), or [None] when there is no factor."""
     if factor is None:
         return [None]
-    levels = {_hashable(run.factor(factor)) for run in runs}
-    return sorted(levels, key=lambda v: (0, float(v), "") if _is_number(v) else (1, 0.0, str(v)))  # type: ignore[arg-type]
+    return sorted({_hashable(run.factor(factor)) for run in runs}, key=_level_order)
 
 
 def _with(runs: list[RunResult], factor: str | None, level: Hashable) -> list[RunResult]:

@@ -118,3 +118,12 @@ def test_energy_default_falls_back_to_gross_without_baseline(report_data: Report
     names = [spec.name for spec in figures_for(replace(report_data, runs=runs, figures=()))]
     assert "energy_per_inference_gross_mj_vs_gpu_load_by_backend_per_hidden" in names
     assert not any(name.startswith("energy_per_inference_mj") for name in names)
+
+
+def test_box_and_bar_figures_order_numeric_levels(report_data: ReportData) -> None:
+    box = render_figure(report_data, FigureSpec(x="hidden", y="latency_ms", color="backend", kind="box"))
+    assert box is not None and "latency_median_ms [ms]" in box.svg
+    bar = render_figure(report_data, FigureSpec(x="hidden", y="latency_ms", kind="bar"))
+    assert bar is not None
+    # tick labels in numeric order: 32 before 128
+    assert bar.svg.index(">32<") < bar.svg.index(">128<")
