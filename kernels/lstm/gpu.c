@@ -1,5 +1,5 @@
-/* lstm OpenCL path: weights resident, inputs uploaded per iteration, one fused cell launch per
- * (time step, layer), one dense launch, logits read back. */
+/* lstm OpenCL path (strategies in lstm.h): weights resident, inputs uploaded per iteration,
+ * logits read back. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +13,10 @@ struct lstm_gpu {
     cl_kernel cell[LSTM_MAX_LAYERS], dense;
     cl_mem w[LSTM_MAX_LAYERS], b[LSTM_MAX_LAYERS], h[LSTM_MAX_LAYERS][2], c[LSTM_MAX_LAYERS];
     cl_mem wd, bd, x, logits;
+    int fused;
+    cl_kernel fused_k;
+    cl_mem w_all, b_all, cstate;
+    size_t fused_global, fused_local;
     void *hx; /* inputs in storage format */
     size_t esize, xbytes;
     size_t cell_global[2], cell_local[2];
@@ -44,7 +48,50 @@ static void arg(cl_kernel k, cl_uint i, size_t size, const void *v)
     farm_cl_check(clSetKernelArg(k, i, size, v), "clSetKernelArg(lstm)");
 }
 
-lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, long wg, const char *cache_dir)
+static void create_fused(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
+{
+    const lstm_shape *s = &m->s;
+    const size_t H = (size_t)s->hidden;
+    size_t wn = 0;
+    for (long l = 0; l < s->layers; l++)
+        wn += ((size_t)lstm_in_dim(s, l) + H) * 4 * H;
+    float *w_all = farm_alloc(wn * sizeof(float)), *b_all = farm_alloc((size_t)s->layers * 4 * H * sizeof(float));
+    size_t off = 0;
+    for (long l = 0; l < s->layers; l++) {
+        const size_t n = ((size_t)lstm_in_dim(s, l) + H) * 4 * H;
+        memcpy(w_all + off, m->w[l], n * sizeof(float));
+        memcpy(b_all + (size_t)l * 4 * H, m->b[l], 4 * H * sizeof(float));
+        off += n;
+    }
+    g->w_all = resident(cl, w_all, wn, s->fp16);
+    g->b_all = resident(cl, b_all, (size_t)s->layers * 4 * H, s->fp16);
+    free(w_all);
+    free(b_all);
+    g->cstate = farm_cl_buffer(cl, CL_MEM_READ_WRITE, (size_t)(s->batch * s->layers) * H * 4, NULL);
+    size_t local = wg > 0 ? (size_t)wg : H;
+    if (local > cl->max_wg_size)
+        local = cl->max_wg_size;
+    g->fused_local = local;
+    g->fused_global = local * (size_t)s->batch;
+    cl_kernel k = g->fused_k = farm_cl_kernel(&g->prog, "lstm_fused");
+    const cl_int T = (cl_int)s->seq_len, D0 = (cl_int)s->input_dim, Hi = (cl_int)H, L = (cl_int)s->layers,
+                 C = (cl_int)s->classes;
+    arg(k, 0, sizeof T, &T);
+    arg(k, 1, sizeof D0, &D0);
+    arg(k, 2, sizeof Hi, &Hi);
+    arg(k, 3, sizeof L, &L);
+    arg(k, 4, sizeof C, &C);
+    arg(k, 5, sizeof(cl_mem), &g->x);
+    arg(k, 6, sizeof(cl_mem), &g->w_all);
+    arg(k, 7, sizeof(cl_mem), &g->b_all);
+    arg(k, 8, sizeof(cl_mem), &g->wd);
+    arg(k, 9, sizeof(cl_mem), &g->bd);
+    arg(k, 10, sizeof(cl_mem), &g->cstate);
+    arg(k, 11, sizeof(cl_mem), &g->logits);
+    arg(k, 12, (size_t)(s->layers * 2) * H * sizeof(float), NULL);
+}
+
+lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int fused, long wg, const char *cache_dir)
 {
     const lstm_shape *s = &m->s;
     lstm_gpu *g = farm_alloc(sizeof *g);
@@ -57,6 +104,17 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, long wg, const char 
 
     const size_t H = (size_t)s->hidden, C = (size_t)s->classes, bh = (size_t)(s->batch * s->hidden);
     const cl_int Hi = (cl_int)H, Ci = (cl_int)C;
+    g->fused = fused;
+    g->wd = resident(cl, m->wd, H * C, s->fp16);
+    g->bd = resident(cl, m->bd, C, s->fp16);
+    g->xbytes = (size_t)(s->batch * s->seq_len * s->input_dim) * g->esize;
+    g->hx = storage(m->x, (size_t)(s->batch * s->seq_len * s->input_dim), s->fp16);
+    g->x = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->xbytes, NULL);
+    g->logits = farm_cl_buffer(cl, CL_MEM_WRITE_ONLY, (size_t)s->batch * C * 4, NULL);
+    if (fused) {
+        create_fused(g, cl, m, wg);
+        return g;
+    }
     for (long l = 0; l < s->layers; l++) {
         const size_t D = (size_t)lstm_in_dim(s, l);
         g->w[l] = resident(cl, m->w[l], (D + H) * 4 * H, s->fp16);
@@ -72,12 +130,6 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, long wg, const char 
         arg(k, 8, sizeof(cl_mem), &g->w[l]);
         arg(k, 9, sizeof(cl_mem), &g->b[l]);
     }
-    g->wd = resident(cl, m->wd, H * C, s->fp16);
-    g->bd = resident(cl, m->bd, C, s->fp16);
-    g->xbytes = (size_t)(s->batch * s->seq_len * s->input_dim) * g->esize;
-    g->hx = storage(m->x, (size_t)(s->batch * s->seq_len * s->input_dim), s->fp16);
-    g->x = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->xbytes, NULL);
-    g->logits = farm_cl_buffer(cl, CL_MEM_WRITE_ONLY, (size_t)s->batch * C * 4, NULL);
     g->dense = farm_cl_kernel(&g->prog, "lstm_dense");
     arg(g->dense, 0, sizeof Hi, &Hi);
     arg(g->dense, 1, sizeof Ci, &Ci);
@@ -97,8 +149,31 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, long wg, const char 
 
 const farm_cl_program *lstm_gpu_program(const lstm_gpu *g) { return &g->prog; }
 
+long lstm_gpu_launches(const lstm_gpu *g)
+{
+    return g->fused ? 1 : g->m->s.seq_len * g->m->s.layers + 1;
+}
+
+static int run_fused(lstm_gpu *g, float *logits, farm_split *split)
+{
+    const lstm_shape *s = &g->m->s;
+    cl_command_queue q = g->cl->queue;
+    farm_cl_check(clEnqueueWriteBuffer(q, g->x, CL_FALSE, 0, g->xbytes, g->hx, 0, NULL, farm_ev_slot(&g->evs, FARM_H2D)),
+                  "clEnqueueWriteBuffer(x)");
+    farm_cl_check(clEnqueueNDRangeKernel(q, g->fused_k, 1, NULL, &g->fused_global, &g->fused_local, 0, NULL,
+                                         farm_ev_slot(&g->evs, FARM_KERNEL)),
+                  "clEnqueueNDRangeKernel(lstm_fused)");
+    farm_cl_check(clEnqueueReadBuffer(q, g->logits, CL_TRUE, 0, (size_t)(s->batch * s->classes) * 4, logits, 0, NULL,
+                                      farm_ev_slot(&g->evs, FARM_D2H)),
+                  "clEnqueueReadBuffer(logits)");
+    farm_ev_collect(&g->evs, split);
+    return FARM_EXIT_OK;
+}
+
 int lstm_gpu_run(lstm_gpu *g, float *logits, farm_split *split)
 {
+    if (g->fused)
+        return run_fused(g, logits, split);
     const lstm_shape *s = &g->m->s;
     cl_command_queue q = g->cl->queue;
     const size_t bh4 = (size_t)(s->batch * s->hidden) * 4;
@@ -150,7 +225,13 @@ void lstm_gpu_destroy(lstm_gpu *g)
     if (!g)
         return;
     farm_ev_free(&g->evs);
-    for (long l = 0; l < g->m->s.layers; l++) {
+    if (g->fused) {
+        clReleaseKernel(g->fused_k);
+        clReleaseMemObject(g->w_all);
+        clReleaseMemObject(g->b_all);
+        clReleaseMemObject(g->cstate);
+    }
+    for (long l = 0; l < g->m->s.layers && !g->fused; l++) {
         clReleaseKernel(g->cell[l]);
         clReleaseMemObject(g->w[l]);
         clReleaseMemObject(g->b[l]);
@@ -158,7 +239,8 @@ void lstm_gpu_destroy(lstm_gpu *g)
         clReleaseMemObject(g->h[l][1]);
         clReleaseMemObject(g->c[l]);
     }
-    clReleaseKernel(g->dense);
+    if (!g->fused)
+        clReleaseKernel(g->dense);
     clReleaseMemObject(g->wd);
     clReleaseMemObject(g->bd);
     clReleaseMemObject(g->x);

@@ -58,3 +58,79 @@ __kernel void lstm_dense(const int H, const int C, __global const float *h, __gl
         acc = mad(h[b * H + j], LD(Wd, j * C + k), acc);
     logits[b * C + k] = acc;
 }
+
+// One launch per inference: work-group b runs batch element b through every time step and layer,
+// keeping h of every layer in local memory (double-buffered) and c in global memory owned by the
+// work-item that updates it; one barrier per (step, layer). Weights of all layers are
+// concatenated (layer l at offset sum_{i<l} (D_i + H) * 4H), biases too (l * 4H).
+__kernel void lstm_fused(const int T, const int D0, const int H, const int L, const int C,
+                         __global const store_t *x, __global const store_t *W, __global const store_t *bias,
+                         __global const store_t *Wd, __global const store_t *bd, __global float *cstate,
+                         __global float *logits, __local float *hbuf)
+{
+    const int b = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);
+    const int H4 = 4 * H;
+    __global float *cs = cstate + b * L * H;
+    for (int l = 0; l < L; l++)
+        for (int u = lid; u < H; u += wg) {
+            hbuf[(l * 2) * H + u] = 0.0f;
+            cs[l * H + u] = 0.0f;
+        }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    int cur = 0;
+    for (int t = 0; t < T; t++) {
+        int woff = 0;
+        for (int l = 0; l < L; l++) {
+            const int D = l == 0 ? D0 : H;
+            __local const float *hp = hbuf + (l * 2 + cur) * H;
+            __local float *hn = hbuf + (l * 2 + 1 - cur) * H;
+            __local const float *below = hbuf + ((l - 1) * 2 + 1 - cur) * H; // layer l-1 at step t
+            __global const store_t *Wl = W + woff;
+            __global const store_t *bl = bias + l * H4;
+            for (int u = lid; u < H; u += wg) {
+                float zi = LD(bl, u), zf = LD(bl, H + u), zg = LD(bl, 2 * H + u), zo = LD(bl, 3 * H + u);
+                if (l == 0) {
+                    __global const store_t *xt = x + (b * T + t) * D0;
+                    for (int r = 0; r < D0; r++) {
+                        const float v = LD(xt, r);
+                        const int row = r * H4 + u;
+                        zi = mad(v, LD(Wl, row), zi);
+                        zf = mad(v, LD(Wl, row + H), zf);
+                        zg = mad(v, LD(Wl, row + 2 * H), zg);
+                        zo = mad(v, LD(Wl, row + 3 * H), zo);
+                    }
+                } else {
+                    for (int r = 0; r < H; r++) {
+                        const float v = below[r];
+                        const int row = r * H4 + u;
+                        zi = mad(v, LD(Wl, row), zi);
+                        zf = mad(v, LD(Wl, row + H), zf);
+                        zg = mad(v, LD(Wl, row + 2 * H), zg);
+                        zo = mad(v, LD(Wl, row + 3 * H), zo);
+                    }
+                }
+                for (int r = 0; r < H; r++) {
+                    const float v = hp[r];
+                    const int row = (D + r) * H4 + u;
+                    zi = mad(v, LD(Wl, row), zi);
+                    zf = mad(v, LD(Wl, row + H), zf);
+                    zg = mad(v, LD(Wl, row + 2 * H), zg);
+                    zo = mad(v, LD(Wl, row + 3 * H), zo);
+                }
+                const float cn = sigmoid_(zf) * cs[l * H + u] + sigmoid_(zi) * tanh(zg);
+                cs[l * H + u] = cn;
+                hn[u] = sigmoid_(zo) * tanh(cn);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+            woff += (D + H) * H4;
+        }
+        cur = 1 - cur;
+    }
+    __local const float *h = hbuf + ((L - 1) * 2 + cur) * H;
+    for (int k = lid; k < C; k += wg) {
+        float acc = LD(bd, k);
+        for (int j = 0; j < H; j++)
+            acc = mad(h[j], LD(Wd, j * C + k), acc);
+        logits[b * C + k] = acc;
+    }
+}

@@ -39,11 +39,17 @@ lstm_cpu *lstm_cpu_create(const lstm_model *m, farm_pool *pool);
 void lstm_cpu_run(lstm_cpu *c, float *logits);
 void lstm_cpu_destroy(lstm_cpu *c);
 
-/* GPU path: weights resident on the device; each iteration uploads the inputs, launches one fused
- * cell kernel (all four gates + state update for every unit and batch element) per layer and time
- * step plus one dense kernel, and reads the logits back. */
+/* GPU path: weights resident on the device; each iteration uploads the inputs, runs the network
+ * and reads the logits back. Two kernel strategies:
+ *   fused: ONE launch per inference; a work-group per batch element walks all steps and layers
+ *          (h in local memory, a barrier per step and layer);
+ *   step:  one cell launch per (step, layer) computing all four gates and the state update of every
+ *          unit and batch element, plus one dense launch.
+ * Neither launches a kernel per gate or per element. */
 typedef struct lstm_gpu lstm_gpu;
-lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, long wg, const char *cache_dir);
+lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int fused, long wg, const char *cache_dir);
+/* Kernel launches per inference. */
+long lstm_gpu_launches(const lstm_gpu *g);
 const farm_cl_program *lstm_gpu_program(const lstm_gpu *g);
 int lstm_gpu_run(lstm_gpu *g, float *logits, farm_split *split);
 void lstm_gpu_destroy(lstm_gpu *g);

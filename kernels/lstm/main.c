@@ -5,6 +5,8 @@
 
 #include "lstm.h"
 
+static const char *const gpu_kernel_choices[] = {"auto", "fused", "step", NULL};
+
 typedef struct {
     lstm_cpu *cpu;
     lstm_gpu *gpu;
@@ -26,6 +28,7 @@ int main(int argc, char **argv)
     farm_common_defaults(&c);
     lstm_shape s = {128, 9, 32, 1, 6, 1, 0};
     long wg = 0;
+    const char *gpu_kernel = "auto";
     const char *weights = NULL, *input = NULL;
     const farm_opt opts[] = {
         FARM_OPTS_BENCH(&c),
@@ -41,7 +44,13 @@ int main(int argc, char **argv)
          "(H, classes), dense_bias (classes)",
          0, 0, NULL},
         {"input", FARM_OPT_STRING, &input, ".npy inputs (batch, seq_len, input_dim)", 0, 0, NULL},
-        {"wg", FARM_OPT_INT, &wg, "gpu: work-group size along hidden units (0: driver's choice)", 0, 4096, NULL},
+        {"gpu-kernel", FARM_OPT_CHOICE, &gpu_kernel,
+         "gpu strategy: fused (one launch per inference, a work-group per batch element), step (one launch "
+         "per step and layer, all units in parallel); auto: fused on CPU devices, where launches are "
+         "costly, step on GPUs", 0, 0,
+         gpu_kernel_choices},
+        {"wg", FARM_OPT_INT, &wg, "gpu: work-group size along hidden units (0: fused H, step driver's choice)", 0,
+         4096, NULL},
         {0},
     };
     farm_parse_args(argc, argv, "lstm",
@@ -62,7 +71,9 @@ int main(int argc, char **argv)
     farm_cl cl;
     if (gpu) {
         farm_cl_open(&cl, c.cl_device);
-        r.gpu = lstm_gpu_create(&cl, &m, wg, farm_cl_cache_dir(c.cl_cache));
+        if (!strcmp(gpu_kernel, "auto"))
+            gpu_kernel = (cl.device_type & CL_DEVICE_TYPE_GPU) ? "step" : "fused";
+        r.gpu = lstm_gpu_create(&cl, &m, !strcmp(gpu_kernel, "fused"), wg, farm_cl_cache_dir(c.cl_cache));
     } else {
         r.cpu = lstm_cpu_create(&m, pool);
     }
@@ -83,8 +94,9 @@ int main(int argc, char **argv)
     farm_json_int(&j, "seed", c.seed);
     if (gpu) {
         farm_cl_info_fields(&j, &cl, lstm_gpu_program(r.gpu));
+        farm_json_str(&j, "gpu_kernel", gpu_kernel);
         farm_json_int(&j, "wg", wg);
-        farm_json_int(&j, "launches_per_inference", s.seq_len * s.layers + 1);
+        farm_json_int(&j, "launches_per_inference", lstm_gpu_launches(r.gpu));
     }
     farm_json_end(&j);
 

@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 BACKENDS = ["cpu", "cpu-mt", "gpu"]
+# (backend, extra args): both GPU strategies must compute the same network
+VARIANTS = [("cpu", []), ("cpu-mt", []), ("gpu", ["--gpu-kernel=fused"]), ("gpu", ["--gpu-kernel=step"]),
+            ("gpu", ["--gpu-kernel=fused", "--wg=16"])]  # fmt: skip
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -63,15 +66,23 @@ def write_model(
     return {k: v.astype(np.float64) for k, v in weights.items()}, x, args
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("backend", "extra"), VARIANTS, ids=lambda v: v if isinstance(v, str) else "-".join(v)
+)
 @pytest.mark.parametrize(("hidden", "layers", "batch"), [(32, 1, 1), (45, 3, 3)])
-def test_logits_match_numpy_lstm(kernel_program, tmp_path, backend, hidden, layers, batch):
+def test_logits_match_numpy_lstm(kernel_program, tmp_path, backend, extra, hidden, layers, batch):
     weights, x, args = write_model(
         tmp_path, input_dim=9, hidden=hidden, layers=layers, classes=6, batch=batch, seq_len=24, seed=hidden
     )
     out = tmp_path / "logits.npy"
     run = kernel_program("lstm").run(
-        *args, f"--backend={backend}", "--threads=2", "--iters=1", "--warmup=0", f"--dump-output={out}"
+        *args,
+        f"--backend={backend}",
+        *extra,
+        "--threads=2",
+        "--iters=1",
+        "--warmup=0",
+        f"--dump-output={out}",
     )
     assert run.returncode == 0, run.stderr
     got = np.load(out)
@@ -96,12 +107,18 @@ def test_fp16_storage_within_looser_tolerance(kernel_program, tmp_path, backend)
 
 
 def test_gpu_verify_and_default_mobirnn_shape(kernel_program):
-    run = kernel_program("lstm").run("--backend=gpu", "--iters=1", "--warmup=0", "--verify", "--layers=2")
+    prog = kernel_program("lstm")
+    run = prog.run("--backend=gpu", "--iters=1", "--warmup=0", "--verify", "--layers=2", "--gpu-kernel=step")
     assert run.returncode == 0, run.stderr
     info, result = run.one("info"), run.one("result")
     assert (info["seq_len"], info["input_dim"], info["classes"], info["hidden"]) == (128, 9, 6, 32)
-    # one fused cell launch per (step, layer) plus the dense layer: never one per gate or element
+    # one cell launch per (step, layer) plus the dense layer: never one per gate or element
     assert info["launches_per_inference"] == 128 * 2 + 1
+    fused = prog.run(
+        "--backend=gpu", "--iters=1", "--warmup=0", "--verify", "--layers=2", "--gpu-kernel=fused"
+    )
+    assert fused.one("info")["launches_per_inference"] == 1
+    assert fused.one("result")["verify"] == "passed"
     assert result["verify"] == "passed"
     it = run.one("iter")
     assert it["kernel_ns"] > 0 and it["h2d_ns"] > 0 and it["d2h_ns"] > 0
