@@ -10,6 +10,7 @@
   level_pct      battery level, fractional
   current_ma     true battery current, > 0 into the battery (before the profile's quirks)
   voltage_mv     battery voltage
+  screen_on      the screen term of the power model is on (input keyevent WAKEUP/SLEEP/POWER)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class TruthRow:
     level_pct: float
     current_ma: float
     voltage_mv: float
+    screen_on: bool = True
 
 
 class GroundTruthLog:

@@ -204,6 +204,7 @@ class Physics:
                 level_pct=self.battery.level_pct,
                 current_ma=self.battery.current_ma,
                 voltage_mv=voltage_mv(p.battery, self.battery.level_pct),
+                screen_on=self._screen_on,
             )
         )
 
