@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 # while staying cheap (a few ms for 10^3 samples).
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20170601
+BOOTSTRAP_CHUNK_ELEMENTS = 4_000_000  # ~32 MB of indices per chunk
 
 REPORTED_PERCENTILES: tuple[float, ...] = (5.0, 10.0, 90.0, 95.0, 99.0)
 
@@ -81,8 +82,14 @@ def bootstrap_median_ci(
     if array.size == 1:
         return ConfidenceInterval(float(array[0]), float(array[0]), level)
     rng = np.random.default_rng(seed)
-    indices = rng.integers(0, array.size, size=(resamples, array.size))
-    medians = np.median(array[indices], axis=1)
+    # Resample in chunks: a run of tiny iterations has 10^4-10^5 of them, and all resamples at
+    # once would take gigabytes.
+    per_chunk = max(1, BOOTSTRAP_CHUNK_ELEMENTS // array.size)
+    medians = np.empty(resamples, dtype=np.float64)
+    for first in range(0, resamples, per_chunk):
+        count = min(per_chunk, resamples - first)
+        indices = rng.integers(0, array.size, size=(count, array.size))
+        medians[first : first + count] = np.median(array[indices], axis=1)
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(medians, [tail, 100.0 - tail])
     return ConfidenceInterval(float(low), float(high), level)
