@@ -1,0 +1,158 @@
+"""`farm run` across the local adb server and two lab hosts reached over SSH (real sshd, their own
+adb servers and phones): every run is stored once, devices are `host/serial`; and a lab host whose
+sshd stops mid-sweep gets its runs done after sshd is back while the other hosts keep running."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from farm.store import RunState
+from farm.store import runs as run_store
+from tests.integration.remote.labs import REPO, cli_env, fast_lstm, open_store, write_config, write_experiment
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def labs(lab_hosts):
+    return [lab_hosts("lab1", "127.0.0.2", phones=1), lab_hosts("lab2", "127.0.0.3", phones=1)]
+
+
+def _farm(env: dict[str, str], *args: str, timeout_s: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "farm", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
+def _expected_ids(local_phones, labs) -> set[str]:
+    ids = {f"local/{p.serial}" for p in local_phones}
+    return ids | {f"{lab.name}/{p.serial}" for lab in labs for p in lab.phones}
+
+
+def test_sweep_over_local_and_two_lab_hosts_stores_every_run_once(
+    labs, virtual_phones, tmp_path: Path
+) -> None:
+    local = virtual_phones(count=1)
+    config_dir = tmp_path / "config"
+    write_config(config_dir, labs)
+    env = cli_env(config_dir, tmp_path / "home", local.adb_port, tmp_path / "results")
+    spec = write_experiment(tmp_path, "spread", fast_lstm([8, 16]))
+
+    hosts = _farm(env, "hosts", "--json")
+    assert hosts.returncode == 0, hosts.stderr
+    rows = {r["name"]: r for r in json.loads(hosts.stdout)}
+    assert {n: (r["state"], r["phones"]) for n, r in rows.items()} == {
+        "local": ("up", 1),
+        "lab1": ("up", 1),
+        "lab2": ("up", 1),
+    }
+    assert rows["lab1"]["rtt_ms"] > 0
+
+    done = _farm(env, "run", str(spec), "--no-live", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    expected = _expected_ids(local, labs)
+    assert set(summary["phones"]) == expected
+    assert summary["done"] == summary["planned"] == 2 * 3
+
+    with open_store(tmp_path / "results") as store:
+        runs = run_store.list_runs(store, "spread")
+        assert {r.state for r in runs} == {RunState.DONE}
+        assert Counter(r.ran_on for r in runs) == dict.fromkeys(expected, 2)
+        done_attempts = store.query(
+            "SELECT run_id, COUNT(*) AS n FROM attempts WHERE outcome = 'done' GROUP BY run_id"
+        )
+        assert {row["run_id"]: row["n"] for row in done_attempts} == {r.run_id: 1 for r in runs}
+
+
+def _done_by_phone(results: Path, experiment: str) -> Counter[str]:
+    if not (results / "farm.db").exists():
+        return Counter()
+    with open_store(results) as store:
+        return Counter(r.ran_on for r in run_store.list_runs(store, experiment, [RunState.DONE]))
+
+
+def _wait(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def test_lab_host_sshd_stopped_mid_sweep_its_runs_wait_and_finish(
+    labs, virtual_phones, tmp_path: Path
+) -> None:
+    local = virtual_phones(count=1)
+    config_dir = tmp_path / "config"
+    write_config(config_dir, labs)
+    results = tmp_path / "results"
+    env = cli_env(config_dir, tmp_path / "home", local.adb_port, results)
+    spec = write_experiment(
+        tmp_path,
+        "outage",
+        fast_lstm([8, 16, 24, 32], min_seconds=1, max_attempts=4),
+    )
+    lab2 = labs[1]
+    lab2_id = f"lab2/{lab2.phones[0].serial}"
+    others = _expected_ids(local, labs) - {lab2_id}
+    farm = subprocess.Popen(
+        [sys.executable, "-m", "farm", "run", str(spec), "--no-live", "--json"],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _wait(lambda: _done_by_phone(results, "outage")[lab2_id] >= 1, 120, "a first run on lab2")
+        lab2.sshd.stop()
+        try:
+            before = _done_by_phone(results, "outage")
+            # While lab2 is away, the other hosts' phones keep finishing runs ...
+            _wait(
+                lambda: (
+                    sum(_done_by_phone(results, "outage")[d] for d in others) > sum(before[d] for d in others)
+                ),
+                60,
+                "progress on the other hosts while lab2 is down",
+            )
+            # ... and lab2's phone finishes none.
+            assert _done_by_phone(results, "outage")[lab2_id] == before[lab2_id]
+            assert farm.poll() is None
+        finally:
+            lab2.sshd.start()
+        out, err = farm.communicate(timeout=180)
+    finally:
+        if farm.poll() is None:
+            farm.kill()
+            farm.wait()
+    assert farm.returncode == 0, out + err
+    assert json.loads(out)["done"] == 4 * 3
+    with open_store(results) as store:
+        runs = run_store.list_runs(store, "outage")
+        assert {r.state for r in runs} == {RunState.DONE}
+        assert Counter(r.ran_on for r in runs) == dict.fromkeys(_expected_ids(local, labs), 4)
+        kinds = {e.kind for e in run_store.recent_events(store, "outage", 200) if e.device_id == lab2_id}
+        assert "recovered" in kinds
+        for other in others:
+            assert not [
+                e
+                for e in run_store.recent_events(store, "outage", 200)
+                if e.device_id == other and e.kind == "fault"
+            ]
