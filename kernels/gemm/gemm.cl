@@ -110,3 +110,40 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_local(
             STORE1(acc[i][j], C + (gm0 + tm + i * RTSM) * N + gn0 + tn + j * RTSN);
 }
 #endif
+
+#ifdef VW
+// Packed variant (BLAS-style panels, so the inner loop streams memory sequentially):
+//   Ap[M/TM][K][TM]  (TM rows of A interleaved per k)   Bp[N/VW][K][VW]  (VW columns of B per k)
+__kernel void pack_a(const int K, __global const store_t *A, __global float *Ap)
+{
+    const int k = get_global_id(0), mb = get_global_id(1);
+    for (int r = 0; r < TM; r++)
+        Ap[(mb * K + k) * TM + r] = LOAD1(A + (mb * TM + r) * K + k);
+}
+
+__kernel void pack_b(const int K, const int N, __global const store_t *B, __global float *Bp)
+{
+    const int k = get_global_id(0), nb = get_global_id(1);
+    CAT(vstore, VW)(LOADV(B + k * N + nb * VW), 0, Bp + (nb * K + k) * VW);
+}
+
+// Global size: (N / VW, M / TM).
+__kernel void gemm_packed(const int M, const int N, const int K, __global const float *Ap,
+                          __global const float *Bp, __global store_t *C)
+{
+    const int nb = get_global_id(0), mb = get_global_id(1);
+    (void)M;
+    vec_t acc[TM];
+    for (int r = 0; r < TM; r++)
+        acc[r] = (vec_t)(0.0f);
+    __global const float *a = Ap + mb * K * TM;
+    __global const float *b = Bp + nb * K * VW;
+    for (int k = 0; k < K; k++) {
+        const vec_t bv = CAT(vload, VW)(0, b + k * VW);
+        for (int r = 0; r < TM; r++)
+            acc[r] = mad((vec_t)(a[k * TM + r]), bv, acc[r]);
+    }
+    for (int r = 0; r < TM; r++)
+        STOREV(acc[r], C + (mb * TM + r) * N + nb * VW);
+}
+#endif

@@ -11,7 +11,9 @@ struct gemm_gpu {
     gemm_problem p;
     gemm_gpu_opts o;
     farm_cl_program prog;
-    cl_kernel kernel;
+    cl_kernel kernel, pack_a, pack_b;
+    cl_mem ap, bp; /* packed panels (kernel "packed") */
+    int packed;
     cl_mem da, db, dc;
     size_t mp, np, kp, esize;
     size_t global[2], local[2];
@@ -46,6 +48,7 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
     g->p = *p;
     g->o = *o;
     g->use_local = !strcmp(o->kernel, "local");
+    g->packed = !strcmp(o->kernel, "packed");
     g->esize = p->fp16 ? 2 : 4;
     char opts[256];
     if (g->use_local) {
@@ -71,7 +74,7 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
     }
     strncat(opts, " -cl-mad-enable", sizeof opts - strlen(opts) - 1);
     farm_cl_build(cl, "gemm", gemm_cl_source, opts, cache_dir, &g->prog);
-    g->kernel = farm_cl_kernel(&g->prog, g->use_local ? "gemm_local" : "gemm_regblock");
+    g->kernel = farm_cl_kernel(&g->prog, g->use_local ? "gemm_local" : g->packed ? "gemm_packed" : "gemm_regblock");
 
     g->da = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->mp * g->kp * g->esize, NULL);
     g->db = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->kp * g->np * g->esize, NULL);
@@ -93,8 +96,24 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
     err |= clSetKernelArg(g->kernel, 0, sizeof m, &m);
     err |= clSetKernelArg(g->kernel, 1, sizeof n, &n);
     err |= clSetKernelArg(g->kernel, 2, sizeof k, &k);
-    err |= clSetKernelArg(g->kernel, 3, sizeof g->da, &g->da);
-    err |= clSetKernelArg(g->kernel, 4, sizeof g->db, &g->db);
+    if (g->packed) {
+        g->ap = farm_cl_buffer(cl, CL_MEM_READ_WRITE, g->mp * g->kp * 4, NULL);
+        g->bp = farm_cl_buffer(cl, CL_MEM_READ_WRITE, g->kp * g->np * 4, NULL);
+        g->pack_a = farm_cl_kernel(&g->prog, "pack_a");
+        g->pack_b = farm_cl_kernel(&g->prog, "pack_b");
+        err |= clSetKernelArg(g->pack_a, 0, sizeof k, &k);
+        err |= clSetKernelArg(g->pack_a, 1, sizeof g->da, &g->da);
+        err |= clSetKernelArg(g->pack_a, 2, sizeof g->ap, &g->ap);
+        err |= clSetKernelArg(g->pack_b, 0, sizeof k, &k);
+        err |= clSetKernelArg(g->pack_b, 1, sizeof n, &n);
+        err |= clSetKernelArg(g->pack_b, 2, sizeof g->db, &g->db);
+        err |= clSetKernelArg(g->pack_b, 3, sizeof g->bp, &g->bp);
+        err |= clSetKernelArg(g->kernel, 3, sizeof g->ap, &g->ap);
+        err |= clSetKernelArg(g->kernel, 4, sizeof g->bp, &g->bp);
+    } else {
+        err |= clSetKernelArg(g->kernel, 3, sizeof g->da, &g->da);
+        err |= clSetKernelArg(g->kernel, 4, sizeof g->db, &g->db);
+    }
     err |= clSetKernelArg(g->kernel, 5, sizeof g->dc, &g->dc);
     farm_cl_check(err, "clSetKernelArg(gemm)");
     return g;
@@ -104,7 +123,7 @@ const farm_cl_program *gemm_gpu_program(const gemm_gpu *g) { return &g->prog; }
 
 void gemm_gpu_describe(const gemm_gpu *g, farm_json *j)
 {
-    farm_json_str(j, "kernel", g->use_local ? "local" : "regblock");
+    farm_json_str(j, "kernel", g->use_local ? "local" : g->packed ? "packed" : "regblock");
     if (!g->use_local) {
         farm_json_int(j, "tile_m", g->o.tile_m);
         farm_json_int(j, "vec", g->o.vec);
@@ -150,6 +169,15 @@ int gemm_gpu_iter(gemm_gpu *g, float *c, farm_split *split)
         write_inputs(g);
         g->copied = 1;
     }
+    if (g->packed) {
+        const size_t ga[2] = {g->kp, g->mp / (size_t)g->o.tile_m}, gb[2] = {g->kp, g->np / (size_t)g->o.vec};
+        farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, g->pack_a, 2, NULL, ga, NULL, 0, NULL,
+                                             farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueNDRangeKernel(pack_a)");
+        farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, g->pack_b, 2, NULL, gb, NULL, 0, NULL,
+                                             farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueNDRangeKernel(pack_b)");
+    }
     farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, g->kernel, 2, NULL, g->global,
                                          g->local[0] ? g->local : NULL, 0, NULL, farm_ev_slot(&g->evs, FARM_KERNEL)),
                   "clEnqueueNDRangeKernel(gemm)");
@@ -176,6 +204,12 @@ void gemm_gpu_destroy(gemm_gpu *g)
     clReleaseMemObject(g->db);
     clReleaseMemObject(g->dc);
     clReleaseKernel(g->kernel);
+    if (g->packed) {
+        clReleaseKernel(g->pack_a);
+        clReleaseKernel(g->pack_b);
+        clReleaseMemObject(g->ap);
+        clReleaseMemObject(g->bp);
+    }
     farm_cl_program_release(&g->prog);
     free(g->ha);
     free(g->hb);

@@ -4,7 +4,7 @@
 
 #include "gemm.h"
 
-static const char *const kernel_choices[] = {"auto", "regblock", "local", NULL};
+static const char *const kernel_choices[] = {"auto", "regblock", "packed", "local", NULL};
 static const char *const transfer_choices[] = {"each", "once", NULL};
 
 typedef struct {
