@@ -44,7 +44,12 @@ def run_demo(results_dir: Path, keep_phones: bool) -> Path:
     env["FARM_VIRTUAL_DIR"] = str(Path(".farm/demo").resolve())
     subprocess.run(["adb", "-P", str(DEMO_ADB_PORT), "start-server"], check=True, timeout=ADB_TIMEOUT_S)
     try:
-        _step("stop phones left over from an earlier demo", _farm("virtual", "down"), env, allowed_codes=(0, 1, 2))
+        _step(
+            "stop phones left over from an earlier demo",
+            _farm("virtual", "down"),
+            env,
+            allowed_codes=(0, 1, 2),
+        )
         profile_args = [arg for name in DEMO_PROFILES for arg in ("--profile", name)]
         _step(
             "start 4 virtual phones",
