@@ -56,14 +56,15 @@ class Series:
         return Series(self.t_ns, self.values * factor)
 
     def update_period_ns(self) -> int | None:
-        """The source's update period: the shortest gap between two value changes (None if it did not
-        change three times). A gauge that re-reads an unchanged value makes longer gaps, never
-        shorter."""
+        """The source's update period: about the shortest gap between two value changes (None if it
+        did not change three times). A gauge that re-reads an unchanged value makes longer gaps,
+        never shorter."""
         # The first sample marks when sampling began, not an update: gaps from the first change on.
         points = self.update_points()
         gaps = np.diff(points.t_ns[1:])
         gaps = gaps[gaps > 0]
-        return int(gaps.min()) if gaps.size else None
+        # The 10th percentile, not the minimum: a glitch (a value read mid-update) makes one short gap.
+        return int(np.percentile(gaps, 10, method="lower")) if gaps.size else None
 
     def readings(self, period_ns: int | None = None) -> Series:
         """Every reading the source made: its update points plus, where the value stayed the same

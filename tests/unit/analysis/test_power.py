@@ -141,3 +141,11 @@ def test_steady_current_still_counts_as_readings() -> None:
     assert power is not None
     inside = power.within(4 * S, 9 * S - 1)
     assert len(inside) == 5 and set(inside.values.tolist()) == {2400.0}
+
+
+def test_update_period_ignores_a_single_glitch() -> None:
+    # a 1 s gauge over 30 s, sampled at 100 Hz, with one mid-update glitch 10 ms long
+    t = np.arange(0, 3000) * (S // 100)
+    values = (t // S).astype(float)
+    values[1501] = 99.0
+    assert Series.of(t, values).update_period_ns() == pytest.approx(S, rel=0.03)
