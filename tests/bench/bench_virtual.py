@@ -1,0 +1,160 @@
+"""Benchmark: virtual phones through the real Debian adb.
+
+1. push and pull of a 100 MB random file to one phone (MB/s, median of 3; sha256 checked);
+2. idle CPU of 32 phones over 10 s (daemon + every phone process, % of one core);
+3. wall time of `farm virtual up --count 16` (until all 16 show `device`), and of `down`.
+Uses a private adb server and temporary state dirs; stops everything it starts.
+Prints a table and writes results/bench/bench_virtual.json.
+Run: .venv/bin/python tests/bench/bench_virtual.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from farm.virtual import control  # noqa: E402
+from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+
+OUT = ROOT / "results" / "bench" / "bench_virtual.json"
+FILE_MB = 100
+REPEATS = 3
+IDLE_PHONES = 32
+IDLE_WINDOW_S = 10.0
+UP_COUNT = 16
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ticks_of_tree(root_pid: int) -> int:
+    """utime+stime of root_pid and all its descendants (children found through /proc ppid)."""
+    stats: dict[int, tuple[int, int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2 :].split()
+        stats[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    tree, frontier = {root_pid}, [root_pid]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, _) in stats.items():
+            if ppid == parent and pid not in tree:
+                tree.add(pid)
+                frontier.append(pid)
+    return sum(stats[pid][1] for pid in tree if pid in stats)
+
+
+def adb(port: int, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["adb", "-P", str(port), *args], capture_output=True, text=True, timeout=600, check=True
+    )
+
+
+def bench_transfer(adb_port: int, work: Path) -> dict[str, float]:
+    state = control.start_daemon(work / "transfer", ["adreno-sd8gen2"], adb_port=adb_port)
+    try:
+        control.connect_phones(state.phones, adb_port)
+        serial = state.phones[0].adb_serial
+        source = work / "blob.bin"
+        source.write_bytes(os.urandom(FILE_MB * 1024 * 1024))
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        push, pull = [], []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            adb(adb_port, "-s", serial, "push", str(source), "/data/local/tmp/blob.bin")
+            push.append(FILE_MB / (time.perf_counter() - start))
+            back = work / "back.bin"
+            start = time.perf_counter()
+            adb(adb_port, "-s", serial, "pull", "/data/local/tmp/blob.bin", str(back))
+            pull.append(FILE_MB / (time.perf_counter() - start))
+            assert hashlib.sha256(back.read_bytes()).hexdigest() == digest, "pulled bytes differ"
+            back.unlink()
+        return {"push_mb_s": statistics.median(push), "pull_mb_s": statistics.median(pull)}
+    finally:
+        control.disconnect_phones(state.phones, adb_port)
+        control.stop_daemon(state)
+
+
+def bench_idle(adb_port: int, work: Path) -> dict[str, float]:
+    state = control.start_daemon(
+        work / "idle", ["adreno-sd8gen2", "mali-tensor"] * (IDLE_PHONES // 2), adb_port=adb_port
+    )
+    try:
+        control.connect_phones(state.phones, adb_port, timeout_s=120)
+        time.sleep(2.0)  # let start-up work settle
+        before, start = cpu_ticks_of_tree(state.pid), time.monotonic()
+        time.sleep(IDLE_WINDOW_S)
+        ticks, elapsed = cpu_ticks_of_tree(state.pid) - before, time.monotonic() - start
+        percent = 100.0 * ticks / CLK_TCK / elapsed
+        return {"idle_cpu_percent_of_core": percent, "idle_cpu_percent_per_phone": percent / IDLE_PHONES}
+    finally:
+        control.disconnect_phones(state.phones, adb_port)
+        control.stop_daemon(state)
+
+
+def bench_up(adb_port: int, work: Path) -> dict[str, float]:
+    env = {**os.environ, "FARM_VIRTUAL_DIR": str(work / "up"), "PYTHONPATH": str(ROOT)}
+    farm = [sys.executable, "-m", "farm", "virtual"]
+    start = time.perf_counter()
+    subprocess.run(
+        [*farm, "up", "--count", str(UP_COUNT), "--adb-port", str(adb_port)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    up_s = time.perf_counter() - start
+    start = time.perf_counter()
+    subprocess.run(
+        [*farm, "down", "--adb-port", str(adb_port)], env=env, check=True, capture_output=True, timeout=600
+    )
+    return {"up_16_s": up_s, "down_16_s": time.perf_counter() - start}
+
+
+def main() -> None:
+    server = start_adb_server(free_tcp_port())
+    results: dict[str, Any] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench_virtual_") as tmp:
+            work = Path(tmp)
+            results.update(bench_transfer(server.port, work))
+            results.update(bench_up(server.port, work))
+            results.update(bench_idle(server.port, work))
+    finally:
+        kill_adb_server(server)
+    rows = [
+        (f"push {FILE_MB} MB (Debian adb)", f"{results['push_mb_s']:.0f} MB/s"),
+        (f"pull {FILE_MB} MB (Debian adb)", f"{results['pull_mb_s']:.0f} MB/s"),
+        (f"farm virtual up --count {UP_COUNT}", f"{results['up_16_s']:.1f} s"),
+        (f"farm virtual down ({UP_COUNT} phones)", f"{results['down_16_s']:.1f} s"),
+        (
+            f"idle CPU, {IDLE_PHONES} phones, {IDLE_WINDOW_S:.0f} s",
+            f"{results['idle_cpu_percent_of_core']:.1f} % of a core",
+        ),
+        ("idle CPU per phone", f"{results['idle_cpu_percent_per_phone']:.2f} % of a core"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    print(f"{'measure':<{width}}  value")
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"bench": "virtual", "cpu_count": os.cpu_count(), **results}, indent=2) + "\n")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
