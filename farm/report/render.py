@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
@@ -41,6 +42,14 @@ def _md(value: Any) -> str:
     for raw, escaped in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`")):
         text = text.replace(raw, escaped)
     return " ".join(text.split())
+
+
+def _spec_text(spec: Any) -> str:
+    """The experiment as YAML, the way it was written (JSON-able values only)."""
+    try:
+        return yaml.safe_dump(json.loads(json.dumps(spec, default=str)), sort_keys=False, allow_unicode=True)
+    except yaml.YAMLError:
+        return json.dumps(spec, indent=2, default=str)
 
 
 def _environment(autoescape: bool) -> Environment:
@@ -80,7 +89,7 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
         pooled=tables.cells(data, by_device=False) if len({r.device_id for r in data.runs}) > 1 else [],
         metrics=tables.table_metrics(data),
         notes=tables.quality_notes(data),
-        spec_text=json.dumps(data.spec, indent=2, sort_keys=True, default=str),
+        spec_text=_spec_text(data.spec),
     )
     return {name: getattr(context, name) for name in context.__dataclass_fields__}
 

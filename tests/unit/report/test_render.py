@@ -127,3 +127,29 @@ def test_box_and_bar_figures_order_numeric_levels(report_data: ReportData) -> No
     assert bar is not None
     # tick labels in numeric order: 32 before 128
     assert bar.svg.index(">32<") < bar.svg.index(">128<")
+
+
+def test_spec_shown_as_yaml_and_tidy_columns_never_clash(report_data: ReportData) -> None:
+    from dataclasses import replace
+
+    from farm.report.export import tidy_csv
+
+    markdown = render_markdown(report_data, [])
+    assert "```yaml\nname: lstm_gpu_load\nsweep:\n  backend:\n  - cpu" in markdown
+    clashing = replace(report_data, factor_names=("backend", "value"), runs=report_data.runs[:1])
+    clashing = replace(clashing, runs=(replace(clashing.runs[0], factors={"backend": "cpu", "value": 7}),))
+    header, first = tidy_csv(clashing).splitlines()[:2]
+    assert header.split(",") == [
+        "experiment",
+        "run_id",
+        "cell_id",
+        "repetition",
+        "device",
+        "state",
+        "backend",
+        "factor_value",
+        "metric",
+        "value",
+        "unit",
+    ]
+    assert ",cpu,7," in first
