@@ -78,6 +78,10 @@ class PhoneServer:
 
     # Lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
+        # Optional world hook: `reboot` run inside the phone must drop adb like `adb reboot`.
+        set_reboot_handler = getattr(self.world, "set_reboot_handler", None)
+        if set_reboot_handler is not None:
+            set_reboot_handler(self.begin_reboot)
         await self.world.start()
         self._server = await asyncio.start_server(self._accept, sock=self._listener, limit=READ_LIMIT_BYTES)
         self._set_state(PhoneState.ONLINE)

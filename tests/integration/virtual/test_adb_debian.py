@@ -105,6 +105,11 @@ def test_reboot_goes_offline_then_comes_back(adb_server: AdbServer, virtual_phon
     after = adb_server.adb("-s", phone.adb_serial, "shell", "cat /data/local/tmp/marker")
     assert after.stdout == "before\n"  # /data survives a reboot
 
+    # `reboot` run inside the phone drops adb the same way
+    adb_server.adb("-s", phone.adb_serial, "shell", "reboot")
+    assert _wait_state(adb_server, phone.adb_serial, {"offline", "missing"}, 5) in {"offline", "missing"}
+    assert _wait_state(adb_server, phone.adb_serial, {"device"}, 30) == "device"
+
 
 def test_two_phones_are_isolated(adb_server: AdbServer, virtual_phones) -> None:
     first, second = virtual_phones(count=2)
