@@ -259,7 +259,10 @@ def compute_run_metrics(
     if trace is None:
         return metrics
     start_ns, end_ns = iterations.window_ns
-    power = battery_power(trace, calibration, sources)
+    # Without a calibration (the probe could not tell the current's sign) raw current and voltage
+    # mean nothing: the run keeps its other metrics and gets no power rather than a wrong one.
+    needs_calibration = trace.series(sources.battery_power) is None
+    power = battery_power(trace, calibration, sources) if calibration or not needs_calibration else None
     if power is not None:
         trailing = calibration.gauge_trailing if calibration else False
         metrics += energy_metrics(power, iterations, idle_power_mw, trailing=trailing)

@@ -162,3 +162,14 @@ def test_benchmark_reported_metrics_and_cnn_layers() -> None:
     assert "latency_per_window_ms" not in metrics  # NaN is not a measurement
     assert metrics["layer_00_conv1_ms"].value == pytest.approx(3.0)
     assert metrics["layer_01_fire2_squeeze1x1_ms"].value == pytest.approx(0.5)
+
+
+def test_uncalibrated_battery_gives_no_power_but_other_metrics() -> None:
+    start = 10 * S
+    metrics = metrics_by_name(
+        compute_run_metrics(
+            _events([100.0] * 50, start_ns=start), _telemetry(start, 5, throttle=False), None, None, 0.6
+        )
+    )
+    assert "power_mean_mw" not in metrics and "power_readings" not in metrics
+    assert metrics["gpu_load_mean"].value == pytest.approx(0.62, abs=0.01)
