@@ -37,6 +37,13 @@ def test_devices_lists_the_model_and_shell_keeps_exit_code_and_stderr(
     serial = adb_server.adb("-s", phone.adb_serial, "shell", "getprop", "ro.serialno").stdout.strip()
     assert serial == phone.serial
 
+    # stdin travels as shell-v2 packets, then close-stdin ends `wc`'s input
+    lines = "".join(f"{i}\n" for i in range(50_000))
+    counted = adb_server.adb("-s", phone.adb_serial, "shell", "wc -l", input=lines)
+    assert counted.stdout.strip() == "50000"
+    killed = adb_server.adb("-s", phone.adb_serial, "shell", "kill -9 $$")
+    assert killed.returncode == 128 + 9  # exit packet 0x80|signal
+
 
 def test_shell_v1_merges_output_and_exec_out_is_raw(adb_server: AdbServer, virtual_phones) -> None:
     phone = virtual_phones(count=1)[0]
