@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import signal
 import sys
 import threading
 import time
@@ -102,6 +103,27 @@ def spec_json(experiment: Experiment) -> tuple[str, str]:
     return text, hashlib.sha256(text.encode()).hexdigest()
 
 
+def _raise_interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _interrupt_on_signals() -> Callable[[], None]:
+    """Ctrl-C and SIGTERM both stop the sweep the same way (runs interrupted, phones restored),
+    also when the shell started farm with SIGINT ignored (a background job)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+    return restore
+
+
 FinishedCallback = Callable[[str, StoredRun, Any, RunState], None]
 
 
@@ -168,6 +190,7 @@ def run_experiment(
         heart = threading.Thread(target=sweep.heartbeat_loop, args=(stop_heartbeat,), daemon=True)
         heart.start()
         status = "finished"
+        restore_signals = _interrupt_on_signals()
         try:
             sweep.start()
             if on_started is not None:
@@ -182,6 +205,7 @@ def run_experiment(
             sweep.join()  # workers stop their runs and restore the phones
             raise
         finally:
+            restore_signals()
             stop_heartbeat.set()
             for phone in mine:
                 ownership.release_lease(store, phone.device_id, execution_id)

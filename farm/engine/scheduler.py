@@ -120,6 +120,7 @@ class Sweep:
         self.status = {p.device_id: PhoneStatus(p.device_id) for p in phones}
         self._cells = {cell.cell_id: cell for cell in experiment.cells()}
         self._threads: list[threading.Thread] = []
+        self._done = {p.device_id: threading.Event() for p in phones}
 
     # -- running --------------------------------------------------------------------------------
 
@@ -132,12 +133,14 @@ class Sweep:
             thread.start()
 
     def alive(self) -> bool:
-        return any(t.is_alive() for t in self._threads)
+        return not all(done.is_set() for done in self._done.values())
 
     def join(self, timeout_s: float | None = None) -> None:
+        """Wait for the workers. Events, not Thread.join: a join interrupted by Ctrl-C can return
+        at once when called again (CPython), and we must wait for the phones to be restored."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        for thread in self._threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for done in self._done.values():
+            done.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _event(
         self,
@@ -169,6 +172,12 @@ class Sweep:
         )
 
     def _worker(self, phone: Phone) -> None:
+        try:
+            self._work(phone)
+        finally:
+            self._done[phone.device_id].set()
+
+    def _work(self, phone: Phone) -> None:
         status = self.status[phone.device_id]
         prepared: PreparedPhone | None = None
         try:
@@ -192,7 +201,7 @@ class Sweep:
             self._event("fault", f"phone lost while preparing: {error}", device_id=phone.device_id)
             status.state = "lost"
             if self._wait_for_phone(phone, status):
-                self._worker(phone)
+                self._work(phone)
         except FarmError as error:
             status.state = "failed"
             self._event("error", f"phone unusable: {error}", device_id=phone.device_id)

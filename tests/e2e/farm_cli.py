@@ -66,12 +66,13 @@ def fast_lstm(
     sweep: str = "{hidden: [8]}",
     measurement: str = "{warmup: 1, iterations: 3, min_seconds: 0, max_seconds: 10, repetitions: 1}",
     extra: str = "",
+    params: str = "layers: 1, seq_len: 4, input_dim: 3, classes: 2, batch: 1, backend: cpu",
 ) -> str:
     """YAML body of a fast cpu-only LSTM experiment (about 1 s per run on a virtual phone)."""
     return (
         "benchmark:\n"
         "  program: lstm\n"
-        "  params: {layers: 1, seq_len: 4, input_dim: 3, classes: 2, batch: 1, backend: cpu}\n"
+        f"  params: {{{params}}}\n"
         f"sweep: {sweep}\n"
         f"measurement: {measurement}\n"
         "conditions:\n"
