@@ -181,7 +181,9 @@ static int parse_args(int argc, char **argv, config *c) {
 #define IS(k) (klen == strlen(k) && strncmp(a, k, klen) == 0)
         if (IS("--source")) {
             if (c->nsrc >= MAX_SOURCES) return bad_arg("too many sources (max 64)", a);
-            if (parse_source(v, &c->src[c->nsrc]) != 0)
+            /* a copy: cutting argv in place would garble the command line `ps` shows */
+            char *copy = strdup(v);
+            if (!copy || parse_source(copy, &c->src[c->nsrc]) != 0)
                 return bad_arg("bad source, expected NAME=/abs/path[:FORMAT[@HZ]]", a);
             c->nsrc++;
         } else if (IS("--rate-hz")) {
