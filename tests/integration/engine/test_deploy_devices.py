@@ -1,0 +1,81 @@
+"""Deployment and `farm devices` against real virtual phones and the real adb server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from farm.device.session import BIN_DIR, DeviceSession
+from farm.engine.deploy import deploy
+from farm.errors import EnvironmentProblem
+from farm.store import Store, ownership
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _farm(adb_port: int, *args: str, results: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "farm", *args, "--adb-port", str(adb_port), "--results", str(results)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_deploy_is_content_addressed_cached_and_executable(virtual_phones) -> None:  # type: ignore[no-untyped-def]
+    phones = virtual_phones(count=1)
+    session = DeviceSession(phones[0].device(phones.client()), "local/x", default_timeout_s=30)
+    abi = session.shell(["getprop", "ro.product.cpu.abi"]).stdout.strip()
+    first = deploy(session, ["lstm", "farm-sampler"], [abi])
+    assert all(d.pushed for d in first.values())
+    lstm = first["lstm"]
+    assert lstm.phone_path == f"{BIN_DIR}/{lstm.sha256[:16]}/lstm"
+    assert session.sha256(lstm.phone_path) == lstm.sha256
+    assert session.shell([lstm.phone_path, "--help"]).ok
+    again = deploy(session, ["lstm"], [abi])
+    assert not again["lstm"].pushed and again["lstm"].phone_path == lstm.phone_path
+    with pytest.raises(EnvironmentProblem, match="no build of lstm"):
+        deploy(session, ["lstm"], ["mips"])
+
+
+def test_farm_devices_lists_identity_state_capabilities_and_leases(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    phones = virtual_phones(count=2, profiles=["adreno-nexus6p", "mali-tensor"])
+    results = tmp_path / "results"
+    listed = _farm(phones.adb_port, "devices", "--json", results=results)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["id"]: row for row in json.loads(listed.stdout)}
+    assert set(rows) == {f"local/{p.serial}" for p in phones}
+    nexus = rows[f"local/{phones[0].serial}"]
+    assert nexus["state"] == "online" and nexus["model"] == "Nexus 6P"
+    assert nexus["gpu_family"] == "adreno" and nexus["root"] is True and nexus["opencl"] is True
+    assert 0 <= nexus["battery_pct"] <= 100 and nexus["temperature_c"] > 0
+    assert rows[f"local/{phones[1].serial}"]["gpu_family"] == "mali"
+
+    # A phone leased by a live farm process shows as leased.
+    with Store.in_results(results) as store:
+        execution = ownership.start_execution(store, "x", ["farm"], "0")
+        assert ownership.acquire_lease(store, f"local/{phones[0].serial}", execution)
+        again = _farm(phones.adb_port, "devices", "--json", "--no-probe", results=results)
+        ownership.finish_execution(store, execution, "finished")
+    states = {row["id"]: row["state"] for row in json.loads(again.stdout)}
+    assert states[f"local/{phones[0].serial}"] == "leased"
+    assert states[f"local/{phones[1].serial}"] == "online"
+
+
+def test_run_exit_codes_for_bad_input_and_no_eligible_phone(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    phones = virtual_phones(count=1)
+    results = tmp_path / "results"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nbenchmark: {program: lstm}\nsweep: {hidden: 64}\n")
+    ran = _farm(phones.adb_port, "run", str(bad), results=results)
+    assert ran.returncode == 2 and f"{bad}:3" in ran.stderr and "Traceback" not in ran.stderr
+    smoke = str(REPO / "experiments" / "smoke.yaml")
+    none = _farm(phones.adb_port, "run", smoke, "--devices", "no-such-phone", results=results)
+    assert none.returncode == 3 and "eligible" in none.stderr and "Traceback" not in none.stderr
