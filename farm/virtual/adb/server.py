@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 REBOOT_OFFLINE_S = 3.0
 RESTART_DELAY_S = 0.2
+STOP_TIMEOUT_S = 5.0
 
 
 class PhoneState(enum.StrEnum):
@@ -92,7 +93,10 @@ class PhoneServer:
             self._server.close()
         self.drop_connections()
         if self._connection_tasks:
-            await asyncio.wait(list(self._connection_tasks), timeout=5)
+            _done, pending = await asyncio.wait(list(self._connection_tasks), timeout=STOP_TIMEOUT_S)
+            for task in pending:
+                stack = task.get_stack()
+                log.warning("%s: connection still open after %.0f s: %s", self.serial, STOP_TIMEOUT_S, stack)
         await self.world.stop()
         self._set_state(PhoneState.STOPPED)
 
