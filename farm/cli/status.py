@@ -40,6 +40,7 @@ def experiment_status(store: Store, name: str, events: int) -> dict[str, Any]:
 @click.command("status")
 @click.argument("experiment", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--watch", is_flag=True, help="Keep showing the live view until every run has finished.")
 @click.option("--events", default=10, show_default=True, help="How many recent events to show.")
 @click.option(
     "--results",
@@ -47,7 +48,7 @@ def experiment_status(store: Store, name: str, events: int) -> dict[str, Any]:
     default=None,
     help="Results folder (default $FARM_RESULTS or ./results).",
 )
-def status(experiment: str | None, as_json: bool, events: int, results: Path | None) -> None:
+def status(experiment: str | None, as_json: bool, watch: bool, events: int, results: Path | None) -> None:
     """Progress of experiments in the store: runs per state and per phone, failures, recent events.
     Works from another terminal while `farm run` goes on.
 
@@ -55,6 +56,7 @@ def status(experiment: str | None, as_json: bool, events: int, results: Path | N
     Example:
       farm status                # every experiment, one line each
       farm status smoke --json   # one experiment in detail
+      farm status smoke --watch  # the live view, from the store
     """
     folder = results_dir(results)
     if not (folder / "farm.db").exists():
@@ -66,6 +68,9 @@ def status(experiment: str | None, as_json: bool, events: int, results: Path | N
         if experiment is not None and experiment not in names:
             known = ", ".join(names) or "none"
             raise ConfigError(f"no experiment {experiment!r} in {folder}/farm.db (known: {known})")
+        if watch:
+            _watch(store, experiment or (names[0] if names else ""))
+            return
         running = ownership.live_executions(store)
         leases = ownership.leased_devices(store)
         chosen = [experiment] if experiment else names
@@ -94,3 +99,13 @@ def status(experiment: str | None, as_json: bool, events: int, results: Path | N
                 click.echo(f"  {stamp} {event['kind']:<9} {event['phone'] or '':<24} {event['message']}")
     if running:
         click.echo(f"{len(running)} farm process(es) running; {len(leases)} phone(s) leased")
+
+
+def _watch(store: Store, name: str) -> None:
+    from farm.live.from_store import snapshot_from_store
+    from farm.live.view import watch
+
+    try:
+        watch(lambda: snapshot_from_store(store, name))
+    except KeyboardInterrupt:
+        return

@@ -126,8 +126,27 @@ def calibration_of(probe: dict[str, Any]) -> Any:
         return None
 
 
+def calibration_from_trace(trace: Any) -> Any:
+    """Sign and units inferred from the run's own battery samples: valid only when the phone was
+    discharging (charging disabled) during the run."""
+    try:
+        from farm.analysis.power import calibrate
+
+        current = trace.series("battery.current_now")
+        voltage = trace.series("battery.voltage_now")
+        if current is None or voltage is None or len(current) == 0 or len(voltage) == 0:
+            return None
+        return calibrate(current.values, voltage.values)
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
 def compute_metrics(
-    artifacts: Path, target_gpu_load: float | None, probe: dict[str, Any] | None = None
+    artifacts: Path,
+    target_gpu_load: float | None,
+    probe: dict[str, Any] | None = None,
+    *,
+    discharging: bool = False,
 ) -> list[Metric]:
     """Per-run metrics from the pulled artifacts (farm.analysis.metrics), as store rows."""
     from farm.analysis.metrics import compute_run_metrics
@@ -143,5 +162,7 @@ def compute_metrics(
         except ImportError:
             trace = None
     calibration = calibration_of(probe) if probe is not None else None
+    if calibration is None and discharging and trace is not None:
+        calibration = calibration_from_trace(trace)
     computed = compute_run_metrics(events, trace, calibration, None, target_gpu_load)
     return [Metric(m.name, float(m.value), m.unit) for m in computed]

@@ -259,7 +259,12 @@ class Sweep:
         result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_state)
         if result.outcome is Outcome.DONE:
             try:
-                result.metrics = compute_metrics(artifacts, job.gpu_load, prepared.probe)
+                result.metrics = compute_metrics(
+                    artifacts,
+                    job.gpu_load,
+                    prepared.probe,
+                    discharging=result.env.get("charging_restored") is True,
+                )
             except Exception as error:  # a metrics bug must not lose a measured run
                 result.notes.append(f"metrics not computed: {error}")
         status.gpu_load_achieved = result.load_achieved
