@@ -36,6 +36,16 @@ int gpuload_parse_busy(const char *text, double *util)
     return 0;
 }
 
+double gpuload_budget_ns(double duty, double slot_ns, double carry_ns)
+{
+    return duty <= 0 ? 0.0 : duty * slot_ns + carry_ns;
+}
+
+double gpuload_carry_ns(double budget_ns, double busy_ns, double slot_ns)
+{
+    return clamp(budget_ns - busy_ns, -slot_ns, slot_ns); /* bounded: a stall is not paid back forever */
+}
+
 void gpuload_ring_push(gpuload_ring *r, uint64_t end_ns, uint64_t len_ns, uint64_t busy_ns)
 {
     r->end_ns[r->head] = end_ns;
@@ -88,13 +98,14 @@ void gpuload_ctl_window(gpuload_ctl *c, double measured, double own_duty, double
                 inst = c->gain * SATURATED_STEP;
         }
         inst = clamp(inst, 0.05, 20.0);
-        /* The first window replaces the guess; later ones are smoothed against noise. */
-        c->gain = c->learned ? 0.5 * c->gain + 0.5 * inst : inst;
-        c->learned = 1;
+        /* A guess (the initial one, or one from a saturated window) is replaced; a measured gain
+         * is smoothed lightly against noise. */
+        c->gain = c->learned == 1 ? 0.3 * c->gain + 0.7 * inst : inst;
+        c->learned = measured >= SATURATED ? 2 : 1;
     }
     /* Integral trim only for the residual once the gain is known (and only for full windows). */
     c->last_error = c->target - measured;
-    if (c->learned && coverage >= 0.999 && c->ki > 0) {
+    if (c->learned == 1 && coverage >= 0.999 && c->ki > 0) {
         const double limit = 0.3 / c->ki;
         c->integral = clamp(c->integral + c->last_error * dt_s, -limit, limit);
     }
@@ -105,6 +116,23 @@ double gpuload_ctl_duty(const gpuload_ctl *c)
     if (c->target <= 0)
         return 0.0;
     return clamp(c->target / c->gain + c->ki * c->integral, 0.0, 1.0);
+}
+
+void gpuload_ctl_start(gpuload_ctl *c, uint64_t start_ns, uint64_t window_ns)
+{
+    c->start_ns = c->last_window_ns = start_ns;
+    c->window_ns = window_ns;
+}
+
+int gpuload_ctl_poll(gpuload_ctl *c, const gpuload_ring *r, double measured, int changed, uint64_t now_ns)
+{
+    if (!changed && now_ns - c->last_window_ns < c->window_ns + c->window_ns / 2)
+        return 0;
+    const double since_start = (double)(now_ns - c->start_ns) / (double)c->window_ns;
+    gpuload_ctl_window(c, measured, gpuload_ring_duty(r, now_ns, c->window_ns), since_start < 1 ? since_start : 1,
+                       (double)(now_ns - c->last_window_ns) / 1e9);
+    c->last_window_ns = now_ns;
+    return 1;
 }
 
 void gpuload_open_init(gpuload_open *o, double target, double ki)

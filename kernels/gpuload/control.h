@@ -21,6 +21,12 @@ void gpuload_ring_push(gpuload_ring *r, uint64_t end_ns, uint64_t len_ns, uint64
 /* Busy fraction of [now - window, now]; time not covered by any record counts as idle. */
 double gpuload_ring_duty(const gpuload_ring *r, uint64_t now_ns, uint64_t window_ns);
 
+/* Slot budgeting with error diffusion: a slot's kernel budget is duty x slot plus what earlier
+ * slots over- or under-spent, so whole kernels average out to any duty (no quantisation steps).
+ * Launch while busy + kernel/2 <= budget, then carry = budget - busy. */
+double gpuload_budget_ns(double duty, double slot_ns, double carry_ns);
+double gpuload_carry_ns(double budget_ns, double busy_ns, double slot_ns);
+
 /* Closed loop. The plant: counter = gain x own wall-time duty (gain != 1 when the device is
  * shared, when the counter counts busy worker threads, ...). The command is target / gain
  * (feed-forward through the learned gain) plus a slow integral trim; both move only on a new
@@ -30,8 +36,9 @@ typedef struct {
     double gain;       /* learned: counter utilisation per unit of own duty */
     double ki;         /* integral gain, 1/s */
     double integral;   /* error x seconds, anti-windup clamped */
-    int learned;       /* 0 until the first usable window */
+    int learned;       /* 0: initial guess; 1: measured; 2: lower bound from a saturated window */
     double last_error;
+    uint64_t start_ns, window_ns, last_window_ns; /* set by gpuload_ctl_start */
 } gpuload_ctl;
 
 void gpuload_ctl_init(gpuload_ctl *c, double target, double initial_gain, double ki);
@@ -39,6 +46,14 @@ void gpuload_ctl_init(gpuload_ctl *c, double target, double initial_gain, double
  * the window (0..1) that lay inside this run; dt_s since the previous window. */
 void gpuload_ctl_window(gpuload_ctl *c, double measured, double own_duty, double coverage, double dt_s);
 double gpuload_ctl_duty(const gpuload_ctl *c);
+
+/* The run starts at start_ns; the counter averages over window_ns. */
+void gpuload_ctl_start(gpuload_ctl *c, uint64_t start_ns, uint64_t window_ns);
+/* One poll of the counter at now_ns: `changed` says its text differs from the last window's. A
+ * counter republishes a window until the next one closes, so a poll is a new window only when the
+ * text changed or a window and a half passed. Then the gain and trim learn from it, with the own
+ * duty of the window's span (time before the run counts as idle). Returns 1 for a new window. */
+int gpuload_ctl_poll(gpuload_ctl *c, const gpuload_ring *r, double measured, int changed, uint64_t now_ns);
 
 /* Open loop: integral control of own measured duty onto the target. */
 typedef struct {

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 {
     farm_common c;
     farm_common_defaults(&c);
-    double target = 0.5, duration_s = 0, kernel_ms = 2.0, slot_ms = 25.0, ki = 0.3, initial_gain = 0;
+    double target = 0.5, duration_s = 0, kernel_ms = 2.0, slot_ms = 25.0, ki = 0.0, initial_gain = 0;
     long period_ms = 500, window_ms = 1000;
     const char *busy_path = NULL, *intensity = "compute";
     const farm_opt opts[] = {
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
          "counter utilisation per unit of duty before the first window (0: compute units on CPU "
          "OpenCL devices, whose counters count busy worker threads; else 1)",
          0, 64, NULL},
-        {"ki", FARM_OPT_DOUBLE, &ki, "integral trim gain (1/s)", 0, 100, NULL},
+        {"ki", FARM_OPT_DOUBLE, &ki, "integral trim gain (1/s; 0: the learned gain alone)", 0, 100, NULL},
         {"duration-s", FARM_OPT_DOUBLE, &duration_s, "stop after this long (0: run until SIGTERM)", 0, 1e7, NULL},
         {0},
     };
@@ -148,20 +148,22 @@ int main(int argc, char **argv)
     const uint64_t window_ns = (uint64_t)window_ms * 1000000ULL;
     const uint64_t start = farm_now_ns();
     const uint64_t end = duration_s > 0 ? start + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
-    uint64_t last_poll = start, last_window = start;
+    uint64_t last_poll = start;
+    double carry_ns = 0;
+    gpuload_ctl_start(&ctl, start, window_ns);
     period p = {start, 0, 0, 0, 0};
     totals tot = {0, 0, 0, 0};
 
     while (!g_stop && farm_now_ns() < end) {
         const uint64_t slot_start = farm_now_ns();
         const double duty = closed ? gpuload_ctl_duty(&ctl) : gpuload_open_duty(&open);
-        const double budget = duty * (double)slot_ns;
+        const double budget = gpuload_budget_ns(duty, (double)slot_ns, carry_ns);
         uint64_t busy = 0;
-        /* Launch while at least half a kernel of budget is left: rounding, not truncation. */
         while (!g_stop && (double)busy + 0.5 * kernel_ns <= budget) {
             busy += gpuload_burst_run(burst);
             p.kernels++;
         }
+        carry_ns = gpuload_carry_ns(budget, (double)busy, (double)slot_ns);
         const uint64_t now = farm_now_ns();
         if (now < slot_start + slot_ns)
             farm_sleep_ns(slot_start + slot_ns - now, &g_stop);
@@ -176,14 +178,8 @@ int main(int argc, char **argv)
             if (read_busy(busy_path, text, sizeof text, &util) == 0) {
                 p.counter_sum += util;
                 p.counter_n++;
-                /* A counter republishes its window until the next closes: learn once per window. */
-                if (strcmp(text, last_text) != 0 || slot_end - last_window >= window_ns + window_ns / 2) {
-                    const double since_start = (double)(slot_end - start) / (double)window_ns;
-                    gpuload_ctl_window(&ctl, util, gpuload_ring_duty(ring, slot_end, window_ns),
-                                       since_start < 1 ? since_start : 1, (double)(slot_end - last_window) / 1e9);
-                    last_window = slot_end;
+                if (gpuload_ctl_poll(&ctl, ring, util, strcmp(text, last_text) != 0, slot_end))
                     memcpy(last_text, text, sizeof last_text);
-                }
             } else {
                 closed = 0; /* the counter vanished: carry on open loop, and say so */
                 farm_json_begin(&j, "info");

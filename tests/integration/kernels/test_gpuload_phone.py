@@ -71,5 +71,4 @@ def test_gpuload_holds_target_on_the_phones_busy_counter(virtual_phones, adb_ser
     assert proc.returncode == 0, err
     assert '"stopped_by":"signal"' in out
     mean = statistics.mean(samples)
-    print(f"target {target}: counter mean {mean:.3f} over {len(samples)} samples")
     assert mean == pytest.approx(target, abs=0.05), f"counter samples {samples}"
