@@ -16,7 +16,8 @@ void gemm_cpu(const gemm_problem *p, float *c, farm_pool *pool);
 
 /* GPU path configuration (tuning knobs, all selectable on the command line). */
 typedef struct {
-    const char *kernel; /* "regblock" (register blocking + vector loads), "local" (local-memory tiles) */
+    const char *kernel; /* "regblock" (register blocking + vector loads), "packed" (the same on panels
+                           repacked on the device), "local" (local-memory tiles) */
     long tile_m;        /* regblock: rows of C per work-item */
     long vec;           /* regblock: columns of C per work-item = vector width (2, 4, 8, 16) */
     long wg_m, wg_n;    /* work-group size (0, 0 = driver's choice; local kernel: fixed 16 x 16) */

@@ -60,13 +60,13 @@ int main(int argc, char **argv)
         {"k", FARM_OPT_INT, &k, "columns of A, rows of B", 1, 1 << 16, NULL},
         {"a", FARM_OPT_STRING, &a_path, "A from a 2-D .npy (M x K) instead of generated data", 0, 0, NULL},
         {"b", FARM_OPT_STRING, &b_path, "B from a 2-D .npy (K x N) instead of generated data", 0, 0, NULL},
-        {"kernel", FARM_OPT_CHOICE, &kernel, "gpu kernel (auto: local on GPUs, regblock on CPU devices)", 0, 0,
+        {"kernel", FARM_OPT_CHOICE, &kernel, "gpu kernel (auto: local on GPUs, packed on CPU devices)", 0, 0,
          kernel_choices},
-        {"tile-m", FARM_OPT_INT, &tile_m, "regblock: rows of C per work-item", 1, 16, NULL},
-        {"vec", FARM_OPT_INT, &vec, "regblock: columns of C per work-item (vector width 2, 4, 8 or 16)", 2, 16,
+        {"tile-m", FARM_OPT_INT, &tile_m, "regblock/packed: rows of C per work-item", 1, 16, NULL},
+        {"vec", FARM_OPT_INT, &vec, "regblock/packed: columns of C per work-item (vector width 2, 4, 8 or 16)", 2, 16,
          NULL},
-        {"wg-m", FARM_OPT_INT, &wg_m, "regblock: work-group rows (0: driver's choice)", 0, 1024, NULL},
-        {"wg-n", FARM_OPT_INT, &wg_n, "regblock: work-group columns (0: driver's choice)", 0, 1024, NULL},
+        {"wg-m", FARM_OPT_INT, &wg_m, "regblock/packed: work-group rows (0: driver's choice)", 0, 1024, NULL},
+        {"wg-n", FARM_OPT_INT, &wg_n, "regblock/packed: work-group columns (0: driver's choice)", 0, 1024, NULL},
         {"transfers", FARM_OPT_CHOICE, &transfers, "gpu: copy A, B in and C out every iteration, or once", 0, 0,
          transfer_choices},
         {"corrupt-output", FARM_OPT_FLAG, &corrupt,
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
     if (gpu) {
         farm_cl_open(&cl, c.cl_device);
         if (!strcmp(kernel, "auto"))
-            kernel = (cl.device_type & CL_DEVICE_TYPE_GPU) ? "local" : "regblock";
+            kernel = (cl.device_type & CL_DEVICE_TYPE_GPU) ? "local" : "packed";
         gemm_gpu_opts go = {kernel, tile_m, vec, wg_m, wg_n, !strcmp(transfers, "each")};
         r.gpu = gemm_gpu_create(&cl, &p, &go, farm_cl_cache_dir(c.cl_cache));
     }
