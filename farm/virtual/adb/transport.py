@@ -23,6 +23,7 @@ Handler = Callable[["Stream"], Awaitable[None]]
 OpenService = Callable[[str], Handler | None]
 
 READ_LIMIT_BYTES = 2 * p.MAX_PAYLOAD_BYTES
+CLOSE_TIMEOUT_S = 1.0
 
 
 class StreamClosed(Exception):
@@ -163,7 +164,7 @@ class Connection:
     def drop(self) -> None:
         """Close TCP now (fault injection, reboot, adbd restart); serve() then tears down."""
         self._closing = True
-        self._writer.close()
+        self._writer.transport.abort()  # now, even with unsent data queued for a host that stalls
         # Wake a packet loop that is blocked in a read or on the hang gate.
         self._reader.feed_eof()
 
@@ -174,8 +175,12 @@ class Connection:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         self._writer.close()
-        with contextlib.suppress(ConnectionError, OSError):
-            await self._writer.wait_closed()
+        try:
+            await asyncio.wait_for(self._writer.wait_closed(), CLOSE_TIMEOUT_S)
+        except TimeoutError:
+            self._writer.transport.abort()  # the host stopped reading: do not wait for the flush
+        except (ConnectionError, OSError):
+            pass
 
     def _reset_streams(self) -> None:
         for stream in list(self._streams.values()):
