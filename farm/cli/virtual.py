@@ -50,7 +50,11 @@ def virtual() -> None:
 @virtual.command()
 @click.option("--count", "-n", type=int, default=1, show_default=True, help="number of phones")
 @click.option(
-    "--profile", "profiles", multiple=True, help="SoC profile; repeat it, it is cycled over --count"
+    "--profile",
+    "profiles",
+    multiple=True,
+    help="SoC profile (farm/virtual/profiles/NAME.yaml, e.g. adreno-sd8gen2); repeat it, it is cycled "
+    "over --count; default: the first profile by name",
 )
 @click.option(
     "--adb-port", type=int, default=None, help="adb server port (default: $ANDROID_ADB_SERVER_PORT or 5037)"
@@ -68,7 +72,7 @@ def up(
     state_dir: Path | None,
     world_factory: str,
 ) -> None:
-    """Start COUNT virtual phones in a background daemon and connect them to the adb server.
+    """Start --count virtual phones in a background daemon and connect them to the adb server.
 
     Returns once every phone shows `device` in `adb devices`. The daemon keeps running after the
     terminal closes; stop it with `farm virtual down`.
