@@ -1,5 +1,7 @@
-/* lstm CPU paths. One (layer, step) at a time; cpu-mt splits the hidden units over the pool
- * (every thread needs all of h_{t-1}, so h is double-buffered and steps are pool dispatches). */
+/* lstm CPU paths. cpu-mt: with at least as many batch elements as threads, each thread runs whole
+ * sequences for its share of the batch (one dispatch per inference, no synchronisation); otherwise
+ * one (layer, step) at a time with the hidden units split over the pool (every thread needs all of
+ * h_{t-1}, so h is double-buffered and every step is a pool dispatch). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +20,15 @@ struct lstm_cpu {
 
 static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* Units [j0, j1) of layer l at step t, for every batch element. */
-static void cell(lstm_cpu *c, size_t j0, size_t j1, float *z)
+/* Units [j0, j1) of layer l at step t, for batch elements [b0, b1). */
+static void cell(lstm_cpu *c, long l, long t, size_t j0, size_t j1, size_t b0, size_t b1, float *z)
 {
     const lstm_shape *s = &c->m->s;
-    const long l = c->l, t = c->t;
     const size_t H = (size_t)s->hidden, D = (size_t)lstm_in_dim(s, l), H4 = 4 * H;
     const float *W = c->m->w[l], *bias = c->m->b[l];
     const float *hp_all = c->h[l][t % 2];
     float *hn_all = c->h[l][(t + 1) % 2];
-    for (size_t b = 0; b < (size_t)s->batch; b++) {
+    for (size_t b = b0; b < b1; b++) {
         const float *in = l == 0 ? c->m->x + (b * (size_t)s->seq_len + (size_t)t) * D
                                  : c->h[l - 1][(t + 1) % 2] + b * H; /* layer below, this step */
         const float *hp = hp_all + b * H;
@@ -50,13 +51,24 @@ static void cell(lstm_cpu *c, size_t j0, size_t j1, float *z)
     }
 }
 
-static void task(void *user, int tid, int nthreads)
+static void units_task(void *user, int tid, int nthreads)
 {
     lstm_cpu *c = user;
     size_t j0, j1;
     farm_range((size_t)c->m->s.hidden, tid, nthreads, &j0, &j1);
     if (j1 > j0)
-        cell(c, j0, j1, c->z[tid]);
+        cell(c, c->l, c->t, j0, j1, 0, (size_t)c->m->s.batch, c->z[tid]);
+}
+
+static void batch_task(void *user, int tid, int nthreads)
+{
+    lstm_cpu *c = user;
+    const lstm_shape *s = &c->m->s;
+    size_t b0, b1;
+    farm_range((size_t)s->batch, tid, nthreads, &b0, &b1);
+    for (long t = 0; t < s->seq_len; t++)
+        for (long l = 0; l < s->layers; l++)
+            cell(c, l, t, 0, (size_t)s->hidden, b0, b1, c->z[tid]);
 }
 
 lstm_cpu *lstm_cpu_create(const lstm_model *m, farm_pool *pool)
@@ -85,13 +97,14 @@ void lstm_cpu_run(lstm_cpu *c, float *logits)
         memset(c->h[l][0], 0, bh * sizeof(float));
         memset(c->c[l], 0, bh * sizeof(float));
     }
-    for (c->t = 0; c->t < s->seq_len; c->t++)
-        for (c->l = 0; c->l < s->layers; c->l++) {
-            if (c->pool)
-                farm_pool_run(c->pool, task, c);
-            else
-                cell(c, 0, H, c->z[0]);
-        }
+    if (!c->pool)
+        batch_task(c, 0, 1);
+    else if (s->batch >= c->nthreads)
+        farm_pool_run(c->pool, batch_task, c);
+    else
+        for (c->t = 0; c->t < s->seq_len; c->t++)
+            for (c->l = 0; c->l < s->layers; c->l++)
+                farm_pool_run(c->pool, units_task, c);
     const float *h = c->h[s->layers - 1][s->seq_len % 2];
     for (size_t b = 0; b < (size_t)s->batch; b++)
         for (size_t k = 0; k < C; k++) {
