@@ -15,6 +15,7 @@ from farm.engine.lifecycle import probe_phone
 from farm.errors import FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
 from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.remote.fleet import open_fleet
 from farm.store import Store, ownership, results_dir
 
 
@@ -72,7 +73,15 @@ def _fmt(value: Any, suffix: str = "") -> str:
     "--no-probe", is_flag=True, help="Skip the capability probe (faster; identity and health only)."
 )
 @click.option("--results", type=click.Path(path_type=Path), default=None, help="Results folder (for leases).")
-def devices(as_json: bool, adb_port: int | None, no_probe: bool, results: Path | None) -> None:
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="farm config with lab hosts (default ./farm.yaml, then ~/.config/farm/farm.yaml).",
+)
+def devices(
+    as_json: bool, adb_port: int | None, no_probe: bool, results: Path | None, config: Path | None
+) -> None:
     """List every phone the adb server sees: identity host/serial, state (online, offline,
     unauthorized, leased), model, ABI, battery, temperature and capabilities from farm-probe.
 
@@ -81,17 +90,17 @@ def devices(as_json: bool, adb_port: int | None, no_probe: bool, results: Path |
       farm devices
       farm devices --json | jq '.[] | select(.opencl) | .id'
     """
-    endpoint = LocalAdbEndpoint(adb_port)
-    endpoint.check_server()
     leased: dict[str, int] = {}
     db = results_dir(results)
     if (db / "farm.db").exists():
         with Store.in_results(db) as store:
             leased = ownership.leased_devices(store)
-    phones = discover([endpoint], leased=lambda device_id: device_id in leased)
-    if not no_probe and phones:
-        with ThreadPoolExecutor(max_workers=min(8, len(phones))) as pool:
-            phones = list(pool.map(lambda p: _with_capabilities(endpoint, p), phones))
+    with open_fleet(config, adb_port) as fleet:  # the local adb server + lab hosts (farm.yaml)
+        endpoint = fleet.endpoints[0] if fleet.endpoints else LocalAdbEndpoint(adb_port)
+        phones = discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
+        if not no_probe and phones:
+            with ThreadPoolExecutor(max_workers=min(8, len(phones))) as pool:
+                phones = list(pool.map(lambda p: _with_capabilities(fleet.endpoint_for(p.host), p), phones))
     rows = [_summary(p) for p in phones]
     if as_json:
         click.echo(json.dumps(rows, indent=2))

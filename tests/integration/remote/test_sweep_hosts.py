@@ -60,6 +60,11 @@ def test_sweep_over_local_and_two_lab_hosts_stores_every_run_once(
         "lab2": ("up", 1),
     }
     assert rows["lab1"]["rtt_ms"] > 0
+    listed = _farm(env, "devices", "--json", "--no-probe")
+    assert listed.returncode == 0, listed.stderr
+    assert {(d["id"], d["state"]) for d in json.loads(listed.stdout)} == {
+        (device_id, "online") for device_id in _expected_ids(local, labs)
+    }
 
     done = _farm(env, "run", str(spec), "--no-live", "--json")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,42 @@
+"""The fleet from a farm config: reachable lab hosts become endpoints named by the config; an
+unreachable one is left out (and keeps being retried); an unknown host key stops everything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm.remote.endpoint import SshAdbEndpoint
+from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyUnknown
+from tests.fixtures.phones import free_tcp_port
+from tests.integration.remote.labs import fleet_in, write_config
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def lab(lab_hosts):
+    return lab_hosts("lab1", "127.0.0.6", phones=1)
+
+
+def test_reachable_host_is_an_endpoint_and_a_dead_one_is_left_out(lab, tmp_path: Path) -> None:
+    path = write_config(tmp_path, [lab], local=False)
+    dead = lab.config_entry(name="dead", port=free_tcp_port())
+    path.write_text(path.read_text() + dead)
+    with fleet_in(tmp_path) as fleet:
+        assert list(fleet.by_host) == ["lab1"]
+        assert "dead: TCP connection" in str(fleet.unreachable["dead"])
+        endpoint = fleet.endpoint_for("lab1")
+        assert isinstance(endpoint, SshAdbEndpoint) and endpoint.host == "lab1"
+        assert [item.adb_serial for item in endpoint.list()] == [lab.phones[0].adb_serial]
+        assert fleet.tunnels["dead"].state.value == "down"
+        tunnels = dict(fleet.tunnels)
+    assert {name: t.state.value for name, t in tunnels.items()} == {"lab1": "closed", "dead": "closed"}
+
+
+def test_unknown_host_key_stops_the_fleet(lab, tmp_path: Path) -> None:
+    write_config(tmp_path, [lab], local=False, trust=False)
+    (tmp_path / KNOWN_HOSTS_FILE_NAME).write_text("")
+    with pytest.raises(HostKeyUnknown, match="farm hosts trust lab1"):
+        fleet_in(tmp_path).open()
