@@ -153,19 +153,22 @@ class SyncSession:
         """Host path for writing `path`, creating missing parent directories (0775) on the way,
         each checked by the world as the phone would (mkdir -p as adbd's user)."""
         try:
-            return self._resolve(path, for_write=True)
+            host = self._resolve(path, for_write=True)
+            if host.parent.is_dir():
+                return host
         except FileNotFoundError:
             pass
         parts = [part for part in path.split("/") if part]
         for depth in range(1, len(parts)):
             ancestor = "/" + "/".join(parts[:depth])
             try:
-                self._resolve(ancestor, for_write=False)
-                continue
+                if self._resolve(ancestor, for_write=False).exists():
+                    continue
             except PermissionError:
                 continue  # exists, but only traversable for adbd's user (like /data for shell)
             except FileNotFoundError:
-                directory = self._resolve(ancestor, for_write=True)
+                pass
+            directory = self._resolve(ancestor, for_write=True)
             os.mkdir(directory, DIR_MODE)
             os.chmod(directory, DIR_MODE)
             self._chown(directory)
