@@ -53,9 +53,13 @@ def write_as_root(session: DeviceSession, node: str, value: str) -> None:
     """Write `value` to a sysfs node as root and check it reads back; DevicePermanentError if the
     phone gives no way to do it (not rooted, SELinux)."""
     inner = _write_and_check(value, node)
-    via_su = [["su", "-c", quote_argv(inner)], ["su", "0", *inner]]
-    for argv in [inner, *via_su]:
-        if session.shell(argv).ok:
+    ways = {"direct": inner, "su -c": ["su", "-c", quote_argv(inner)], "su 0": ["su", "0", *inner]}
+    # The way that worked last time on this phone goes first (one round trip per write).
+    known = session.facts.get("root_write")
+    order = sorted(ways, key=lambda way: way != known)
+    for way in order:
+        if session.shell(ways[way]).ok:
+            session.facts["root_write"] = way
             return
     raise DevicePermanentError(session.device_id, f"cannot write {node} (needs root)")
 

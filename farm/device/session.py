@@ -42,6 +42,7 @@ class ShellResult:
     exit_code: int
     stdout: str
     stderr: str
+    stdout_bytes: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -61,6 +62,8 @@ class DeviceSession:
         self.device_id = device_id
         self.default_timeout_s = default_timeout_s
         self._shell_v2: bool | None = None
+        # What this session learnt about the phone (e.g. how root writes work), to save round trips.
+        self.facts: dict[str, object] = {}
         self._sha_cache: dict[Path, tuple[float, int, str]] = {}
 
     # -- shell --------------------------------------------------------------------------------
@@ -94,7 +97,7 @@ class DeviceSession:
             raise
         except (adbutils.AdbError, OSError, EOFError) as error:
             raise DeviceTransientError(self.device_id, f"adb shell failed: {error}") from error
-        result = ShellResult(argv, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+        result = ShellResult(argv, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), out)
         if check and not result.ok:
             detail = (result.stderr or result.stdout).strip().splitlines()
             raise DevicePermanentError(
@@ -198,6 +201,24 @@ class DeviceSession:
         except (adbutils.AdbError, OSError, EOFError) as error:
             raise DeviceTransientError(self.device_id, f"pull {remote} failed: {error}") from error
 
+    def pull_many(self, remotes: Sequence[str], *, timeout_s: float | None = None) -> dict[str, bytes]:
+        """Several small files in one round trip (shell v2 output is binary-safe); files that do
+        not exist are left out. Falls back to one sync pull per file on shell v1 phones."""
+        if not self._supports_v2(time.monotonic() + (timeout_s or self.default_timeout_s)):
+            found = {}
+            for remote in remotes:
+                data = self.read_text(remote)
+                if data is not None:
+                    found[remote] = data.encode()
+            return found
+        result = self.script(
+            'for f in "$@"; do [ -f "$f" ] || continue; '
+            'printf "%s %s\\n" "$(wc -c < "$f")" "$f"; cat "$f"; done',
+            *remotes,
+            timeout_s=timeout_s,
+        )
+        return parse_bundle(result.stdout_bytes)
+
     def read_text(self, remote: str, *, timeout_s: float | None = None) -> str | None:
         """A small phone file's text, or None when it does not exist or cannot be read."""
         result = self.shell(["cat", remote], timeout_s=timeout_s)
@@ -279,6 +300,26 @@ class DeviceSession:
             str(steps),
             timeout_s=grace_s + self.default_timeout_s,
         )
+
+
+def parse_bundle(data: bytes) -> dict[str, bytes]:
+    """`SIZE PATH\\n` + SIZE bytes, repeated (what pull_many's script prints); a cut tail is dropped."""
+    files: dict[str, bytes] = {}
+    at = 0
+    while at < len(data):
+        end = data.find(b"\n", at)
+        if end < 0:
+            break
+        size_text, _, name = data[at:end].decode("utf-8", "replace").strip().partition(" ")
+        if not size_text.isdigit():
+            break
+        size = int(size_text)
+        body = data[end + 1 : end + 1 + size]
+        if len(body) < size:
+            break
+        files[name] = body
+        at = end + 1 + size
+    return files
 
 
 def file_sha256(path: Path) -> str:

@@ -39,14 +39,13 @@ ENV_PROPS = (
 
 
 def collect_artifacts(session: DeviceSession, run_dir: RunDir, local_dir: Path) -> list[str]:
-    """Pull the run's files that exist on the phone; returns the artifact names pulled."""
-    listing = session.shell(["ls", run_dir.path])
-    present = set(listing.stdout.split()) if listing.ok else set()
+    """Pull the run's files that exist on the phone (one round trip); returns the artifact names."""
+    remotes = {run_dir.file(phone_name): local_name for phone_name, local_name in ARTIFACTS.items()}
     pulled = []
-    for phone_name, local_name in ARTIFACTS.items():
-        if phone_name in present:
-            session.pull(run_dir.file(phone_name), local_dir / local_name)
-            pulled.append(local_name)
+    for remote, data in session.pull_many(list(remotes)).items():
+        local_dir.mkdir(parents=True, exist_ok=True)
+        (local_dir / remotes[remote]).write_bytes(data)
+        pulled.append(remotes[remote])
     return pulled
 
 
@@ -56,7 +55,8 @@ _ENV_SCRIPT = (
     'echo "cpufreq $d $(cat $d/scaling_governor 2>/dev/null) $(cat $d/scaling_cur_freq 2>/dev/null)"; '
     "done; "
     "for z in /sys/class/thermal/thermal_zone*; do "
-    '[ -d "$z" ] || continue; echo "thermal $(cat $z/type 2>/dev/null) $(cat $z/temp 2>/dev/null)"; done'
+    '[ -d "$z" ] || continue; echo "thermal $(cat $z/type 2>/dev/null) $(cat $z/temp 2>/dev/null)"; done; '
+    '[ -n "$1" ] && echo "charging $(cat "$1" 2>/dev/null)"; true'
 )
 
 
@@ -78,7 +78,8 @@ def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult
         "charging_control": prepared.caps.charging.node if prepared.caps.charging else None,
     }
     try:
-        text = session.script(_ENV_SCRIPT).stdout
+        node = prepared.caps.charging.node if prepared.caps.charging else ""
+        text = session.script(_ENV_SCRIPT, node).stdout
         cpufreq, thermal = {}, {}
         for line in text.splitlines():
             parts = line.split()
@@ -89,11 +90,10 @@ def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult
                 }
             elif parts[:1] == ["thermal"] and len(parts) >= 3:
                 thermal[parts[1]] = parts[2]
+            elif parts[:1] == ["charging"]:
+                env["charging_node_value"] = parts[1] if len(parts) > 1 else None
         env["cpufreq"] = cpufreq
         env["thermal_raw"] = thermal
-        if prepared.caps.charging is not None:
-            value = session.read_text(prepared.caps.charging.node)
-            env["charging_node_value"] = value.strip() if value else None
     except Exception as error:  # the phone may be gone; the snapshot must not hide the outcome
         env["snapshot_error"] = str(error)
     return env

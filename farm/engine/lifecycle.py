@@ -143,8 +143,13 @@ def wait_until_cool(
         cancel.wait(GATE_POLL_S)
 
 
-def battery_pct(prepared: PreparedPhone) -> float | None:
-    return parse_dumpsys_battery(prepared.session.shell(["dumpsys", "battery"]).stdout).level_pct
+def battery_pct(prepared: PreparedPhone, *, unplug: bool = False) -> float | None:
+    """Battery level; with charging to be disabled, Android is also told the phone is unplugged
+    (`dumpsys battery unplug`, undone by `reset` on restore) in the same round trip."""
+    result = prepared.session.script(
+        'dumpsys battery; [ "$1" = 1 ] && dumpsys battery unplug >/dev/null; true', "1" if unplug else "0"
+    )
+    return parse_dumpsys_battery(result.stdout).level_pct
 
 
 def disable_charging(prepared: PreparedPhone, store: Store, notes: list[str]) -> bool:
@@ -210,12 +215,11 @@ def execute_run(
     try:
         notify("preparing", {})
         run_dir.create(session)
-        level = battery_pct(prepared)
+        level = battery_pct(prepared, unplug=gates.disable_charging)
         if level is not None and level < gates.min_battery_pct:
             result.notes.append(f"battery {level:.0f}% below the minimum {gates.min_battery_pct:.0f}%")
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, result.notes)
-            session.shell(["dumpsys", "battery", "unplug"])
         notify("cooling", {})
         temp, waited = wait_until_cool(prepared, gates, cancel)
         result.env["cooldown_waited_s"] = round(waited, 3)

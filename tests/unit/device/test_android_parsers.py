@@ -97,3 +97,10 @@ def test_dumpsys_meminfo_total_pss(text: str, expected: int | None) -> None:
 def test_thermal_units_are_inferred_from_range(raw: str, expected: float | None) -> None:
     got = parse_thermal_c(raw)
     assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_bundle_of_files_parses_binary_bodies_and_drops_a_cut_tail() -> None:
+    from farm.device.session import parse_bundle
+
+    data = b"3 /a\nx\ny" + b"0 /empty\n" + b"4 /bin\n\x00\n\xff7" + b"10 /cut\nabc"
+    assert parse_bundle(data) == {"/a": b"x\ny", "/empty": b"", "/bin": b"\x00\n\xff7"}
