@@ -105,7 +105,7 @@ def resolve(target: SshTarget) -> str:
 
 def tcp_connect(target: SshTarget, ip: str, timeout_s: float = CONNECT_TIMEOUT_S) -> socket.socket:
     try:
-        return socket.create_connection((ip, target.port), timeout=timeout_s)
+        sock = socket.create_connection((ip, target.port), timeout=timeout_s)
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise StepFailed(
@@ -115,6 +115,9 @@ def tcp_connect(target: SshTarget, ip: str, timeout_s: float = CONNECT_TIMEOUT_S
             retryable=True,
             hint="is the host up and sshd running on that port? (firewall, port: in farm.yaml)",
         ) from None
+    # adb is many small request/answer exchanges: Nagle + delayed ACK would add ~40 ms to some
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 def handshake(

@@ -280,6 +280,7 @@ class SshTunnel:
 def _pump(client: socket.socket, channel: paramiko.Channel, stop: threading.Event) -> None:
     """Copy bytes both ways until either side closes (adb connections are one request each)."""
     client.setblocking(True)
+    client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         while not stop.is_set():
             watched: list[Any] = [client, channel]
