@@ -10,6 +10,7 @@
         identity_file: ~/.ssh/farm_ed25519
         adb_port: 5037               # the adb server port on lab1 (as lab1 sees it)
         tags: [pixel, rack-a]
+        start_adb: true              # run `adb -P 5037 start-server` there when none answers
 
 Parsed once, here, into frozen HostConfig values; every mistake is a ConfigError naming FILE:LINE.
 A config without a `local` entry gets one implicitly (the local adb server is a host too); a config
@@ -37,7 +38,17 @@ CONFIG_FILE_NAME = "farm.yaml"
 DEFAULT_SSH_PORT = 22
 KEEPALIVE_INTERVAL_S = 5.0
 
-HOST_KEYS = ("name", "address", "port", "user", "identity_file", "adb_port", "tags", "keepalive_s")
+HOST_KEYS = (
+    "name",
+    "address",
+    "port",
+    "user",
+    "identity_file",
+    "adb_port",
+    "tags",
+    "keepalive_s",
+    "start_adb",
+)
 _SECRET_KEYS = ("password", "passphrase", "pass", "secret")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
@@ -54,6 +65,7 @@ class HostConfig:
     adb_port: int = DEFAULT_ADB_PORT
     tags: tuple[str, ...] = ()
     keepalive_s: float = KEEPALIVE_INTERVAL_S
+    start_adb: bool = False  # start the host's adb server over SSH when it is not running
     location: str = "<default>"
 
     @property
@@ -196,6 +208,11 @@ def _host(node: Node, filename: str, index: int) -> HostConfig:
             f"{label}.keepalive_s: expected a positive number of seconds, got {keepalive!r}",
             location=lines.get("keepalive_s", where),
         )
+    start_adb = values.get("start_adb", False)
+    if not isinstance(start_adb, bool):
+        raise ConfigError(f"{label}.start_adb: expected true or false", location=lines["start_adb"])
+    if start_adb and address is None:
+        raise ConfigError(f"{label}.start_adb: only for remote hosts", location=lines["start_adb"])
     return HostConfig(
         name=host_name,
         address=address,
@@ -205,6 +222,7 @@ def _host(node: Node, filename: str, index: int) -> HostConfig:
         adb_port=_port(values, "adb_port", label, lines) or DEFAULT_ADB_PORT,
         tags=tuple(tags),
         keepalive_s=float(keepalive),
+        start_adb=start_adb,
         location=where,
     )
 

@@ -2,15 +2,13 @@
 
 It is a LocalAdbEndpoint on the tunnel's local port (adbutils talks to the forwarded port exactly
 as to a local server) whose `host` is the config name, so its phones are `NAME/serial`. What differs
-is what "the server is not there" means: the host is down, a HostError that may pass, and waiting
-for a lost phone keeps waiting through it while the tunnel reconnects.
+is what "the server is not there" means: the host is down, a HostError that may pass; a phone's
+state is then MISSING, so waiting for a lost phone keeps waiting while the tunnel reconnects.
 """
 
 from __future__ import annotations
 
-import time
-
-from farm.errors import DeviceTransientError, EnvironmentProblem, HostError
+from farm.errors import EnvironmentProblem, HostError
 from farm.fleet.endpoint import AdbState, Listed, LocalAdbEndpoint
 from farm.remote.tunnel import SshTunnel
 
@@ -35,22 +33,14 @@ class SshAdbEndpoint(LocalAdbEndpoint):
         except EnvironmentProblem as error:
             raise HostError(self.host, error.message, retryable=True) from None
 
-    def wait_online(self, adb_serial: str, device_id: str, timeout_s: float, poll_s: float = 0.5) -> None:
-        """Wait until the phone is back as `device`; a host that is down counts as not back yet."""
-        deadline = time.monotonic() + timeout_s
-        state = AdbState.MISSING
-        while True:
-            try:
-                state = self.state_of(adb_serial)
-            except HostError as error:
-                if time.monotonic() >= deadline:
-                    raise DeviceTransientError(device_id, f"host still unreachable: {error}") from None
-                self.tunnel.wait_up(min(poll_s * 4, max(0.0, deadline - time.monotonic())))
-                continue
-            if state is AdbState.DEVICE:
-                return
-            if time.monotonic() >= deadline:
-                raise DeviceTransientError(device_id, f"still {state} after {timeout_s:.0f} s")
-            if state in (AdbState.MISSING, AdbState.OFFLINE):
-                self.reconnect(adb_serial)
-            time.sleep(poll_s)
+    def state_of(self, adb_serial: str) -> AdbState:
+        """While the host is down its phones are MISSING, so waiting for a lost phone (the base
+        class's wait_online) keeps waiting through the outage while the tunnel reconnects."""
+        try:
+            return super().state_of(adb_serial)
+        except HostError:
+            return AdbState.MISSING
+
+    def reconnect(self, adb_serial: str) -> None:
+        if self.tunnel.is_up:
+            super().reconnect(adb_serial)

@@ -102,7 +102,13 @@ class Fleet:
 
     def _open_remote(self, host: HostConfig) -> None:
         target = resolve_target(host, load_ssh_config())
-        tunnel = SshTunnel(target, self.policy, adb_port=host.adb_port, keepalive_s=host.keepalive_s)
+        tunnel = SshTunnel(
+            target,
+            self.policy,
+            adb_port=host.adb_port,
+            keepalive_s=host.keepalive_s,
+            start_adb=host.start_adb,
+        )
         self.tunnels[host.name] = tunnel.open()
         tunnel.wait_settled(FIRST_CONNECT_TIMEOUT_S)
 

@@ -36,6 +36,7 @@ BACKOFF_MAX_S = 10.0
 CHANNEL_OPEN_TIMEOUT_S = 10.0
 PUMP_CHUNK_BYTES = 64 * 1024
 ADB_VERSION_TIMEOUT_S = 5.0
+ADB_START_TIMEOUT_S = 30.0
 
 
 class TunnelState(enum.StrEnum):
@@ -78,12 +79,15 @@ class SshTunnel:
         adb_port: int,
         keepalive_s: float = 5.0,
         connect_timeout_s: float = 10.0,
+        start_adb: bool = False,
     ) -> None:
         self.target = target
         self.policy = policy
         self.adb_port = adb_port
         self.keepalive_s = keepalive_s
         self.connect_timeout_s = connect_timeout_s
+        self.start_adb = start_adb
+        self.adb_started = False
         self._state = TunnelState.CLOSED
         self.last_error: FarmError | None = None
         self.local_port = 0
@@ -237,10 +241,37 @@ class SshTunnel:
                 self._transport = transport
                 self.last_error = None
                 backoff_s = BACKOFF_START_S
+                if self.start_adb:
+                    self._ensure_adb_server(transport)
                 self._set_state(TunnelState.UP)
             if self._stop.wait(self.keepalive_s):
                 return
             self._probe()
+
+    def _ensure_adb_server(self, transport: paramiko.Transport) -> None:
+        """Start the host's adb server over SSH when nothing answers on its port (start_adb: true).
+
+        Only here, on connect, and only when configured: a client that starts servers behind the
+        user's back is hidden I/O. A failure is left to the adb step of `farm hosts check`.
+        """
+        try:
+            transport.open_channel(
+                "direct-tcpip", ("127.0.0.1", self.adb_port), ("127.0.0.1", 0), timeout=CHANNEL_OPEN_TIMEOUT_S
+            ).close()
+            return
+        except paramiko.ChannelException:
+            pass  # refused: no server there yet
+        except (paramiko.SSHException, OSError, EOFError):
+            return
+        try:
+            session = transport.open_session(timeout=CHANNEL_OPEN_TIMEOUT_S)
+            session.settimeout(ADB_START_TIMEOUT_S)
+            session.exec_command(f"adb -P {int(self.adb_port)} start-server")
+            session.recv_exit_status()
+            self.adb_started = session.exit_status == 0
+            session.close()
+        except (paramiko.SSHException, OSError, EOFError):
+            return
 
     def _probe(self) -> None:
         """Drop a connection that no longer answers (keepalive writes alone do not notice that)."""

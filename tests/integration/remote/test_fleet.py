@@ -9,7 +9,7 @@ import pytest
 
 from farm.remote.endpoint import SshAdbEndpoint
 from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyUnknown
-from tests.fixtures.phones import free_tcp_port
+from tests.fixtures.phones import free_tcp_port, kill_adb_server
 from tests.integration.remote.labs import fleet_in, write_config
 
 pytestmark = pytest.mark.integration
@@ -40,3 +40,15 @@ def test_unknown_host_key_stops_the_fleet(lab, tmp_path: Path) -> None:
     (tmp_path / KNOWN_HOSTS_FILE_NAME).write_text("")
     with pytest.raises(HostKeyUnknown, match="farm hosts trust lab1"):
         fleet_in(tmp_path).open()
+
+
+def test_start_adb_starts_a_stopped_adb_server_on_the_host_over_ssh(lab_hosts, tmp_path: Path) -> None:
+    bare = lab_hosts("bare", "127.0.0.7", phones=0)
+    kill_adb_server(bare.adb)
+    write_config(tmp_path, [bare], local=False)
+    (tmp_path / "farm.yaml").write_text("local: false\nhosts:\n" + bare.config_entry(start_adb="true"))
+    with fleet_in(tmp_path) as fleet:
+        assert fleet.tunnels["bare"].adb_started
+        assert fleet.endpoint_for("bare").list() == []
+        version, _rtt_s = fleet.tunnels["bare"].adb_round_trip_s()
+        assert version > 30

@@ -67,6 +67,7 @@ def test_an_explicit_local_entry_is_kept_and_local_false_drops_it() -> None:
         ("hosts:\n  - name: 'bad name'\n    address: a\n", "f.yaml:2: hosts[0].name: expected a short name"),
         ("hosts: lab1\n", "f.yaml:1: hosts: expected a list"),
         ("hostz: []\n", "f.yaml:1: hostz: unknown key"),
+        ("hosts:\n  - {name: a, address: x, start_adb: yes}\n", "f.yaml:2: hosts.a.start_adb: expected true"),
         ("hosts:\n  - name: lab1\n   address: a\n", "f.yaml:3: invalid YAML"),
     ],
 )
