@@ -125,6 +125,12 @@ def run(
     if as_json:
         click.echo(json.dumps(summary.as_dict(), indent=2))
     else:
+        if summary.pending:
+            click.echo(
+                f"farm: {summary.pending} run(s) could not run now (their phone is not connected or "
+                "was lost); run the same command again to continue them",
+                err=True,
+            )
         click.echo(
             f"farm: {summary.experiment}: {summary.done} done, {summary.failed} failed, "
             f"{summary.pending} not run, of {summary.planned} planned ({summary.elapsed_s:.1f} s); "

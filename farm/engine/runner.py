@@ -18,13 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import farm
+from farm.device.session import DeviceSession
 from farm.engine import planner
-from farm.engine.recovery import recover_store
+from farm.engine.recovery import recover_store, restore_charging_marker
 from farm.engine.scheduler import NoEligiblePhone, Sweep
+from farm.errors import FarmError
+from farm.fleet.endpoint import LocalAdbEndpoint
 from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
 from farm.store import RunState, Store, ownership
+from farm.store import devices as device_store
 from farm.store import runs as run_store
 from farm.store.runs import PlannedRun, StoredRun
 
@@ -103,6 +107,21 @@ def spec_json(experiment: Experiment) -> tuple[str, str]:
     return text, hashlib.sha256(text.encode()).hexdigest()
 
 
+def _restore_left_charging(
+    store: Store, endpoints: Sequence[LocalAdbEndpoint], phones: Sequence[Phone]
+) -> None:
+    """Phones a dead farm process left with charging off get it back now, used or not."""
+    marked = {m.device_id for m in device_store.charging_markers(store)}
+    by_host = {endpoint.host: endpoint for endpoint in endpoints}
+    for phone in phones:
+        if phone.device_id in marked and phone.state is PhoneState.ONLINE and phone.host in by_host:
+            session = DeviceSession(by_host[phone.host].device(phone.adb_serial), phone.device_id)
+            try:
+                restore_charging_marker(store, session, phone.device_id)
+            except FarmError:
+                continue  # recovery tries again when the phone is used
+
+
 def _raise_interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -150,6 +169,7 @@ def run_experiment(
                 f"{options.file}: {len(eligible)} eligible phone(s), need {need} (seen: {seen})",
                 hint="check `farm devices`, --devices and the experiment's devices: section",
             )
+        _restore_left_charging(store, fleet.endpoints, phones)
         plan = planner.plan(experiment, [p.device_id for p in eligible])
         if options.dry_run:
             return RunSummary(

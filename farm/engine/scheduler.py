@@ -30,6 +30,7 @@ from farm.store import runs as run_store
 from farm.store.runs import StoredRun
 
 LOST_PHONE_WAIT_S = 120.0
+LOST_WAIT_SLICE_S = 5.0
 
 
 class NoEligiblePhone(FarmError):
@@ -211,13 +212,28 @@ class Sweep:
             status.cell = None
 
     def _wait_for_phone(self, phone: Phone, status: PhoneStatus) -> bool:
+        """Wait (bounded) for a lost phone; stop waiting early when nothing is left for it (its
+        runs were taken by equivalent phones) or the sweep is cancelled."""
         status.state = "offline"
-        try:
-            self._endpoint_of(phone).wait_online(phone.adb_serial, phone.device_id, self.lost_wait_s)
-        except FarmError as error:
-            self._event("fault", f"phone did not come back: {error}", device_id=phone.device_id)
-            status.state = "lost"
-            return False
+
+        # Wait in slices so that waiting stops early when it is pointless: the sweep is cancelled
+        # or no run is left for this phone (equivalent phones took them).
+        endpoint = self._endpoint_of(phone)
+        deadline = time.monotonic() + self.lost_wait_s
+        while True:
+            if self.cancel.is_set() or self._next_run(phone.device_id) is None:
+                status.state = "lost"
+                return False
+            try:
+                endpoint.wait_online(
+                    phone.adb_serial, phone.device_id, min(LOST_WAIT_SLICE_S, self.lost_wait_s)
+                )
+                break
+            except FarmError as error:
+                if time.monotonic() >= deadline:
+                    self._event("fault", f"phone did not come back: {error}", device_id=phone.device_id)
+                    status.state = "lost"
+                    return False
         self._event("recovered", "phone is back", device_id=phone.device_id)
         status.state = "idle"
         return True
