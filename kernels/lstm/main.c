@@ -46,8 +46,8 @@ int main(int argc, char **argv)
         {"input", FARM_OPT_STRING, &input, ".npy inputs (batch, seq_len, input_dim)", 0, 0, NULL},
         {"gpu-kernel", FARM_OPT_CHOICE, &gpu_kernel,
          "gpu strategy: fused (one launch per inference, a work-group per batch element), step (one launch "
-         "per step and layer, all units in parallel); auto: fused on CPU devices, where launches are "
-         "costly, step on GPUs", 0, 0,
+         "per step and layer, all units in parallel); auto: fused on CPU devices when hidden <= 64 or "
+         "batch >= compute units (launches dominate), else step", 0, 0,
          gpu_kernel_choices},
         {"wg", FARM_OPT_INT, &wg, "gpu: work-group size along hidden units (0: fused H, step driver's choice)", 0,
          4096, NULL},
@@ -71,8 +71,13 @@ int main(int argc, char **argv)
     farm_cl cl;
     if (gpu) {
         farm_cl_open(&cl, c.cl_device);
+        /* fused runs a batch element on one compute unit: it wins where launches dominate (CPU
+         * devices, small H) or the batch fills the device; step spreads every step over all. */
         if (!strcmp(gpu_kernel, "auto"))
-            gpu_kernel = (cl.device_type & CL_DEVICE_TYPE_GPU) ? "step" : "fused";
+            gpu_kernel = !(cl.device_type & CL_DEVICE_TYPE_GPU) &&
+                                 (s.hidden <= 64 || s.batch >= (long)(cl.compute_units ? cl.compute_units : 1))
+                             ? "fused"
+                             : "step";
         r.gpu = lstm_gpu_create(&cl, &m, !strcmp(gpu_kernel, "fused"), wg, farm_cl_cache_dir(c.cl_cache));
     } else {
         r.cpu = lstm_cpu_create(&m, pool);
