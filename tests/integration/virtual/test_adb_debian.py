@@ -52,6 +52,9 @@ def test_shell_v1_merges_output_and_exec_out_is_raw(adb_server: AdbServer, virtu
     assert v1.returncode == 0  # shell v1 has no exit code
     raw = adb_server.adb("-s", phone.adb_serial, "exec-out", "printf 'x\\ny\\0z'")
     assert raw.stdout == "x\ny\0z"
+    pty = adb_server.adb("-s", phone.adb_serial, "shell", "-tt", "echo one; echo two >&2; exit 3")
+    assert (pty.stdout, pty.stderr) == ("one\ntwo\n", "")  # a PTY merges stderr (\r\n read as text)
+    assert pty.returncode == 3
 
 
 def test_push_then_pull_20mb_keeps_the_bytes(adb_server: AdbServer, virtual_phones, tmp_path: Path) -> None:
