@@ -97,23 +97,26 @@ def test_process_still_running_when_its_stream_closes_is_killed(virtual_phones) 
 
 
 def test_root_unroot_and_tcpip_replies(adb_server: AdbServer, virtual_phones) -> None:
-    phones = virtual_phones(count=1)
-    phone = phones[0]
-    first = adb_server.adb("-s", phone.adb_serial, "root", timeout_s=60)
-    text = first.stdout + first.stderr
-    if "production builds" in text:
-        assert adb_server.adb("-s", phone.adb_serial, "shell", "id -u").stdout.strip() != "0"
-        return
-    assert "restarting adbd as root" in text or "already running as root" in text
-    adb_server.adb("-s", phone.adb_serial, "wait-for-device", timeout_s=30)
-    assert adb_server.adb("-s", phone.adb_serial, "shell", "id -u").stdout.strip() == "0"
-    again = adb_server.adb("-s", phone.adb_serial, "root")
+    phones = virtual_phones(count=2, profiles=["adreno-nexus6p", "adreno-sd8gen2"])  # userdebug, user
+    debug, production = phones
+
+    refused = adb_server.adb("-s", production.adb_serial, "root")
+    assert "adbd cannot run as root in production builds" in refused.stdout + refused.stderr
+    assert adb_server.adb("-s", production.adb_serial, "shell", "id -u").stdout.strip() == "2000"
+
+    first = adb_server.adb("-s", debug.adb_serial, "root", timeout_s=60)
+    assert "restarting adbd as root" in first.stdout + first.stderr
+    adb_server.adb("-s", debug.adb_serial, "wait-for-device", timeout_s=30)
+    assert adb_server.adb("-s", debug.adb_serial, "shell", "id -u").stdout.strip() == "0"
+    again = adb_server.adb("-s", debug.adb_serial, "root")
     assert "adbd is already running as root" in again.stdout
-    adb_server.adb("-s", phone.adb_serial, "unroot", timeout_s=60)
-    adb_server.adb("-s", phone.adb_serial, "wait-for-device", timeout_s=30)
-    assert adb_server.adb("-s", phone.adb_serial, "shell", "id -u").stdout.strip() != "0"
-    client = phones.client()
-    assert "restarting in TCP mode port: 5555" in phones[0].device(client).tcpip(5555)
+    adb_server.adb("-s", debug.adb_serial, "unroot", timeout_s=60)
+    adb_server.adb("-s", debug.adb_serial, "wait-for-device", timeout_s=30)
+    assert adb_server.adb("-s", debug.adb_serial, "shell", "id -u").stdout.strip() == "2000"
+
+    device = debug.device(phones.client())
+    assert device.tcpip(5555) == "restarting in TCP mode port: 5555\n"
+    assert adb_server.adb("-s", debug.adb_serial, "wait-for-device", timeout_s=30).returncode == 0
 
 
 def test_unknown_service_is_refused_with_closed(virtual_phones) -> None:
