@@ -113,7 +113,15 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void gemm_local(
 
 #ifdef VW
 // Packed variant (BLAS-style panels, so the inner loop streams memory sequentially):
-//   Ap[M/TM][K][TM]  (TM rows of A interleaved per k)   Bp[N/VW][K][VW]  (VW columns of B per k)
+//   Ap[M/TM][K][TM]  (TM rows of A interleaved per k)
+//   Bp[N/(VW*VN)][K][VW*VN]  (VN vectors of VW columns of B per k)
+// Each work-item computes TM x (VN*VW) of C: TM*VN independent vector accumulators hide the
+// multiply-add latency (-DVN, default 1).
+#ifndef VN
+#define VN 1
+#endif
+#define PW (VW * VN)
+
 __kernel void pack_a(const int K, __global const store_t *A, __global float *Ap)
 {
     const int k = get_global_id(0), mb = get_global_id(1);
@@ -124,26 +132,34 @@ __kernel void pack_a(const int K, __global const store_t *A, __global float *Ap)
 __kernel void pack_b(const int K, const int N, __global const store_t *B, __global float *Bp)
 {
     const int k = get_global_id(0), nb = get_global_id(1);
-    CAT(vstore, VW)(LOADV(B + k * N + nb * VW), 0, Bp + (nb * K + k) * VW);
+    for (int v = 0; v < VN; v++)
+        CAT(vstore, VW)(LOADV(B + k * N + nb * PW + v * VW), 0, Bp + (nb * K + k) * PW + v * VW);
 }
 
-// Global size: (N / VW, M / TM).
+// Global size: (N / (VW*VN), M / TM).
 __kernel void gemm_packed(const int M, const int N, const int K, __global const float *Ap,
                           __global const float *Bp, __global store_t *C)
 {
     const int nb = get_global_id(0), mb = get_global_id(1);
     (void)M;
-    vec_t acc[TM];
+    vec_t acc[TM][VN];
     for (int r = 0; r < TM; r++)
-        acc[r] = (vec_t)(0.0f);
+        for (int v = 0; v < VN; v++)
+            acc[r][v] = (vec_t)(0.0f);
     __global const float *a = Ap + mb * K * TM;
-    __global const float *b = Bp + nb * K * VW;
+    __global const float *b = Bp + nb * K * PW;
     for (int k = 0; k < K; k++) {
-        const vec_t bv = CAT(vload, VW)(0, b + k * VW);
-        for (int r = 0; r < TM; r++)
-            acc[r] = mad((vec_t)(a[k * TM + r]), bv, acc[r]);
+        vec_t bv[VN];
+        for (int v = 0; v < VN; v++)
+            bv[v] = CAT(vload, VW)(0, b + k * PW + v * VW);
+        for (int r = 0; r < TM; r++) {
+            const vec_t ar = (vec_t)(a[k * TM + r]);
+            for (int v = 0; v < VN; v++)
+                acc[r][v] = mad(ar, bv[v], acc[r][v]);
+        }
     }
     for (int r = 0; r < TM; r++)
-        STOREV(acc[r], C + (mb * TM + r) * N + nb * VW);
+        for (int v = 0; v < VN; v++)
+            STOREV(acc[r][v], C + (mb * TM + r) * N + nb * PW + v * VW);
 }
 #endif

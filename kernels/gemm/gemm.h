@@ -20,6 +20,7 @@ typedef struct {
                            repacked on the device), "local" (local-memory tiles) */
     long tile_m;        /* regblock: rows of C per work-item */
     long vec;           /* regblock: columns of C per work-item = vector width (2, 4, 8, 16) */
+    long vecs;          /* packed: vectors per row of the work-item's block (columns = vec * vecs) */
     long wg_m, wg_n;    /* work-group size (0, 0 = driver's choice; local kernel: fixed 16 x 16) */
     int transfers_each; /* copy A, B in and C out on every iteration (else once) */
 } gemm_gpu_opts;

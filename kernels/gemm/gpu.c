@@ -63,14 +63,15 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
                  TSK, WPTM, WPTN);
     } else {
         size_t wm = o->wg_m > 0 ? (size_t)o->wg_m : 1, wn = o->wg_n > 0 ? (size_t)o->wg_n : 1;
+        const size_t vn = g->packed ? (size_t)o->vecs : 1, cols = (size_t)o->vec * vn;
         g->mp = round_up(p->m, (size_t)o->tile_m * wm);
-        g->np = round_up(p->n, (size_t)o->vec * wn);
+        g->np = round_up(p->n, cols * wn);
         g->kp = round_up(p->k, 4);
-        g->global[0] = g->np / (size_t)o->vec;
+        g->global[0] = g->np / cols;
         g->global[1] = g->mp / (size_t)o->tile_m;
         g->local[0] = o->wg_n > 0 ? wn : 0;
         g->local[1] = o->wg_m > 0 ? wm : 0;
-        snprintf(opts, sizeof opts, "-DFP16=%d -DTM=%ld -DVW=%ld", p->fp16, o->tile_m, o->vec);
+        snprintf(opts, sizeof opts, "-DFP16=%d -DTM=%ld -DVW=%ld -DVN=%zu", p->fp16, o->tile_m, o->vec, vn);
     }
     strncat(opts, " -cl-mad-enable", sizeof opts - strlen(opts) - 1);
     farm_cl_build(cl, "gemm", gemm_cl_source, opts, cache_dir, &g->prog);
@@ -127,6 +128,7 @@ void gemm_gpu_describe(const gemm_gpu *g, farm_json *j)
     if (!g->use_local) {
         farm_json_int(j, "tile_m", g->o.tile_m);
         farm_json_int(j, "vec", g->o.vec);
+        farm_json_int(j, "vecs", g->packed ? g->o.vecs : 1);
     }
     farm_json_int(j, "wg_n", (long long)g->local[0]);
     farm_json_int(j, "wg_m", (long long)g->local[1]);
@@ -170,7 +172,8 @@ int gemm_gpu_iter(gemm_gpu *g, float *c, farm_split *split)
         g->copied = 1;
     }
     if (g->packed) {
-        const size_t ga[2] = {g->kp, g->mp / (size_t)g->o.tile_m}, gb[2] = {g->kp, g->np / (size_t)g->o.vec};
+        const size_t ga[2] = {g->kp, g->mp / (size_t)g->o.tile_m},
+                     gb[2] = {g->kp, g->np / ((size_t)g->o.vec * (size_t)g->o.vecs)};
         farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, g->pack_a, 2, NULL, ga, NULL, 0, NULL,
                                              farm_ev_slot(&g->evs, FARM_KERNEL)),
                       "clEnqueueNDRangeKernel(pack_a)");

@@ -75,15 +75,15 @@ def test_gpu_kernels_pass_their_own_verification(kernel_program, kernel, precisi
     assert result["mismatches"] == 0
 
 
-@pytest.mark.parametrize("kernel", ["regblock", "packed"])
+@pytest.mark.parametrize(("kernel", "vecs"), [("regblock", 1), ("packed", 1), ("packed", 2)])
 @pytest.mark.parametrize(("tile_m", "vec", "wg"), [(1, 2, 0), (3, 4, 2), (6, 16, 0), (5, 8, 3)])
-def test_register_blocking_knobs_keep_results_exact(kernel_program, tmp_path, kernel, tile_m, vec, wg):
+def test_register_blocking_knobs_keep_results_exact(kernel_program, tmp_path, kernel, vecs, tile_m, vec, wg):
     m, n, k = 29, 51, 23
     a, b, args = write_inputs(tmp_path, m, n, k, seed=tile_m + vec)
     out = tmp_path / "c.npy"
     wg_args = [f"--wg-m={wg}", f"--wg-n={wg}"] if wg else []
     run = kernel_program("gemm").run(
-        *args, "--backend=gpu", f"--kernel={kernel}", f"--tile-m={tile_m}", f"--vec={vec}", *wg_args,
+        *args, "--backend=gpu", f"--kernel={kernel}", f"--tile-m={tile_m}", f"--vec={vec}", f"--vecs={vecs}", *wg_args,
         "--iters=1", "--warmup=0", f"--dump-output={out}",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
