@@ -110,7 +110,7 @@ def test_lab_host_sshd_stopped_mid_sweep_its_runs_wait_and_finish(
     spec = write_experiment(
         tmp_path,
         "outage",
-        fast_lstm([8, 16, 24], min_seconds=0.5, max_attempts=4),
+        fast_lstm([8, 16, 24], max_attempts=4),
     )
     lab2 = labs[1]
     lab2_id = f"lab2/{lab2.phones[0].serial}"
@@ -153,6 +153,8 @@ def test_lab_host_sshd_stopped_mid_sweep_its_runs_wait_and_finish(
         runs = run_store.list_runs(store, "outage")
         assert {r.state for r in runs} == {RunState.DONE}
         assert Counter(r.ran_on for r in runs) == dict.fromkeys(_expected_ids(local, labs), 3)
+        done_attempts = store.query("SELECT COUNT(*) FROM attempts WHERE outcome = 'done'")[0][0]
+        assert done_attempts == len(runs)
         kinds = {e.kind for e in run_store.recent_events(store, "outage", 200) if e.device_id == lab2_id}
         assert "recovered" in kinds
         for other in others:
