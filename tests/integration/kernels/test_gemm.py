@@ -83,8 +83,8 @@ def test_register_blocking_knobs_keep_results_exact(kernel_program, tmp_path, ke
     out = tmp_path / "c.npy"
     wg_args = [f"--wg-m={wg}", f"--wg-n={wg}"] if wg else []
     run = kernel_program("gemm").run(
-        *args, "--backend=gpu", f"--kernel={kernel}", f"--tile-m={tile_m}", f"--vec={vec}", f"--vecs={vecs}", *wg_args,
-        "--iters=1", "--warmup=0", f"--dump-output={out}",
+        *args, "--backend=gpu", f"--kernel={kernel}", f"--tile-m={tile_m}", f"--vec={vec}", f"--vecs={vecs}",
+        *wg_args, "--iters=1", "--warmup=0", f"--dump-output={out}",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     np.testing.assert_allclose(np.load(out), a @ b, rtol=1e-4, atol=1e-5 * k)
