@@ -1,4 +1,7 @@
-"""Debian's adb (29.0.6) against virtual phones: connect, devices -l, shell, push/pull, reboot."""
+"""Debian's adb (29.0.6) against virtual phones: connect, devices -l, shell, push/pull, reboot.
+
+The tests of this module share two phones and one private adb server (module fixtures); each
+test uses its own paths."""
 
 from __future__ import annotations
 
@@ -9,9 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.phones import AdbServer
+from tests.fixtures.phones import AdbServer, PhoneSet
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def adb_server(module_adb_server: AdbServer) -> AdbServer:
+    return module_adb_server
+
+
+@pytest.fixture(scope="module")
+def two_phones(module_virtual_phones) -> PhoneSet:
+    return module_virtual_phones(count=2)
 
 
 def sha256(path: Path) -> str:
@@ -19,10 +32,9 @@ def sha256(path: Path) -> str:
 
 
 def test_devices_lists_the_model_and_shell_keeps_exit_code_and_stderr(
-    adb_server: AdbServer, virtual_phones
+    adb_server: AdbServer, two_phones: PhoneSet
 ) -> None:
-    phones = virtual_phones(count=1)
-    phone = phones[0]
+    phone = two_phones[0]
     listing = adb_server.adb("devices", "-l").stdout
     line = next(row for row in listing.splitlines() if row.startswith(phone.adb_serial))
     assert " device " in line
@@ -45,8 +57,8 @@ def test_devices_lists_the_model_and_shell_keeps_exit_code_and_stderr(
     assert killed.returncode == 128 + 9  # exit packet 0x80|signal
 
 
-def test_shell_v1_merges_output_and_exec_out_is_raw(adb_server: AdbServer, virtual_phones) -> None:
-    phone = virtual_phones(count=1)[0]
+def test_shell_v1_merges_output_and_exec_out_is_raw(adb_server: AdbServer, two_phones: PhoneSet) -> None:
+    phone = two_phones[0]
     v1 = adb_server.adb("-s", phone.adb_serial, "shell", "-x", "echo a; echo b >&2; exit 3")
     assert v1.stdout.split() == ["a", "b"]
     assert v1.returncode == 0  # shell v1 has no exit code
@@ -57,8 +69,10 @@ def test_shell_v1_merges_output_and_exec_out_is_raw(adb_server: AdbServer, virtu
     assert pty.returncode == 3
 
 
-def test_push_then_pull_20mb_keeps_the_bytes(adb_server: AdbServer, virtual_phones, tmp_path: Path) -> None:
-    phone = virtual_phones(count=1)[0]
+def test_push_then_pull_20mb_keeps_the_bytes(
+    adb_server: AdbServer, two_phones: PhoneSet, tmp_path: Path
+) -> None:
+    phone = two_phones[0]
     source = tmp_path / "blob.bin"
     source.write_bytes(os.urandom(20 * 1024 * 1024))
     pushed = adb_server.adb("-s", phone.adb_serial, "push", str(source), "/data/local/tmp/")
@@ -74,8 +88,8 @@ def test_push_then_pull_20mb_keeps_the_bytes(adb_server: AdbServer, virtual_phon
     assert mode == "666"
 
 
-def test_push_a_directory_and_list_it(adb_server: AdbServer, virtual_phones, tmp_path: Path) -> None:
-    phone = virtual_phones(count=1)[0]
+def test_push_a_directory_and_list_it(adb_server: AdbServer, two_phones: PhoneSet, tmp_path: Path) -> None:
+    phone = two_phones[0]
     tree = tmp_path / "tree"
     (tree / "sub" / "deeper").mkdir(parents=True)
     (tree / "a.txt").write_text("alpha\n")
@@ -105,8 +119,8 @@ def _wait_state(adb_server: AdbServer, adb_serial: str, wanted: set[str], timeou
     return state
 
 
-def test_reboot_goes_offline_then_comes_back(adb_server: AdbServer, virtual_phones) -> None:
-    phone = virtual_phones(count=1)[0]
+def test_reboot_goes_offline_then_comes_back(adb_server: AdbServer, two_phones: PhoneSet) -> None:
+    phone = two_phones[0]
     adb_server.adb("-s", phone.adb_serial, "shell", "echo before > /data/local/tmp/marker")
     result = adb_server.adb("-s", phone.adb_serial, "reboot")
     assert result.returncode == 0
@@ -121,8 +135,8 @@ def test_reboot_goes_offline_then_comes_back(adb_server: AdbServer, virtual_phon
     assert _wait_state(adb_server, phone.adb_serial, {"device"}, 30) == "device"
 
 
-def test_two_phones_are_isolated(adb_server: AdbServer, virtual_phones) -> None:
-    first, second = virtual_phones(count=2)
+def test_two_phones_are_isolated(adb_server: AdbServer, two_phones: PhoneSet) -> None:
+    first, second = two_phones
     assert first.serial != second.serial
     adb_server.adb("-s", first.adb_serial, "shell", "echo mine > /data/local/tmp/only-here")
     seen = adb_server.adb("-s", second.adb_serial, "shell", "cat /data/local/tmp/only-here")
