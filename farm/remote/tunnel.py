@@ -39,6 +39,10 @@ ADB_VERSION_TIMEOUT_S = 5.0
 ADB_START_TIMEOUT_S = 30.0
 
 
+class AdbServerRefused(HostError):
+    """SSH is up but nothing accepts connections on the host's adb port."""
+
+
 class TunnelState(enum.StrEnum):
     CONNECTING = "connecting"
     UP = "up"
@@ -177,7 +181,7 @@ class SshTunnel:
                 "direct-tcpip", ("127.0.0.1", self.adb_port), ("127.0.0.1", 0), timeout=timeout_s
             )
         except paramiko.ChannelException as error:
-            raise HostError(
+            raise AdbServerRefused(
                 self.name,
                 f"adb server on 127.0.0.1:{self.adb_port} of the host refused ({error.text})",
                 retryable=True,
@@ -277,9 +281,9 @@ class SshTunnel:
         """Drop a connection that no longer answers (keepalive writes alone do not notice that)."""
         try:
             self.open_channel(timeout_s=max(2.0, self.keepalive_s)).close()
+        except AdbServerRefused:
+            return  # SSH answered; only the adb server is down
         except HostError as error:
-            if "refused" in error.message:
-                return  # SSH answered; only the adb server is down
             self.last_error = error
             self._drop()
             self._set_state(TunnelState.DOWN)

@@ -3,6 +3,9 @@ push work, and the tunnel comes back by itself after sshd was stopped and starte
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -13,7 +16,9 @@ from farm.errors import HostError
 from farm.remote.config import parse_config
 from farm.remote.endpoint import SshAdbEndpoint
 from farm.remote.ssh import load_ssh_config, resolve_target
-from farm.remote.tunnel import SshTunnel, TunnelState
+from farm.remote.tunnel import AdbServerRefused, SshTunnel, TunnelState
+from tests.fixtures.phones import free_tcp_port
+from tests.fixtures.sshd import descendants
 from tests.integration.remote.labs import policy_in, write_config
 
 pytestmark = pytest.mark.integration
@@ -68,3 +73,36 @@ def test_tunnel_goes_down_with_sshd_and_comes_back_on_the_same_port(lab, tmp_pat
         assert tunnel.wait_up(20), tunnel.last_error
         assert tunnel.local_port == port and tunnel.reconnects >= 1
         assert [i.adb_serial for i in SshAdbEndpoint(tunnel).list()] == [lab.phones[0].adb_serial]
+
+
+def test_stopped_adb_server_keeps_ssh_up_and_says_what_to_start(lab, tmp_path: Path) -> None:
+    write_config(tmp_path, [lab])
+    with _tunnel(tmp_path, lab) as tunnel:
+        tunnel.adb_port = free_tcp_port()  # nothing listens there on the host
+        assert tunnel.wait_up(15), tunnel.last_error
+        time.sleep(2.5)  # two keepalive probes: both answered "refused" by the host's sshd
+        assert tunnel.state is TunnelState.UP
+        with pytest.raises(AdbServerRefused, match="start-server"):
+            tunnel.open_channel()
+
+
+def test_a_connection_that_stops_answering_is_dropped_and_replaced(lab, tmp_path: Path) -> None:
+    """A frozen peer (as behind a dead network link) closes nothing: only the probe notices."""
+    write_config(tmp_path, [lab])
+    with _tunnel(tmp_path, lab) as tunnel:
+        assert tunnel.wait_up(15), tunnel.last_error
+        assert lab.sshd.process is not None
+        frozen = descendants(lab.sshd.process.pid)  # the per-connection sshd processes
+        assert frozen
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 15
+            while tunnel.reconnects == 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert tunnel.reconnects >= 1 and tunnel.wait_up(10), tunnel.last_error
+            assert [i.adb_serial for i in SshAdbEndpoint(tunnel).list()] == [lab.phones[0].adb_serial]
+        finally:
+            for pid in frozen:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
