@@ -82,14 +82,20 @@ def matches_selector(phone: Phone, selector: str) -> bool:
     return any(fnmatch.fnmatchcase(name, selector) for name in names if name)
 
 
-def select_phones(experiment: Experiment, phones: Sequence[Phone], selectors: Sequence[str]) -> list[Phone]:
+def select_phones(
+    experiment: Experiment,
+    phones: Sequence[Phone],
+    selectors: Sequence[str],
+    tags_of: Callable[[str], frozenset[str]] = lambda _host: frozenset(),
+) -> list[Phone]:
+    """Online phones the selectors and the spec's devices: pick (`tags_of(host)`: the host's tags)."""
     chosen = []
     for phone in phones:
         if phone.state is not PhoneState.ONLINE:
             continue
         if selectors and not any(matches_selector(phone, s) for s in selectors):
             continue
-        if not experiment.devices.matches(phone.device_id, phone.model, None, frozenset()):
+        if not experiment.devices.matches(phone.device_id, phone.model, None, tags_of(phone.host)):
             continue
         chosen.append(phone)
     return chosen
@@ -161,7 +167,7 @@ def run_experiment(
         recover_store(store, key)
         leased = ownership.leased_devices(store)
         phones = discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
-        eligible = select_phones(experiment, phones, options.selectors)
+        eligible = select_phones(experiment, phones, options.selectors, fleet.tags_of)
         if len(eligible) < max(1, experiment.devices.min_count):
             seen = ", ".join(f"{p.device_id} ({p.state})" for p in phones) or "none"
             need = max(1, experiment.devices.min_count)

@@ -64,6 +64,13 @@ class Fleet:
         except KeyError:
             raise ConfigError(f"no reachable host named {host!r}") from None
 
+    def tags_of(self, host: str) -> frozenset[str]:
+        """The config's tags of a host, which every phone on it carries (devices: tags: [...])."""
+        for config in self.config.hosts:
+            if config.name == host:
+                return frozenset(config.tags)
+        return frozenset()
+
     def open(self) -> Fleet:
         try:
             for host in self.config.hosts:

@@ -66,6 +66,15 @@ def test_sweep_over_local_and_two_lab_hosts_stores_every_run_once(
         (device_id, "online") for device_id in _expected_ids(local, labs)
     }
 
+    # A host's config tags are its phones' tags: `devices: {tags: [...]}` picks lab1's phone only.
+    (config_dir / "farm.yaml").write_text(
+        "hosts:\n" + labs[0].config_entry(tags="[rack-a]") + labs[1].config_entry()
+    )
+    tagged = write_experiment(tmp_path, "tagged", fast_lstm([8]) + "devices: {tags: [rack-a]}\n")
+    dry = _farm(env, "run", str(tagged), "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["phones"] == [f"lab1/{labs[0].phones[0].serial}"]
+
     done = _farm(env, "run", str(spec), "--no-live", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout)
