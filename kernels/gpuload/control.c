@@ -84,7 +84,10 @@ void gpuload_ctl_init(gpuload_ctl *c, double target, double initial_gain, double
     c->integral = 0.0;
     c->learned = 0;
     c->last_error = 0.0;
+    c->kp = 0.0;
 }
+
+void gpuload_ctl_set_kp(gpuload_ctl *c, double kp) { c->kp = kp; }
 
 void gpuload_ctl_window(gpuload_ctl *c, double measured, double own_duty, double coverage, double dt_s)
 {
@@ -115,7 +118,8 @@ double gpuload_ctl_duty(const gpuload_ctl *c)
 {
     if (c->target <= 0)
         return 0.0;
-    return clamp(c->target / c->gain + c->ki * c->integral, 0.0, 1.0);
+    const double p = c->learned == 1 ? c->kp * c->last_error : 0.0;
+    return clamp(c->target / c->gain + c->ki * c->integral + p, 0.0, 1.0);
 }
 
 void gpuload_ctl_start(gpuload_ctl *c, uint64_t start_ns, uint64_t window_ns)

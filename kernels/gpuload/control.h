@@ -39,9 +39,12 @@ typedef struct {
     int learned;       /* 0: initial guess; 1: measured; 2: lower bound from a saturated window */
     double last_error;
     uint64_t start_ns, window_ns, last_window_ns; /* set by gpuload_ctl_start */
+    double kp; /* proportional trim on the last window's error (0: off) */
 } gpuload_ctl;
 
 void gpuload_ctl_init(gpuload_ctl *c, double target, double initial_gain, double ki);
+/* Optional proportional trim: duty += kp x (target - last window) once the gain is measured. */
+void gpuload_ctl_set_kp(gpuload_ctl *c, double kp);
 /* A new counter window `measured` whose span saw own duty `own_duty`; `coverage` is the part of
  * the window (0..1) that lay inside this run; dt_s since the previous window. */
 void gpuload_ctl_window(gpuload_ctl *c, double measured, double own_duty, double coverage, double dt_s);

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 {
     farm_common c;
     farm_common_defaults(&c);
-    double target = 0.5, duration_s = 0, kernel_ms = 2.0, slot_ms = 25.0, ki = 0.0, initial_gain = 0;
+    double target = 0.5, duration_s = 0, kernel_ms = 2.0, slot_ms = 25.0, ki = 0.0, kp = 0.0, initial_gain = 0;
     long period_ms = 500, window_ms = 1000;
     const char *busy_path = NULL, *intensity = "compute";
     const farm_opt opts[] = {
@@ -97,6 +97,7 @@ int main(int argc, char **argv)
          "counter utilisation per unit of duty before the first window (0: compute units on CPU "
          "OpenCL devices, whose counters count busy worker threads; else 1)",
          0, 64, NULL},
+        {"kp", FARM_OPT_DOUBLE, &kp, "proportional trim on the last window's error (0: off)", 0, 10, NULL},
         {"ki", FARM_OPT_DOUBLE, &ki, "integral trim gain (1/s; 0: the learned gain alone)", 0, 100, NULL},
         {"duration-s", FARM_OPT_DOUBLE, &duration_s, "stop after this long (0: run until SIGTERM)", 0, 1e7, NULL},
         {0},
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
 
     gpuload_ctl ctl;
     gpuload_ctl_init(&ctl, target, initial_gain, ki);
+    gpuload_ctl_set_kp(&ctl, kp);
     gpuload_open open;
     gpuload_open_init(&open, target, 2.0);
     gpuload_ring *ring = farm_alloc(sizeof *ring);

@@ -43,6 +43,7 @@ class Ctl(ctypes.Structure):
         ("start_ns", ctypes.c_uint64),
         ("window_ns", ctypes.c_uint64),
         ("last_window_ns", ctypes.c_uint64),
+        ("kp", ctypes.c_double),
     ]
 
 
