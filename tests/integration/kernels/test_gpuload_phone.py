@@ -31,23 +31,13 @@ def read_counter(adb, serial: str) -> float:
     return busy / total if total else 0.0
 
 
-@pytest.mark.parametrize("target", [0.3, 0.5, 0.7, 0.9])
-def test_gpuload_holds_target_on_the_phones_busy_counter(virtual_phones, adb_server, kernel_build, target):
-    phones = virtual_phones(count=1, profiles=["adreno-sd8gen2"])
-    serial = phones[0].adb_serial
-    binary: Path = kernel_build("gpuload")
-    adb = adb_server.adb
-    assert adb("-s", serial, "shell", f"mkdir -p {PHONE_BIN} {PHONE_CACHE}").returncode == 0
-    assert adb("-s", serial, "push", str(binary), f"{PHONE_BIN}/gpuload").returncode == 0
-    assert adb("-s", serial, "shell", f"chmod 755 {PHONE_BIN}/gpuload").returncode == 0
-    # Build the OpenCL program once so the timed run starts from the phone's binary cache.
-    warm = adb(
-        "-s", serial, "shell", f"{PHONE_BIN}/gpuload --target=0 --duration-s=0.1 --cl-cache={PHONE_CACHE}"
-    )
-    assert warm.returncode == 0, warm.stderr
+TARGETS = (0.3, 0.5, 0.7, 0.9)
 
+
+def hold(adb, adb_port: int, serial: str, target: float) -> float:
+    """Runs gpuload at `target` on the phone; the counter's mean over the 5 s after settling."""
     proc = subprocess.Popen(
-        ["adb", "-P", str(adb_server.port), "-s", serial, "shell",
+        ["adb", "-P", str(adb_port), "-s", serial, "shell",
          f"echo $$; exec {PHONE_BIN}/gpuload --target={target} --busy-path={GPUBUSY} "
          f"--cl-cache={PHONE_CACHE} --period-ms=500"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -70,5 +60,26 @@ def test_gpuload_holds_target_on_the_phones_busy_counter(virtual_phones, adb_ser
             proc.communicate()
     assert proc.returncode == 0, err
     assert '"stopped_by":"signal"' in out
-    mean = statistics.mean(samples)
-    assert mean == pytest.approx(target, abs=0.05), f"counter samples {samples}"
+    return statistics.mean(samples)
+
+
+@pytest.mark.slow
+def test_gpuload_holds_targets_on_the_phones_busy_counter(virtual_phones, adb_server, kernel_build):
+    phones = virtual_phones(count=1, profiles=["adreno-sd8gen2"])
+    serial = phones[0].adb_serial
+    binary: Path = kernel_build("gpuload")
+    adb = adb_server.adb
+    assert adb("-s", serial, "shell", f"mkdir -p {PHONE_BIN} {PHONE_CACHE}").returncode == 0
+    assert adb("-s", serial, "push", str(binary), f"{PHONE_BIN}/gpuload").returncode == 0
+    assert adb("-s", serial, "shell", f"chmod 755 {PHONE_BIN}/gpuload").returncode == 0
+    # Build the OpenCL program once so the timed runs start from the phone's binary cache.
+    warm = adb(
+        "-s", serial, "shell", f"{PHONE_BIN}/gpuload --target=0 --duration-s=0.1 --cl-cache={PHONE_CACHE}"
+    )
+    assert warm.returncode == 0, warm.stderr
+    held = {}
+    for target in TARGETS:
+        held[target] = hold(adb, adb_server.port, serial, target)
+        time.sleep(WINDOW_S)  # let the counter's window forget this run
+    off = {t: round(m, 3) for t, m in held.items() if abs(m - t) > 0.05}
+    assert not off, f"counter means off target by more than 5 points: {off} (all: {held})"
