@@ -4,6 +4,7 @@ a missing identity file and a stopped adb server are each named as the failing s
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,31 @@ def test_unreachable_port_fails_at_tcp(lab, tmp_path: Path) -> None:
     check = _farm(_setup(tmp_path, lab, port=free_tcp_port()), "hosts", "check", "lab1")
     assert check.returncode == 1
     assert "TCP connection" in _failed_step(check.stdout)
+
+
+def test_unresolvable_name_fails_at_name_resolution(lab, tmp_path: Path) -> None:
+    check = _farm(_setup(tmp_path, lab, address="no-such-host.invalid"), "hosts", "check", "lab1")
+    assert check.returncode == 1
+    line = _failed_step(check.stdout)
+    assert "name resolution" in line and "no-such-host.invalid" in line
+    assert "TCP connection: not tried" in check.stdout
+
+
+def test_hosts_listing_shows_an_unreachable_host_as_down_with_the_reason(lab, tmp_path: Path) -> None:
+    from tests.fixtures.phones import free_tcp_port
+
+    env = _setup(tmp_path, lab, port=free_tcp_port())
+    listing = _farm(env, "hosts", "--json")
+    assert listing.returncode == 0, listing.stderr
+    (row,) = json.loads(listing.stdout)
+    assert (row["name"], row["state"], row["phones"]) == ("lab1", "down", None)
+    assert "TCP connection" in row["error"]
+
+    # farm run leaves the host out with one warning line, then finds no phone (exit 3)
+    spec = tmp_path / "x.yaml"
+    spec.write_text("name: x\nbenchmark: {program: lstm, params: {backend: cpu}}\n")
+    run = _farm(env, "run", str(spec), "--dry-run")
+    assert run.returncode == 3, run.stdout + run.stderr
+    warning = [line for line in run.stderr.splitlines() if "lab1" in line]
+    assert len(warning) == 1 and "TCP connection" in warning[0] and "farm hosts check lab1" in warning[0]
+    assert "Traceback" not in run.stderr
