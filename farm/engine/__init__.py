@@ -1,1 +1,14 @@
+"""The engine: runs -> phones -> stored results.
 
+- planner (pure; farm/engine/planner.py): experiment x phones -> runs with stable ids;
+- runner.run_experiment(RunOptions): what `farm run` does (load, select phones, plan, persist
+  PENDING runs, lease phones, run the sweep, summarise); exit codes via RunSummary.exit_code;
+- scheduler.Sweep: one worker thread per leased phone, retries from the attempt's outcome
+  (retry_decision is pure), events in the store, PhoneStatus per phone for the live view;
+- lifecycle.execute_run: one attempt on one phone (prepare, sampler, load, benchmark with timeout,
+  stop, collect, restore); prepare_phone probes and deploys once per phone;
+- deploy: programs by (name, ABI), content-addressed on the phone;
+- recovery: what a restarted farm repairs (dead executions, RUNNING runs, charging left off,
+  stale processes on phones);
+- collect / progress: artifacts, environment snapshot, metrics rows; the live-view Snapshot.
+"""

@@ -37,6 +37,7 @@ PROBE = "farm-probe"
 SAMPLER = "farm-sampler"
 LOAD = "gpuload"
 GATE_POLL_S = 1.0
+BATTERY_POLL_S = 5.0
 PROBE_TIMEOUT_S = 20.0
 
 StateCallback = Callable[[str, dict[str, Any]], None]
@@ -152,6 +153,18 @@ def battery_pct(prepared: PreparedPhone, *, unplug: bool = False) -> float | Non
     return parse_dumpsys_battery(result.stdout).level_pct
 
 
+def wait_for_battery(prepared: PreparedPhone, gates: Gates, cancel: threading.Event) -> float | None:
+    """Battery gate: charging is still on here, so wait (bounded by the cooldown timeout) until the
+    level reaches the minimum. Returns the last level."""
+    deadline = time.monotonic() + gates.cooldown_timeout_s
+    level = battery_pct(prepared)
+    while level is not None and level < gates.min_battery_pct and time.monotonic() < deadline:
+        if cancel.wait(BATTERY_POLL_S):
+            break
+        level = battery_pct(prepared)
+    return level
+
+
 def disable_charging(prepared: PreparedPhone, store: Store, notes: list[str]) -> bool:
     control = prepared.caps.charging
     if control is None:
@@ -217,7 +230,11 @@ def execute_run(
         run_dir.create(session)
         level = battery_pct(prepared, unplug=gates.disable_charging)
         if level is not None and level < gates.min_battery_pct:
-            result.notes.append(f"battery {level:.0f}% below the minimum {gates.min_battery_pct:.0f}%")
+            notify("charging", {})
+            level = wait_for_battery(prepared, gates, cancel)
+            if level is not None and level < gates.min_battery_pct:
+                result.notes.append(f"battery {level:.0f}% below the minimum {gates.min_battery_pct:.0f}%")
+        result.env["battery_start_pct"] = level
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, result.notes)
         notify("cooling", {})

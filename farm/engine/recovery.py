@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 from farm.device.session import BIN_DIR, DeviceSession
 from farm.errors import FarmError
@@ -64,3 +66,43 @@ def recover_phone(store: Store, session: DeviceSession, device_id: str) -> None:
     kill_stale_processes(session)
     restore_charging_marker(store, session, device_id)
     session.shell(["dumpsys", "battery", "reset"])
+
+
+def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
+    """DONE runs without metrics (a crash came between the result and its metrics): compute them
+    from the artifacts on disk. Returns how many runs got metrics."""
+    from farm.engine.collect import compute_metrics
+
+    rows = store.query(
+        "SELECT r.run_id, r.factors_json, r.ran_on, r.artifacts_dir, d.capabilities_json FROM runs r "
+        "LEFT JOIN devices d ON d.device_id = r.ran_on WHERE r.experiment = ? AND r.state = 'DONE' "
+        "AND NOT EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.run_id)",
+        (experiment,),
+    )
+    filled = 0
+    for row in rows:
+        if not row["artifacts_dir"]:
+            continue
+        factors = json.loads(row["factors_json"])
+        probe = json.loads(row["capabilities_json"]) if row["capabilities_json"] else None
+        env_rows = store.query(
+            "SELECT env_json FROM attempts WHERE run_id = ? AND outcome = 'done' "
+            "ORDER BY attempt DESC LIMIT 1",
+            (row["run_id"],),
+        )
+        env = json.loads(env_rows[0]["env_json"]) if env_rows and env_rows[0]["env_json"] else {}
+        try:
+            metrics = compute_metrics(
+                results / row["artifacts_dir"],
+                float(factors.get("gpu_load", 0.0) or 0.0),
+                probe,
+                discharging=env.get("charging_restored") is True,
+            )
+        except Exception as error:  # keep going: one bad artifact must not block a resume
+            run_store.add_event(
+                store, "note", f"metrics not computed: {error}", experiment=experiment, run_id=row["run_id"]
+            )
+            continue
+        run_store.put_metrics(store, row["run_id"], metrics)
+        filled += 1
+    return filled

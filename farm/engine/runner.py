@@ -20,7 +20,7 @@ from typing import Any
 import farm
 from farm.device.session import DeviceSession
 from farm.engine import planner
-from farm.engine.recovery import recover_store, restore_charging_marker
+from farm.engine.recovery import backfill_metrics, recover_store, restore_charging_marker
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
@@ -176,6 +176,7 @@ def run_experiment(
                 hint="check `farm devices`, --devices and the experiment's devices: section",
             )
         _restore_left_charging(store, fleet.endpoints, phones)
+        backfill_metrics(store, options.results, key)
         plan = planner.plan(experiment, [p.device_id for p in eligible])
         if options.dry_run:
             return RunSummary(

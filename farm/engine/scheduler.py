@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,8 @@ class Sweep:
         self._cells = {cell.cell_id: cell for cell in experiment.cells()}
         self._threads: list[threading.Thread] = []
         self._done = {p.device_id: threading.Event() for p in phones}
+        self._metrics_pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics")
+        self._pending_metrics: list[futures.Future[None]] = []
 
     # -- running --------------------------------------------------------------------------------
 
@@ -134,7 +137,8 @@ class Sweep:
             thread.start()
 
     def alive(self) -> bool:
-        return not all(done.is_set() for done in self._done.values())
+        workers = not all(done.is_set() for done in self._done.values())
+        return workers or not all(f.done() for f in self._pending_metrics)
 
     def join(self, timeout_s: float | None = None) -> None:
         """Wait for the workers. Events, not Thread.join: a join interrupted by Ctrl-C can return
@@ -142,6 +146,8 @@ class Sweep:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         for done in self._done.values():
             done.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        futures.wait(list(self._pending_metrics), timeout=remaining)
 
     def _event(
         self,
@@ -273,16 +279,6 @@ class Sweep:
             status.state = state
 
         result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_state)
-        if result.outcome is Outcome.DONE:
-            try:
-                result.metrics = compute_metrics(
-                    artifacts,
-                    job.gpu_load,
-                    prepared.probe,
-                    discharging=result.env.get("charging_restored") is True,
-                )
-            except Exception as error:  # a metrics bug must not lose a measured run
-                result.notes.append(f"metrics not computed: {error}")
         status.gpu_load_achieved = result.load_achieved
         attempts_after = run.attempts + 1
         next_state = retry_decision(
@@ -304,6 +300,15 @@ class Sweep:
             env=result.env,
             metrics=result.metrics,
         )
+        if stored and next_state is RunState.DONE:
+            # Metrics are computed off the phone's critical path; a crash before they are stored
+            # leaves a DONE run without metrics, which the next start fills in (recovery).
+            discharging = result.env.get("charging_restored") is True
+            self._pending_metrics.append(
+                self._metrics_pool.submit(
+                    self._store_metrics, run.run_id, artifacts, job.gpu_load, prepared.probe, discharging
+                )
+            )
         if result.outcome is Outcome.LOST:
             status.state = "lost"
             self._event(
@@ -325,6 +330,16 @@ class Sweep:
         if stored and self.on_finished is not None:
             self.on_finished(device_id, run, result, next_state)
         status.run_started = None
+
+    def _store_metrics(
+        self, run_id: str, artifacts: Path, gpu_load: float, probe: dict[str, Any], discharging: bool
+    ) -> None:
+        try:
+            metrics = compute_metrics(artifacts, gpu_load, probe, discharging=discharging)
+        except Exception as error:  # a metrics bug must not lose a measured run
+            self._event("note", f"metrics not computed: {error}", run_id=run_id)
+            return
+        run_store.put_metrics(self.store, run_id, metrics)
 
     def heartbeat_loop(self, stop: threading.Event) -> None:
         while not stop.wait(ownership.HEARTBEAT_INTERVAL_S):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,8 +46,10 @@ SHORT_PARAMS = "layers: 1, seq_len: 64, input_dim: 9, classes: 6, batch: 1, back
 PUSH_MB = 20
 
 
-def _run_farm(adb_port: int, results: Path, spec: Path) -> float:
+def _run_farm(adb_port: int, results: Path, spec: Path) -> tuple[float, float]:
+    """Runs `farm run`; returns (wall seconds, CPU seconds of the farm process itself)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(
         [
@@ -71,7 +74,9 @@ def _run_farm(adb_port: int, results: Path, spec: Path) -> float:
     )
     if done.returncode != 0:
         raise SystemExit(f"farm run failed ({done.returncode}): {done.stdout[-2000:]} {done.stderr[-2000:]}")
-    return time.monotonic() - started
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _bench_windows(results: Path, experiment: str) -> dict[str, list[tuple[int, int, float]]]:
@@ -125,7 +130,7 @@ def bench_utilisation(adb_port: int, work: Path, phones: int) -> dict[str, Any]:
         levels = ", ".join(str(8 + i) for i in range(RUNS_PER_PHONE))
         body = fast_lstm(f"{{hidden: [{levels}]}}", SHORT_RUN, params=SHORT_PARAMS)
         spec = write_experiment(work, name, body)
-        wall = _run_farm(adb_port, work / name, spec)
+        wall, cpu = _run_farm(adb_port, work / name, spec)
         windows = _bench_windows(work / name, name)
         start = min(w[0] for ws in windows.values() for w in ws)
         end = max(w[1] for ws in windows.values() for w in ws)
@@ -136,6 +141,8 @@ def bench_utilisation(adb_port: int, work: Path, phones: int) -> dict[str, Any]:
             "wall_s": wall,
             "sweep_s": (end - start) / 1e9,
             "utilisation": busy / (len(windows) * (end - start) / 1e9),
+            "farm_cpu_s": cpu,
+            "farm_cpu_per_run_s": cpu / max(1, sum(len(ws) for ws in windows.values())),
         }
     finally:
         control.disconnect_phones(state.phones, adb_port)
@@ -189,6 +196,7 @@ def main() -> None:
         label = f"utilisation, {util['phones']} phones x {RUNS_PER_PHONE} runs"
         print(f"{label:<44} {util['utilisation']:>11.1%}")
         print(f"{'  sweep wall time (s)':<44} {util['sweep_s']:>12.1f}")
+        print(f"{'  farm process CPU per run (s)':<44} {util['farm_cpu_per_run_s']:>12.3f}")
     print(f"written {OUT}")
 
 

@@ -79,6 +79,9 @@ def test_kill_9_then_rerun_finishes_without_redoing_or_duplicating(virtual_phone
             "SELECT run_id, name, COUNT(*) AS n FROM metrics GROUP BY run_id, name HAVING n > 1"
         )
         assert duplicates == []
+        # Every DONE run has its metrics, also one whose metrics were pending at the kill (backfill).
+        with_metrics = {r["run_id"] for r in store.query("SELECT DISTINCT run_id FROM metrics")}
+        assert with_metrics == set(after)
         assert store.query("SELECT COUNT(*) FROM executions WHERE status = 'crashed'")[0][0] == 1
         assert store.query("SELECT COUNT(*) FROM devices WHERE charging_disabled = 1")[0][0] == 0
 
