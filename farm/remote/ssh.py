@@ -195,7 +195,9 @@ def _candidate_keys(target: SshTarget) -> tuple[list[paramiko.PKey], list[str]]:
             continue
         try:
             keys.append(paramiko.PKey.from_path(path))
-        except paramiko.PasswordRequiredException:
+        except (paramiko.PasswordRequiredException, TypeError):
+            # paramiko raises PasswordRequiredException for PEM keys; for OpenSSH-format keys the
+            # cryptography loader underneath raises TypeError ("password was not provided")
             notes.append(f"{path} needs a passphrase (load it into ssh-agent)")
         except (paramiko.SSHException, OSError, ValueError) as error:
             notes.append(f"{path} is not a usable key ({error})")
