@@ -18,7 +18,7 @@ from pathlib import Path
 
 import paramiko
 
-from farm.errors import HostError
+from farm.errors import ConfigError, HostError
 from farm.remote.config import DEFAULT_SSH_PORT, HostConfig
 from farm.remote.hostkeys import HostKeyPolicy, host_id
 
@@ -66,6 +66,8 @@ def load_ssh_config(path: Path | None = None) -> paramiko.SSHConfig:
         return paramiko.SSHConfig.from_path(str(path))
     except FileNotFoundError:
         return paramiko.SSHConfig.from_text("")
+    except (paramiko.ssh_exception.ConfigParseError, OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read the SSH config: {error}") from None
 
 
 def resolve_target(host: HostConfig, ssh_config: paramiko.SSHConfig) -> SshTarget:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import getpass
 
 import paramiko
+import pytest
 
+from farm.errors import ConfigError
 from farm.remote.config import parse_config
-from farm.remote.ssh import resolve_target
+from farm.remote.ssh import load_ssh_config, resolve_target
 
 SSH_CONFIG = """\
 Host lab-alias
@@ -43,3 +45,11 @@ def test_plain_address_defaults() -> None:
         _host("  - {name: lab1, address: lab1.example.org}\n"), paramiko.SSHConfig.from_text("")
     )
     assert (target.hostname, target.port, target.user) == ("lab1.example.org", 22, getpass.getuser())
+
+
+def test_a_broken_ssh_config_is_one_config_error(tmp_path) -> None:
+    broken = tmp_path / "config"
+    broken.write_text("Host lab\n  NotAKeyValueLine\n")
+    with pytest.raises(ConfigError, match="cannot read the SSH config"):
+        load_ssh_config(broken)
+    assert load_ssh_config(tmp_path / "missing").lookup("lab")["hostname"] == "lab"
