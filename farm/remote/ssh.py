@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import getpass
+import logging
 import os
 import socket
 from collections.abc import Sequence
@@ -21,6 +22,11 @@ import paramiko
 from farm.errors import ConfigError, HostError
 from farm.remote.config import DEFAULT_SSH_PORT, HostConfig
 from farm.remote.hostkeys import HostKeyPolicy, host_id
+
+# paramiko logs its transport thread's failures (with tracebacks) at ERROR; without a handler
+# Python's last-resort handler would print them under farm's one-line errors. Each failure reaches
+# the user as a StepFailed instead; a user who configures logging still gets paramiko's records.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 CONNECT_TIMEOUT_S = 10.0
 DEFAULT_IDENTITY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa")

@@ -204,7 +204,8 @@ class SshTunnel:
 
     def down_error(self) -> HostError:
         if self.last_error is not None:
-            return HostError(self.name, f"not connected: {self.last_error.message}", retryable=True)
+            reason = self.last_error.message.removeprefix(f"{self.name}: ")
+            return HostError(self.name, f"not connected: {reason}", retryable=True, hint=self.last_error.hint)
         return HostError(self.name, f"not connected ({self.state})", retryable=True)
 
     # -- threads --------------------------------------------------------------------------------

@@ -31,9 +31,11 @@ def _setup(tmp_path: Path, lab, trusted: bool = True, **overrides: object) -> di
 
 
 def _farm(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    result = subprocess.run(
         [sys.executable, "-m", "farm", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
     )
+    assert "Traceback" not in result.stderr, result.stderr  # failures are one line, never a traceback
+    return result
 
 
 def _fingerprint(lab) -> str:
@@ -123,6 +125,13 @@ def test_adb_server_down_fails_at_adb_step(lab, tmp_path: Path) -> None:
     line = _failed_step(check.stdout)
     assert "adb server" in line and "nothing accepts connections" in line
     assert "start-server" in check.stdout
+
+
+def test_a_port_that_is_not_ssh_fails_at_the_handshake(lab, tmp_path: Path) -> None:
+    check = _farm(_setup(tmp_path, lab, address="127.0.0.1", port=lab.adb.port), "hosts", "check", "lab1")
+    assert check.returncode == 1
+    line = _failed_step(check.stdout)
+    assert "host key: SSH handshake" in line and "is it an SSH server on that port?" in check.stdout
 
 
 def test_unreachable_port_fails_at_tcp(lab, tmp_path: Path) -> None:
