@@ -157,6 +157,7 @@ def test_lab_host_sshd_stopped_mid_sweep_its_runs_wait_and_finish(
             farm.kill()
             farm.wait()
     assert farm.returncode == 0, out + err
+    assert "Traceback" not in err, err
     assert json.loads(out)["done"] == 3 * 3
     with open_store(results) as store:
         runs = run_store.list_runs(store, "outage")
