@@ -166,6 +166,7 @@ void farm_cl_open(farm_cl *cl, const char *selector)
     clGetDeviceInfo(cl->device, CL_DEVICE_TYPE, sizeof cl->device_type, &cl->device_type, NULL);
     clGetDeviceInfo(cl->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_wg_size, &cl->max_wg_size, NULL);
     clGetDeviceInfo(cl->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cl->compute_units, &cl->compute_units, NULL);
+    clGetDeviceInfo(cl->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_mem_bytes, &cl->local_mem_bytes, NULL);
     size_t extlen = 0;
     if (clGetDeviceInfo(cl->device, CL_DEVICE_EXTENSIONS, 0, NULL, &extlen) == CL_SUCCESS && extlen) {
         char *ext = farm_alloc(extlen + 1);

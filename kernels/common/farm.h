@@ -205,6 +205,7 @@ typedef struct {
     int has_fp16;           /* cl_khr_fp16: half arithmetic available in kernels */
     size_t max_wg_size;
     cl_uint compute_units;
+    cl_ulong local_mem_bytes; /* CL_DEVICE_LOCAL_MEM_SIZE */
 } farm_cl;
 
 typedef struct {

@@ -73,11 +73,17 @@ int main(int argc, char **argv)
         farm_cl_open(&cl, c.cl_device);
         /* fused runs a batch element on one compute unit: it wins where launches dominate (CPU
          * devices, small H) or the batch fills the device; step spreads every step over all. */
+        const cl_ulong fused_local_bytes = (cl_ulong)(s.layers * 2 * s.hidden) * sizeof(float);
         if (!strcmp(gpu_kernel, "auto"))
-            gpu_kernel = !(cl.device_type & CL_DEVICE_TYPE_GPU) &&
+            gpu_kernel = !(cl.device_type & CL_DEVICE_TYPE_GPU) && fused_local_bytes <= cl.local_mem_bytes &&
                                  (s.hidden <= 64 || s.batch >= (long)(cl.compute_units ? cl.compute_units : 1))
                              ? "fused"
                              : "step";
+        if (!strcmp(gpu_kernel, "fused") && fused_local_bytes > cl.local_mem_bytes)
+            farm_die(FARM_EXIT_USAGE,
+                     "--gpu-kernel=fused keeps h of every layer in local memory: %llu bytes needed, the device "
+                     "has %llu (use --gpu-kernel=step)",
+                     (unsigned long long)fused_local_bytes, (unsigned long long)cl.local_mem_bytes);
         r.gpu = lstm_gpu_create(&cl, &m, !strcmp(gpu_kernel, "fused"), wg, farm_cl_cache_dir(c.cl_cache));
     } else {
         r.cpu = lstm_cpu_create(&m, pool);
