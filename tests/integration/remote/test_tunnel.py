@@ -15,6 +15,7 @@ import pytest
 from farm.errors import HostError
 from farm.remote.config import parse_config
 from farm.remote.endpoint import SshAdbEndpoint
+from farm.remote.hostkeys import HostKeyChanged
 from farm.remote.ssh import load_ssh_config, resolve_target
 from farm.remote.tunnel import AdbServerRefused, SshTunnel, TunnelState
 from tests.fixtures.phones import free_tcp_port
@@ -95,7 +96,8 @@ def test_a_connection_that_stops_answering_is_dropped_and_replaced(lab, tmp_path
         frozen = descendants(lab.sshd.process.pid)  # the per-connection sshd processes
         assert frozen
         for pid in frozen:
-            os.kill(pid, signal.SIGSTOP)
+            with contextlib.suppress(ProcessLookupError):  # one may be a connection that just ended
+                os.kill(pid, signal.SIGSTOP)
         try:
             deadline = time.monotonic() + 15
             while tunnel.reconnects == 0 and time.monotonic() < deadline:
@@ -106,3 +108,17 @@ def test_a_connection_that_stops_answering_is_dropped_and_replaced(lab, tmp_path
             for pid in frozen:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
+
+
+def test_a_host_back_with_another_key_is_never_reconnected(lab_hosts, tmp_path: Path) -> None:
+    other = lab_hosts("lab3", address="127.0.0.9", phones=0)
+    write_config(tmp_path, [other])
+    with _tunnel(tmp_path, other) as tunnel:
+        assert tunnel.wait_up(15), tunnel.last_error
+        other.sshd.stop()
+        other.sshd.new_host_key()
+        other.sshd.start()
+        assert not tunnel.wait_up(4)
+        assert isinstance(tunnel.last_error, HostKeyChanged)
+        with pytest.raises(HostError, match="HOST KEY CHANGED"):
+            SshAdbEndpoint(tunnel).list()
