@@ -21,11 +21,15 @@ from farm.store import runs as run_store
 
 KILL_SETTLE_S = 0.3
 
-# Kills every process whose argv[0] is a farm program, and the wrappers that started them.
+# Kills the process group of every process whose argv[0] is a farm program: the group leader is
+# the wrapper shell that would otherwise write the dead program's exit code into a run folder.
 _KILL_STALE = (
     'for p in /proc/[0-9]*; do pid=${p#/proc/}; [ "$pid" = "$$" ] && continue; '
     'a0=$(tr "\\000" "\\n" < "$p/cmdline" 2>/dev/null | head -n 1); '
-    'case "$a0" in "$1"/*) kill -9 "$pid" 2>/dev/null && echo "$pid";; esac; done; true'
+    'case "$a0" in "$1"/*) pg=$(cut -d " " -f 5 "$p/stat" 2>/dev/null); '
+    '[ -n "$pg" ] && [ "$pg" != 0 ] && kill -s KILL -- "-$pg" 2>/dev/null; '
+    'kill -9 "$pid" 2>/dev/null; echo "$pid";; '
+    "esac; done; true"
 )
 
 

@@ -200,9 +200,9 @@ class Sweep:
                         session, phone, str(self.experiment.benchmark.program), self.store
                     )
                 self._attempt(prepared, run, status)
-                if status.state == "lost" and not self._wait_for_phone(phone, status):
-                    return
                 if status.state == "lost":
+                    if not self._wait_for_phone(phone, status):
+                        return
                     prepared = None  # re-probe and re-check the deployment on a phone that came back
         except DeviceTransientError as error:
             self._event("fault", f"phone lost while preparing: {error}", device_id=phone.device_id)

@@ -50,22 +50,27 @@ def test_push_cached_skips_same_content_and_is_executable(session: DeviceSession
     assert pushed_changed and changed != path
 
 
-def test_background_process_by_pid_survives_the_stream_and_is_killed(session: DeviceSession) -> None:
+def test_background_process_by_pid_survives_the_stream_and_is_killed_with_its_group(
+    session: DeviceSession,
+) -> None:
     session.shell(["mkdir", "-p", "/data/local/tmp/farm/t"], check=True)
     pid = session.start(
-        ["sleep", "30"],
+        ["sleep", "31.5"],
         workdir="/data/local/tmp/farm/t",
         stdout="o",
         stderr="e",
         exit_file="/data/local/tmp/farm/t/exit",
     )
+    listing = 'for p in /proc/[0-9]*; do tr "\\000" " " < "$p/cmdline" 2>/dev/null; echo; done'
     time.sleep(0.5)
     assert session.is_running(pid)
+    assert "sleep 31.5" in session.script(listing).stdout
     session.stop(pid, grace_s=2)
     deadline = time.monotonic() + 5
-    while session.is_running(pid) and time.monotonic() < deadline:
+    while "sleep 31.5" in session.script(listing).stdout and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not session.is_running(pid)
+    assert "sleep 31.5" not in session.script(listing).stdout  # the program, not only its wrapper
 
 
 def test_background_exit_code_is_recorded(session: DeviceSession) -> None:

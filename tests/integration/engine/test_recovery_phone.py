@@ -1,0 +1,52 @@
+"""Recovery on a real virtual phone: stale farm programs (and their wrappers) are killed, and
+charging left off by a dead farm process is restored."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from farm.device.session import DeviceSession
+from farm.engine.recovery import kill_stale_processes, restore_charging_marker
+from farm.store import Store
+from farm.store import devices as device_store
+
+pytestmark = pytest.mark.integration
+NODE = "/sys/class/power_supply/battery/charging_enabled"  # adreno-nexus6p, rooted
+
+
+def test_stale_program_and_its_wrapper_are_killed_before_writing_an_exit_code(
+    virtual_phones, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
+    session = DeviceSession(phones[0].device(phones.client()), "local/x", default_timeout_s=20)
+    # A real executable (the phone runs this machine's binaries), so argv[0] is its farm path as
+    # for the benchmarks; a script's argv[0] would be its interpreter.
+    sleeper = tmp_path / "sleeper"
+    sleeper.write_bytes(Path(shutil.which("sleep") or "/bin/sleep").read_bytes())
+    path, _ = session.push_cached(sleeper)
+    session.shell(["mkdir", "-p", "/data/local/tmp/farm/runs/r"], check=True)
+    exit_file = "/data/local/tmp/farm/runs/r/exit"
+    pid = session.start(
+        [path, "60"], workdir="/data/local/tmp/farm/runs/r", stdout="o", stderr="e", exit_file=exit_file
+    )
+    time.sleep(0.5)
+    assert session.is_running(pid)
+    assert kill_stale_processes(session)
+    time.sleep(0.5)
+    assert not session.is_running(pid)  # the wrapper (group leader) is gone too
+    assert session.read_text(exit_file) is None  # so it never wrote a stale exit code
+
+
+def test_charging_marker_left_by_a_dead_farm_is_restored(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
+    session = DeviceSession(phones[0].device(phones.client()), "local/x", default_timeout_s=20)
+    assert session.shell(["su", "-c", f"echo 0 > {NODE}"]).ok  # as a crashed farm would leave it
+    with Store(tmp_path / "farm.db") as store:
+        device_store.mark_charging_disabled(store, "local/x", NODE, "1")
+        assert restore_charging_marker(store, session, "local/x")
+        assert device_store.charging_markers(store) == []
+    assert (session.read_text(NODE) or "").strip() == "1"
