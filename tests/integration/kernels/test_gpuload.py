@@ -186,3 +186,24 @@ def test_bad_arguments_exit_2(kernel_program, bad):
     run = kernel_program("gpuload").run(bad)
     assert run.returncode == 2
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_counter_vanishing_mid_run_falls_back_to_open_loop(kernel_program, tmp_path):
+    counter = tmp_path / "gpubusy"
+    counter.write_text("50 %\n")
+    proc = start(
+        kernel_program("gpuload"),
+        "--target=0.3",
+        f"--busy-path={counter}",
+        "--duration-s=1.5",
+        "--period-ms=200",
+    )
+    time.sleep(0.7)
+    counter.unlink()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    infos = events_of(out, "info")
+    assert infos[0]["mode"] == "closed-loop"
+    assert infos[-1]["mode"] == "open-loop" and "unreadable" in infos[-1]["reason"]
+    loads = events_of(out, "load")
+    assert loads[0]["source"] == "busy-counter" and loads[-1]["source"] == "own-duty"
