@@ -84,6 +84,8 @@ class Store:
 
     def migrate(self) -> int:
         """Apply the migrations this database lacks; returns how many were applied."""
+        if self.version == len(MIGRATIONS):
+            return 0  # the common case: no write lock taken (readers like `farm status` open often)
         with self.transaction() as conn:
             current = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if current > len(MIGRATIONS):
