@@ -5,8 +5,9 @@
  *   util.c   clock, errors/exit, RNG, fp16 conversion, hashing, comparison, checksum
  *   args.c   `--name=value` argument parsing and `--help`
  *   json.c   JSON Lines event writer (stdout)
- *   clrt.c   OpenCL platform/device selection, program build with an on-disk binary cache,
- *            event profiling split into host-to-device / kernel / device-to-host
+ *   clrt.c   OpenCL platform/device selection, context and queue, errors, buffers
+ *   clbuild.c  program build with an on-disk program-binary cache
+ *   clevents.c event profiling split into host-to-device / kernel / device-to-host
  *   bench.c  warm-up and measurement loop (count and seconds bounds), phase/iter events, stats
  *   npy.c    tiny .npy reader/writer (float32 out; float16/32/64 in)
  *   pool.c   persistent pthread pool for the `cpu-mt` backends
@@ -191,7 +192,7 @@ void farm_json_end(farm_json *j);
 /* Discards an object begun but not printed. */
 void farm_json_abort(farm_json *j);
 
-/* ---------------------------------------------------------------- clrt.c */
+/* ---------------------------------------------------------------- clrt.c, clbuild.c, clevents.c */
 typedef struct {
     cl_platform_id platform;
     cl_device_id device;
