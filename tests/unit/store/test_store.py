@@ -112,7 +112,11 @@ def test_forget_experiment_runs(store: Store) -> None:
     rq.insert_planned(store, "exp", _planned(2))
     rq.insert_planned(store, "other", [rq.PlannedRun("o0", "c", (), 0, None, 0)])
     rq.put_metrics(store, "r0", [Metric("x", 1.0, "")])
+    rq.add_event(store, "fault", "old", experiment="exp")
+    rq.add_event(store, "fault", "kept", experiment="other")
     assert rq.forget_experiment_runs(store, "exp") == 2
+    assert rq.recent_events(store, "exp") == [] and len(rq.recent_events(store, "other")) == 1
+    assert store.query("SELECT COUNT(*) FROM metrics")[0][0] == 0
     assert [r.run_id for r in rq.list_runs(store, "other")] == ["o0"]
 
 
