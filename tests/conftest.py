@@ -1,3 +1,3 @@
 """Shared pytest configuration. Fixtures that start virtual phones live in tests/fixtures/."""
 
-pytest_plugins = ["tests.fixtures.phones", "tests.fixtures.sshd"]
+pytest_plugins = ["tests.fixtures.phones", "tests.fixtures.sshd", "tests.fixtures.netns"]

@@ -26,7 +26,7 @@ def test_reachable_host_is_an_endpoint_and_a_dead_one_is_left_out(lab, tmp_path:
     path.write_text(path.read_text() + dead)
     with fleet_in(tmp_path) as fleet:
         assert list(fleet.by_host) == ["lab1"]
-        assert "dead: TCP connection" in str(fleet.unreachable["dead"])
+        assert "dead: not connected: TCP connection" in str(fleet.unreachable["dead"])
         endpoint = fleet.endpoint_for("lab1")
         assert isinstance(endpoint, SshAdbEndpoint) and endpoint.host == "lab1"
         assert [item.adb_serial for item in endpoint.list()] == [lab.phones[0].adb_serial]
