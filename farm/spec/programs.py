@@ -181,14 +181,21 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
             minimum=0,
             maximum=4096,
         ),
+        Arg(
+            "gpu_kernel",
+            ArgKind.CHOICE,
+            "gpu: one launch per inference (fused) or per step and layer (step)",
+            choices=("auto", "fused", "step"),
+        ),
     ),
     Program.GEMM: (
         _dim("m", "rows of A and C"),
         _dim("n", "columns of B and C"),
         _dim("k", "columns of A, rows of B"),
-        Arg("kernel", ArgKind.CHOICE, "gpu kernel", choices=("auto", "regblock", "local")),
-        Arg("tile_m", ArgKind.INT, "regblock: rows of C per work-item", minimum=1, maximum=16),
+        Arg("kernel", ArgKind.CHOICE, "gpu kernel", choices=("auto", "packed", "regblock", "local")),
+        Arg("tile_m", ArgKind.INT, "rows of C per work-item (0: per kernel)", minimum=0, maximum=16),
         Arg("vec", ArgKind.CHOICE_INT, "regblock: columns of C per work-item", choices=("2", "4", "8", "16")),
+        Arg("vecs", ArgKind.INT, "packed: vectors per work-item row (0: 2)", minimum=0, maximum=4),
         Arg("wg_m", ArgKind.INT, "regblock: work-group rows (0: driver's choice)", minimum=0, maximum=1024),
         Arg(
             "wg_n", ArgKind.INT, "regblock: work-group columns (0: driver's choice)", minimum=0, maximum=1024
@@ -217,6 +224,14 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         Arg("period_ms", ArgKind.INT, "report period of load events", minimum=10, maximum=600_000),
         Arg("kernel_ms", ArgKind.FLOAT, "duration of one kernel launch", minimum=0.1, maximum=50.0),
         Arg("slot_ms", ArgKind.FLOAT, "duty-cycle slot (kernels then sleep)", minimum=2.0, maximum=1000.0),
+        Arg(
+            "counter_window_ms",
+            ArgKind.INT,
+            "window the phone's busy counter averages over",
+            minimum=10,
+            maximum=60_000,
+        ),
+        Arg("initial_gain", ArgKind.FLOAT, "counter change per unit of own duty", minimum=0.0, maximum=10.0),
         Arg("kp", ArgKind.FLOAT, "controller proportional gain", minimum=0.0, maximum=10.0),
         Arg("ki", ArgKind.FLOAT, "controller integral gain (1/s)", minimum=0.0, maximum=100.0),
         Arg(
