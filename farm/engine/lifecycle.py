@@ -237,12 +237,13 @@ def execute_run(
         result.env["battery_start_pct"] = level
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, result.notes)
-        notify("cooling", {})
+        notify("cooling", {"battery_pct": level})
         temp, waited = wait_until_cool(prepared, gates, cancel)
         result.env["cooldown_waited_s"] = round(waited, 3)
         result.env["temperature_start_c"] = temp
         if temp is not None and temp > gates.max_temp_c:
             result.notes.append(f"still {temp:.1f} °C after the {gates.cooldown_timeout_s:.0f} s cooldown")
+        notify("cooling", {"temperature_c": temp})
         _run_measured(prepared, job, gates, run_dir, result, cancel, notify)
     except DeviceTransientError as error:
         result.outcome, result.error = Outcome.LOST, str(error)
@@ -294,6 +295,7 @@ def _run_measured(
             )
             with load:
                 result.load_achieved = settle_load(load, job.gpu_load, gates, cancel)
+                notify("loading", {"gpu_load_achieved": result.load_achieved})
                 if result.load_achieved is None or abs(result.load_achieved - job.gpu_load) > gates.tolerance:
                     result.notes.append(
                         f"background load not reached: target {job.gpu_load:g}, "

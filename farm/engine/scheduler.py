@@ -275,8 +275,11 @@ class Sweep:
         status.cell = cell.label(self.experiment.factor_names)
         status.run_started = time.time()
 
-        def on_state(state: str, _info: dict[str, Any]) -> None:
+        def on_state(state: str, info: dict[str, Any]) -> None:
             status.state = state
+            for key in ("battery_pct", "temperature_c", "gpu_load_achieved"):
+                if info.get(key) is not None:
+                    setattr(status, key, info[key])
 
         result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_state)
         status.gpu_load_achieved = result.load_achieved
