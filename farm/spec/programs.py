@@ -231,7 +231,13 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
             minimum=10,
             maximum=60_000,
         ),
-        Arg("initial_gain", ArgKind.FLOAT, "counter change per unit of own duty (0: auto)", minimum=0.0, maximum=64.0),
+        Arg(
+            "initial_gain",
+            ArgKind.FLOAT,
+            "counter change per unit of own duty (0: auto)",
+            minimum=0.0,
+            maximum=64.0,
+        ),
         Arg("kp", ArgKind.FLOAT, "controller proportional gain", minimum=0.0, maximum=10.0),
         Arg("ki", ArgKind.FLOAT, "controller integral gain (1/s)", minimum=0.0, maximum=100.0),
         Arg(
