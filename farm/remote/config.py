@@ -67,6 +67,7 @@ class HostConfig:
     keepalive_s: float = KEEPALIVE_INTERVAL_S
     start_adb: bool = False  # start the host's adb server over SSH when it is not running
     location: str = "<default>"
+    implicit: bool = False  # the local host added because the config does not list one
 
     @property
     def is_local(self) -> bool:
@@ -151,7 +152,7 @@ def parse_config(text: str, filename: str, *, local_adb_port: int = DEFAULT_ADB_
         hosts = [_host(item, filename, index) for index, item in enumerate(hosts_node.value)]
     _check_unique(hosts, filename)
     if include_local and not any(h.is_local for h in hosts):
-        hosts.insert(0, HostConfig(LOCAL_HOST, adb_port=local_adb_port, location=filename))
+        hosts.insert(0, HostConfig(LOCAL_HOST, adb_port=local_adb_port, location=filename, implicit=True))
     return FarmConfig(tuple(hosts), Path(filename))
 
 

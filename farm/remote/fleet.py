@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
-from farm.errors import ConfigError, HostError
+from farm.errors import ConfigError, EnvironmentProblem, HostError
 from farm.fleet.endpoint import LocalAdbEndpoint, adb_port_from_env
 from farm.remote.config import FarmConfig, HostConfig, config_dir, load_config
 from farm.remote.endpoint import SshAdbEndpoint
@@ -104,7 +104,18 @@ class Fleet:
         explicit = self.local_adb_port or (host.adb_port if self.config.path is not None else None)
         endpoint = LocalAdbEndpoint(adb_port_from_env(explicit), host=host.name)
         if self.require_local:
-            endpoint.check_server()
+            try:
+                endpoint.check_server()
+            except EnvironmentProblem as error:
+                if not (host.implicit and self.config.remote_hosts):
+                    raise
+                # a coordinator without phones of its own: the lab hosts are the fleet
+                log.warning(
+                    "farm: local: %s; using the lab hosts only (`local: false` in %s says so and silences this)",
+                    error.message,
+                    self.config.path,
+                )
+                return
         self.by_host[host.name] = endpoint
 
     def _open_remote(self, host: HostConfig) -> None:

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from farm.errors import EnvironmentProblem
+from farm.remote.config import parse_config
 from farm.remote.endpoint import SshAdbEndpoint
+from farm.remote.fleet import Fleet
 from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyUnknown
 from tests.fixtures.phones import free_tcp_port, kill_adb_server
-from tests.integration.remote.labs import fleet_in, write_config
+from tests.integration.remote.labs import fleet_in, policy_in, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -52,3 +55,19 @@ def test_start_adb_starts_a_stopped_adb_server_on_the_host_over_ssh(lab_hosts, t
         assert fleet.endpoint_for("bare").list() == []
         version, _rtt_s = fleet.tunnels["bare"].adb_round_trip_s()
         assert version > 30
+
+
+def test_without_a_local_adb_server_the_lab_hosts_are_the_fleet(lab, tmp_path: Path, caplog) -> None:
+    write_config(tmp_path, [lab])  # the local host is implicit
+    config = parse_config((tmp_path / "farm.yaml").read_text(), str(tmp_path / "farm.yaml"))
+    with Fleet(config, policy=policy_in(tmp_path), local_adb_port=free_tcp_port()) as fleet:
+        assert list(fleet.by_host) == ["lab1"]
+    assert "using the lab hosts only" in caplog.text
+
+
+def test_an_explicit_local_host_without_its_adb_server_is_an_error(lab, tmp_path: Path) -> None:
+    path = write_config(tmp_path, [lab])
+    path.write_text(path.read_text().replace("hosts:\n", "hosts:\n  - name: local\n", 1))
+    config = parse_config(path.read_text(), str(path))
+    with pytest.raises(EnvironmentProblem, match="no adb server"):
+        Fleet(config, policy=policy_in(tmp_path), local_adb_port=free_tcp_port()).open()
