@@ -111,7 +111,7 @@ class Fleet:
                     raise
                 # a coordinator without phones of its own: the lab hosts are the fleet
                 log.warning(
-                    "farm: local: %s; using the lab hosts only (`local: false` in %s says so and silences this)",
+                    "farm: local: %s; using the lab hosts only (`local: false` in %s says so, silently)",
                     error.message,
                     self.config.path,
                 )
