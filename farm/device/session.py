@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -206,10 +207,13 @@ class DeviceSession:
         not exist are left out. Falls back to one sync pull per file on shell v1 phones."""
         if not self._supports_v2(time.monotonic() + (timeout_s or self.default_timeout_s)):
             found = {}
-            for remote in remotes:
-                data = self.read_text(remote)
-                if data is not None:
-                    found[remote] = data.encode()
+            listing = self.shell(["ls", *remotes])  # which exist; sync would fail on the others
+            with tempfile.TemporaryDirectory(prefix="farm-pull-") as folder:
+                for index, remote in enumerate(remotes):
+                    if remote in listing.stdout.split():
+                        local = Path(folder) / str(index)
+                        self.pull(remote, local)
+                        found[remote] = local.read_bytes()
             return found
         result = self.script(
             'for f in "$@"; do [ -f "$f" ] || continue; '

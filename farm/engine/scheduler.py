@@ -281,7 +281,10 @@ class Sweep:
                 if info.get(key) is not None:
                     setattr(status, key, info[key])
 
-        result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_state)
+        try:
+            result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_state)
+        except Exception as error:  # a bug in farm: record it on the run rather than leave it RUNNING
+            result = RunResult(Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error}")
         status.gpu_load_achieved = result.load_achieved
         attempts_after = run.attempts + 1
         next_state = retry_decision(

@@ -89,3 +89,16 @@ def test_background_exit_code_is_recorded(session: DeviceSession) -> None:
         time.sleep(0.1)
     assert code is not None and code.strip() == "3"
     assert (session.read_text("/data/local/tmp/farm/u/o") or "").strip() == "hi"
+
+
+def test_shell_v1_fallback_exit_code_and_binary_bundle(session: DeviceSession) -> None:
+    """Old phones without shell v2: exit code from a marker, files pulled over sync."""
+    binary = bytes(range(256)) * 4
+    session.shell(["mkdir", "-p", "/data/local/tmp/farm/v1"], check=True)
+    session.script('printf "$1" > /data/local/tmp/farm/v1/bin', "".join(f"\\{b:03o}" for b in binary))
+    via_v2 = session.pull_many(["/data/local/tmp/farm/v1/bin", "/data/local/tmp/farm/v1/missing"])
+    session._shell_v2 = False  # as if the phone had refused shell,v2
+    result = session.script('echo "out:$1"; exit 5', "x y")
+    assert result.exit_code == 5 and result.stdout.strip() == "out:x y"
+    via_v1 = session.pull_many(["/data/local/tmp/farm/v1/bin", "/data/local/tmp/farm/v1/missing"])
+    assert via_v2 == via_v1 == {"/data/local/tmp/farm/v1/bin": binary}
