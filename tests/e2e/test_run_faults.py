@@ -74,6 +74,42 @@ def test_phone_disconnected_mid_run_is_retried_and_the_sweep_completes(
         assert "lost" in outcomes and outcomes[-1] == "done"
 
 
+def test_spread_run_of_a_lost_phone_is_taken_by_an_equivalent_phone(virtual_phones, tmp_path: Path) -> None:
+    phones = virtual_phones(count=2, profiles=["adreno-sd8gen2"])
+    results = tmp_path / "results"
+    body = fast_lstm(
+        "{hidden: [128, 129, 130, 131]}",
+        "{warmup: 1, iterations: 3, min_seconds: 3, max_seconds: 20, repetitions: 1}",
+        "devices: {spread: true}\n",
+        params="layers: 1, seq_len: 64, input_dim: 9, classes: 6, batch: 1, backend: cpu",
+    )
+    spec = write_experiment(tmp_path, "spread", body)
+    farm = start_farm(phones.adb_port, results, "run", str(spec), "--no-live", "--json")
+    victim = None
+    try:
+        lost_run = _wait_running(results, "spread", farm)
+        time.sleep(1.0)
+        with open_store(results) as store:
+            lost_phone = (run_store.get_run(store, lost_run) or pytest.fail("run vanished")).ran_on
+        victim = next(p for p in phones if f"local/{p.serial}" == lost_phone)
+        phones.fault(victim, "offline", 120)  # gone for longer than the whole sweep
+        started = time.monotonic()
+        output, _ = farm.communicate(timeout=180)
+        elapsed = time.monotonic() - started
+    finally:
+        if farm.poll() is None:
+            farm.kill()
+            farm.wait()
+        if victim is not None:
+            phones.fault(victim, "recover")
+    assert farm.returncode == 0, output
+    assert elapsed < 100  # did not wait out the lost phone once nothing was left for it
+    with open_store(results) as store:
+        assert all(r.state is RunState.DONE for r in run_store.list_runs(store, "spread"))
+        moved = run_store.get_run(store, lost_run)
+        assert moved is not None and moved.ran_on != lost_phone and moved.attempts == 2
+
+
 def test_hung_benchmark_killed_failures_kept_and_charging_back_on(virtual_phones, tmp_path: Path) -> None:
     phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
     results = tmp_path / "results"
