@@ -20,6 +20,7 @@ from typing import Any
 import farm
 from farm.device.session import DeviceSession
 from farm.engine import planner
+from farm.engine.lifecycle import probe_phone
 from farm.engine.recovery import backfill_metrics, recover_store, restore_charging_marker
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import FarmError
@@ -87,15 +88,18 @@ def select_phones(
     phones: Sequence[Phone],
     selectors: Sequence[str],
     tags_of: Callable[[str], frozenset[str]] = lambda _host: frozenset(),
+    gpu_family_of: Callable[[Phone], str | None] = lambda _phone: None,
 ) -> list[Phone]:
-    """Online phones the selectors and the spec's devices: pick (`tags_of(host)`: the host's tags)."""
+    """Online phones the selectors and the spec's devices: pick (`tags_of(host)`: the host's tags;
+    `gpu_family_of(phone)`: from the probe, asked only when the spec selects by GPU family)."""
     chosen = []
     for phone in phones:
         if phone.state is not PhoneState.ONLINE:
             continue
         if selectors and not any(matches_selector(phone, s) for s in selectors):
             continue
-        if not experiment.devices.matches(phone.device_id, phone.model, None, tags_of(phone.host)):
+        family = gpu_family_of(phone) if experiment.devices.gpu_family is not None else None
+        if not experiment.devices.matches(phone.device_id, phone.model, family, tags_of(phone.host)):
             continue
         chosen.append(phone)
     return chosen
@@ -126,6 +130,23 @@ def _restore_left_charging(
                 restore_charging_marker(store, session, phone.device_id)
             except FarmError:
                 continue  # recovery tries again when the phone is used
+
+
+def _gpu_family_prober(endpoints: Sequence[LocalAdbEndpoint]) -> Callable[[Phone], str | None]:
+    """GPU family of a phone from farm-probe (deployed on first use), or None if it cannot tell."""
+    by_host = {endpoint.host: endpoint for endpoint in endpoints}
+
+    def family(phone: Phone) -> str | None:
+        endpoint = by_host.get(phone.host)
+        if endpoint is None:
+            return None
+        try:
+            doc, _caps = probe_phone(DeviceSession(endpoint.device(phone.adb_serial), phone.device_id), phone)
+        except FarmError:
+            return None
+        return str((doc.get("gpu") or {}).get("family") or "unknown")
+
+    return family
 
 
 def _raise_interrupt(_signum: int, _frame: object) -> None:
@@ -167,7 +188,9 @@ def run_experiment(
         recover_store(store, key)
         leased = ownership.leased_devices(store)
         phones = discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
-        eligible = select_phones(experiment, phones, options.selectors, fleet.tags_of)
+        eligible = select_phones(
+            experiment, phones, options.selectors, fleet.tags_of, _gpu_family_prober(fleet.endpoints)
+        )
         if len(eligible) < max(1, experiment.devices.min_count):
             seen = ", ".join(f"{p.device_id} ({p.state})" for p in phones) or "none"
             need = max(1, experiment.devices.min_count)

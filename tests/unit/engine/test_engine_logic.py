@@ -175,3 +175,18 @@ def test_charging_nodes_known_by_path_or_name() -> None:
     vendor = charging_control_for("/sys/class/power_supply/other/charging_enabled")
     assert vendor is not None and vendor.enable_value == "1"
     assert charging_control_for("/sys/whatever") is None
+
+
+def test_select_by_gpu_family_asks_the_probe_only_when_the_spec_needs_it() -> None:
+    asked: list[str] = []
+
+    def family_of(phone: Phone) -> str | None:
+        asked.append(phone.serial)
+        return "mali" if phone.serial.startswith("M") else "adreno"
+
+    phones = [_phone("M0001"), _phone("A0002")]
+    by_family = load_text(SPEC + "devices: {gpu_family: mali}\n")
+    assert [p.serial for p in select_phones(by_family, phones, [], gpu_family_of=family_of)] == ["M0001"]
+    asked.clear()
+    assert len(select_phones(load_text(SPEC), phones, [], gpu_family_of=family_of)) == 2
+    assert asked == []
