@@ -26,7 +26,8 @@ from farm.store.runs import StoredRun
     "selectors",
     multiple=True,
     metavar="SEL",
-    help="Only these phones: host/serial, serial, adb serial or model; globs allowed. Repeatable.",
+    help="Only these phones: host/serial, serial, adb serial or model; globs allowed. "
+    "Repeat it or separate with commas.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the plan (runs per phone, estimated time) and stop.")
 @click.option(
@@ -77,7 +78,7 @@ def run(
     options = RunOptions(
         file=file,
         variant=variant,
-        selectors=selectors,
+        selectors=tuple(part.strip() for value in selectors for part in value.split(",") if part.strip()),
         dry_run=dry_run,
         fresh=not resume,
         results=results_dir(results),
