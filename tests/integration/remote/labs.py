@@ -4,13 +4,16 @@ of fake lab hosts, and the environment that points the CLI at it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from farm.remote.config import parse_config
 from farm.remote.fleet import Fleet
 from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyPolicy
-from farm.store import Store
+from farm.store import RunState, Store
+from farm.store import runs as run_store
 from tests.fixtures.sshd import LabHost
 
 REPO = Path(__file__).resolve().parents[3]
@@ -73,3 +76,27 @@ def write_experiment(folder: Path, name: str, body: str) -> Path:
 
 def open_store(results: Path) -> Store:
     return Store.in_results(results).open()
+
+
+def done_by_phone(results: Path, experiment: str) -> Counter[str]:
+    """DONE runs per phone (`ran_on`), read from the store a running `farm run` writes."""
+    if not (results / "farm.db").exists():
+        return Counter()
+    with open_store(results) as store:
+        return Counter(r.ran_on for r in run_store.list_runs(store, experiment, [RunState.DONE]))
+
+
+def attempts_on(results: Path, device_id: str) -> int:
+    """Attempts started on a phone so far (a run is under way on it once this is >= 1)."""
+    if not (results / "farm.db").exists():
+        return 0
+    with open_store(results) as store:
+        return int(store.query("SELECT COUNT(*) FROM attempts WHERE device_id = ?", (device_id,))[0][0])
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.2)

@@ -16,7 +16,17 @@ import pytest
 
 from farm.store import RunState
 from farm.store import runs as run_store
-from tests.integration.remote.labs import REPO, cli_env, fast_lstm, open_store, write_config, write_experiment
+from tests.integration.remote.labs import (
+    REPO,
+    attempts_on,
+    cli_env,
+    done_by_phone,
+    fast_lstm,
+    open_store,
+    wait_for,
+    write_config,
+    write_experiment,
+)
 
 pytestmark = pytest.mark.integration
 UNPLUGGED_S = 6.0
@@ -25,21 +35,6 @@ UNPLUGGED_S = 6.0
 @pytest.fixture(scope="module")
 def far(netns_lab_hosts):
     return netns_lab_hosts("far", phones=1)
-
-
-def _done(results: Path) -> Counter[str]:
-    if not (results / "farm.db").exists():
-        return Counter()
-    with open_store(results) as store:
-        return Counter(r.ran_on for r in run_store.list_runs(store, "cable", [RunState.DONE]))
-
-
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def test_pulled_cable_mid_sweep_waits_and_finishes(far, virtual_phones, tmp_path: Path) -> None:
@@ -61,17 +56,23 @@ def test_pulled_cable_mid_sweep_waits_and_finishes(far, virtual_phones, tmp_path
         start_new_session=True,
     )
     try:
-        _wait(lambda: _done(results)[far_id] >= 1 or farm.poll() is not None, 120, "a first far run")
+        # Unplug while the far phone's first run is under way: the local phone still has runs ahead.
+        wait_for(lambda: attempts_on(results, far_id) >= 1 or farm.poll() is not None, 120, "a far run")
         assert farm.poll() is None, farm.communicate()
         far.cable(False)
         unplugged = time.monotonic()
         try:
-            before = _done(results)
-            _wait(lambda: _done(results)[local_id] > before[local_id], 60, "local progress while unplugged")
+            time.sleep(1.0)  # a run whose last adb call just finished may still be storing its result
+            before = done_by_phone(results, "cable")
+            wait_for(
+                lambda: done_by_phone(results, "cable")[local_id] > before[local_id],
+                60,
+                "local progress while unplugged",
+            )
             # Past the keepalive probe (1 s + 2 s answer timeout): a shorter blip is ridden out by
             # TCP itself, without dropping anything, which is right but not what this test is about.
             time.sleep(max(0.0, UNPLUGGED_S - (time.monotonic() - unplugged)))
-            assert _done(results)[far_id] == before[far_id]
+            assert done_by_phone(results, "cable")[far_id] == before[far_id]
         finally:
             far.cable(True)
         out, err = farm.communicate(timeout=180)

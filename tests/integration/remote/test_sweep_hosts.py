@@ -15,7 +15,17 @@ import pytest
 
 from farm.store import RunState
 from farm.store import runs as run_store
-from tests.integration.remote.labs import REPO, cli_env, fast_lstm, open_store, write_config, write_experiment
+from tests.integration.remote.labs import (
+    REPO,
+    attempts_on,
+    cli_env,
+    done_by_phone,
+    fast_lstm,
+    open_store,
+    wait_for,
+    write_config,
+    write_experiment,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -92,22 +102,6 @@ def test_sweep_over_local_and_two_lab_hosts_stores_every_run_once(
         assert {row["run_id"]: row["n"] for row in done_attempts} == {r.run_id: 1 for r in runs}
 
 
-def _done_by_phone(results: Path, experiment: str) -> Counter[str]:
-    if not (results / "farm.db").exists():
-        return Counter()
-    with open_store(results) as store:
-        return Counter(r.ran_on for r in run_store.list_runs(store, experiment, [RunState.DONE]))
-
-
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
 def test_lab_host_sshd_stopped_mid_sweep_its_runs_wait_and_finish(
     labs, virtual_phones, tmp_path: Path
 ) -> None:
@@ -134,20 +128,22 @@ def test_lab_host_sshd_stopped_mid_sweep_its_runs_wait_and_finish(
         start_new_session=True,
     )
     try:
-        _wait(lambda: _done_by_phone(results, "outage")[lab2_id] >= 1, 120, "a first run on lab2")
+        # Pull lab2 while its first run is under way, so the other phones still have runs ahead.
+        wait_for(lambda: attempts_on(results, lab2_id) >= 1, 120, "a first run started on lab2")
         lab2.sshd.stop()
         try:
-            before = _done_by_phone(results, "outage")
+            time.sleep(1.0)  # a run whose last adb call just finished may still be storing its result
+            before = done_by_phone(results, "outage")
             # While lab2 is away, the other hosts' phones keep finishing runs ...
-            _wait(
+            wait_for(
                 lambda: (
-                    sum(_done_by_phone(results, "outage")[d] for d in others) > sum(before[d] for d in others)
+                    sum(done_by_phone(results, "outage")[d] for d in others) > sum(before[d] for d in others)
                 ),
                 60,
                 "progress on the other hosts while lab2 is down",
             )
             # ... and lab2's phone finishes none.
-            assert _done_by_phone(results, "outage")[lab2_id] == before[lab2_id]
+            assert done_by_phone(results, "outage")[lab2_id] == before[lab2_id]
             assert farm.poll() is None
         finally:
             lab2.sshd.start()
