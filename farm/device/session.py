@@ -265,12 +265,13 @@ class DeviceSession:
 
     def start(self, argv: Sequence[str], *, workdir: str, stdout: str, stderr: str, exit_file: str) -> int:
         """Start argv detached from the adb stream (its own session, so a dropped USB link does not
-        kill it); its exit status is written to `exit_file`. Returns its pid on the phone, which is
-        also its process group id."""
+        kill it) under a small wrapper shell that writes the program's pid to `exit_file`.pid and
+        its exit status to `exit_file`. Returns the wrapper's pid on the phone, which is the process
+        group id of both (kill/stop act on the group); `program_pid` gives the program's own pid."""
         result = self.script(
-            'cd "$1" || exit 97; out=$2; err=$3; code=$4; shift 4; rm -f "$code"; '
-            'setsid sh -c \'o=$0; e=$1; c=$2; shift 2; "$@" > "$o" 2> "$e"; '
-            'echo $? > "$c.tmp" && mv "$c.tmp" "$c"\' '
+            'cd "$1" || exit 97; out=$2; err=$3; code=$4; shift 4; rm -f "$code" "$code.pid"; '
+            'setsid sh -c \'o=$0; e=$1; c=$2; shift 2; "$@" > "$o" 2> "$e" < /dev/null & p=$!; '
+            'echo "$p" > "$c.pid"; wait "$p"; echo $? > "$c.tmp" && mv "$c.tmp" "$c"\' '
             '"$out" "$err" "$code" "$@" < /dev/null > /dev/null 2>&1 & echo $!',
             workdir,
             stdout,
@@ -283,6 +284,19 @@ class DeviceSession:
         if not text.isdigit():
             raise DeviceTransientError(self.device_id, f"could not start {argv[0]}: {text or result.stderr}")
         return int(text)
+
+    def program_pid(self, exit_file: str, *, wait_s: float = 5.0) -> int | None:
+        """The pid of the program `start` launched (not its wrapper), waiting briefly for it."""
+        steps = max(1, int(wait_s / 0.02))
+        result = self.script(
+            'i=0; while [ ! -s "$1" ] && [ "$i" -lt "$2" ]; do sleep 0.02; i=$((i+1)); done; '
+            'cat "$1" 2>/dev/null',
+            f"{exit_file}.pid",
+            str(steps),
+            timeout_s=wait_s + self.default_timeout_s,
+        )
+        text = result.stdout.strip()
+        return int(text) if text.isdigit() else None
 
     def kill(self, pid: int, signal: str = "TERM") -> None:
         """Signal a process started by `start` and its children (its process group)."""

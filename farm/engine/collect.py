@@ -25,6 +25,7 @@ ARTIFACTS = {
     "gpuload.out": "gpuload.jsonl",
     "gpuload.err": "gpuload.stderr.txt",
     "sampler.err": "sampler.stderr.txt",
+    "mem.bin": "mem.bin",
 }
 ENV_PROPS = (
     "ro.product.model",
@@ -112,6 +113,30 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
+def _parse(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    from farm.telemetry.trace import parse_trace
+
+    return parse_trace(path.read_bytes())
+
+
+class MergedTrace:
+    """The run's sampler trace plus the benchmark-pid memory trace, seen as one (TraceLike):
+    sources come from the main trace first; `header` is the main trace's (source formats)."""
+
+    def __init__(self, main: Any, memory: Any) -> None:
+        self.main = main
+        self.memory = memory
+        self.header = getattr(main, "header", None)
+
+    def series(self, source: str) -> Any:
+        found = self.main.series(source)
+        if found is not None and len(found) > 0:
+            return found
+        return self.memory.series(source)
+
+
 def calibration_of(probe: dict[str, Any]) -> Any:
     """The phone's battery calibration from the probe's sign/unit conventions, or None."""
     try:
@@ -152,15 +177,10 @@ def compute_metrics(
     from farm.analysis.metrics import compute_run_metrics
 
     events = read_events(artifacts / "stdout.jsonl")
-    trace = None
-    trace_path = artifacts / "trace.bin"
-    if trace_path.is_file():
-        try:
-            from farm.telemetry.trace import parse_trace
-
-            trace = parse_trace(trace_path.read_bytes())
-        except ImportError:
-            trace = None
+    trace = _parse(artifacts / "trace.bin")
+    memory = _parse(artifacts / "mem.bin")
+    if memory is not None:
+        trace = MergedTrace(trace, memory) if trace is not None else memory
     calibration = calibration_of(probe) if probe is not None else None
     if calibration is None and discharging and trace is not None:
         calibration = calibration_from_trace(trace)

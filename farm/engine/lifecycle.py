@@ -12,10 +12,12 @@ event set (Ctrl-C) -> INTERRUPTED. The scheduler decides retries from the outcom
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,8 @@ PROBE = "farm-probe"
 SAMPLER = "farm-sampler"
 LOAD = "gpuload"
 GATE_POLL_S = 1.0
+MEM_RATE_HZ = 50.0
+MEM_LINGER_S = 0.2
 BATTERY_POLL_S = 5.0
 PROBE_TIMEOUT_S = 20.0
 
@@ -325,6 +329,31 @@ def _sampler_argv(prepared: PreparedPhone, rate_hz: float, out: str) -> list[str
     return sampler_argv(binary, prepared.caps.sampler_sources(), rate_hz, out)
 
 
+def _memory_sampler(
+    prepared: PreparedPhone, run_dir: RunDir, bench: Background
+) -> AbstractContextManager[object]:
+    """A second sampler that watches the benchmark's own pid (VmRSS / VmHWM) into mem.bin; it
+    ends by itself shortly after the benchmark. A no-op when the pid cannot be read."""
+    pid = prepared.session.program_pid(bench.exit_file)
+    if pid is None:
+        return contextlib.nullcontext()
+    binary = prepared.programs[SAMPLER].phone_path
+    out = run_dir.file("mem.bin")
+    try:
+        from farm.telemetry.sampler import sampler_argv as telemetry_argv
+
+        argv = telemetry_argv(binary, [], MEM_RATE_HZ, out, pid, linger_s=MEM_LINGER_S)
+    except (ImportError, FarmError):
+        argv = [
+            binary,
+            f"--out={out}",
+            f"--rate-hz={MEM_RATE_HZ:g}",
+            f"--watch-pid={pid}",
+            f"--linger-s={MEM_LINGER_S:g}",
+        ]
+    return Background(prepared.session, run_dir, "memsampler", argv)
+
+
 def _run_benchmark(
     prepared: PreparedPhone,
     job: RunJob,
@@ -339,7 +368,7 @@ def _run_benchmark(
     result.env["argv"] = argv
     notify("running", {})
     bench = Background(session, run_dir, "bench", argv)
-    with bench:
+    with bench, _memory_sampler(prepared, run_dir, bench):
         deadline = time.monotonic() + gates.run_timeout_s
         code = None
         while code is None and not cancel.is_set() and time.monotonic() < deadline:

@@ -72,6 +72,9 @@ def test_phone_disconnected_mid_run_is_retried_and_the_sweep_completes(
         assert any(e.kind == "fault" for e in events)
         outcomes = [r["outcome"] for r in store.query("SELECT outcome FROM attempts ORDER BY started_at")]
         assert "lost" in outcomes and outcomes[-1] == "done"
+        for run in runs:  # the benchmark's own memory, sampled by pid during the run
+            peak = {m.name: m.value for m in run_store.get_metrics(store, run.run_id)}.get("rss_peak_mb")
+            assert peak is not None and peak > 0
 
 
 def test_spread_run_of_a_lost_phone_is_taken_by_an_equivalent_phone(virtual_phones, tmp_path: Path) -> None:
