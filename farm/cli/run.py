@@ -126,6 +126,8 @@ def run(
     if as_json:
         click.echo(json.dumps(summary.as_dict(), indent=2))
     else:
+        for problem in summary.problems:
+            click.echo(f"farm: {problem}", err=True)
         if summary.pending:
             click.echo(
                 f"farm: {summary.pending} run(s) could not run now (their phone is not connected or "

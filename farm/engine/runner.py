@@ -59,6 +59,7 @@ class RunSummary:
     phones: tuple[str, ...]
     elapsed_s: float
     plan_text: str | None = None
+    problems: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -74,6 +75,7 @@ class RunSummary:
             "phones": list(self.phones),
             "elapsed_s": round(self.elapsed_s, 3),
             "exit_code": self.exit_code,
+            "problems": list(self.problems),
         }
 
 
@@ -272,4 +274,5 @@ def run_experiment(
             len(planned_ids) - done - failed,
             tuple(p.device_id for p in mine),
             time.monotonic() - started,
+            problems=tuple(sweep.problems),
         )

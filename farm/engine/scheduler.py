@@ -123,6 +123,7 @@ class Sweep:
         self._cells = {cell.cell_id: cell for cell in experiment.cells()}
         self._threads: list[threading.Thread] = []
         self._done = {p.device_id: threading.Event() for p in phones}
+        self.problems: list[str] = []  # phones that could not be used, and why (for the summary)
         self._metrics_pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics")
         self._pending_metrics: list[futures.Future[None]] = []
 
@@ -212,6 +213,7 @@ class Sweep:
         except FarmError as error:
             status.state = "failed"
             self._event("error", f"phone unusable: {error}", device_id=phone.device_id)
+            self.problems.append(f"{phone.device_id}: {error}")
         finally:
             if status.state not in ("lost", "failed"):
                 status.state = "idle"

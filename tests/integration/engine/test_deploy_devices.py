@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +19,12 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _farm(adb_port: int, *args: str, results: Path) -> subprocess.CompletedProcess[str]:
+def _farm(
+    adb_port: int, *args: str, results: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "farm", *args, "--adb-port", str(adb_port), "--results", str(results)],
+        env={**os.environ, **(env or {})},
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -79,3 +83,8 @@ def test_run_exit_codes_for_bad_input_and_no_eligible_phone(virtual_phones, tmp_
     smoke = str(REPO / "experiments" / "smoke.yaml")
     none = _farm(phones.adb_port, "run", smoke, "--devices", "no-such-phone", results=results)
     assert none.returncode == 3 and "eligible" in none.stderr and "Traceback" not in none.stderr
+    # No build for the phone's ABI: the phone is unusable, the summary says why, runs stay to resume.
+    unbuilt = _farm(phones.adb_port, "run", smoke, results=results, env={"FARM_HOME": str(tmp_path)})
+    assert unbuilt.returncode == 1, unbuilt.stdout + unbuilt.stderr
+    assert "no build of farm-probe" in unbuilt.stderr and "make kernels" in unbuilt.stderr
+    assert "run the same command again" in unbuilt.stderr
