@@ -17,7 +17,10 @@ import sys
 from pathlib import Path
 
 DEMO_ADB_PORT = 5137
-DEMO_PROFILES = ("adreno-sd8gen2", "mali-tensor", "adreno-nexus6p", "adreno-sd8gen2")
+# Two rooted lab phones (charging can be stopped, fast fuel gauge), an old rooted phone with a
+# slow gauge and a production Pixel whose charging cannot be stopped: the report shows what each
+# of these means for power measurement.
+DEMO_PROFILES = ("adreno-sd865", "mali-tensor", "adreno-nexus6p", "adreno-sd865")
 EXPERIMENT = Path("experiments/lstm_gpu_load.yaml")
 VARIANT = "quick"
 ADB_TIMEOUT_S = 30.0
