@@ -1,0 +1,67 @@
+"""What farm measures on a virtual phone, held against that phone's ground-truth log.
+
+The phone's physics logs the true power, GPU busy and temperature on the phone's own clock. farm
+sees only what a real phone shows: a fuel gauge that updates once a second with its own sign and
+unit, a kgsl busy counter over ~1 s windows. The energy farm stores for a run must be within 3% of
+the true energy over the same measured window, and the achieved GPU load within 5 percentage
+points of the true busy fraction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm.analysis.groundtruth import TRUTH_CALIBRATION, truth_trace
+from farm.analysis.metrics import compute_run_metrics, metrics_by_name
+from farm.engine.collect import read_events
+from farm.store import RunState
+from farm.store import runs as run_store
+from farm.virtual.groundtruth import read_ground_truth
+from tests.e2e.farm_cli import open_store, run_farm, write_experiment
+
+pytestmark = pytest.mark.integration
+
+ENERGY_TOLERANCE = 0.03
+GPU_LOAD_TOLERANCE = 0.05
+
+
+def test_energy_and_gpu_load_match_the_phones_ground_truth(virtual_phones, tmp_path: Path) -> None:
+    # adreno-sd865: rooted (farm can stop charging), fuel gauge every 1 s, current in uA.
+    phones = virtual_phones(count=1, profiles=["adreno-sd865"])
+    results = tmp_path / "results"
+    experiment = write_experiment(
+        tmp_path,
+        "truth",
+        """
+        benchmark: {program: lstm, params: {hidden: 64, layers: 2, seq_len: 32}}
+        sweep: {backend: [cpu, gpu], gpu_load: [0.5]}
+        measurement: {warmup: 2, iterations: 20, min_seconds: 6, max_seconds: 20, repetitions: 1}
+        gpu_load: {settle_s: 2}
+        telemetry: {rate_hz: 20, disable_charging: true}
+        conditions: {cooldown: {max_temp_c: 70, timeout_s: 10}, min_battery_pct: 5}
+        """,
+    )
+    done = run_farm(phones.adb_port, results, "run", str(experiment), "--no-live")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    truth_rows = read_ground_truth(phones[0].ground_truth)
+    with open_store(results) as store:
+        runs = run_store.list_runs(store, "truth")
+        assert {run.state for run in runs} == {RunState.DONE}
+        for run in runs:
+            stored = {m.name: m.value for m in run_store.get_metrics(store, run.run_id)}
+            events = read_events(results / (run.artifacts_dir or "") / "stdout.jsonl")
+            truth = metrics_by_name(
+                compute_run_metrics(events, truth_trace(truth_rows), TRUTH_CALIBRATION, None, 0.5)
+            )
+            true_energy_mj = truth["energy_total_mj"].value
+            assert stored["energy_total_mj"] == pytest.approx(true_energy_mj, rel=ENERGY_TOLERANCE), (
+                run.factors,
+                stored["energy_total_mj"],
+                true_energy_mj,
+            )
+            assert stored["gpu_load_mean"] == pytest.approx(
+                truth["gpu_load_mean"].value, abs=GPU_LOAD_TOLERANCE
+            ), run.factors
