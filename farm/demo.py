@@ -21,7 +21,7 @@ DEMO_ADB_PORT = 5137
 # slow gauge and a production Pixel whose charging cannot be stopped: the report shows what each
 # of these means for power measurement.
 DEMO_PROFILES = ("adreno-sd865", "mali-tensor", "adreno-nexus6p", "adreno-sd865")
-EXPERIMENT = Path("experiments/lstm_gpu_load.yaml")
+EXPERIMENT = Path(__file__).resolve().parents[1] / "experiments" / "lstm_gpu_load.yaml"
 VARIANT = "quick"
 ADB_TIMEOUT_S = 30.0
 
@@ -42,10 +42,10 @@ def _farm(*args: str) -> list[str]:
     return [sys.executable, "-m", "farm", *args]
 
 
-def run_demo(results_dir: Path, keep_phones: bool) -> Path:
-    env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(DEMO_ADB_PORT), FARM_RESULTS=str(results_dir))
-    env["FARM_VIRTUAL_DIR"] = str(Path(".farm/demo").resolve())
-    subprocess.run(["adb", "-P", str(DEMO_ADB_PORT), "start-server"], check=True, timeout=ADB_TIMEOUT_S)
+def run_demo(results_dir: Path, keep_phones: bool, adb_port: int, state_dir: Path) -> Path:
+    env = dict(os.environ, ANDROID_ADB_SERVER_PORT=str(adb_port), FARM_RESULTS=str(results_dir))
+    env["FARM_VIRTUAL_DIR"] = str(state_dir)
+    subprocess.run(["adb", "-P", str(adb_port), "start-server"], check=True, timeout=ADB_TIMEOUT_S)
     try:
         _step(
             "stop phones left over from an earlier demo",
@@ -80,16 +80,20 @@ def run_demo(results_dir: Path, keep_phones: bool) -> Path:
     finally:
         if not keep_phones:
             subprocess.call(_farm("virtual", "down"), env=env)
-            subprocess.call(["adb", "-P", str(DEMO_ADB_PORT), "kill-server"], timeout=ADB_TIMEOUT_S)
+            subprocess.call(["adb", "-P", str(adb_port), "kill-server"], timeout=ADB_TIMEOUT_S)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m farm.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("results"), help="results folder")
     parser.add_argument("--keep-phones", action="store_true", help="leave the virtual phones running")
+    parser.add_argument("--adb-port", type=int, default=DEMO_ADB_PORT, help="private adb server port")
+    parser.add_argument("--state-dir", type=Path, default=Path(".farm/demo"), help="virtual phones' state")
     options = parser.parse_args(argv)
     try:
-        report = run_demo(options.results.resolve(), options.keep_phones)
+        report = run_demo(
+            options.results.resolve(), options.keep_phones, options.adb_port, options.state_dir.resolve()
+        )
     except (DemoFailed, subprocess.SubprocessError, OSError) as error:
         print(f"demo: {error}", file=sys.stderr)
         return 1
