@@ -26,6 +26,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("farm.cli.report", "report"),
     ("farm.cli.export", "export"),
     ("farm.cli.importer", "import_"),
+    ("farm.cli.model", "model"),
 )
 
 

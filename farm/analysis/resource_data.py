@@ -1,0 +1,157 @@
+"""From stored runs to resource-model inputs, and the model file format. Pure: takes the runs the
+report query already assembles (farm.report.query.load_report_data) and returns typed values.
+
+A model file (JSON, FORMAT) holds one fitted GEMM model per (phone, backend, precision):
+  {"format": "farm-resource-model/1", "experiment": "gemm", "time_metric": "latency_median_ms",
+   "models": [{"device_id": "local/VP6520", "backend": "gpu", "precision": "fp32",
+               "form": "flops+bytes", "coefficients": {"intercept_ms": ..., "ms_per_gflop": ...,
+               "ms_per_mb": ...}, "samples": 32, "shapes": 16,
+               "held_out": {"mape_pct": ..., "within_10pct": ..., "max_error_pct": ..., "count": ...},
+               "in_sample": {...}, "candidates": {"flops": {...}, "flops+bytes": {...}}}]}
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from farm.analysis.resource_model import FEATURES, FittedModel, GemmModel, GemmSample, HeldOut
+from farm.errors import ConfigError
+from farm.report.model import RunResult
+
+FORMAT = "farm-resource-model/1"
+TIME_METRIC = "latency_median_ms"
+_LAYER_METRIC = re.compile(r"^layer_\d+_(?P<name>.+)_ms$")
+
+
+@dataclass(frozen=True, order=True)
+class ModelKey:
+    """Which measurements a model describes: one phone, one backend, one storage precision."""
+
+    device_id: str
+    backend: str
+    precision: str
+
+    def label(self) -> str:
+        return f"{self.device_id} {self.backend} {self.precision}"
+
+
+@dataclass(frozen=True)
+class PhoneModel:
+    key: ModelKey
+    fitted: FittedModel
+
+
+def _key(run: RunResult, params: Mapping[str, Any]) -> ModelKey | None:
+    if not run.device_id:
+        return None
+    factors = {**params, **run.factors}
+    return ModelKey(run.device_id, str(factors.get("backend", "cpu")), str(factors.get("precision", "fp32")))
+
+
+def gemm_samples(
+    runs: Iterable[RunResult], params: Mapping[str, Any], time_metric: str = TIME_METRIC
+) -> dict[ModelKey, list[GemmSample]]:
+    """GEMM samples of the runs that finished with (m, n, k) and a time, grouped per model key.
+    `params` are the experiment's fixed benchmark params (a shape may be fixed there)."""
+    groups: dict[ModelKey, list[GemmSample]] = {}
+    for run in runs:
+        factors = {**params, **run.factors}
+        time_ms = run.metrics.get(time_metric)
+        key = _key(run, params)
+        if run.state != "DONE" or time_ms is None or key is None:
+            continue
+        try:
+            m, n, k = (int(factors[name]) for name in ("m", "n", "k"))
+        except (KeyError, TypeError, ValueError):
+            continue
+        groups.setdefault(key, []).append(GemmSample(m, n, k, float(time_ms), key.precision))
+    return groups
+
+
+def measured_layers(
+    runs: Iterable[RunResult], params: Mapping[str, Any], network: str
+) -> dict[ModelKey, dict[str, float]]:
+    """Median per-layer time (cnn `layer` events, stored as layer_NN_<name>_ms) of the runs of
+    `network`, per model key. Layer names come back with `/` (fire2_squeeze1x1 -> fire2/squeeze1x1)."""
+    values: dict[ModelKey, dict[str, list[float]]] = {}
+    for run in runs:
+        factors = {**params, **run.factors}
+        key = _key(run, params)
+        if run.state != "DONE" or key is None or str(factors.get("model", "squeezenet1.0")) != network:
+            continue
+        for metric, value in run.metrics.items():
+            match = _LAYER_METRIC.match(metric)
+            if match:
+                name = re.sub(r"^(fire\d+)_", r"\1/", match["name"])
+                values.setdefault(key, {}).setdefault(name, []).append(value)
+    return {key: {n: statistics.median(v) for n, v in layers.items()} for key, layers in values.items()}
+
+
+def model_to_json(model: PhoneModel) -> dict[str, Any]:
+    fitted = model.fitted
+    return {
+        **asdict(model.key),
+        "form": fitted.model.form,
+        "coefficients": dict(fitted.model.coefficients),
+        "samples": fitted.samples,
+        "shapes": fitted.shapes,
+        "held_out": asdict(fitted.held_out),
+        "in_sample": asdict(fitted.in_sample),
+        "candidates": {form: asdict(errors) for form, errors in fitted.candidates},
+        "repeatability": asdict(fitted.repeatability) if fitted.repeatability else None,
+    }
+
+
+def model_file(experiment: str, time_metric: str, models: Sequence[PhoneModel]) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "experiment": experiment,
+        "time_metric": time_metric,
+        "models": [model_to_json(m) for m in models],
+    }
+
+
+def _held_out(data: Any) -> HeldOut:
+    return HeldOut(
+        float(data["mape_pct"]),
+        float(data["within_10pct"]),
+        float(data["max_error_pct"]),
+        int(data["count"]),
+    )
+
+
+def models_from_json(data: Any, source: str) -> list[PhoneModel]:
+    """Parse a model file's JSON; ConfigError naming `source` when it is not one."""
+    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+        raise ConfigError(
+            f"{source}: not a farm resource model (format {FORMAT!r})",
+            hint="write one with `farm model fit EXPERIMENT --out FILE`",
+        )
+    models = []
+    try:
+        for entry in data["models"]:
+            key = ModelKey(str(entry["device_id"]), str(entry["backend"]), str(entry["precision"]))
+            coefficients = tuple((str(n), float(c)) for n, c in entry["coefficients"].items())
+            unknown = [name for name, _ in coefficients if name not in FEATURES]
+            if unknown:
+                raise ValueError(f"unknown coefficient {unknown[0]!r}")
+            candidates = tuple((str(f), _held_out(e)) for f, e in entry.get("candidates", {}).items())
+            fitted = FittedModel(
+                model=GemmModel(str(entry["form"]), coefficients),
+                held_out=_held_out(entry["held_out"]),
+                candidates=candidates,
+                samples=int(entry["samples"]),
+                shapes=int(entry["shapes"]),
+                in_sample=_held_out(entry["in_sample"]),
+                repeatability=_held_out(entry["repeatability"]) if entry.get("repeatability") else None,
+            )
+            models.append(PhoneModel(key, fitted))
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise ConfigError(f"{source}: models[{len(models)}]: bad or missing field {error}") from None
+    if not models:
+        raise ConfigError(f"{source}: the file holds no models")
+    return models

@@ -1,0 +1,273 @@
+"""`farm model fit|predict`: an Augur-style resource model from farm's own GEMM measurements.
+
+fit reads an experiment that ran `gemm` from the store, fits one GEMM time model per (phone,
+backend, precision) and writes a model file; predict applies it to a CNN descriptor (per-layer
+time, total, memory) and, given a cnn experiment, holds it against the measured layer times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from farm.analysis import resource_data
+from farm.analysis.cnn_descriptor import NETWORKS
+from farm.analysis.cnn_descriptor import network as network_descriptor
+from farm.analysis.network_model import NetworkPrediction, predict_network
+from farm.analysis.resource_data import ModelKey, PhoneModel
+from farm.analysis.resource_model import select_model
+from farm.errors import ConfigError
+from farm.report.model import ReportData
+from farm.report.query import load_report_data
+from farm.store import Store, results_dir
+
+_RESULTS_OPTION = click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results folder (default $FARM_RESULTS or ./results).",
+)
+
+
+def _load(results: Path | None, experiment: str) -> ReportData:
+    folder = results_dir(results)
+    if not (folder / "farm.db").exists():
+        raise ConfigError(
+            f"{folder}/farm.db: no results yet", hint="run `farm run FILE` first, or pass --results"
+        )
+    with Store.in_results(folder) as store:
+        return load_report_data(store, experiment)
+
+
+def _params(data: ReportData) -> Mapping[str, Any]:
+    benchmark = data.spec.get("benchmark")
+    params = benchmark.get("params") if isinstance(benchmark, Mapping) else None
+    return params if isinstance(params, Mapping) else {}
+
+
+@click.group("model")
+def model() -> None:
+    """Resource model (Augur): predict latency and memory of configurations never measured.
+
+    \b
+    Example:
+      farm run experiments/gemm.yaml                     # GEMM sweep on every phone
+      farm model fit gemm                                # fit per phone, held-out accuracy
+      farm model predict --model results/gemm/resource_model.json --network squeezenet1.0
+    """
+
+
+@model.command("fit")
+@click.argument("experiment")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Model file to write (default RESULTS/EXPERIMENT/resource_model.json).",
+)
+@click.option(
+    "--all-repetitions",
+    is_flag=True,
+    help="Fit every repetition instead of the fastest of each shape (use on a quiet, dedicated phone).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the model file's JSON.")
+@_RESULTS_OPTION
+def fit(
+    experiment: str, out: Path | None, all_repetitions: bool, as_json: bool, results: Path | None
+) -> None:
+    """Fit GEMM time = a + b*GFLOP + c*MB per phone, backend and precision from EXPERIMENT (one that
+    ran the gemm program over shapes m, n, k), and report the error on shapes left out of the fit.
+
+    \b
+    Example:
+      farm model fit gemm
+      farm model fit gemm --json --out gemm_model.json
+    """
+    data = _load(results, experiment)
+    if data.benchmark != "gemm":
+        raise ConfigError(
+            f"experiment {experiment!r} ran {data.benchmark or 'no benchmark'}, not gemm",
+            hint="fit from a GEMM sweep such as experiments/gemm.yaml",
+        )
+    groups = resource_data.gemm_samples(data.runs, _params(data))
+    if not groups:
+        raise ConfigError(
+            f"experiment {experiment!r} has no finished gemm runs with m, n, k and "
+            f"{resource_data.TIME_METRIC}",
+            hint=f"run it first: farm run experiments/{experiment}.yaml",
+        )
+    models = []
+    for key in sorted(groups):
+        try:
+            models.append(PhoneModel(key, select_model(groups[key], fastest=not all_repetitions)))
+        except ConfigError as error:
+            raise ConfigError(f"{key.label()}: {error}") from None
+    document = resource_data.model_file(experiment, resource_data.TIME_METRIC, models)
+    path = out or results_dir(results) / experiment / "resource_model.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    if as_json:
+        click.echo(json.dumps(document, indent=2))
+        return
+    click.echo(
+        f"{'phone':<24} {'backend':<7} {'prec':<5} {'form':<12} {'a ms':>7} {'ms/GFLOP':>9} "
+        f"{'ms/MB':>7} {'shapes':>6} {'held-out MAPE':>13} {'within 10%':>10} {'repeat MAPE':>11}"
+    )
+    for item in models:
+        fitted, coef = item.fitted, item.fitted.model.coefficient
+        repeat = f"{fitted.repeatability.mape_pct:.1f}%" if fitted.repeatability else "-"
+        click.echo(
+            f"{item.key.device_id:<24} {item.key.backend:<7} {item.key.precision:<5} "
+            f"{fitted.model.form:<12} {coef('intercept_ms'):7.3f} {coef('ms_per_gflop'):9.2f} "
+            f"{coef('ms_per_mb'):7.3f} {fitted.shapes:6d} {fitted.held_out.mape_pct:12.1f}% "
+            f"{fitted.held_out.within_10pct:10.0%} {repeat:>11}"
+        )
+    click.echo(f"model written to {path}")
+
+
+def _prediction_json(key: ModelKey, prediction: NetworkPrediction) -> dict[str, Any]:
+    memory = prediction.memory
+    errors = prediction.conv_errors()
+    return {
+        "device_id": key.device_id,
+        "backend": key.backend,
+        "precision": key.precision,
+        "network": prediction.network,
+        "layers": [
+            {
+                "name": layer.name,
+                "kind": str(layer.kind),
+                "gemm_mnk": list(layer.gemm_mnk) if layer.gemm_mnk else None,
+                "gflop": layer.gflop,
+                "predicted_ms": layer.predicted_ms,
+                "measured_ms": layer.measured_ms,
+                "error_pct": layer.error_pct,
+            }
+            for layer in prediction.layers
+        ],
+        "total_ms": prediction.total_ms,
+        "measured_total_ms": prediction.measured_total_ms,
+        "conv_mape_pct": errors[0] if errors else None,
+        "conv_within_10pct": errors[1] if errors else None,
+        "memory": {
+            "weights_bytes": memory.weights_bytes,
+            "peak_activations_bytes": memory.peak_activations_bytes,
+            "workspace_bytes": memory.workspace_bytes,
+            "peak_bytes": memory.peak_bytes,
+            "peak_layer": memory.peak_layer,
+            "all_feature_maps_bytes": memory.all_feature_maps_bytes,
+        },
+    }
+
+
+def _print_prediction(key: ModelKey, prediction: NetworkPrediction) -> None:
+    click.echo(f"\n{prediction.network} on {key.label()}")
+    click.echo(f"  {'layer':<20} {'m x n x k':<18} {'GFLOP':>7} {'pred ms':>9} {'meas ms':>9} {'err':>7}")
+    for layer in prediction.layers:
+        mnk = "x".join(str(d) for d in layer.gemm_mnk) if layer.gemm_mnk else str(layer.kind)
+        measured = f"{layer.measured_ms:9.3f}" if layer.measured_ms is not None else f"{'-':>9}"
+        error = f"{layer.error_pct:+6.0f}%" if layer.error_pct is not None else f"{'-':>7}"
+        click.echo(
+            f"  {layer.name:<20} {mnk:<18} {layer.gflop:7.4f} {layer.predicted_ms:9.3f} {measured} {error}"
+        )
+    measured_total = prediction.measured_total_ms
+    line = f"  total {prediction.total_ms:.2f} ms predicted"
+    if measured_total is not None:
+        line += f", {measured_total:.2f} ms measured ({(prediction.total_ms / measured_total - 1):+.0%})"
+    errors = prediction.conv_errors()
+    if errors:
+        line += f"; conv layers MAPE {errors[0]:.1f}%, {errors[1]:.0%} within 10%"
+    click.echo(line)
+    memory = prediction.memory
+    mib = 1024 * 1024
+    click.echo(
+        f"  memory peak {memory.peak_bytes / mib:.1f} MiB = weights {memory.weights_bytes / mib:.1f} + "
+        f"feature maps {memory.peak_activations_bytes / mib:.1f} + im2col {memory.workspace_bytes / mib:.1f} "
+        f"(at {memory.peak_layer}); all feature maps {memory.all_feature_maps_bytes / mib:.1f} MiB"
+    )
+
+
+@model.command("predict")
+@click.option(
+    "--model",
+    "model_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Model file from `farm model fit`.",
+)
+@click.option("--network", required=True, help=f"CNN descriptor: {', '.join(NETWORKS)}.")
+@click.option(
+    "--device", "devices", multiple=True, help="Only these phones (device_id as in the model file)."
+)
+@click.option("--backend", "backends", multiple=True, help="Only these backends (cpu, cpu-mt, gpu).")
+@click.option(
+    "--compare", "compare", default=None, help="A cnn experiment in the store: show its measured layer times."
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@_RESULTS_OPTION
+def predict(
+    model_path: Path,
+    network: str,
+    devices: tuple[str, ...],
+    backends: tuple[str, ...],
+    compare: str | None,
+    as_json: bool,
+    results: Path | None,
+) -> None:
+    """Predict NETWORK's per-layer and total latency (convolutions as GEMMs) and its peak memory
+    (weights + feature maps + im2col workspace) on every phone of the model file.
+
+    \b
+    Example:
+      farm model predict --model results/gemm/resource_model.json --network squeezenet1.0
+      farm model predict --model m.json --network squeezenet1.1 --backend gpu --compare squeezenet_precision
+    """
+    descriptor = network_descriptor(network)
+    models = _read_models(model_path)
+    chosen = [
+        m
+        for m in models
+        if (not devices or m.key.device_id in devices) and (not backends or m.key.backend in backends)
+    ]
+    if not chosen:
+        known = ", ".join(sorted({m.key.label() for m in models}))
+        raise ConfigError(f"{model_path}: no model matches --device/--backend", hint=f"the file has: {known}")
+    measured: dict[ModelKey, dict[str, float]] = {}
+    if compare is not None:
+        data = _load(results, compare)
+        if data.benchmark != "cnn":
+            raise ConfigError(f"experiment {compare!r} ran {data.benchmark or 'no benchmark'}, not cnn")
+        measured = resource_data.measured_layers(data.runs, _params(data), descriptor.name)
+    predictions = [
+        (m.key, predict_network(m.fitted.model, descriptor, m.key.precision, measured.get(m.key)))
+        for m in chosen
+    ]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"network": descriptor.name, "predictions": [_prediction_json(k, p) for k, p in predictions]},
+                indent=2,
+            )
+        )
+        return
+    for key, prediction in predictions:
+        _print_prediction(key, prediction)
+
+
+def _read_models(path: Path) -> list[PhoneModel]:
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(
+            f"{path}: cannot read the model file ({error.strerror})",
+            hint="write one with `farm model fit EXPERIMENT`",
+        ) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}:{error.lineno}: not JSON ({error.msg})") from None
+    return resource_data.models_from_json(data, str(path))
