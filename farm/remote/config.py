@@ -49,6 +49,8 @@ HOST_KEYS = (
     "keepalive_s",
     "start_adb",
 )
+# Top-level sections of farm.yaml that other modules parse (farm.schedule.config: schedules).
+OTHER_SECTIONS = ("schedules",)
 _SECRET_KEYS = ("password", "passphrase", "pass", "secret")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
@@ -135,13 +137,15 @@ def parse_config(text: str, filename: str, *, local_adb_port: int = DEFAULT_ADB_
         where = f"{filename}:{key.start_mark.line + 1}"
         if key.value == "hosts":
             hosts_node = value
+        elif key.value in OTHER_SECTIONS:
+            continue  # parsed by its own module
         elif key.value == "local":
             flag = to_python(value)
             if not isinstance(flag, bool):
                 raise ConfigError("local: expected true or false", location=where)
             include_local = flag
         else:
-            raise ConfigError(f"{key.value}: unknown key (known: hosts, local)", location=where)
+            raise ConfigError(f"{key.value}: unknown key (known: hosts, local, schedules)", location=where)
     hosts: list[HostConfig] = []
     if hosts_node is not None:
         if not isinstance(hosts_node, SequenceNode):

@@ -19,6 +19,8 @@ Tables (the doc of each is in TABLE_DOCS, and repeated as SQL comments):
 - events: an append-only log (faults, retries, state changes) shown by `farm status` and reports.
 - leases: which execution holds which phone, with a heartbeat; two farm processes never use one
   phone at once.
+- schedule_firings (migration 2): one row per slot a nightly schedule handled (run or skipped);
+  the daemon's memory of what it did, and `farm schedule list`'s last outcome.
 
 Times are UNIX seconds (REAL, UTC). JSON columns hold compact JSON text.
 """
@@ -46,6 +48,11 @@ TABLE_DOCS: dict[str, str] = {
     "metrics": "Per-run metrics: (run_id, name) unique; value REAL; unit text (ms, mJ, mW, ratio...).",
     "events": "Append-only log: time, experiment, run, phone, kind (fault, retry, state...), message.",
     "leases": "Which execution holds which phone, with heartbeat_at; stale leases may be taken over.",
+    "schedule_firings": (
+        "One row per cron slot a schedule handled: schedule name, slot_at, trigger (cron, catch_up, "
+        "manual), the experiment name the nightly's runs are stored under, outcome (running, ok, "
+        "incomplete, error, timeout, interrupted, skipped), run counts, regressions flagged."
+    ),
 }
 
 _V1 = """
@@ -163,7 +170,29 @@ CREATE TABLE leases (
 );
 """
 
+# Migration 2 (additive): nightly schedules (farm.schedule) record each slot they handled.
+_V2 = """
+-- schedule_firings: one row per cron slot a schedule handled (run or skipped).
+CREATE TABLE schedule_firings (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    schedule        TEXT NOT NULL,
+    slot_at         REAL NOT NULL,       -- the cron slot (or the moment of a manual run)
+    trigger         TEXT NOT NULL,       -- cron | catch_up | manual
+    experiment      TEXT,                -- qualified name the nightly's runs are stored under
+    base_experiment TEXT,                -- qualified name of the experiment file it re-runs
+    started_at      REAL NOT NULL,
+    finished_at     REAL,
+    outcome         TEXT NOT NULL,       -- running | ok | incomplete | error | timeout | interrupted | skipped
+    done            INTEGER,
+    failed          INTEGER,
+    pending         INTEGER,
+    regressions     INTEGER,
+    message         TEXT
+);
+CREATE INDEX schedule_firings_by_schedule ON schedule_firings (schedule, slot_at);
+"""
+
 # Append only. Index i holds the SQL that takes user_version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 
 SCHEMA_VERSION = len(MIGRATIONS)

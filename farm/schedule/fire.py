@@ -1,0 +1,185 @@
+"""One firing of a schedule: re-run its experiment as a new nightly, record the outcome, flag
+regressions against the previous nightlies. What `farm schedule run` and the daemon both call.
+
+The nightly runs through farm.engine.runner.run_experiment like `farm run`, so it takes phones
+through the same leases (an ad-hoc `farm run` on other phones goes on beside it) and restores
+phones the same way when stopped. max_runtime_s is enforced by interrupting the main thread
+(SIGINT to itself): the runner then stops the runs in flight and restores the phones, exactly as
+for Ctrl-C; the runs left over stay PENDING in that night's experiment.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from farm.analysis.regression import Finding, RegressionPolicy, detect, regressions
+from farm.engine.runner import FinishedCallback, RunOptions, RunSummary, run_experiment
+from farm.errors import ConfigError, FarmError
+from farm.schedule import firings
+from farm.schedule.history import load_points
+from farm.schedule.model import Outcome, Schedule, Trigger
+from farm.schedule.nightly import NightlyName, nightly_name, rename_spec
+from farm.spec import load
+from farm.store import Store
+from farm.store import runs as run_store
+
+SPECS_DIR = "schedules"  # results/schedules/<schedule>/<nightly name>.yaml: the spec each night ran
+REGRESSION_EVENT = "regression"
+
+
+@dataclass(frozen=True)
+class FireContext:
+    results: Path
+    adb_port: int | None = None
+    config: Path | None = None
+    policy: RegressionPolicy = field(default_factory=RegressionPolicy)
+    on_finished: FinishedCallback | None = None
+
+
+@dataclass(frozen=True)
+class FireResult:
+    schedule: str
+    slot: datetime
+    outcome: Outcome
+    experiment: str | None  # the nightly's stored name
+    summary: RunSummary | None = None
+    regressions: tuple[Finding, ...] = ()
+    message: str = ""
+
+
+def _free_name(store: Store, base_name: str, slot: datetime, variant: str | None) -> NightlyName:
+    taken = firings.experiment_names(store)
+    seq = 0
+    while (nightly := nightly_name(base_name, slot, variant, seq)).qualified_name in taken:
+        seq += 1
+    return nightly
+
+
+def write_nightly_spec(schedule: Schedule, nightly: NightlyName, results: Path) -> Path:
+    try:
+        text = schedule.experiment.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"schedule {schedule.name}: {schedule.experiment}: no such experiment file",
+            location=schedule.location,
+        ) from None
+    folder = results / SPECS_DIR / schedule.name
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{nightly.name}.yaml"
+    path.write_text(rename_spec(text, str(schedule.experiment), nightly.name), encoding="utf-8")
+    return path
+
+
+class _Deadline:
+    """Interrupts the main thread once `seconds` have passed, unless disarmed first."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._lock = threading.Lock()
+        self._armed = False
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> _Deadline:
+        if self.seconds is not None and threading.current_thread() is threading.main_thread():
+            self._armed = True
+            self._timer = threading.Timer(self.seconds, self._expire, args=(threading.main_thread().ident,))
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def _expire(self, main_ident: int | None) -> None:
+        with self._lock:
+            if not self._armed or main_ident is None:
+                return
+            self.fired = True
+            signal.pthread_kill(main_ident, signal.SIGINT)
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._armed = False
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireContext) -> FireResult:
+    """Run `schedule` for `slot` now; never raises FarmError (the outcome says what happened)."""
+    with Store.in_results(context.results) as store:
+        firing_id = firings.start(store, schedule.name, slot, trigger, None, None)
+        nightly: NightlyName | None = None
+        try:
+            base = load(schedule.experiment, schedule.variant)
+            nightly = _free_name(store, base.name, slot, schedule.variant)
+            firings.attach_experiment(store, firing_id, nightly.qualified_name, nightly.base_qualified_name)
+            spec = write_nightly_spec(schedule, nightly, context.results)
+        except FarmError as error:
+            firings.finish(store, firing_id, Outcome.ERROR, message=str(error))
+            return FireResult(schedule.name, slot, Outcome.ERROR, None, message=str(error))
+        options = RunOptions(
+            file=spec,
+            variant=schedule.variant,
+            selectors=schedule.devices,
+            results=context.results,
+            adb_port=context.adb_port,
+            config=context.config,
+        )
+        summary: RunSummary | None = None
+        deadline = _Deadline(schedule.max_runtime_s)
+        try:
+            with deadline:
+                summary = run_experiment(options, on_finished=context.on_finished)
+            outcome = Outcome.OK if summary.exit_code == 0 else Outcome.INCOMPLETE
+            message = "; ".join(summary.problems)
+        except KeyboardInterrupt:
+            outcome = Outcome.TIMEOUT if deadline.fired else Outcome.INTERRUPTED
+            message = (
+                f"stopped after max_runtime_s={schedule.max_runtime_s:g}" if deadline.fired else "interrupted"
+            )
+        except FarmError as error:
+            outcome, message = Outcome.ERROR, str(error)
+        flagged = _flag_regressions(store, nightly, context.policy) if outcome is not Outcome.ERROR else []
+        counts = _counts(store, nightly.qualified_name)
+        firings.finish(store, firing_id, outcome, regressions=len(flagged), message=message or None, **counts)
+        return FireResult(
+            schedule.name, slot, outcome, nightly.qualified_name, summary, tuple(flagged), message
+        )
+
+
+def _counts(store: Store, experiment: str) -> dict[str, int]:
+    states = run_store.count_states(store, experiment)
+    done = sum(n for state, n in states.items() if state.value == "DONE")
+    failed = sum(n for state, n in states.items() if state.value in ("FAILED", "SKIPPED"))
+    return {"done": done, "failed": failed, "pending": sum(states.values()) - done - failed}
+
+
+def _flag_regressions(store: Store, nightly: NightlyName, policy: RegressionPolicy) -> list[Finding]:
+    """Regressions of this nightly against the ones before it, each recorded as an event."""
+    points = load_points(store, nightly.base_qualified_name, policy.metrics)
+    flagged = [f for f in regressions(detect(points, policy)) if f.new_series == nightly.qualified_name]
+    for finding in flagged:
+        run_store.add_event(
+            store,
+            REGRESSION_EVENT,
+            describe(finding),
+            experiment=nightly.qualified_name,
+            device_id=None if finding.device == "*" else finding.device,
+            data=finding.as_dict(),
+        )
+    return flagged
+
+
+def describe(finding: Finding) -> str:
+    cell = " ".join(f"{k}={v}" for k, v in sorted(finding.factors.items())) or finding.cell_id
+    change = f"{finding.change_pct:+.1f}%" if finding.change_pct is not None else "n/a"
+    return (
+        f"{finding.metric} {finding.verdict.value} on {finding.device} [{cell}]: "
+        f"{finding.baseline:.4g} -> {finding.new_value:.4g} ({change}, threshold {finding.threshold:.3g})"
+    )
+
+
+OnFired = Callable[[FireResult], None]

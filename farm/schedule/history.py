@@ -1,0 +1,51 @@
+"""Nightly history from the store: the points farm.analysis.regression judges.
+
+A point is the median, over one nightly's DONE repetitions, of one metric of one cell on one phone
+(`*` for runs spread over equivalent phones). Nightlies of an experiment are the stored experiments
+named `<name>--<stamp>[.<variant>]` (farm.schedule.nightly), ordered by their slot.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from farm.analysis import stats
+from farm.analysis.regression import Point
+from farm.schedule.nightly import NightlyName, parse_nightly
+from farm.store import Store
+
+SAME_SECOND_STEP_S = 1e-3  # orders nightlies that share a slot second by their sequence number
+
+
+def nightlies(store: Store, base_experiment: str) -> list[tuple[str, NightlyName]]:
+    """(stored name, parsed) of every nightly of `base_experiment` that has runs, oldest first."""
+    found = []
+    for row in store.query("SELECT DISTINCT experiment FROM runs"):
+        parsed = parse_nightly(row["experiment"])
+        if parsed is not None and parsed.base_qualified_name == base_experiment:
+            found.append((row["experiment"], parsed))
+    return sorted(found, key=lambda item: (item[1].slot, item[1].seq))
+
+
+def load_points(store: Store, base_experiment: str, metrics: Sequence[str]) -> list[Point]:
+    points: list[Point] = []
+    marks = ",".join("?" for _ in metrics)
+    for stored, parsed in nightlies(store, base_experiment):
+        rows = store.query(
+            "SELECT r.cell_id, r.factors_json, COALESCE(r.device_id, '*') AS device, m.name, m.value "
+            "FROM runs r JOIN metrics m ON m.run_id = r.run_id "
+            f"WHERE r.experiment = ? AND r.state = 'DONE' AND m.value IS NOT NULL AND m.name IN ({marks})",
+            (stored, *metrics),
+        )
+        values: dict[tuple[str, str, str], list[float]] = {}
+        factors: dict[str, dict[str, object]] = {}
+        for row in rows:
+            values.setdefault((row["cell_id"], row["device"], row["name"]), []).append(float(row["value"]))
+            factors[row["cell_id"]] = json.loads(row["factors_json"])
+        order = parsed.slot.timestamp() + parsed.seq * SAME_SECOND_STEP_S
+        for (cell_id, device, metric), samples in values.items():
+            points.append(
+                Point(cell_id, device, metric, stats.median(samples), stored, order, factors.get(cell_id, {}))
+            )
+    return points
