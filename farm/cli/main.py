@@ -27,6 +27,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("farm.cli.export", "export"),
     ("farm.cli.importer", "import_"),
     ("farm.cli.model", "model"),
+    ("farm.cli.schedule", "schedule"),
+    ("farm.cli.regress", "regress"),
 )
 
 

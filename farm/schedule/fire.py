@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +24,7 @@ from farm.schedule.history import load_points
 from farm.schedule.model import Outcome, Schedule, Trigger
 from farm.schedule.nightly import NightlyName, nightly_name, rename_spec
 from farm.spec import load
-from farm.store import Store
+from farm.store import RunState, Store
 from farm.store import runs as run_store
 
 SPECS_DIR = "schedules"  # results/schedules/<schedule>/<nightly name>.yaml: the spec each night ran
@@ -50,6 +49,14 @@ class FireResult:
     summary: RunSummary | None = None
     regressions: tuple[Finding, ...] = ()
     message: str = ""
+    error_exit_code: int = 2  # of the FarmError behind an ERROR outcome
+
+    @property
+    def exit_code(self) -> int:
+        """As `farm run`: 0 every run done, 1 not all done, 130 interrupted, the error's code."""
+        return {Outcome.OK: 0, Outcome.INTERRUPTED: 130, Outcome.ERROR: self.error_exit_code}.get(
+            self.outcome, 1
+        )
 
 
 def _free_name(store: Store, base_name: str, slot: datetime, variant: str | None) -> NightlyName:
@@ -119,7 +126,9 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
             spec = write_nightly_spec(schedule, nightly, context.results)
         except FarmError as error:
             firings.finish(store, firing_id, Outcome.ERROR, message=str(error))
-            return FireResult(schedule.name, slot, Outcome.ERROR, None, message=str(error))
+            return FireResult(
+                schedule.name, slot, Outcome.ERROR, None, message=str(error), error_exit_code=error.exit_code
+            )
         options = RunOptions(
             file=spec,
             variant=schedule.variant,
@@ -129,6 +138,7 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
             config=context.config,
         )
         summary: RunSummary | None = None
+        error_exit_code = 2
         deadline = _Deadline(schedule.max_runtime_s)
         try:
             with deadline:
@@ -141,19 +151,26 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
                 f"stopped after max_runtime_s={schedule.max_runtime_s:g}" if deadline.fired else "interrupted"
             )
         except FarmError as error:
-            outcome, message = Outcome.ERROR, str(error)
+            outcome, message, error_exit_code = Outcome.ERROR, str(error), error.exit_code
         flagged = _flag_regressions(store, nightly, context.policy) if outcome is not Outcome.ERROR else []
         counts = _counts(store, nightly.qualified_name)
         firings.finish(store, firing_id, outcome, regressions=len(flagged), message=message or None, **counts)
         return FireResult(
-            schedule.name, slot, outcome, nightly.qualified_name, summary, tuple(flagged), message
+            schedule.name,
+            slot,
+            outcome,
+            nightly.qualified_name,
+            summary,
+            tuple(flagged),
+            message,
+            error_exit_code,
         )
 
 
 def _counts(store: Store, experiment: str) -> dict[str, int]:
     states = run_store.count_states(store, experiment)
-    done = sum(n for state, n in states.items() if state.value == "DONE")
-    failed = sum(n for state, n in states.items() if state.value in ("FAILED", "SKIPPED"))
+    done = states[RunState.DONE]
+    failed = states[RunState.FAILED] + states[RunState.SKIPPED]
     return {"done": done, "failed": failed, "pending": sum(states.values()) - done - failed}
 
 
@@ -180,6 +197,3 @@ def describe(finding: Finding) -> str:
         f"{finding.metric} {finding.verdict.value} on {finding.device} [{cell}]: "
         f"{finding.baseline:.4g} -> {finding.new_value:.4g} ({change}, threshold {finding.threshold:.3g})"
     )
-
-
-OnFired = Callable[[FireResult], None]
