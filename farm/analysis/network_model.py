@@ -2,8 +2,8 @@
 the prediction against measured per-layer times. Pure.
 
 Time: a convolution is the GEMM (m, n, k) of its im2col form. Pooling layers are no GEMM; they only
-read and write maps, so they get the model's traffic term (ms_per_mb x bytes moved) and nothing of
-the per-call or compute terms.
+read and write maps, so they cost a rate per MB moved: the pools' own rate where a cnn experiment
+measured pools (pool_rate), else the GEMM model's traffic term (ms_per_mb).
 
 Memory (Augur): weights + feature maps + workspace. Layers run one after another, so the peak is
 all weights plus, at the worst layer, its input, the buffer it writes (a fire module's concat for
@@ -12,7 +12,7 @@ both expand layers) and its im2col workspace (k x n elements; none for a 1x1 str
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,12 +81,17 @@ class NetworkPrediction:
         return float(np.mean(values) * 100), float(np.mean(values <= WITHIN_FRACTION))
 
 
-def _layer_ms(model: GemmModel, layer: Layer, precision: str) -> float:
+def moved_mb(layer: Layer, precision: str = "fp32") -> float:
+    """Maps a layer reads and writes, in MB at the storage precision."""
+    return ELEMENT_BYTES.get(precision, 4) * (layer.input_count + layer.output_count) / 1e6
+
+
+def _layer_ms(model: GemmModel, layer: Layer, precision: str, pool_ms_per_mb: float | None) -> float:
     mnk = layer.gemm_mnk
     if mnk is not None:
         return model.predict_ms(*mnk, precision)
-    moved_mb = ELEMENT_BYTES.get(precision, 4) * (layer.input_count + layer.output_count) / 1e6
-    return model.coefficient("ms_per_mb") * moved_mb
+    per_mb = model.coefficient("ms_per_mb") if pool_ms_per_mb is None else pool_ms_per_mb
+    return per_mb * moved_mb(layer, precision)
 
 
 def memory(network: Network, precision: str = "fp32") -> MemoryEstimate:
@@ -111,13 +116,22 @@ def memory(network: Network, precision: str = "fp32") -> MemoryEstimate:
     )
 
 
+def pool_rate(pools: Sequence[tuple[float, float]]) -> float | None:
+    """ms per MB of pooling from measured (MB moved, ms) pairs: the median ratio (robust to one
+    disturbed layer). None without a measurement."""
+    ratios = [ms / mb for mb, ms in pools if mb > 0 and ms > 0]
+    return float(np.median(ratios)) if ratios else None
+
+
 def predict_network(
     model: GemmModel,
     network: Network,
     precision: str = "fp32",
     measured_ms: Mapping[str, float] | None = None,
+    pool_ms_per_mb: float | None = None,
 ) -> NetworkPrediction:
-    """Per-layer prediction; `measured_ms` (layer name -> ms) is attached for comparison."""
+    """Per-layer prediction; `measured_ms` (layer name -> ms) is attached for comparison.
+    `pool_ms_per_mb`: the pools' own rate where measured pools gave one, else the GEMM traffic term."""
     measured = measured_ms or {}
     layers = tuple(
         LayerPrediction(
@@ -125,7 +139,7 @@ def predict_network(
             kind=layer.kind,
             gemm_mnk=layer.gemm_mnk,
             gflop=2.0 * np.prod(layer.gemm_mnk) / 1e9 if layer.gemm_mnk else 0.0,
-            predicted_ms=_layer_ms(model, layer, precision),
+            predicted_ms=_layer_ms(model, layer, precision, pool_ms_per_mb),
             measured_ms=measured.get(layer.name),
         )
         for layer in network.layers

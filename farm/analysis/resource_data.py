@@ -2,7 +2,8 @@
 report query already assembles (farm.report.query.load_report_data) and returns typed values.
 
 A model file (JSON, FORMAT) holds one fitted GEMM model per (phone, backend, precision):
-  {"format": "farm-resource-model/1", "experiment": "gemm", "time_metric": "latency_median_ms",
+  {"format": "farm-resource-model/1", "experiment": "gemm", "source": "gemm" (or "cnn layers of
+   squeezenet1.0": fitted on a cnn experiment's convolutions), "time_metric": "latency_median_ms",
    "models": [{"device_id": "local/VP6520", "backend": "gpu", "precision": "fp32",
                "form": "flops+bytes", "coefficients": {"intercept_ms": ..., "ms_per_gflop": ...,
                "ms_per_mb": ...}, "samples": 32, "shapes": 16,
@@ -18,12 +19,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from farm.analysis.cnn_descriptor import NETWORKS, network
+from farm.analysis.network_model import moved_mb
 from farm.analysis.resource_model import FEATURES, FittedModel, GemmModel, GemmSample, HeldOut
 from farm.errors import ConfigError
 from farm.report.model import RunResult
 
 FORMAT = "farm-resource-model/1"
 TIME_METRIC = "latency_median_ms"
+_DEFAULT_INPUT = {"squeezenet1.0": 227, "squeezenet1.1": 224}
 _LAYER_METRIC = re.compile(r"^layer_\d+_(?P<name>.+)_ms$")
 
 
@@ -43,6 +47,7 @@ class ModelKey:
 class PhoneModel:
     key: ModelKey
     fitted: FittedModel
+    pool_ms_per_mb: float | None = None  # measured pools' rate (cnn experiments), else None
 
 
 def _key(run: RunResult, params: Mapping[str, Any]) -> ModelKey | None:
@@ -91,6 +96,39 @@ def measured_layers(
     return {key: {n: statistics.median(v) for n, v in layers.items()} for key, layers in values.items()}
 
 
+@dataclass(frozen=True)
+class LayerSamples:
+    """What a cnn experiment measured of one model key: convolutions as GEMM samples (m, n, k from
+    the built-in descriptor, time from the layer's median per run) and pools as (MB moved, ms)."""
+
+    convs: list[GemmSample]
+    pools: list[tuple[float, float]]
+
+
+def cnn_layer_samples(
+    runs: Iterable[RunResult], params: Mapping[str, Any], networks: Sequence[str] = NETWORKS
+) -> dict[ModelKey, LayerSamples]:
+    """Per model key, the layers of the runs of `networks`. Runs at another input size than the
+    descriptor's are left out: their shapes differ."""
+    groups: dict[ModelKey, LayerSamples] = {}
+    for run in runs:
+        factors = {**params, **run.factors}
+        name = str(factors.get("model", NETWORKS[0]))
+        size = int(factors.get("input_size", 0) or 0)
+        if name not in networks or size not in (0, _DEFAULT_INPUT[name]):
+            continue
+        for key, layers in measured_layers([run], params, name).items():
+            group = groups.setdefault(key, LayerSamples([], []))
+            for layer in network(name).layers:
+                if layer.name not in layers:
+                    continue
+                if layer.gemm_mnk is not None:
+                    group.convs.append(GemmSample(*layer.gemm_mnk, layers[layer.name], key.precision))
+                else:
+                    group.pools.append((moved_mb(layer, key.precision), layers[layer.name]))
+    return groups
+
+
 def model_to_json(model: PhoneModel) -> dict[str, Any]:
     fitted = model.fitted
     return {
@@ -103,13 +141,17 @@ def model_to_json(model: PhoneModel) -> dict[str, Any]:
         "in_sample": asdict(fitted.in_sample),
         "candidates": {form: asdict(errors) for form, errors in fitted.candidates},
         "repeatability": asdict(fitted.repeatability) if fitted.repeatability else None,
+        "pool_ms_per_mb": model.pool_ms_per_mb,
     }
 
 
-def model_file(experiment: str, time_metric: str, models: Sequence[PhoneModel]) -> dict[str, Any]:
+def model_file(
+    experiment: str, time_metric: str, models: Sequence[PhoneModel], source: str = "gemm"
+) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "experiment": experiment,
+        "source": source,
         "time_metric": time_metric,
         "models": [model_to_json(m) for m in models],
     }
@@ -149,7 +191,8 @@ def models_from_json(data: Any, source: str) -> list[PhoneModel]:
                 in_sample=_held_out(entry["in_sample"]),
                 repeatability=_held_out(entry["repeatability"]) if entry.get("repeatability") else None,
             )
-            models.append(PhoneModel(key, fitted))
+            pool = entry.get("pool_ms_per_mb")
+            models.append(PhoneModel(key, fitted, None if pool is None else float(pool)))
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ConfigError(f"{source}: models[{len(models)}]: bad or missing field {error}") from None
     if not models:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,9 @@ import click
 from farm.analysis import resource_data
 from farm.analysis.cnn_descriptor import NETWORKS
 from farm.analysis.cnn_descriptor import network as network_descriptor
-from farm.analysis.network_model import NetworkPrediction, predict_network
+from farm.analysis.network_model import NetworkPrediction, pool_rate, predict_network
 from farm.analysis.resource_data import ModelKey, PhoneModel
-from farm.analysis.resource_model import select_model
+from farm.analysis.resource_model import GemmSample, select_model
 from farm.errors import ConfigError
 from farm.report.model import ReportData
 from farm.report.query import load_report_data
@@ -74,39 +75,54 @@ def model() -> None:
     is_flag=True,
     help="Fit every repetition instead of the fastest of each shape (use on a quiet, dedicated phone).",
 )
+@click.option(
+    "--network",
+    "networks",
+    multiple=True,
+    type=click.Choice(NETWORKS),
+    help="cnn experiments: fit only the convolutions of this network (repeatable).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the model file's JSON.")
 @_RESULTS_OPTION
 def fit(
-    experiment: str, out: Path | None, all_repetitions: bool, as_json: bool, results: Path | None
+    experiment: str,
+    out: Path | None,
+    all_repetitions: bool,
+    networks: tuple[str, ...],
+    as_json: bool,
+    results: Path | None,
 ) -> None:
-    """Fit GEMM time = a + b*GFLOP + c*MB per phone, backend and precision from EXPERIMENT (one that
-    ran the gemm program over shapes m, n, k), and report the error on shapes left out of the fit.
+    """Fit GEMM time = a + b*GFLOP + c*MB per phone, backend and precision from EXPERIMENT, and
+    report the error on shapes left out of the fit. EXPERIMENT ran the gemm program over shapes
+    (m, n, k), or the cnn program: then its convolutions are the GEMMs (per-layer times).
 
     \b
     Example:
       farm model fit gemm
       farm model fit gemm --json --out gemm_model.json
+      farm model fit squeezenet_precision --network squeezenet1.0   # then predict squeezenet1.1
     """
     data = _load(results, experiment)
-    if data.benchmark != "gemm":
-        raise ConfigError(
-            f"experiment {experiment!r} ran {data.benchmark or 'no benchmark'}, not gemm",
-            hint="fit from a GEMM sweep such as experiments/gemm.yaml",
-        )
-    groups = resource_data.gemm_samples(data.runs, _params(data))
+    inputs = _inputs(data, networks)
+    groups = inputs.samples
     if not groups:
         raise ConfigError(
-            f"experiment {experiment!r} has no finished gemm runs with m, n, k and "
-            f"{resource_data.TIME_METRIC}",
+            f"experiment {experiment!r} has no finished {data.benchmark} runs with "
+            + (
+                "m, n, k and a time"
+                if data.benchmark == "gemm"
+                else "per-layer times of " + ", ".join(networks or NETWORKS)
+            ),
             hint=f"run it first: farm run experiments/{experiment}.yaml",
         )
     models = []
     for key in sorted(groups):
         try:
-            models.append(PhoneModel(key, select_model(groups[key], fastest=not all_repetitions)))
+            fitted = select_model(groups[key], fastest=not all_repetitions)
+            models.append(PhoneModel(key, fitted, inputs.pool_rates.get(key)))
         except ConfigError as error:
             raise ConfigError(f"{key.label()}: {error}") from None
-    document = resource_data.model_file(experiment, resource_data.TIME_METRIC, models)
+    document = resource_data.model_file(experiment, inputs.time_metric, models, inputs.source)
     path = out or results_dir(results) / experiment / "resource_model.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
@@ -127,6 +143,34 @@ def fit(
             f"{fitted.held_out.within_10pct:10.0%} {repeat:>11}"
         )
     click.echo(f"model written to {path}")
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    samples: dict[ModelKey, list[GemmSample]]
+    pool_rates: dict[ModelKey, float | None]
+    source: str
+    time_metric: str
+
+
+def _inputs(data: ReportData, networks: tuple[str, ...]) -> _Inputs:
+    """What to fit from a gemm or a cnn experiment."""
+    if data.benchmark == "gemm":
+        samples = resource_data.gemm_samples(data.runs, _params(data))
+        return _Inputs(samples, {}, "gemm", resource_data.TIME_METRIC)
+    if data.benchmark == "cnn":
+        chosen = networks or NETWORKS
+        layers = resource_data.cnn_layer_samples(data.runs, _params(data), chosen)
+        return _Inputs(
+            {key: group.convs for key, group in layers.items() if group.convs},
+            {key: pool_rate(group.pools) for key, group in layers.items()},
+            f"cnn layers of {', '.join(chosen)}",
+            "layer time_ns (median of the run)",
+        )
+    raise ConfigError(
+        f"experiment {data.experiment!r} ran {data.benchmark or 'no benchmark'}, not gemm or cnn",
+        hint="fit from a GEMM sweep such as experiments/gemm.yaml",
+    )
 
 
 def _prediction_json(key: ModelKey, prediction: NetworkPrediction) -> dict[str, Any]:
@@ -243,7 +287,12 @@ def predict(
             raise ConfigError(f"experiment {compare!r} ran {data.benchmark or 'no benchmark'}, not cnn")
         measured = resource_data.measured_layers(data.runs, _params(data), descriptor.name)
     predictions = [
-        (m.key, predict_network(m.fitted.model, descriptor, m.key.precision, measured.get(m.key)))
+        (
+            m.key,
+            predict_network(
+                m.fitted.model, descriptor, m.key.precision, measured.get(m.key), m.pool_ms_per_mb
+            ),
+        )
         for m in chosen
     ]
     if as_json:

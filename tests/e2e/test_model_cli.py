@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.farm_cli import run_farm, write_experiment
+from tests.fixtures.phones import PhoneFactory
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +27,9 @@ GEMM = (
 CNN = "benchmark: {program: cnn, params: {model: squeezenet1.1, backend: cpu}}\n" + FAST
 
 
-def test_fit_on_a_measured_gemm_sweep_then_predict_squeezenet(virtual_phones, tmp_path: Path) -> None:
+def test_fit_on_a_measured_gemm_sweep_then_predict_squeezenet(
+    virtual_phones: PhoneFactory, tmp_path: Path
+) -> None:
     phones = virtual_phones(count=1)
     results = tmp_path / "results"
     port = phones.adb_port
@@ -62,6 +65,15 @@ def test_fit_on_a_measured_gemm_sweep_then_predict_squeezenet(virtual_phones, tm
     assert all(layer["measured_ms"] is not None and layer["measured_ms"] > 0 for layer in layers)
     assert prediction["total_ms"] == pytest.approx(sum(layer["predicted_ms"] for layer in layers))
     assert prediction["measured_total_ms"] > 0 and prediction["conv_mape_pct"] is not None
+    # The cnn run's own convolutions fit a model too (its kernels are not the gemm program's).
+    from_layers = run_farm(
+        port, results, "model", "fit", "cnn_tiny", "--json", "--out", str(tmp_path / "c.json")
+    )
+    assert from_layers.returncode == 0, from_layers.stderr
+    layer_model = json.loads(from_layers.stdout)
+    assert layer_model["source"] == "cnn layers of squeezenet1.0, squeezenet1.1"
+    (entry,) = layer_model["models"]
+    assert entry["shapes"] >= 15 and entry["pool_ms_per_mb"] > 0
     memory = prediction["memory"]
     assert memory["weights_bytes"] == 4 * 1_235_496
     assert memory["peak_bytes"] > memory["weights_bytes"]

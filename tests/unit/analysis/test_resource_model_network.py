@@ -9,7 +9,7 @@ import yaml
 
 from farm.analysis import resource_data
 from farm.analysis.cnn_descriptor import LayerKind, network
-from farm.analysis.network_model import memory, predict_network
+from farm.analysis.network_model import memory, moved_mb, pool_rate, predict_network
 from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmModel, GemmSample, select_model
 from farm.errors import ConfigError
@@ -117,3 +117,26 @@ def test_model_file_round_trips_and_rejects_other_json() -> None:
     broken = {**document, "models": [{**document["models"][0], "coefficients": {"ms_per_watt": 1}}]}
     with pytest.raises(ConfigError, match=r"m\.json: models\[0\].*ms_per_watt"):
         resource_data.models_from_json(broken, "m.json")
+
+
+def test_cnn_layers_become_gemm_samples_and_pool_pairs_of_their_network() -> None:
+    metrics = {"layer_00_conv1_ms": 3.0, "layer_01_pool1_ms": 0.5, "layer_02_fire2_squeeze1x1_ms": 1.0}
+    runs = [
+        _run("v11", {"model": "squeezenet1.1", "backend": "gpu"}, metrics),
+        _run("v10", {"model": "squeezenet1.0", "backend": "gpu"}, {"layer_00_conv1_ms": 9.0}),
+        _run("small", {"model": "squeezenet1.1", "backend": "gpu", "input_size": 64}, metrics),
+    ]
+    groups = resource_data.cnn_layer_samples(runs, {}, ["squeezenet1.1"])
+    (layers,) = groups.values()
+    assert layers.convs == [GemmSample(64, 111 * 111, 27, 3.0), GemmSample(16, 55 * 55, 64, 1.0)]
+    pool1 = network("squeezenet1.1").layers[1]
+    assert layers.pools == [(moved_mb(pool1), 0.5)]
+
+
+def test_pool_rate_is_the_median_ms_per_mb_and_used_for_pools() -> None:
+    assert pool_rate([(1.0, 2.0), (2.0, 2.0), (4.0, 40.0)]) == pytest.approx(2.0)
+    assert pool_rate([]) is None
+    net = network("squeezenet1.0")
+    prediction = predict_network(MODEL, net, "fp32", pool_ms_per_mb=3.0)
+    pool1 = prediction.layers[1]
+    assert pool1.predicted_ms == pytest.approx(3.0 * moved_mb(net.layers[1]))
