@@ -147,6 +147,9 @@ class Telemetry(Frozen):
     power: PowerSource = PowerSource.BATTERY
     disable_charging: StrictBool = True
     restore: Literal["always"] = "always"
+    # Idle power sampled once per phone per `farm run`, subtracted for net energy: at least this
+    # long, extended until the fuel gauge has updated a few times; 0 disables it.
+    idle_baseline_s: Annotated[StrictFloat, Field(ge=0, le=600)] = 5.0
 
 
 class Cooldown(Frozen):
