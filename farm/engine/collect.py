@@ -78,6 +78,8 @@ def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult
         "notes": list(result.notes),
         "charging_control": prepared.caps.charging.node if prepared.caps.charging else None,
     }
+    if prepared.idle_baseline is not None:
+        env["idle_baseline"] = prepared.idle_baseline
     try:
         node = prepared.caps.charging.node if prepared.caps.charging else ""
         text = session.script(_ENV_SCRIPT, node).stdout
@@ -166,14 +168,42 @@ def calibration_from_trace(trace: Any) -> Any:
         return None
 
 
+# Metrics that read battery power: meaningless while a charger feeds the battery.
+ENERGY_METRICS = frozenset(
+    {
+        "power_mean_mw",
+        "power_readings",
+        "power_idle_mw",
+        "energy_total_mj",
+        "energy_net_mj",
+        "energy_per_inference_mj",
+        "energy_per_inference_gross_mj",
+    }
+)
+
+
+def charging_disabled_of(env: dict[str, Any]) -> bool | None:
+    """Whether charging was off while the run measured (env.json), None when not recorded.
+    Older runs did not record it; charging restored afterwards implies it had been off."""
+    value = env.get("charging_disabled")
+    if isinstance(value, bool):
+        return value
+    return True if env.get("charging_restored") is True else None
+
+
 def compute_metrics(
     artifacts: Path,
     target_gpu_load: float | None,
     probe: dict[str, Any] | None = None,
     *,
     discharging: bool = False,
+    idle_power_mw: float | None = None,
+    charging_disabled: bool | None = None,
 ) -> list[Metric]:
-    """Per-run metrics from the pulled artifacts (farm.analysis.metrics), as store rows."""
+    """Per-run metrics from the pulled artifacts (farm.analysis.metrics), as store rows.
+
+    `charging_disabled` False: the charger fed the phone while it measured, so battery power is
+    not its consumption and no power or energy metric is kept (`charging_disabled` 0 says why)."""
     from farm.analysis.metrics import compute_run_metrics
 
     events = read_events(artifacts / "stdout.jsonl")
@@ -184,5 +214,10 @@ def compute_metrics(
     calibration = calibration_of(probe) if probe is not None else None
     if calibration is None and discharging and trace is not None:
         calibration = calibration_from_trace(trace)
-    computed = compute_run_metrics(events, trace, calibration, None, target_gpu_load)
-    return [Metric(m.name, float(m.value), m.unit) for m in computed]
+    computed = compute_run_metrics(events, trace, calibration, idle_power_mw, target_gpu_load)
+    metrics = [Metric(m.name, float(m.value), m.unit) for m in computed]
+    if charging_disabled is None:
+        return metrics
+    if not charging_disabled:
+        metrics = [m for m in metrics if m.name not in ENERGY_METRICS]
+    return [*metrics, Metric("charging_disabled", float(charging_disabled), "bool")]

@@ -43,6 +43,15 @@ MEM_RATE_HZ = 50.0
 MEM_LINGER_S = 0.2
 BATTERY_POLL_S = 5.0
 PROBE_TIMEOUT_S = 20.0
+# The benchmark waits at most this long for its memory sampler before it starts anyway.
+MEM_GATE_WAIT_S = 5.0
+MEM_GATE_POLL_S = 0.01
+# `sh -c` script: wait until the memory sampler has opened the pid's status ($0 non-empty) or the
+# host says go ($1), then exec the program in place, so the pid the sampler watches becomes it.
+_GATED_EXEC = (
+    'i=0; while [ ! -s "$0" ] && [ ! -e "$1" ] && [ "$i" -lt "$2" ]; do sleep "$3"; i=$((i+1)); done; '
+    'shift 3; exec "$@"'
+)
 
 StateCallback = Callable[[str, dict[str, Any]], None]
 
@@ -54,6 +63,8 @@ class PreparedPhone:
     caps: PhoneCaps
     probe: dict[str, Any]
     programs: dict[str, deploy_mod.Deployed]
+    # This session's idle power of the phone (farm.engine.baseline.IdleBaseline.as_dict), or None.
+    idle_baseline: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +130,7 @@ class Gates:
     intensity: str
     rate_hz: float
     run_timeout_s: float
+    idle_baseline_s: float = 0.0
 
 
 def read_temperature_c(prepared: PreparedPhone) -> float | None:
@@ -241,6 +253,8 @@ def execute_run(
         result.env["battery_start_pct"] = level
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, result.notes)
+        # Whether the battery alone powered the phone: energy metrics are kept only then.
+        result.env["charging_disabled"] = charging_off
         notify("cooling", {"battery_pct": level})
         temp, waited = wait_until_cool(prepared, gates, cancel)
         result.env["cooldown_waited_s"] = round(waited, 3)
@@ -329,13 +343,23 @@ def _sampler_argv(prepared: PreparedPhone, rate_hz: float, out: str) -> list[str
     return sampler_argv(binary, prepared.caps.sampler_sources(), rate_hz, out)
 
 
+def gated_argv(argv: list[str], run_dir: RunDir) -> list[str]:
+    """argv behind a shell that waits for the memory sampler (bounded), then execs argv: the
+    benchmark's memory is watched from its first instruction, also for runs of a few ms."""
+    steps = max(1, int(MEM_GATE_WAIT_S / MEM_GATE_POLL_S))
+    gate = [run_dir.file("mem.bin"), run_dir.file("bench.go"), str(steps), f"{MEM_GATE_POLL_S:g}"]
+    return ["sh", "-c", _GATED_EXEC, *gate, *argv]
+
+
 def _memory_sampler(
     prepared: PreparedPhone, run_dir: RunDir, bench: Background
 ) -> AbstractContextManager[object]:
     """A second sampler that watches the benchmark's own pid (VmRSS / VmHWM) into mem.bin; it
-    ends by itself shortly after the benchmark. A no-op when the pid cannot be read."""
+    ends by itself shortly after the benchmark. The benchmark (gated_argv) starts once mem.bin
+    exists; when the pid cannot be read it is told to go on without."""
     pid = prepared.session.program_pid(bench.exit_file)
     if pid is None:
+        prepared.session.script('touch "$1"', run_dir.file("bench.go"))
         return contextlib.nullcontext()
     binary = prepared.programs[SAMPLER].phone_path
     out = run_dir.file("mem.bin")
@@ -367,7 +391,7 @@ def _run_benchmark(
     argv = [prepared.programs[job.program].phone_path, *job.program_args, f"--cl-cache={CL_CACHE_DIR}"]
     result.env["argv"] = argv
     notify("running", {})
-    bench = Background(session, run_dir, "bench", argv)
+    bench = Background(session, run_dir, "bench", gated_argv(argv, run_dir))
     with bench, _memory_sampler(prepared, run_dir, bench):
         deadline = time.monotonic() + gates.run_timeout_s
         code = None

@@ -75,7 +75,8 @@ def recover_phone(store: Store, session: DeviceSession, device_id: str) -> None:
 def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
     """DONE runs without metrics (a crash came between the result and its metrics): compute them
     from the artifacts on disk. Returns how many runs got metrics."""
-    from farm.engine.collect import compute_metrics
+    from farm.engine.baseline import idle_power_mw_of
+    from farm.engine.collect import charging_disabled_of, compute_metrics
 
     rows = store.query(
         "SELECT r.run_id, r.factors_json, r.ran_on, r.artifacts_dir, d.capabilities_json FROM runs r "
@@ -96,11 +97,14 @@ def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
         )
         env = json.loads(env_rows[0]["env_json"]) if env_rows and env_rows[0]["env_json"] else {}
         try:
+            charging_disabled = charging_disabled_of(env)
             metrics = compute_metrics(
                 results / row["artifacts_dir"],
                 float(factors.get("gpu_load", 0.0) or 0.0),
                 probe,
-                discharging=env.get("charging_restored") is True,
+                discharging=charging_disabled is True,
+                idle_power_mw=idle_power_mw_of(env),
+                charging_disabled=charging_disabled,
             )
         except Exception as error:  # keep going: one bad artifact must not block a resume
             run_store.add_event(

@@ -10,6 +10,7 @@ through the store first, so a killed farm resumes where it was.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from farm.device.session import DeviceSession
-from farm.engine.collect import compute_metrics
+from farm.engine.baseline import IdleBaseline, idle_power_mw_of, measure_idle_baseline
+from farm.engine.collect import charging_disabled_of, compute_metrics
 from farm.engine.lifecycle import Gates, PreparedPhone, RunJob, RunResult, execute_run, prepare_phone
 from farm.engine.recovery import recover_phone
 from farm.errors import DeviceTransientError, FarmError
@@ -51,6 +53,7 @@ def gates_of(experiment: Experiment) -> Gates:
         intensity=str(experiment.gpu_load.intensity),
         rate_hz=experiment.telemetry.rate_hz,
         run_timeout_s=experiment.timeouts.run_timeout_s,
+        idle_baseline_s=experiment.telemetry.idle_baseline_s,
     )
 
 
@@ -126,6 +129,7 @@ class Sweep:
         self.problems: list[str] = []  # phones that could not be used, and why (for the summary)
         self._metrics_pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics")
         self._pending_metrics: list[futures.Future[None]] = []
+        self.baselines: dict[str, IdleBaseline] = {}  # device_id -> this session's idle power
 
     # -- running --------------------------------------------------------------------------------
 
@@ -200,6 +204,7 @@ class Sweep:
                     prepared = prepare_phone(
                         session, phone, str(self.experiment.benchmark.program), self.store
                     )
+                    prepared = self._with_baseline(prepared, status)
                 self._attempt(prepared, run, status)
                 if status.state == "lost":
                     if not self._wait_for_phone(phone, status):
@@ -218,6 +223,24 @@ class Sweep:
             if status.state not in ("lost", "failed"):
                 status.state = "idle"
             status.cell = None
+
+    def _with_baseline(self, prepared: PreparedPhone, status: PhoneStatus) -> PreparedPhone:
+        """The phone's idle baseline, measured before its first run of this `farm run` (a phone
+        that comes back after a drop keeps the one it had)."""
+        device_id = prepared.phone.device_id
+        baseline = self.baselines.get(device_id)
+        if baseline is None:
+            status.state = "baseline"
+            artifacts = self.results / self.key / "idle" / device_id.replace("/", "_")
+            baseline = measure_idle_baseline(prepared, self.gates, self.store, self.cancel, artifacts)
+            self.baselines[device_id] = baseline
+            if baseline.power_mw is not None:
+                message = f"idle power {baseline.power_mw:.1f} mW ({baseline.readings} gauge readings)"
+            else:
+                message = baseline.note or "no idle baseline"
+            kind = "baseline" if baseline.power_mw is not None or baseline.note is None else "quality"
+            self._event(kind, message, device_id=device_id, data=baseline.as_dict())
+        return dataclasses.replace(prepared, idle_baseline=baseline.as_dict())
 
     def _wait_for_phone(self, phone: Phone, status: PhoneStatus) -> bool:
         """Wait (bounded) for a lost phone; stop waiting early when nothing is left for it (its
@@ -311,10 +334,9 @@ class Sweep:
         if stored and next_state is RunState.DONE:
             # Metrics are computed off the phone's critical path; a crash before they are stored
             # leaves a DONE run without metrics, which the next start fills in (recovery).
-            discharging = result.env.get("charging_restored") is True
             self._pending_metrics.append(
                 self._metrics_pool.submit(
-                    self._store_metrics, run.run_id, artifacts, job.gpu_load, prepared.probe, discharging
+                    self._store_metrics, run.run_id, artifacts, job.gpu_load, prepared.probe, result.env
                 )
             )
         if result.outcome is Outcome.LOST:
@@ -340,10 +362,18 @@ class Sweep:
         status.run_started = None
 
     def _store_metrics(
-        self, run_id: str, artifacts: Path, gpu_load: float, probe: dict[str, Any], discharging: bool
+        self, run_id: str, artifacts: Path, gpu_load: float, probe: dict[str, Any], env: dict[str, Any]
     ) -> None:
+        charging_disabled = charging_disabled_of(env)
         try:
-            metrics = compute_metrics(artifacts, gpu_load, probe, discharging=discharging)
+            metrics = compute_metrics(
+                artifacts,
+                gpu_load,
+                probe,
+                discharging=charging_disabled is True,
+                idle_power_mw=idle_power_mw_of(env),
+                charging_disabled=charging_disabled,
+            )
         except Exception as error:  # a metrics bug must not lose a measured run
             self._event("note", f"metrics not computed: {error}", run_id=run_id)
             return
