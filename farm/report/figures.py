@@ -172,10 +172,16 @@ def _with(runs: list[RunResult], factor: str | None, level: Hashable) -> list[Ru
     return runs if factor is None else [r for r in runs if _hashable(r.factor(factor)) == level]
 
 
+def _below_zero_energy(y: str, run: RunResult) -> bool:
+    """An energy below zero (a run that drew less than the idle baseline) is no energy: it is
+    left out of figures, and quality_notes names the run."""
+    return y.startswith("energy_") and run.metrics[y] < 0
+
+
 def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
     """Draw one figure from the DONE runs; None when no run has its metric."""
     y = data.metric_name(spec.y)
-    runs = [run for run in data.done_runs if y in run.metrics]
+    runs = [run for run in data.done_runs if y in run.metrics and not _below_zero_energy(y, run)]
     if not runs:
         return None
     facets = _values(runs, spec.facet)

@@ -133,8 +133,8 @@ def quality_notes(data: ReportData) -> list[str]:
     charging = _flagged(data, "charging_disabled", 0.0)
     if charging:
         notes.append(
-            f"Charging could not be disabled in {len(charging)} run(s), so power includes the charger: "
-            f"{_some(charging)}."
+            f"Charging could not be disabled in {len(charging)} run(s), so their battery power is not the "
+            f"phone's consumption and no power or energy is reported for them: {_some(charging)}."
         )
     sparse = [
         run
@@ -153,7 +153,17 @@ def quality_notes(data: ReportData) -> list[str]:
             f"{len(negative)} run(s) show negative battery power: the battery was charging while they "
             f"measured (charging not disabled, or the gauge not yet updated): {_some(negative)}."
         )
-    no_power = [run for run in data.done_runs if "power_mean_mw" not in run.metrics]
+    below_idle = [run for run in data.done_runs if run.metrics.get("energy_net_mj", 0.0) < 0]
+    if below_idle:
+        notes.append(
+            f"{len(below_idle)} run(s) measured less than the phone's idle power, so their net energy is "
+            f"not shown (idle draw drifted, or too few gauge readings): {_some(below_idle)}."
+        )
+    no_power = [
+        run
+        for run in data.done_runs
+        if "power_mean_mw" not in run.metrics and run.metrics.get("charging_disabled") != 0.0
+    ]
     if data.done_runs and no_power:
         unread = [run for run in no_power if run.metrics.get("power_readings") == 0]
         if unread:
