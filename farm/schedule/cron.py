@@ -71,6 +71,8 @@ def decide(schedule: Schedule, last_slot: datetime | None, now: datetime, since:
     reference = last_slot if last_slot is not None else since - timedelta(seconds=MISFIRE_GRACE_S)
     upcoming = next_slot(schedule, now)
     due = slots_between(schedule, reference, now)
+    if last_slot is None:
+        due = due[-1:]  # a schedule new to the store missed nothing: at most the slot just passed
     if not due:
         return Decision(None, None, (), upcoming)
     latest = due[-1]

@@ -84,6 +84,9 @@ def test_a_new_schedule_does_not_fire_for_slots_long_before_the_daemon_started()
     just_after = _utc(10, 2, 0, 20)
     decision = decide(_nightly(CatchUp.SKIP), None, just_after, since=just_after)
     assert decision.run_slot == _utc(10, 2)
+    # and slots inside that grace before a new schedule existed are not reported as missed
+    minutely = decide(_nightly(cron="* * * * *"), None, just_after, since=just_after)
+    assert (minutely.run_slot, minutely.skipped) == (_utc(10, 2), ())
 
 
 def test_frequent_cron_after_long_downtime_is_bounded() -> None:

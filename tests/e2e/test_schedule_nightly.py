@@ -1,0 +1,141 @@
+"""`farm schedule run` twice on a tiny experiment with a virtual phone: every night is its own
+experiment with its own runs; `farm regress` judges the newest night against the earlier ones;
+`farm schedule daemon --once` fires a due slot; SIGTERM stops an idle daemon at once."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from farm.store import Metric, RunState
+from farm.store import runs as run_store
+from farm.store.runs import PlannedRun
+from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, write_experiment
+
+pytestmark = pytest.mark.integration
+
+EARLIER_NIGHTS = 5
+# No idle power baseline (seconds per phone, and energy is not what this test is about).
+TINY = fast_lstm(extra="telemetry: {idle_baseline_s: 0}\n")
+SEEDED_SCALE = 0.5  # earlier nights were twice as fast: the real nights are a +100 % step
+
+
+def _config(folder: Path, spec: Path, cron: str = "0 3 * * *", name: str = "tiny-nightly") -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            schedules:
+              - name: {name}
+                experiment: {spec.name}
+                cron: "{cron}"
+                max_runtime_s: 120
+            """
+        )
+    )
+    return path
+
+
+def _seed_earlier_nights(results: Path, template_night: str) -> None:
+    """History before the real nights: the first real night's cells and metrics, scaled."""
+    with open_store(results) as store:
+        runs = run_store.list_runs(store, template_night)
+        for night in range(EARLIER_NIGHTS):
+            name = f"tiny--2020010{night + 1}-020000"
+            run_store.save_experiment(store, name, "{}", "0" * 64, "seeded")
+            planned = [
+                PlannedRun(
+                    f"seed{night}-{r.run_id}",
+                    r.cell_id,
+                    tuple(r.factors.items()),
+                    r.repetition,
+                    r.device_id,
+                    i,
+                )
+                for i, r in enumerate(runs)
+            ]
+            run_store.insert_planned(store, name, planned)
+            for run, seeded in zip(runs, planned, strict=True):
+                store.execute("UPDATE runs SET state = 'DONE' WHERE run_id = ?", (seeded.run_id,))
+                latency = next(
+                    m for m in run_store.get_metrics(store, run.run_id) if m.name == "latency_median_ms"
+                )
+                assert latency.value is not None
+                run_store.put_metrics(
+                    store, seeded.run_id, [Metric(latency.name, latency.value * SEEDED_SCALE, "ms")]
+                )
+
+
+def test_two_nights_are_separate_points_and_a_step_is_flagged(virtual_phones, tmp_path: Path) -> None:
+    phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
+    results = tmp_path / "results"
+    spec = write_experiment(tmp_path, "tiny", TINY)
+    config = _config(tmp_path, spec)
+
+    first = run_farm(phones.adb_port, results, "schedule", "run", "tiny-nightly", "--config", str(config))
+    assert first.returncode == 0, first.stdout + first.stderr
+    listed = run_farm(phones.adb_port, results, "schedule", "list", "--json", "--config", str(config))
+    (entry,) = json.loads(listed.stdout)
+    night_one = entry["last"]["experiment"]
+    assert entry["last"]["outcome"] == "ok" and entry["last"]["done"] == 1
+    assert night_one.startswith("tiny--") and entry["next_fire"].endswith("03:00:00+00:00")
+    assert (results / "schedules" / "tiny-nightly" / f"{night_one}.yaml").is_file()
+
+    _seed_earlier_nights(results, night_one)
+    second = run_farm(phones.adb_port, results, "schedule", "run", "tiny-nightly", "--config", str(config))
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "REGRESSION latency_median_ms" in second.stdout  # flagged by the run itself
+
+    with open_store(results) as store:
+        firing = store.query("SELECT * FROM schedule_firings ORDER BY id DESC LIMIT 1")[0]
+        night_two = firing["experiment"]
+        assert night_two != night_one and firing["outcome"] == "ok" and firing["regressions"] >= 1
+        one, two = (run_store.list_runs(store, night) for night in (night_one, night_two))
+        assert len(one) == len(two) == 1 and one[0].run_id != two[0].run_id  # fresh runs, not a resume
+        assert one[0].state is two[0].state is RunState.DONE
+        events = [e for e in run_store.recent_events(store, night_two) if e.kind == "regression"]
+        assert events and "latency_median_ms regression" in events[0].message
+
+    flagged = run_farm(phones.adb_port, results, "regress", "tiny", "--threshold-pct", "20", "--json")
+    assert flagged.returncode == 1, flagged.stdout + flagged.stderr
+    report = json.loads(flagged.stdout)
+    assert (
+        report["nightlies"][-2:] == [night_one, night_two] and len(report["nightlies"]) == EARLIER_NIGHTS + 2
+    )
+    (regression,) = [r for r in report["regressions"] if r["metric"] == "latency_median_ms"]
+    assert regression["new_series"] == night_two and regression["history_n"] == EARLIER_NIGHTS + 1
+    assert regression["change_pct"] > 20
+    # the same step under a threshold above it is not flagged
+    lenient = run_farm(phones.adb_port, results, "regress", "tiny", "--threshold-pct", "1000")
+    assert lenient.returncode == 0, lenient.stdout + lenient.stderr
+    assert "0 regression(s)" in lenient.stdout
+
+    # the daemon, one pass, a new schedule with a slot every minute: the current minute is due
+    every_minute = _config(tmp_path, spec, cron="* * * * *", name="tiny-minutely")
+    once = run_farm(phones.adb_port, results, "schedule", "daemon", "--once", "--config", str(every_minute))
+    assert once.returncode == 0, once.stdout + once.stderr
+    assert "tiny-minutely: ok" in once.stdout
+    with open_store(results) as store:
+        assert store.query("SELECT COUNT(*) AS n FROM schedule_firings WHERE trigger = 'cron'")[0]["n"] == 1
+
+
+def test_sigterm_stops_an_idle_daemon_cleanly(tmp_path: Path, adb_server) -> None:
+    spec = write_experiment(tmp_path, "tiny", TINY)
+    config = _config(tmp_path, spec, cron="0 3 1 1 *")
+    daemon = start_farm(adb_server.port, tmp_path / "results", "schedule", "daemon", "--config", str(config))
+    try:
+        assert daemon.stdout is not None
+        assert "next: tiny-nightly at" in daemon.stdout.readline()
+        daemon.send_signal(signal.SIGTERM)
+        output, _ = daemon.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+        raise
+    assert daemon.returncode == 0
+    assert "stopped" in output
