@@ -14,7 +14,6 @@ A model file (JSON, FORMAT) holds one fitted GEMM model per (phone, backend, pre
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -80,8 +79,10 @@ def gemm_samples(
 def measured_layers(
     runs: Iterable[RunResult], params: Mapping[str, Any], network: str
 ) -> dict[ModelKey, dict[str, float]]:
-    """Median per-layer time (cnn `layer` events, stored as layer_NN_<name>_ms) of the runs of
-    `network`, per model key. Layer names come back with `/` (fire2_squeeze1x1 -> fire2/squeeze1x1)."""
+    """Per-layer time (cnn `layer` events, stored as layer_NN_<name>_ms) of the runs of `network`,
+    per model key: the fastest run's, as the model is fitted to the fastest repetition (see
+    resource_model.fastest_per_shape). Layer names come back with `/` (fire2_squeeze1x1 ->
+    fire2/squeeze1x1)."""
     values: dict[ModelKey, dict[str, list[float]]] = {}
     for run in runs:
         factors = {**params, **run.factors}
@@ -93,7 +94,7 @@ def measured_layers(
             if match:
                 name = re.sub(r"^(fire\d+)_", r"\1/", match["name"])
                 values.setdefault(key, {}).setdefault(name, []).append(value)
-    return {key: {n: statistics.median(v) for n, v in layers.items()} for key, layers in values.items()}
+    return {key: {n: min(v) for n, v in layers.items()} for key, layers in values.items()}
 
 
 @dataclass(frozen=True)
