@@ -82,7 +82,7 @@ def write_nightly_spec(schedule: Schedule, nightly: NightlyName, results: Path) 
     return path
 
 
-class _Deadline:
+class Deadline:
     """Interrupts the main thread once `seconds` have passed, unless disarmed first."""
 
     def __init__(self, seconds: float | None) -> None:
@@ -92,7 +92,7 @@ class _Deadline:
         self._armed = False
         self._timer: threading.Timer | None = None
 
-    def __enter__(self) -> _Deadline:
+    def __enter__(self) -> Deadline:
         if self.seconds is not None and threading.current_thread() is threading.main_thread():
             self._armed = True
             self._timer = threading.Timer(self.seconds, self._expire, args=(threading.main_thread().ident,))
@@ -139,7 +139,7 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
         )
         summary: RunSummary | None = None
         error_exit_code = 2
-        deadline = _Deadline(schedule.max_runtime_s)
+        deadline = Deadline(schedule.max_runtime_s)
         try:
             with deadline:
                 summary = run_experiment(options, on_finished=context.on_finished)
