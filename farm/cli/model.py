@@ -56,9 +56,9 @@ def model() -> None:
 
     \b
     Example:
-      farm run experiments/gemm.yaml                     # GEMM sweep on every phone
-      farm model fit gemm                                # fit per phone, held-out accuracy
-      farm model predict --model results/gemm/resource_model.json --network squeezenet1.0
+      farm run experiments/gemm.yaml --variant model     # GEMM sweep on every phone
+      farm model fit gemm.model                          # fit per phone, held-out accuracy
+      farm model predict --model results/gemm.model/resource_model.json --network squeezenet1.0
     """
 
 
@@ -113,7 +113,7 @@ def fit(
                 if data.benchmark == "gemm"
                 else "per-layer times of " + ", ".join(networks or NETWORKS)
             ),
-            hint=f"run it first: farm run experiments/{experiment}.yaml",
+            hint="run its sweep first with `farm run FILE`",
         )
     models = []
     for key in sorted(groups):
@@ -142,6 +142,10 @@ def fit(
             f"{coef('ms_per_mb'):7.3f} {fitted.shapes:6d} {fitted.held_out.mape_pct:12.1f}% "
             f"{fitted.held_out.within_10pct:10.0%} {repeat:>11}"
         )
+    click.echo(
+        "held-out: each shape predicted by a fit without it; repeat MAPE: the repetitions of one "
+        "shape against each other (the noise no model of m, n, k can remove)"
+    )
     click.echo(f"model written to {path}")
 
 
