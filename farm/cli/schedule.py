@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -205,8 +206,11 @@ def run_now(
         cell = " ".join(f"{k}={v}" for k, v in sorted(stored.factors.items()))
         click.echo(progress_line(finished["n"], device_id, stored.run_id, cell, str(state)))
 
-    context = _context(results, adb_port, config, threshold_pct)
-    context = FireContext(context.results, context.adb_port, context.config, context.policy, on_finished)
+    context = replace(
+        _context(results, adb_port, config, threshold_pct),
+        on_finished=on_finished,
+        log=lambda line: click.echo(f"farm: {line}", err=True),
+    )
     slot = datetime.now(UTC).replace(microsecond=0)
     result = fire(chosen, slot, Trigger.MANUAL, context)
     _print_result(result)
@@ -242,6 +246,7 @@ def daemon(
     def log(line: str) -> None:
         click.echo(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {line}")
 
+    context = replace(context, log=log, wait=stop.wait)
     try:
         fired = run_daemon(
             lambda: load_schedules(config),

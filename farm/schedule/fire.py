@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from farm.analysis.regression import Finding, RegressionPolicy, detect, regressions
 from farm.engine.runner import FinishedCallback, RunOptions, RunSummary, run_experiment
+from farm.engine.scheduler import NoEligiblePhone
 from farm.errors import ConfigError, FarmError
 from farm.schedule import firings
 from farm.schedule.history import load_points
@@ -27,8 +30,15 @@ from farm.spec import load
 from farm.store import RunState, Store
 from farm.store import runs as run_store
 
+PHONE_RETRY_S = 60.0  # while every eligible phone is leased (an ad-hoc `farm run`) or absent
+DEFAULT_PHONE_WAIT_S = 3600.0  # how long a nightly without max_runtime_s waits for phones
 SPECS_DIR = "schedules"  # results/schedules/<schedule>/<nightly name>.yaml: the spec each night ran
 REGRESSION_EVENT = "regression"
+
+
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return False
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,8 @@ class FireContext:
     config: Path | None = None
     policy: RegressionPolicy = field(default_factory=RegressionPolicy)
     on_finished: FinishedCallback | None = None
+    log: Callable[[str], None] = lambda _line: None
+    wait: Callable[[float], bool] = field(default=lambda seconds: _sleep(seconds))  # True: stop now
 
 
 @dataclass(frozen=True)
@@ -142,7 +154,11 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
         deadline = Deadline(schedule.max_runtime_s)
         try:
             with deadline:
-                summary = run_experiment(options, on_finished=context.on_finished)
+                summary = run_when_phones_free(
+                    lambda: run_experiment(options, on_finished=context.on_finished),
+                    context,
+                    schedule.max_runtime_s or DEFAULT_PHONE_WAIT_S,
+                )
             outcome = Outcome.OK if summary.exit_code == 0 else Outcome.INCOMPLETE
             message = "; ".join(summary.problems)
         except KeyboardInterrupt:
@@ -165,6 +181,25 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
             message,
             error_exit_code,
         )
+
+
+def run_when_phones_free(
+    run: Callable[[], RunSummary], context: FireContext, wait_limit_s: float, retry_s: float = PHONE_RETRY_S
+) -> RunSummary:
+    """`run()`, tried again every `retry_s` while no phone is free (NoEligiblePhone), up to
+    `wait_limit_s`: a nightly waits out an ad-hoc sweep holding every phone instead of failing.
+    A stop request while waiting raises KeyboardInterrupt, as Ctrl-C during a run does."""
+    waited_s = 0.0
+    while True:
+        try:
+            return run()
+        except NoEligiblePhone as error:
+            if waited_s + retry_s > wait_limit_s:
+                raise
+            context.log(f"no free phone yet ({error}); trying again in {retry_s:g} s")
+            if context.wait(retry_s):
+                raise KeyboardInterrupt from None
+            waited_s += retry_s
 
 
 def _counts(store: Store, experiment: str) -> dict[str, int]:

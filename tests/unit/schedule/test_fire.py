@@ -1,0 +1,60 @@
+"""A nightly waits out phones held by an ad-hoc sweep (NoEligiblePhone) up to its limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from farm.engine.runner import RunSummary
+from farm.engine.scheduler import NoEligiblePhone
+from farm.schedule.fire import FireContext, run_when_phones_free
+
+SUMMARY = RunSummary("x--1", 1, 1, 0, 0, ("local/A",), 1.0)
+
+
+class Runner:
+    def __init__(self, busy_times: int) -> None:
+        self.busy_times = busy_times
+        self.calls = 0
+
+    def __call__(self) -> RunSummary:
+        self.calls += 1
+        if self.calls <= self.busy_times:
+            raise NoEligiblePhone("x.yaml: every eligible phone is leased by another farm process")
+        return SUMMARY
+
+
+def _context(waits: list[float], stop_on: int | None = None) -> tuple[FireContext, list[str]]:
+    lines: list[str] = []
+
+    def wait(seconds: float) -> bool:
+        waits.append(seconds)
+        return stop_on is not None and len(waits) >= stop_on
+
+    return FireContext(Path("results"), log=lines.append, wait=wait), lines
+
+
+def test_retries_until_a_phone_is_free() -> None:
+    waits: list[float] = []
+    context, lines = _context(waits)
+    runner = Runner(busy_times=2)
+    assert run_when_phones_free(runner, context, wait_limit_s=600, retry_s=60) is SUMMARY
+    assert runner.calls == 3 and waits == [60, 60]
+    assert "leased by another farm process" in lines[0] and "trying again in 60 s" in lines[0]
+
+
+def test_gives_up_at_the_limit_with_the_runner_error() -> None:
+    waits: list[float] = []
+    context, _lines = _context(waits)
+    runner = Runner(busy_times=99)
+    with pytest.raises(NoEligiblePhone):
+        run_when_phones_free(runner, context, wait_limit_s=150, retry_s=60)
+    assert runner.calls == 3 and sum(waits) == 120
+
+
+def test_a_stop_request_while_waiting_interrupts() -> None:
+    waits: list[float] = []
+    context, _lines = _context(waits, stop_on=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_when_phones_free(Runner(busy_times=99), context, wait_limit_s=600, retry_s=60)
