@@ -241,7 +241,9 @@ def daemon(
     def request_stop(_signum: int, _frame: object) -> None:
         stop.set()
 
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # SIGTERM only: SIGINT stays Python's KeyboardInterrupt, which max_runtime_s also uses (to the
+    # runner it is Ctrl-C) and which must not stop the daemon when it ends a phone wait.
+    previous = signal.signal(signal.SIGTERM, request_stop)
 
     def log(line: str) -> None:
         click.echo(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {line}")
@@ -258,8 +260,7 @@ def daemon(
             log=log,
         )
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signal.signal(signal.SIGTERM, previous)
     log("stopped" if stop.is_set() or not once else f"done: {len(fired)} schedule(s) fired")
     if once and any(r.exit_code != 0 for r in fired):
         sys.exit(1)
