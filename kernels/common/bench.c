@@ -82,14 +82,21 @@ int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int
     phase("measure");
     samples s = {0};
     uint64_t m0 = farm_now_ns();
+    /* --min-seconds bounds the measured window as the host sees it, from the first iteration's
+     * t_start to the last one's t_end (power and energy are integrated over exactly that span),
+     * so time spent before the first and after the last iteration does not count towards it. */
+    uint64_t first_t0 = 0, last_t1 = 0;
     for (long i = 0;; i++) {
-        uint64_t elapsed = farm_now_ns() - m0;
-        if (i > 0 && ((i >= c->iters && elapsed >= min_ns) || elapsed >= max_ns))
+        uint64_t window = i > 0 ? last_t1 - first_t0 : 0;
+        if (i > 0 && ((i >= c->iters && window >= min_ns) || farm_now_ns() - m0 >= max_ns))
             break;
         farm_split sp = {0, 0, 0};
         uint64_t t0 = farm_now_ns();
+        if (i == 0)
+            first_t0 = t0;
         int rc = fn(user, &sp);
         uint64_t t1 = farm_now_ns();
+        last_t1 = t1;
         if (rc != FARM_EXIT_OK) {
             free(s.total), free(s.h2d), free(s.kern), free(s.d2h);
             return rc;
