@@ -23,6 +23,7 @@ EARLIER_NIGHTS = 5
 # No idle power baseline (seconds per phone, and energy is not what this test is about).
 TINY = fast_lstm(extra="telemetry: {idle_baseline_s: 0}\n")
 SEEDED_SCALE = 0.5  # earlier nights were twice as fast: the real nights are a +100 % step
+CHARGING_NODE = "/sys/class/power_supply/battery/charging_enabled"  # adreno-nexus6p, rooted
 
 
 def _config(folder: Path, spec: Path, cron: str = "0 3 * * *", name: str = "tiny-nightly") -> Path:
@@ -139,3 +140,30 @@ def test_sigterm_stops_an_idle_daemon_cleanly(tmp_path: Path, adb_server) -> Non
         raise
     assert daemon.returncode == 0
     assert "stopped" in output
+
+
+def test_max_runtime_stops_the_nightly_cleanly(virtual_phones, tmp_path: Path) -> None:
+    phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
+    results = tmp_path / "results"
+    many_runs = fast_lstm(
+        "{hidden: [8, 16, 24, 32]}",
+        "{warmup: 1, iterations: 3, min_seconds: 1, max_seconds: 10, repetitions: 3}",
+        extra="telemetry: {idle_baseline_s: 0}\n",
+    )
+    spec = write_experiment(tmp_path, "long", many_runs)
+    config = tmp_path / "farm.yaml"
+    entry = f"{{name: long-nightly, experiment: {spec.name}, cron: '0 3 * * *', max_runtime_s: 4}}"
+    config.write_text(f"schedules:\n  - {entry}\n")
+    stopped = run_farm(phones.adb_port, results, "schedule", "run", "long-nightly", "--config", str(config))
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert "long-nightly: timeout" in stopped.stdout and "max_runtime_s=4" in stopped.stdout
+    with open_store(results) as store:
+        firing = store.query("SELECT * FROM schedule_firings")[0]
+        assert firing["outcome"] == "timeout" and firing["pending"] > 0
+        states = {r.state for r in run_store.list_runs(store, firing["experiment"])}
+        assert RunState.RUNNING not in states and RunState.PENDING in states
+        assert store.query("SELECT COUNT(*) AS n FROM leases")[0]["n"] == 0  # the phone is free again
+        execution = store.query("SELECT status FROM executions ORDER BY id DESC LIMIT 1")[0]
+        assert execution["status"] == "interrupted"
+    (phone,) = phones
+    assert phone.device(phones.client()).shell(["cat", CHARGING_NODE]).strip() == "1"  # restored
