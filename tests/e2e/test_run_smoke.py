@@ -45,3 +45,11 @@ def test_smoke_on_three_phones_stores_every_planned_run_with_artifacts(
     status = run_farm(phones.adb_port, results, "status", "smoke", "--json")
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["experiments"][0]["states"]["DONE"] == planned
+
+    report_dir = tmp_path / "report"
+    report = run_farm(phones.adb_port, results, "report", "smoke", "--out", str(report_dir))
+    assert report.returncode == 0, report.stderr
+    html = (report_dir / "report.html").read_text(encoding="utf-8")
+    assert "Smoke latency vs background GPU load" in html and "<svg" in html
+    assert list((report_dir / "figures").glob("*gpu_load*.svg"))
+    assert (report_dir / "report.md").is_file()
