@@ -20,7 +20,7 @@ from farm.analysis.regression import (
     detect,
 )
 from farm.errors import ConfigError
-from farm.schedule.history import load_points, nightlies
+from farm.schedule.history import comparable_nightlies, load_points
 from farm.store import Store, results_dir
 from farm.store.db import DB_NAME
 
@@ -95,18 +95,19 @@ def regress(
         metrics=metrics or DEFAULT_METRICS, threshold_pct=threshold_pct, noise_k=noise_k, window=window
     )
     with Store.in_results(folder) as store:
-        nights = nightlies(store, experiment)
+        nights, changed = comparable_nightlies(store, experiment)
         if not nights:
             raise ConfigError(
                 f"no nightlies of {experiment!r} in {folder}/{DB_NAME}",
                 hint="name the experiment as in its file (name or name.variant); see `farm schedule list`",
             )
-        findings = detect(load_points(store, experiment, policy.metrics), policy)
+        findings = detect(load_points(store, experiment, policy.metrics, nights), policy)
     flagged = [f for f in findings if f.verdict is Verdict.REGRESSION]
     if as_json:
         document = {
             "experiment": experiment,
             "nightlies": [name for name, _ in nights],
+            "left_out_changed_settings": changed,
             "policy": {
                 "metrics": list(policy.metrics),
                 "threshold_pct": policy.threshold_pct,
@@ -120,6 +121,10 @@ def regress(
         click.echo(json.dumps(document, indent=2))
     else:
         _print(experiment, [name for name, _ in nights], findings, flagged, show_all)
+        if changed:
+            click.echo(
+                f"  {len(changed)} earlier nightlies left out: measured with other settings (file edited)"
+            )
     sys.exit(1 if flagged else 0)
 
 

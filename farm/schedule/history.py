@@ -2,7 +2,9 @@
 
 A point is the median, over one nightly's DONE repetitions, of one metric of one cell on one phone
 (`*` for runs spread over equivalent phones). Nightlies of an experiment are the stored experiments
-named `<name>--<stamp>[.<variant>]` (farm.schedule.nightly), ordered by their slot.
+named `<name>--<stamp>[.<variant>]` (farm.schedule.nightly), ordered by their slot. Only nightlies
+measured with the same settings as the newest one are comparable (the spec's settings_digest: an
+edited sweep, iteration count or load must not read as a regression); the others are left out.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
 from farm.analysis import stats
 from farm.analysis.regression import Point
 from farm.schedule.nightly import NightlyName, parse_nightly
+from farm.spec.model import Experiment
 from farm.store import Store
 
 SAME_SECOND_STEP_S = 1e-3  # orders nightlies that share a slot second by their sequence number
@@ -28,10 +33,43 @@ def nightlies(store: Store, base_experiment: str) -> list[tuple[str, NightlyName
     return sorted(found, key=lambda item: (item[1].slot, item[1].seq))
 
 
-def load_points(store: Store, base_experiment: str, metrics: Sequence[str]) -> list[Point]:
+def settings_digest(store: Store, experiment: str) -> str | None:
+    """The stored spec's settings digest, or None when the store has no usable spec for it."""
+    rows = store.query("SELECT spec_json FROM experiments WHERE name = ?", (experiment,))
+    if not rows:
+        return None
+    try:
+        return Experiment.model_validate(json.loads(rows[0]["spec_json"])).settings_digest
+    except (ValueError, ValidationError):
+        return None
+
+
+def comparable_nightlies(
+    store: Store, base_experiment: str
+) -> tuple[list[tuple[str, NightlyName]], list[str]]:
+    """(nightlies measured like the newest one, oldest first; names of those that were not)."""
+    found = nightlies(store, base_experiment)
+    if not found:
+        return [], []
+    digests = {stored: settings_digest(store, stored) for stored, _ in found}
+    newest = digests[found[-1][0]]
+    kept = [item for item in found if newest is None or digests[item[0]] in (None, newest)]
+    kept_names = {stored for stored, _ in kept}
+    return kept, [stored for stored, _ in found if stored not in kept_names]
+
+
+def load_points(
+    store: Store,
+    base_experiment: str,
+    metrics: Sequence[str],
+    chosen: Sequence[tuple[str, NightlyName]] | None = None,
+) -> list[Point]:
+    """Points of `chosen` nightlies (default: the comparable ones)."""
     points: list[Point] = []
     marks = ",".join("?" for _ in metrics)
-    for stored, parsed in nightlies(store, base_experiment):
+    if chosen is None:
+        chosen, _changed = comparable_nightlies(store, base_experiment)
+    for stored, parsed in chosen:
         rows = store.query(
             "SELECT r.cell_id, r.factors_json, COALESCE(r.device_id, '*') AS device, m.name, m.value "
             "FROM runs r JOIN metrics m ON m.run_id = r.run_id "
