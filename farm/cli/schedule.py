@@ -21,7 +21,7 @@ from farm.schedule.config import find_schedule, load_schedules
 from farm.schedule.cron import next_slot
 from farm.schedule.daemon import SystemClock, run_daemon
 from farm.schedule.fire import FireContext, FireResult, describe, fire
-from farm.schedule.model import Schedule, Trigger
+from farm.schedule.model import Outcome, Schedule, Trigger
 from farm.store import RunState, Store, results_dir
 from farm.store.db import DB_NAME
 from farm.store.runs import StoredRun
@@ -163,6 +163,8 @@ def list_(as_json: bool, config: Path | None, results: Path | None) -> None:
         last = row["last"]
         if last is None:
             click.echo("  last     never ran")
+        elif last["outcome"] == Outcome.ERROR.value:
+            click.echo(f"  last     {last['started_at']} error: {last['message']}")
         else:
             counts = f"{last['done'] or 0} done, {last['failed'] or 0} failed, {last['pending'] or 0} not run"
             click.echo(
@@ -171,7 +173,10 @@ def list_(as_json: bool, config: Path | None, results: Path | None) -> None:
             )
 
 
-def _print_result(result: FireResult) -> None:
+def _print_result(result: FireResult, schedule: Schedule) -> None:
+    if result.outcome is Outcome.ERROR:
+        click.echo(f"farm: {schedule.location}: schedule {schedule.name} not run: {result.message}", err=True)
+        return
     for finding in result.regressions:
         click.echo(f"farm: REGRESSION {describe(finding)}")
     summary = result.summary
@@ -213,7 +218,7 @@ def run_now(
     )
     slot = datetime.now(UTC).replace(microsecond=0)
     result = fire(chosen, slot, Trigger.MANUAL, context)
-    _print_result(result)
+    _print_result(result, chosen)
     sys.exit(result.exit_code)
 
 
