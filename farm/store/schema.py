@@ -182,7 +182,7 @@ CREATE TABLE schedule_firings (
     base_experiment TEXT,                -- qualified name of the experiment file it re-runs
     started_at      REAL NOT NULL,
     finished_at     REAL,
-    outcome         TEXT NOT NULL,       -- running | ok | incomplete | error | timeout | interrupted | skipped
+    outcome         TEXT NOT NULL,       -- farm.schedule.model.Outcome: running, ok, timeout, ...
     done            INTEGER,
     failed          INTEGER,
     pending         INTEGER,
