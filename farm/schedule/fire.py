@@ -129,7 +129,10 @@ class Deadline:
 def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireContext) -> FireResult:
     """Run `schedule` for `slot` now; never raises FarmError (the outcome says what happened)."""
     with Store.in_results(context.results) as store:
-        firing_id = firings.start(store, schedule.name, slot, trigger, None, None)
+        firing_id = firings.claim(store, schedule.name, slot, trigger)
+        if firing_id is None:
+            message = "slot already handled (another `farm schedule` on this store?)"
+            return FireResult(schedule.name, slot, Outcome.SKIPPED, None, message=message)
         nightly: NightlyName | None = None
         try:
             base = load(schedule.experiment, schedule.variant)

@@ -48,6 +48,12 @@ def _row(r: Any) -> Firing:
     )
 
 
+_INSERT = (
+    "INSERT INTO schedule_firings (schedule, slot_at, trigger, experiment, base_experiment, started_at, "
+    "outcome) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def start(
     store: Store,
     schedule: str,
@@ -56,21 +62,31 @@ def start(
     experiment: str | None,
     base_experiment: str | None,
 ) -> int:
+    """A new firing row (RUNNING), whether or not the slot has one already."""
+    row = (
+        schedule,
+        slot.timestamp(),
+        trigger.value,
+        experiment,
+        base_experiment,
+        time.time(),
+        Outcome.RUNNING.value,
+    )
     with store.transaction() as conn:
-        cursor = conn.execute(
-            "INSERT INTO schedule_firings (schedule, slot_at, trigger, experiment, base_experiment, "
-            "started_at, outcome) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                schedule,
-                slot.timestamp(),
-                trigger.value,
-                experiment,
-                base_experiment,
-                time.time(),
-                Outcome.RUNNING.value,
-            ),
-        )
-        return int(cursor.lastrowid or 0)
+        return int(conn.execute(_INSERT, row).lastrowid or 0)
+
+
+def claim(store: Store, schedule: str, slot: datetime, trigger: Trigger) -> int | None:
+    """A new firing row for `slot`, or None when the slot has one already (another daemon on the
+    same store got there first: the check and the insert are one write transaction)."""
+    row = (schedule, slot.timestamp(), trigger.value, None, None, time.time(), Outcome.RUNNING.value)
+    with store.transaction() as conn:
+        taken = conn.execute(
+            "SELECT 1 FROM schedule_firings WHERE schedule = ? AND slot_at = ?", (schedule, slot.timestamp())
+        ).fetchone()
+        if taken is not None:
+            return None
+        return int(conn.execute(_INSERT, row).lastrowid or 0)
 
 
 def finish(

@@ -1,14 +1,19 @@
-"""A nightly waits out phones held by an ad-hoc sweep (NoEligiblePhone) up to its limit."""
+"""A nightly waits out phones held by an ad-hoc sweep (NoEligiblePhone) up to its limit; a slot
+is fired once even with two daemons on one store; a night that cannot start is an error of its slot."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from farm.engine.runner import RunSummary
 from farm.engine.scheduler import NoEligiblePhone
-from farm.schedule.fire import FireContext, run_when_phones_free
+from farm.schedule import firings
+from farm.schedule.fire import FireContext, fire, run_when_phones_free
+from farm.schedule.model import Outcome, Schedule, Trigger
+from farm.store import Store
 
 SUMMARY = RunSummary("x--1", 1, 1, 0, 0, ("local/A",), 1.0)
 
@@ -58,3 +63,19 @@ def test_a_stop_request_while_waiting_interrupts() -> None:
     context, _lines = _context(waits, stop_on=1)
     with pytest.raises(KeyboardInterrupt):
         run_when_phones_free(Runner(busy_times=99), context, wait_limit_s=600, retry_s=60)
+
+
+def test_a_slot_another_daemon_claimed_is_not_run_twice(tmp_path: Path) -> None:
+    slot = datetime(2026, 11, 10, 2, tzinfo=UTC)
+    schedule = Schedule("nightly", tmp_path / "missing.yaml", "0 2 * * *")
+    with Store.in_results(tmp_path) as store:
+        assert firings.claim(store, "nightly", slot, Trigger.CRON) is not None
+        assert firings.claim(store, "nightly", slot, Trigger.CRON) is None
+    result = fire(schedule, slot, Trigger.CRON, FireContext(tmp_path))
+    assert result.outcome is Outcome.SKIPPED and result.experiment is None
+    with Store.in_results(tmp_path) as store:
+        assert store.query("SELECT COUNT(*) AS n FROM schedule_firings")[0]["n"] == 1
+    # a slot nobody took is claimed, and a missing file is recorded as an error of that slot
+    other = fire(schedule, slot.replace(day=11), Trigger.CRON, FireContext(tmp_path))
+    assert other.outcome is Outcome.ERROR and "no such experiment file" in other.message
+    assert other.exit_code == 2
