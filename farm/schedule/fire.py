@@ -171,6 +171,9 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
             )
         except FarmError as error:
             outcome, message, error_exit_code = Outcome.ERROR, str(error), error.exit_code
+        except Exception as error:  # a bug: the slot must not stay "running" forever
+            firings.finish(store, firing_id, Outcome.ERROR, message=f"internal error: {error!r}")
+            raise
         flagged = _flag_regressions(store, nightly, context.policy) if outcome is not Outcome.ERROR else []
         counts = _counts(store, nightly.qualified_name)
         firings.finish(store, firing_id, outcome, regressions=len(flagged), message=message or None, **counts)
