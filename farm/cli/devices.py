@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from farm.cli.options import results_option
 from farm.device.session import DeviceSession
 from farm.engine.lifecycle import probe_phone
 from farm.errors import FarmError
@@ -72,7 +73,7 @@ def _fmt(value: Any, suffix: str = "") -> str:
 @click.option(
     "--no-probe", is_flag=True, help="Skip the capability probe (faster; identity and health only)."
 )
-@click.option("--results", type=click.Path(path_type=Path), default=None, help="Results folder (for leases).")
+@results_option
 @click.option(
     "--config",
     type=click.Path(path_type=Path),

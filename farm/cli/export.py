@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.report.export import tidy_csv
 from farm.report.query import load_report_data
@@ -23,13 +24,7 @@ from farm.store.db import Store, results_dir
     default=None,
     help="File to write (default: stdout).",
 )
-@click.option(
-    "--results",
-    "results",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Results folder holding farm.db (default $FARM_RESULTS or ./results).",
-)
+@results_option
 def export(experiment: str, as_csv: bool, out_file: Path | None, results: Path | None) -> None:
     """Export the metrics of EXPERIMENT as tidy CSV: one row per run and metric, with columns
     experiment, run_id, cell_id, repetition, device, state, one per factor, metric, value, unit.

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from farm.analysis.metrics import Metric, metrics_by_name
+from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.store.db import Store, results_dir
 from farm.store.runs import Metric as StoredMetric
@@ -87,12 +88,7 @@ def import_() -> None:
 )
 @click.option("--experiment", default=None, help="Also store each file as a DONE run of this experiment.")
 @click.option("--phone", default="trepn", show_default=True, help="Device id the stored runs ran on.")
-@click.option(
-    "--results",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Results folder holding farm.db (default $FARM_RESULTS or ./results).",
-)
+@results_option
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
 def trepn(
     files: tuple[Path, ...],

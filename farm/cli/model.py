@@ -21,17 +21,11 @@ from farm.analysis.cnn_descriptor import network as network_descriptor
 from farm.analysis.network_model import NetworkPrediction, pool_rate, predict_network
 from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmSample, select_model
+from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.report.model import ReportData
 from farm.report.query import load_report_data
 from farm.store import Store, results_dir
-
-_RESULTS_OPTION = click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Results folder (default $FARM_RESULTS or ./results).",
-)
 
 
 def _load(results: Path | None, experiment: str) -> ReportData:
@@ -83,7 +77,7 @@ def model() -> None:
     help="cnn experiments: fit only the convolutions of this network (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the model file's JSON.")
-@_RESULTS_OPTION
+@results_option
 def fit(
     experiment: str,
     out: Path | None,
@@ -256,7 +250,7 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction) -> None:
     "--compare", "compare", default=None, help="A cnn experiment in the store: show its measured layer times."
 )
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@_RESULTS_OPTION
+@results_option
 def predict(
     model_path: Path,
     network: str,

@@ -19,6 +19,7 @@ from farm.analysis.regression import (
     Verdict,
     detect,
 )
+from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.schedule.history import comparable_nightlies, load_points
 from farm.store import Store, results_dir
@@ -58,12 +59,7 @@ _ROW = "  {:<12} {:<22} {:<26} {:>11} {:>11} {:>8}  {}"
     help=f"Metric to check (repeatable; default {', '.join(DEFAULT_METRICS)}).",
 )
 @click.option("--all", "show_all", is_flag=True, help="List every judged cell, not only regressions.")
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Results folder (default $FARM_RESULTS or ./results).",
-)
+@results_option
 def regress(
     experiment: str,
     as_json: bool,

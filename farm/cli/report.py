@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.report.query import load_report_data
 from farm.report.render import FORMATS, write_report
@@ -36,13 +37,7 @@ def parse_formats(value: str) -> tuple[str, ...]:
     show_default=True,
     help="Comma-separated: html, md, csv (tidy data).",
 )
-@click.option(
-    "--results",
-    "results",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Results folder holding farm.db (default $FARM_RESULTS or ./results).",
-)
+@results_option
 def report(experiment: str, out_dir: Path | None, formats: str, results: Path | None) -> None:
     """Write the report of EXPERIMENT: a single-file HTML page (figures inline, opens offline), a
     Markdown summary, the tidy data as CSV, and every figure as SVG and PDF.

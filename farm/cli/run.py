@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from farm.cli.options import results_option
 from farm.engine.progress import progress_line, snapshot_of
 from farm.engine.runner import RunOptions, run_experiment
 from farm.engine.scheduler import Sweep
@@ -37,12 +38,7 @@ from farm.store.runs import StoredRun
 )
 @click.option("--no-live", is_flag=True, help="Plain progress lines instead of the live view.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Results folder (default $FARM_RESULTS or ./results).",
-)
+@results_option
 @click.option(
     "--adb-port", type=int, default=None, help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)."
 )

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from farm.analysis.regression import RegressionPolicy
+from farm.cli.options import results_option
 from farm.engine.progress import progress_line
 from farm.schedule import firings
 from farm.schedule.config import find_schedule, load_schedules
@@ -33,12 +34,7 @@ _COMMON = [
         default=None,
         help="farm config with schedules: (default ./farm.yaml, then ~/.config/farm/farm.yaml).",
     ),
-    click.option(
-        "--results",
-        type=click.Path(path_type=Path),
-        default=None,
-        help="Results folder (default $FARM_RESULTS or ./results).",
-    ),
+    results_option,
 ]
 _RUNNING = [
     click.option(

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.store import RunState, Store, ownership, results_dir
 from farm.store import runs as run_store
@@ -42,12 +43,7 @@ def experiment_status(store: Store, name: str, events: int) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--watch", is_flag=True, help="Keep showing the live view until every run has finished.")
 @click.option("--events", default=10, show_default=True, help="How many recent events to show.")
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Results folder (default $FARM_RESULTS or ./results).",
-)
+@results_option
 def status(experiment: str | None, as_json: bool, watch: bool, events: int, results: Path | None) -> None:
     """Progress of experiments in the store: runs per state and per phone, failures, recent events.
     Works from another terminal while `farm run` goes on.
