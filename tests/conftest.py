@@ -1,3 +1,8 @@
 """Shared pytest configuration. Fixtures that start virtual phones live in tests/fixtures/."""
 
-pytest_plugins = ["tests.fixtures.phones", "tests.fixtures.sshd", "tests.fixtures.netns"]
+pytest_plugins = [
+    "tests.fixtures.phones",
+    "tests.fixtures.sshd",
+    "tests.fixtures.netns",
+    "tests.fixtures.opencl",
+]

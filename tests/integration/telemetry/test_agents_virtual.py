@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +26,6 @@ pytestmark = pytest.mark.integration
 
 BIN_DIR = "/data/local/tmp/farm/bin"
 RUN_DIR = "/data/local/tmp/farm/runs/telemetry-test"
-SPIN_SRC = Path(__file__).with_name("cl_spin.c")
 
 
 def _deploy(device: Any, *local: Path) -> None:
@@ -44,17 +41,9 @@ def _probe(device: Any) -> Capabilities:
 
 
 @pytest.fixture
-def spin_binary(tmp_path: Path) -> Path:
-    """The GPU workload: a tiny OpenCL spin loop with fixed arguments, built here."""
-    if shutil.which("cc") is None:
-        pytest.skip("no C compiler to build the OpenCL spin loop")
-    out = tmp_path / "cl_spin"
-    done = subprocess.run(
-        ["cc", "-O2", "-o", str(out), str(SPIN_SRC), "-lOpenCL"], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot build the OpenCL spin loop: {done.stderr.strip()[-300:]}")
-    return out
+def spin_binary(cl_busy_binary: Path) -> Path:
+    """The GPU workload: tests/fixtures/cl_busy.c, a tiny OpenCL busy loop."""
+    return cl_busy_binary
 
 
 def test_probe_finds_each_profiles_paths_and_conventions(

@@ -22,27 +22,12 @@ pytestmark = [
         shutil.which("bwrap") is None or shutil.which("gcc") is None, reason="needs bwrap, gcc"
     ),
 ]
-CL_BUSY_SRC = Path(__file__).with_name("cl_busy.c")
 GPUBUSY = "/sys/class/kgsl/kgsl-3d0/gpubusy"
 
 
 @pytest.fixture(scope="module")
-def cl_busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("clbusy") / "cl_busy"
-    cmd = [
-        "gcc",
-        "-std=c11",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-O1",
-        "-o",
-        str(out),
-        str(CL_BUSY_SRC),
-        "-lOpenCL",
-    ]
-    subprocess.run(cmd, check=True)
-    return out
+def cl_busy(cl_busy_binary: Path) -> Path:
+    return cl_busy_binary
 
 
 def _start(tmp_path: Path, profile: str, serial: str) -> WorldThread:
