@@ -28,11 +28,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import Node, SequenceNode
 
 from farm.errors import ConfigError
 from farm.fleet.endpoint import DEFAULT_ADB_PORT, LOCAL_HOST
-from farm.spec.loader import compose, to_python
+from farm.spec.loader import compose, config_entry, to_python
 
 CONFIG_FILE_NAME = "farm.yaml"
 DEFAULT_SSH_PORT = 22
@@ -161,26 +161,18 @@ def parse_config(text: str, filename: str, *, local_adb_port: int = DEFAULT_ADB_
 
 
 def _host(node: Node, filename: str, index: int) -> HostConfig:
-    where = f"{filename}:{node.start_mark.line + 1}"
-    if not isinstance(node, MappingNode):
-        raise ConfigError(f"hosts[{index}]: expected a mapping (name:, address:, ...)", location=where)
-    values: dict[str, object] = {}
-    lines: dict[str, str] = {}
-    for key, value in node.value:
-        key_where = f"{filename}:{key.start_mark.line + 1}"
-        name = key.value if isinstance(key, ScalarNode) else str(key)
+    def refuse_secrets(name: str, key_where: str) -> None:
         if name.lower() in _SECRET_KEYS:
             raise ConfigError(
                 f"hosts[{index}].{name}: no passwords in config files",
                 location=key_where,
                 hint="use identity_file (a key) or an ssh-agent",
             )
-        if name not in HOST_KEYS:
-            raise ConfigError(
-                f"hosts[{index}].{name}: unknown key (known: {', '.join(HOST_KEYS)})", location=key_where
-            )
-        values[name] = to_python(value)
-        lines[name] = key_where
+
+    entry = config_entry(
+        node, filename, f"hosts[{index}]", HOST_KEYS, "name:, address:, ...", check_key=refuse_secrets
+    )
+    values, lines, where = entry.values, entry.lines, entry.location
     if "name" not in values:
         raise ConfigError(f"hosts[{index}]: name is missing", location=where)
     host_name = values["name"]

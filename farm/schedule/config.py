@@ -20,13 +20,13 @@ import re
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from farm.errors import ConfigError
 from farm.remote.config import find_config
 from farm.schedule import cron
 from farm.schedule.model import CatchUp, Schedule
-from farm.spec.loader import compose, to_python
+from farm.spec.loader import compose, config_entry, to_python
 
 SECTION = "schedules"
 SCHEDULE_KEYS = ("name", "experiment", "variant", "cron", "timezone", "devices", "catch_up", "max_runtime_s")
@@ -85,23 +85,10 @@ def parse_schedules(text: str, filename: str) -> tuple[Schedule, ...]:
 
 
 def _schedule(node: Node, filename: str, index: int, base: Path) -> Schedule:
-    where = f"{filename}:{node.start_mark.line + 1}"
-    if not isinstance(node, MappingNode):
-        raise ConfigError(
-            f"{SECTION}[{index}]: expected a mapping (name:, experiment:, cron: ...)", location=where
-        )
-    values: dict[str, object] = {}
-    lines: dict[str, str] = {}
-    for key, value in node.value:
-        key_where = f"{filename}:{key.start_mark.line + 1}"
-        name = key.value if isinstance(key, ScalarNode) else str(key)
-        if name not in SCHEDULE_KEYS:
-            raise ConfigError(
-                f"{SECTION}[{index}].{name}: unknown key (known: {', '.join(SCHEDULE_KEYS)})",
-                location=key_where,
-            )
-        values[name] = to_python(value)
-        lines[name] = f"{filename}:{value.start_mark.line + 1}"
+    entry = config_entry(
+        node, filename, f"{SECTION}[{index}]", SCHEDULE_KEYS, "name:, experiment:, cron: ..."
+    )
+    values, lines, where = entry.values, entry.lines, entry.location
     for required in _REQUIRED:
         if values.get(required) in (None, ""):
             raise ConfigError(f"{SECTION}[{index}]: {required} is missing", location=where)

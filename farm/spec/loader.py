@@ -13,7 +13,8 @@ are an error instead of PyYAML's silent last-one-wins.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -91,6 +92,47 @@ def to_python(node: Node) -> Any:
         raise ConfigError(f"invalid YAML: {error.problem}", location=_mark_location(error)) from None
     finally:
         loader.dispose()
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One mapping of a config list (a host, a schedule): plain values, and where each key is."""
+
+    values: dict[str, Any]
+    lines: dict[str, str]  # key -> FILE:LINE of the key
+    location: str  # FILE:LINE of the entry
+
+
+def config_entry(
+    node: Node,
+    filename: str,
+    label: str,
+    known_keys: Collection[str],
+    expected: str,
+    check_key: Callable[[str, str], None] | None = None,
+) -> ConfigEntry:
+    """Read one list item of a farm.yaml section: a mapping whose keys must be `known_keys`.
+
+    `label` names the item in errors (`hosts[2]`); `expected` says what a mapping of it holds;
+    `check_key(name, FILE:LINE)` may refuse a key with a better message than "unknown key".
+    """
+    where = f"{filename}:{node.start_mark.line + 1}"
+    if not isinstance(node, MappingNode):
+        raise ConfigError(f"{label}: expected a mapping ({expected})", location=where)
+    values: dict[str, Any] = {}
+    lines: dict[str, str] = {}
+    for key, value in node.value:
+        key_where = f"{filename}:{key.start_mark.line + 1}"
+        name = key.value if isinstance(key, ScalarNode) else str(key)
+        if check_key is not None:
+            check_key(name, key_where)
+        if name not in known_keys:
+            raise ConfigError(
+                f"{label}.{name}: unknown key (known: {', '.join(known_keys)})", location=key_where
+            )
+        values[name] = to_python(value)
+        lines[name] = key_where
+    return ConfigEntry(values, lines, where)
 
 
 def _mark_location(error: yaml.MarkedYAMLError) -> str | None:
