@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from farm.device.session import BIN_DIR, DeviceSession
+from farm.engine.onphone import RUNS_DIR
 from farm.errors import FarmError
 from farm.store import Store, ownership
 from farm.store import devices as device_store
@@ -21,12 +22,14 @@ from farm.store import runs as run_store
 
 KILL_SETTLE_S = 0.3
 
-# Kills the process group of every process whose argv[0] is a farm program: the group leader is
-# the wrapper shell that would otherwise write the dead program's exit code into a run folder.
+# Kills the process group of every process whose argv[0] is a farm program, or that is a
+# benchmark's wrapper still waiting for its memory sampler (lifecycle.gated_argv: it would exec
+# the benchmark later): the group leader is the wrapper shell that would otherwise write the dead
+# program's exit code into a run folder.
 _KILL_STALE = (
     'for p in /proc/[0-9]*; do pid=${p#/proc/}; [ "$pid" = "$$" ] && continue; '
-    'a0=$(tr "\\000" "\\n" < "$p/cmdline" 2>/dev/null | head -n 1); '
-    'case "$a0" in "$1"/*) pg=$(cut -d " " -f 5 "$p/stat" 2>/dev/null); '
+    'cl=$(tr "\\000" " " < "$p/cmdline" 2>/dev/null); '
+    'case "$cl" in "$1"/*|"sh -c "*" $2/"*"/mem.bin "*) pg=$(cut -d " " -f 5 "$p/stat" 2>/dev/null); '
     '[ -n "$pg" ] && [ "$pg" != 0 ] && kill -s KILL -- "-$pg" 2>/dev/null; '
     'kill -9 "$pid" 2>/dev/null; echo "$pid";; '
     "esac; done; true"
@@ -41,7 +44,7 @@ def recover_store(store: Store, experiment: str | None) -> list[str]:
 
 
 def kill_stale_processes(session: DeviceSession) -> list[int]:
-    result = session.script(_KILL_STALE, BIN_DIR)
+    result = session.script(_KILL_STALE, BIN_DIR, RUNS_DIR)
     pids = [int(x) for x in result.stdout.split() if x.isdigit()]
     if pids:
         time.sleep(KILL_SETTLE_S)

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from farm.device.session import DeviceSession
+from farm.engine.lifecycle import gated_argv
+from farm.engine.onphone import RunDir
 from farm.engine.recovery import kill_stale_processes, restore_charging_marker
 from farm.store import Store
 from farm.store import devices as device_store
@@ -39,6 +41,23 @@ def test_stale_program_and_its_wrapper_are_killed_before_writing_an_exit_code(
     time.sleep(0.5)
     assert not session.is_running(pid)  # the wrapper (group leader) is gone too
     assert session.read_text(exit_file) is None  # so it never wrote a stale exit code
+
+
+def test_a_benchmark_wrapper_still_waiting_for_its_sampler_is_killed(virtual_phones) -> None:  # type: ignore[no-untyped-def]
+    phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
+    session = DeviceSession(phones[0].device(phones.client()), "local/x", default_timeout_s=20)
+    run_dir = RunDir.of("gated")
+    run_dir.create(session)
+    argv = gated_argv(["sh", "-c", "echo started > started"], run_dir)
+    pid = session.start(argv, workdir=run_dir.path, stdout="o", stderr="e", exit_file=run_dir.file("exit"))
+    time.sleep(0.3)
+    assert session.is_running(pid)  # waiting for a memory sampler that never comes (farm died)
+    assert kill_stale_processes(session)
+    time.sleep(0.3)
+    assert not session.is_running(pid)
+    session.script('touch "$1"', run_dir.file("bench.go"))
+    time.sleep(0.3)
+    assert session.read_text(run_dir.file("started")) is None  # the benchmark never ran
 
 
 def test_charging_marker_left_by_a_dead_farm_is_restored(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
