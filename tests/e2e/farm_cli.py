@@ -67,14 +67,19 @@ def fast_lstm(
     measurement: str = "{warmup: 1, iterations: 3, min_seconds: 0, max_seconds: 10, repetitions: 1}",
     extra: str = "",
     params: str = "layers: 1, seq_len: 4, input_dim: 3, classes: 2, batch: 1, backend: cpu",
+    telemetry: str = "{idle_baseline_s: 0}",
 ) -> str:
-    """YAML body of a fast cpu-only LSTM experiment (about 1 s per run on a virtual phone)."""
+    """YAML body of a fast cpu-only LSTM experiment (about 1 s per run on a virtual phone).
+
+    The idle power baseline is off by default: it costs 5-30 s per phone and only tests about
+    energy need it (they pass their own `telemetry`)."""
     return (
         "benchmark:\n"
         "  program: lstm\n"
         f"  params: {{{params}}}\n"
         f"sweep: {sweep}\n"
         f"measurement: {measurement}\n"
+        f"telemetry: {telemetry}\n"
         "conditions:\n"
         "  cooldown: {max_temp_c: 90, timeout_s: 5}\n"
         "  min_battery_pct: 1\n" + extra

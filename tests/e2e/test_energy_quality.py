@@ -28,7 +28,7 @@ def test_charging_phone_gets_no_energy_but_short_runs_get_memory(virtual_phones,
             sweep="{backend: [cpu, gpu]}",
             measurement="{warmup: 1, iterations: 5, min_seconds: 0, max_seconds: 10, repetitions: 1}",
             params="hidden: 32, layers: 1, seq_len: 16, input_dim: 9, classes: 6, batch: 1",
-            extra="telemetry: {idle_baseline_s: 2}\n",
+            telemetry="{idle_baseline_s: 2}",
         ),
     )
     done = run_farm(phones.adb_port, results, "run", str(experiment), "--no-live")

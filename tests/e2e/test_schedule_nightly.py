@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 EARLIER_NIGHTS = 5
 # No idle power baseline (seconds per phone, and energy is not what this test is about).
-TINY = fast_lstm(extra="telemetry: {idle_baseline_s: 0}\n")
+TINY = fast_lstm()
 SEEDED_SCALE = 0.5  # earlier nights were twice as fast: the real nights are a +100 % step
 CHARGING_NODE = "/sys/class/power_supply/battery/charging_enabled"  # adreno-nexus6p, rooted
 
@@ -148,7 +148,6 @@ def test_max_runtime_stops_the_nightly_cleanly(virtual_phones, tmp_path: Path) -
     many_runs = fast_lstm(
         "{hidden: [8, 16, 24, 32]}",
         "{warmup: 1, iterations: 3, min_seconds: 1, max_seconds: 10, repetitions: 3}",
-        extra="telemetry: {idle_baseline_s: 0}\n",
     )
     spec = write_experiment(tmp_path, "long", many_runs)
     config = tmp_path / "farm.yaml"

@@ -65,6 +65,7 @@ conditions:
   cooldown: {{max_temp_c: 90, timeout_s: 5}}
   min_battery_pct: 1
 retries: {{max_attempts: {max_attempts}}}
+telemetry: {{idle_baseline_s: 0}}  # these tests are about hosts, not energy
 """
 
 
