@@ -4,7 +4,9 @@ The phone's physics logs the true power, GPU busy and temperature on the phone's
 sees only what a real phone shows: a fuel gauge that updates once a second with its own sign and
 unit, a kgsl busy counter over ~1 s windows. The energy farm stores for a run must be within 3% of
 the true energy over the same measured window, and the achieved GPU load within 5 percentage
-points of the true busy fraction. The idle baseline farm measured on the phone before its first run
+points of the true busy fraction. The gauge reports one instant per second, so a run under a
+bursty background load needs ~10 readings for that bound to hold with margin (6 readings gave
+0.3-3% in repeated runs). The idle baseline farm measured on the phone before its first run
 must be within 5% of the phone's true idle power over that window, and the net energy (above idle)
 within 5% of the true net energy.
 """
@@ -44,7 +46,7 @@ def test_energy_and_gpu_load_match_the_phones_ground_truth(virtual_phones, tmp_p
         """
         benchmark: {program: lstm, params: {hidden: 64, layers: 2, seq_len: 32}}
         sweep: {backend: [cpu, gpu], gpu_load: [0.5]}
-        measurement: {warmup: 2, iterations: 20, min_seconds: 6, max_seconds: 20, repetitions: 1}
+        measurement: {warmup: 2, iterations: 20, min_seconds: 10, max_seconds: 25, repetitions: 1}
         gpu_load: {settle_s: 2}
         telemetry: {rate_hz: 20, disable_charging: true}
         conditions: {cooldown: {max_temp_c: 70, timeout_s: 10}, min_battery_pct: 5}
