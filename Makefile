@@ -51,7 +51,7 @@ kernels agents:
 	$(MAKE) -C device_agents ABI=$(ABI)
 
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=15 tests
 
 test-unit: venv
 	$(PY) -m pytest -q tests/unit
