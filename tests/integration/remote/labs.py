@@ -12,8 +12,11 @@ from pathlib import Path
 from farm.remote.config import parse_config
 from farm.remote.fleet import Fleet
 from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyPolicy
-from farm.store import RunState, Store
+from farm.store import RunState
 from farm.store import runs as run_store
+from tests.e2e.farm_cli import fast_lstm as e2e_fast_lstm
+from tests.e2e.farm_cli import open_store as open_store
+from tests.e2e.farm_cli import write_experiment as write_experiment
 from tests.fixtures.sshd import LabHost
 
 REPO = Path(__file__).resolve().parents[3]
@@ -54,29 +57,15 @@ def cli_env(config_dir: Path, home: Path, adb_port: int, results: Path) -> dict[
 
 
 def fast_lstm(hidden: list[int], *, min_seconds: float = 0, max_attempts: int = 3) -> str:
-    """A fast cpu-only LSTM sweep over `hidden` (about a second a run on a virtual phone)."""
-    return f"""
-benchmark:
-  program: lstm
-  params: {{layers: 1, seq_len: 4, input_dim: 3, classes: 2, batch: 1, backend: cpu}}
-sweep: {{hidden: {hidden}}}
-measurement: {{warmup: 1, iterations: 3, min_seconds: {min_seconds}, max_seconds: 10, repetitions: 1}}
-conditions:
-  cooldown: {{max_temp_c: 90, timeout_s: 5}}
-  min_battery_pct: 1
-retries: {{max_attempts: {max_attempts}}}
-telemetry: {{idle_baseline_s: 0}}  # these tests are about hosts, not energy
-"""
-
-
-def write_experiment(folder: Path, name: str, body: str) -> Path:
-    path = folder / f"{name}.yaml"
-    path.write_text(f"name: {name}\n{body}")
-    return path
-
-
-def open_store(results: Path) -> Store:
-    return Store.in_results(results).open()
+    """A fast cpu-only LSTM sweep over `hidden` (about a second a run on a virtual phone); no idle
+    power baseline: these tests are about hosts, not energy."""
+    return e2e_fast_lstm(
+        sweep=f"{{hidden: {hidden}}}",
+        measurement=(
+            f"{{warmup: 1, iterations: 3, min_seconds: {min_seconds}, max_seconds: 10, repetitions: 1}}"
+        ),
+        extra=f"retries: {{max_attempts: {max_attempts}}}\n",
+    )
 
 
 def done_by_phone(results: Path, experiment: str) -> Counter[str]:
