@@ -21,6 +21,8 @@ void farm_common_defaults(farm_common *c)
     c->max_seconds = 60.0;
     c->precision = "fp32";
     c->seed = 1;
+    c->tune_budget_s = 30.0;
+    c->tuned = "use";
 }
 
 void farm_common_check(const farm_common *c)
@@ -29,6 +31,8 @@ void farm_common_check(const farm_common *c)
         farm_die(FARM_EXIT_USAGE, "--verify compares the gpu backend with the cpu path: use --backend=gpu");
     if (c->max_seconds > 0 && c->min_seconds > c->max_seconds)
         farm_die(FARM_EXIT_USAGE, "--min-seconds=%g exceeds --max-seconds=%g", c->min_seconds, c->max_seconds);
+    if (c->tune && strcmp(c->backend, "gpu") != 0)
+        farm_die(FARM_EXIT_USAGE, "--tune tunes the OpenCL kernels: use --backend=gpu");
 }
 
 static void print_default(const farm_opt *o)

@@ -133,6 +133,22 @@ void farm_cl_build(farm_cl *cl, const char *name, const char *source, const char
     out->build_ms = (double)(farm_now_ns() - t0) / 1e6;
 }
 
+char *farm_cl_concat(const char *const *parts, int n)
+{
+    size_t len = 1;
+    for (int i = 0; i < n; i++)
+        len += strlen(parts[i]) + 1;
+    char *out = farm_alloc(len), *p = out;
+    for (int i = 0; i < n; i++) {
+        const size_t l = strlen(parts[i]);
+        memcpy(p, parts[i], l);
+        p += l;
+        *p++ = '\n';
+    }
+    *p = 0;
+    return out;
+}
+
 void farm_cl_program_release(farm_cl_program *p)
 {
     if (p->program)

@@ -135,6 +135,9 @@ typedef struct {
     const char *cl_cache;  /* NULL: $FARM_CL_CACHE or ./.clcache */
     int list_devices;      /* print one `device` event per OpenCL device and exit */
     const char *dump_output; /* NULL or path of an .npy file receiving the output */
+    int tune;              /* --tune: search GPU kernel parameters, keep the best (common/tune.h) */
+    double tune_budget_s;  /* --tune-budget-s                         (default 30) */
+    const char *tuned;     /* --tuned=use|ignore: tuned parameters from the cache (default use) */
 } farm_common;
 
 extern const char *const farm_backend_choices[];   /* cpu, cpu-mt, gpu */
@@ -236,6 +239,9 @@ const char *farm_cl_cache_dir(const char *opt);
 void farm_cl_build(farm_cl *cl, const char *name, const char *source, const char *options,
                    const char *cache_dir, farm_cl_program *out);
 void farm_cl_program_release(farm_cl_program *p);
+/* Concatenation of n OpenCL sources (a program built from shared parts, e.g. common/tiled_types.cl,
+ * a program's hooks, common/gemm_tiled.cl); free() the result. */
+char *farm_cl_concat(const char *const *parts, int n);
 
 /* Dies with FARM_EXIT_ERROR ("what: CL_ERROR_NAME (code)") when err != CL_SUCCESS. */
 void farm_cl_check(cl_int err, const char *what);

@@ -2,6 +2,7 @@
 #ifndef GEMM_H
 #define GEMM_H
 #include "farm.h"
+#include "tiled.h"
 
 typedef struct {
     size_t m, n, k;
@@ -21,9 +22,18 @@ typedef struct {
     long tile_m;        /* regblock: rows of C per work-item */
     long vec;           /* regblock: columns of C per work-item = vector width (2, 4, 8, 16) */
     long vecs;          /* packed: vectors per row of the work-item's block (columns = vec * vecs) */
-    long wg_m, wg_n;    /* work-group size (0, 0 = driver's choice; local kernel: fixed 16 x 16) */
+    long wg_m, wg_n;    /* regblock/packed work-group size (0, 0 = driver's choice) */
     int transfers_each; /* copy A, B in and C out on every iteration (else once) */
+    farm_tiled_cfg tiled; /* local: tile configuration (common/gemm_tiled.cl) */
+    int half_arith;     /* local, fp16: half arithmetic (the device has cl_khr_fp16) */
 } gemm_gpu_opts;
+
+/* Hash of every OpenCL source the gemm program builds from (the tuning cache's source key). */
+uint64_t gemm_source_key(void);
+/* Tunable parameters of the regblock/packed kernels as text ("tile_m=14,vec=16,vecs=2,wg_m=0,wg_n=0")
+ * and back (0, or -1 when the text is not such a list). */
+void gemm_cpu_params_format(const gemm_gpu_opts *o, char *out, size_t outlen);
+int gemm_cpu_params_parse(const char *text, gemm_gpu_opts *o);
 
 typedef struct gemm_gpu gemm_gpu;
 
@@ -31,6 +41,8 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
 const farm_cl_program *gemm_gpu_program(const gemm_gpu *g);
 /* Adds the effective kernel configuration (kernel, tile_m, vec, wg, padded sizes) to an event. */
 void gemm_gpu_describe(const gemm_gpu *g, farm_json *j);
+/* Kernel time of one resident-input iteration in ns (0 on failure): the tuner's timer. */
+uint64_t gemm_gpu_time_once(void *g);
 /* One iteration; writes C (m*n floats) when transfers happen this iteration. */
 int gemm_gpu_iter(gemm_gpu *g, float *c, farm_split *split);
 /* Reads C back (for --transfers=once, verify and dump). */

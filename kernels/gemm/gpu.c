@@ -3,8 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm_cl.h"
 #include "gemm.h"
+#include "gemm_cl.h"
+#include "gemm_packed_cl.h"
+#include "gemm_tiled_cl.h"
+#include "tiled_types_cl.h"
 
 struct gemm_gpu {
     farm_cl *cl;
@@ -22,9 +25,6 @@ struct gemm_gpu {
     int copied;
     farm_evlist evs;
 };
-
-/* regblock-local kernel tile (gemm_local): 64 x 64 x 16, 4 x 4 per work-item -> 16 x 16 group */
-enum { TSM = 64, TSN = 64, TSK = 16, WPTM = 4, WPTN = 4 };
 
 static size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
@@ -50,17 +50,17 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
     g->use_local = !strcmp(o->kernel, "local");
     g->packed = !strcmp(o->kernel, "packed");
     g->esize = p->fp16 ? 2 : 4;
-    char opts[256];
+    char opts[512];
     if (g->use_local) {
-        g->mp = round_up(p->m, TSM);
-        g->np = round_up(p->n, TSN);
-        g->kp = round_up(p->k, TSK);
-        g->local[0] = TSN / WPTN;
-        g->local[1] = TSM / WPTM;
-        g->global[0] = g->np / WPTN;
-        g->global[1] = g->mp / WPTM;
-        snprintf(opts, sizeof opts, "-DFP16=%d -DTSM=%d -DTSN=%d -DTSK=%d -DWPTM=%d -DWPTN=%d", p->fp16, TSM, TSN,
-                 TSK, WPTM, WPTN);
+        const farm_tiled_cfg *t = &o->tiled;
+        g->mp = round_up(p->m, (size_t)t->tsm);
+        g->np = round_up(p->n, (size_t)t->tsn);
+        g->kp = round_up(p->k, (size_t)t->tsk);
+        farm_tiled_ranges(t, g->mp, g->np, g->global, g->local);
+        char topts[256];
+        farm_tiled_options(t, topts, sizeof topts);
+        snprintf(opts, sizeof opts, "%s%s %s", p->fp16 ? "-DFARM_FP16" : "", o->half_arith ? " -DFARM_HALF_ARITH" : "",
+                 topts);
     } else {
         size_t wm = o->wg_m > 0 ? (size_t)o->wg_m : 1, wn = o->wg_n > 0 ? (size_t)o->wg_n : 1;
         const size_t vn = g->packed ? (size_t)o->vecs : 1, cols = (size_t)o->vec * vn;
@@ -74,8 +74,17 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
         snprintf(opts, sizeof opts, "-DFP16=%d -DTM=%ld -DVW=%ld -DVN=%zu", p->fp16, o->tile_m, o->vec, vn);
     }
     strncat(opts, " -cl-mad-enable", sizeof opts - strlen(opts) - 1);
-    farm_cl_build(cl, "gemm", gemm_cl_source, opts, cache_dir, &g->prog);
-    g->kernel = farm_cl_kernel(&g->prog, g->use_local ? "gemm_local" : g->packed ? "gemm_packed" : "gemm_regblock");
+    if (g->use_local) {
+        const char *parts[] = {tiled_types_cl_source, gemm_tiled_cl_source};
+        char *src = farm_cl_concat(parts, 2);
+        farm_cl_build(cl, "gemm_tiled", src, opts, cache_dir, &g->prog);
+        free(src);
+    } else if (g->packed) {
+        farm_cl_build(cl, "gemm_packed", gemm_packed_cl_source, opts, cache_dir, &g->prog);
+    } else {
+        farm_cl_build(cl, "gemm", gemm_cl_source, opts, cache_dir, &g->prog);
+    }
+    g->kernel = farm_cl_kernel(&g->prog, g->use_local ? "gemm_tiled" : g->packed ? "gemm_packed" : "gemm_regblock");
 
     g->da = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->mp * g->kp * g->esize, NULL);
     g->db = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->kp * g->np * g->esize, NULL);
@@ -97,6 +106,16 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
     err |= clSetKernelArg(g->kernel, 0, sizeof m, &m);
     err |= clSetKernelArg(g->kernel, 1, sizeof n, &n);
     err |= clSetKernelArg(g->kernel, 2, sizeof k, &k);
+    if (g->use_local) { /* M, N, K, A, lda, B, ldb, C, ldc: padded row-major buffers */
+        err |= clSetKernelArg(g->kernel, 3, sizeof g->da, &g->da);
+        err |= clSetKernelArg(g->kernel, 4, sizeof k, &k);
+        err |= clSetKernelArg(g->kernel, 5, sizeof g->db, &g->db);
+        err |= clSetKernelArg(g->kernel, 6, sizeof n, &n);
+        err |= clSetKernelArg(g->kernel, 7, sizeof g->dc, &g->dc);
+        err |= clSetKernelArg(g->kernel, 8, sizeof n, &n);
+        farm_cl_check(err, "clSetKernelArg(gemm_tiled)");
+        return g;
+    }
     if (g->packed) {
         g->ap = farm_cl_buffer(cl, CL_MEM_READ_WRITE, g->mp * g->kp * 4, NULL);
         g->bp = farm_cl_buffer(cl, CL_MEM_READ_WRITE, g->kp * g->np * 4, NULL);
@@ -125,7 +144,15 @@ const farm_cl_program *gemm_gpu_program(const gemm_gpu *g) { return &g->prog; }
 void gemm_gpu_describe(const gemm_gpu *g, farm_json *j)
 {
     farm_json_str(j, "kernel", g->use_local ? "local" : g->packed ? "packed" : "regblock");
-    if (!g->use_local) {
+    if (g->use_local) {
+        const farm_tiled_cfg *t = &g->o.tiled;
+        farm_json_int(j, "tsm", t->tsm);
+        farm_json_int(j, "tsn", t->tsn);
+        farm_json_int(j, "tsk", t->tsk);
+        farm_json_int(j, "wptm", t->wptm);
+        farm_json_int(j, "wptn", t->wptn);
+        farm_json_int(j, "lvw", t->vw);
+    } else {
         farm_json_int(j, "tile_m", g->o.tile_m);
         farm_json_int(j, "vec", g->o.vec);
         farm_json_int(j, "vecs", g->packed ? g->o.vecs : 1);
@@ -189,6 +216,45 @@ int gemm_gpu_iter(gemm_gpu *g, float *c, farm_split *split)
     farm_cl_check(clFinish(g->cl->queue), "clFinish(gemm)");
     farm_ev_collect(&g->evs, split);
     return FARM_EXIT_OK;
+}
+
+uint64_t gemm_gpu_time_once(void *user)
+{
+    gemm_gpu *g = user;
+    const int each = g->o.transfers_each;
+    g->o.transfers_each = 0;
+    farm_split sp = {0, 0, 0};
+    gemm_gpu_iter(g, NULL, &sp);
+    g->o.transfers_each = each;
+    return sp.kernel_ns;
+}
+
+uint64_t gemm_source_key(void)
+{
+    const char *parts[] = {gemm_cl_source, gemm_packed_cl_source, tiled_types_cl_source, gemm_tiled_cl_source};
+    uint64_t h = FARM_HASH_INIT;
+    for (int i = 0; i < 4; i++)
+        h = farm_hash64(h, parts[i], strlen(parts[i]) + 1);
+    return h;
+}
+
+void gemm_cpu_params_format(const gemm_gpu_opts *o, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "tile_m=%ld,vec=%ld,vecs=%ld,wg_m=%ld,wg_n=%ld", o->tile_m, o->vec, o->vecs, o->wg_m,
+             o->wg_n);
+}
+
+int gemm_cpu_params_parse(const char *text, gemm_gpu_opts *o)
+{
+    long tm, v, vs, wm, wn;
+    char tail;
+    if (sscanf(text, "tile_m=%ld,vec=%ld,vecs=%ld,wg_m=%ld,wg_n=%ld%c", &tm, &v, &vs, &wm, &wn, &tail) != 5)
+        return -1;
+    if (tm < 1 || tm > 16 || (v != 2 && v != 4 && v != 8 && v != 16) || vs < 1 || vs > 4 || wm < 0 || wn < 0 ||
+        wm > 1024 || wn > 1024 || ((wm > 0) != (wn > 0)))
+        return -1;
+    o->tile_m = tm, o->vec = v, o->vecs = vs, o->wg_m = wm, o->wg_n = wn;
+    return 0;
 }
 
 void gemm_gpu_read(gemm_gpu *g, float *c)

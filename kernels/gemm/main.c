@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "tune.h"
 
 static const char *const kernel_choices[] = {"auto", "regblock", "packed", "local", NULL};
 static const char *const transfer_choices[] = {"each", "once", NULL};
@@ -14,6 +15,112 @@ typedef struct {
     gemm_gpu *gpu;
     float *c;
 } runner;
+
+/* --tune: candidates and what each evaluation needs. Verification compares sampled rows of C
+ * (all rows of a small C; else 15 spread rows and the last, which borders the padding) with the
+ * cpu path computing just those rows, so the reference costs a sliver of the product. */
+#define MAX_CAND 48
+#define VERIFY_ROWS 16
+typedef struct {
+    farm_cl *cl;
+    const gemm_problem *p;
+    const char *cache_dir;
+    gemm_gpu_opts opts[MAX_CAND];
+    const char *params[MAX_CAND];
+    char text[MAX_CAND][160];
+    int n;
+    size_t rows[VERIFY_ROWS];
+    int nrows;
+    float *ref;   /* nrows x n */
+    float *got;   /* m x n */
+    double rtol, atol_per_k;
+} tuner;
+
+static void tuner_reference(tuner *t)
+{
+    const gemm_problem *p = t->p;
+    t->nrows = p->m <= VERIFY_ROWS ? (int)p->m : VERIFY_ROWS;
+    for (int i = 0; i < t->nrows; i++)
+        t->rows[i] = p->m <= VERIFY_ROWS ? (size_t)i : (i == t->nrows - 1 ? p->m - 1 : (size_t)i * p->m / VERIFY_ROWS);
+    t->ref = farm_alloc((size_t)t->nrows * p->n * sizeof(float));
+    for (int i = 0; i < t->nrows; i++) {
+        gemm_problem row = {1, p->n, p->k, p->fp16, p->a + t->rows[i] * p->k, p->b};
+        gemm_cpu(&row, t->ref + (size_t)i * p->n, NULL);
+    }
+    t->got = farm_alloc(p->m * p->n * sizeof(float));
+}
+
+static int tuner_eval(void *user, int index, double *kernel_ms, int *verified)
+{
+    tuner *t = user;
+    gemm_gpu *g = gemm_gpu_create(t->cl, t->p, &t->opts[index], t->cache_dir);
+    *kernel_ms = farm_tune_time(gemm_gpu_time_once, g, 7, 1.0);
+    gemm_gpu_read(g, t->got);
+    gemm_gpu_destroy(g);
+    *verified = 1;
+    for (int i = 0; i < t->nrows && *verified; i++) {
+        const farm_cmp c = farm_compare(t->got + t->rows[i] * t->p->n, t->ref + (size_t)i * t->p->n, t->p->n, t->rtol,
+                                        t->atol_per_k * (double)t->p->k);
+        *verified = c.ok;
+    }
+    return 0;
+}
+
+/* Candidates of the chosen kernel family, the default first. */
+static void tuner_candidates(tuner *t, const gemm_gpu_opts *def, int half)
+{
+    t->opts[0] = *def;
+    t->n = 1;
+    if (!strcmp(def->kernel, "local")) {
+        farm_tiled_cfg c[MAX_CAND];
+        const int nc = farm_tiled_candidates(t->cl, half ? 2 : 4, c, MAX_CAND);
+        for (int i = 0; i < nc && t->n < MAX_CAND; i++) {
+            if (!memcmp(&c[i], &def->tiled, sizeof c[i]))
+                continue;
+            t->opts[t->n] = *def;
+            t->opts[t->n++].tiled = c[i];
+        }
+    } else {
+        static const long tm[] = {14, 6, 8, 4, 10, 12, 5, 3}, vec[] = {16, 8}, vecs[] = {2, 1, 3};
+        const int packed = !strcmp(def->kernel, "packed");
+        for (size_t a = 0; a < sizeof vec / sizeof vec[0]; a++)
+            for (size_t b = 0; b < (packed ? sizeof vecs / sizeof vecs[0] : 1); b++)
+                for (size_t i = 0; i < sizeof tm / sizeof tm[0] && t->n < MAX_CAND; i++) {
+                    gemm_gpu_opts o = *def;
+                    o.tile_m = tm[i], o.vec = vec[a], o.vecs = packed ? vecs[b] : 1;
+                    if (o.tile_m == def->tile_m && o.vec == def->vec && o.vecs == def->vecs)
+                        continue;
+                    t->opts[t->n++] = o;
+                }
+    }
+    for (int i = 0; i < t->n; i++) {
+        if (!strcmp(def->kernel, "local"))
+            farm_tiled_format(&t->opts[i].tiled, t->text[i], sizeof t->text[i]);
+        else
+            gemm_cpu_params_format(&t->opts[i], t->text[i], sizeof t->text[i]);
+        t->params[i] = t->text[i];
+    }
+}
+
+static void params_text(const gemm_gpu_opts *o, char *out, size_t outlen)
+{
+    if (!strcmp(o->kernel, "local"))
+        farm_tiled_format(&o->tiled, out, outlen);
+    else
+        gemm_cpu_params_format(o, out, outlen);
+}
+
+static int params_parse(const char *text, gemm_gpu_opts *o)
+{
+    if (!strcmp(o->kernel, "local")) {
+        farm_tiled_cfg c;
+        if (farm_tiled_parse(text, &c) != 0)
+            return -1;
+        o->tiled = c;
+        return 0;
+    }
+    return gemm_cpu_params_parse(text, o);
+}
 
 static int iter(void *user, farm_split *split)
 {
@@ -50,11 +157,13 @@ int main(int argc, char **argv)
     farm_common c;
     farm_common_defaults(&c);
     long m = 256, n = 256, k = 256, tile_m = 0, vec = 16, vecs = 0, wg_m = 0, wg_n = 0;
+    long tsm = 0, tsn = 0, tsk = 0, wptm = 0, wptn = 0, lvw = 0;
     int corrupt = 0;
     const char *a_path = NULL, *b_path = NULL, *kernel = "auto", *transfers = "each";
     const farm_opt opts[] = {
         FARM_OPTS_BENCH(&c),
         FARM_OPTS_CL(&c),
+        FARM_OPTS_TUNE(&c),
         {"m", FARM_OPT_INT, &m, "rows of A and C", 1, 1 << 16, NULL},
         {"n", FARM_OPT_INT, &n, "columns of B and C", 1, 1 << 16, NULL},
         {"k", FARM_OPT_INT, &k, "columns of A, rows of B", 1, 1 << 16, NULL},
@@ -69,6 +178,12 @@ int main(int argc, char **argv)
         {"vecs", FARM_OPT_INT, &vecs, "packed: vectors per work-item row, columns = vec x vecs (0: 2)", 0, 4, NULL},
         {"wg-m", FARM_OPT_INT, &wg_m, "regblock/packed: work-group rows (0: driver's choice)", 0, 1024, NULL},
         {"wg-n", FARM_OPT_INT, &wg_n, "regblock/packed: work-group columns (0: driver's choice)", 0, 1024, NULL},
+        {"tsm", FARM_OPT_INT, &tsm, "local: rows of C per work-group tile (0: tuned or default)", 0, 1024, NULL},
+        {"tsn", FARM_OPT_INT, &tsn, "local: columns of C per work-group tile", 0, 1024, NULL},
+        {"tsk", FARM_OPT_INT, &tsk, "local: K depth of the tiles staged in local memory", 0, 256, NULL},
+        {"wptm", FARM_OPT_INT, &wptm, "local: rows of C per work-item", 0, 64, NULL},
+        {"wptn", FARM_OPT_INT, &wptn, "local: columns of C per work-item", 0, 64, NULL},
+        {"lvw", FARM_OPT_INT, &lvw, "local: vector width of local-memory reads (1, 2, 4)", 0, 4, NULL},
         {"transfers", FARM_OPT_CHOICE, &transfers, "gpu: copy A, B in and C out every iteration, or once", 0, 0,
          transfer_choices},
         {"corrupt-output", FARM_OPT_FLAG, &corrupt,
@@ -107,18 +222,78 @@ int main(int argc, char **argv)
         r.pool = farm_pool_create((int)c.threads);
 
     farm_json j;
+    farm_tune_state ts;
+    int half_arith = 0;
     if (gpu) {
         farm_cl_open(&cl, c.cl_device);
         if (!strcmp(kernel, "auto"))
             kernel = (cl.device_type & CL_DEVICE_TYPE_GPU) ? "local" : "packed";
+        const int local = !strcmp(kernel, "local"), packed = !strcmp(kernel, "packed");
+        half_arith = local && fp16 && cl.has_fp16;
+        const char *cache_dir = farm_cl_cache_dir(c.cl_cache);
         /* Measured on PoCL (AVX-512): packed 14 x (2 x 16) keeps 28 accumulators in registers. */
-        const int packed = !strcmp(kernel, "packed");
-        if (tile_m == 0)
-            tile_m = packed ? 14 : 6;
-        if (vecs == 0)
-            vecs = packed ? 2 : 1;
-        gemm_gpu_opts go = {kernel, tile_m, vec, vecs, wg_m, wg_n, !strcmp(transfers, "each")};
-        r.gpu = gemm_gpu_create(&cl, &p, &go, farm_cl_cache_dir(c.cl_cache));
+        const int explicit_cpu = tile_m || vecs || wg_m || wg_n;
+        const int explicit_local = tsm || tsn || tsk || wptm || wptn || lvw;
+        gemm_gpu_opts go = {kernel, tile_m ? tile_m : packed ? 14 : 6, vec, vecs ? vecs : packed ? 2 : 1, wg_m, wg_n,
+                            !strcmp(transfers, "each"), farm_tiled_default(&cl, p.m, p.n, p.k, half_arith ? 2 : 4),
+                            half_arith};
+        char workload[256];
+        snprintf(workload, sizeof workload, "kernel=%s m=%zu n=%zu k=%zu precision=%s", kernel, p.m, p.n, p.k,
+                 half_arith ? "fp16-arith" : c.precision);
+        farm_tune_begin(&ts, &cl, "gemm", gemm_source_key(), cache_dir, workload);
+        if (local && explicit_local) {
+            farm_tiled_cfg t = go.tiled;
+            if (tsm) t.tsm = (int)tsm;
+            if (tsn) t.tsn = (int)tsn;
+            if (tsk) t.tsk = (int)tsk;
+            if (wptm) t.wptm = (int)wptm;
+            if (wptn) t.wptn = (int)wptn;
+            if (lvw) t.vw = (int)lvw;
+            char why[160];
+            if (farm_tiled_check(&t, &cl, half_arith ? 2 : 4, why, sizeof why) != 0)
+                farm_die(FARM_EXIT_USAGE, "--tsm/--tsn/--tsk/--wptm/--wptn/--lvw: %s", why);
+            go.tiled = t;
+            ts.source = FARM_TUNE_EXPLICIT;
+        } else if (!local && explicit_cpu) {
+            ts.source = FARM_TUNE_EXPLICIT;
+        } else if (c.tune) {
+            tuner t;
+            memset(&t, 0, sizeof t);
+            t.cl = &cl, t.p = &p, t.cache_dir = cache_dir;
+            t.rtol = half_arith ? 2e-2 : fp16 ? 4e-3 : 1e-4;
+            t.atol_per_k = half_arith ? 2e-3 : fp16 ? 1e-5 + 1e-3 / (double)p.k : 1e-5;
+            tuner_reference(&t);
+            go.transfers_each = 0;
+            tuner_candidates(&t, &go, half_arith);
+            const uint64_t t0 = farm_now_ns();
+            double best_ms, default_ms;
+            const int best = farm_tune_search(t.params, t.n, tuner_eval, &t, c.tune_budget_s, &best_ms, &default_ms,
+                                              &ts.candidates);
+            ts.tune_s = (double)(farm_now_ns() - t0) / 1e9;
+            const int each = !strcmp(transfers, "each");
+            go = t.opts[best];
+            go.transfers_each = each;
+            ts.source = FARM_TUNE_TUNED;
+            ts.kernel_ms = best_ms;
+            ts.default_ms = default_ms;
+            snprintf(ts.params, sizeof ts.params, "%s", t.params[best]);
+            farm_tune_store(&ts);
+            free(t.ref);
+            free(t.got);
+        } else if (!strcmp(c.tuned, "use") && farm_tune_lookup(&ts)) {
+            gemm_gpu_opts tuned = go;
+            if (params_parse(ts.params, &tuned) == 0 &&
+                (!local || farm_tiled_check(&tuned.tiled, &cl, half_arith ? 2 : 4, ts.warning, sizeof ts.warning) == 0)) {
+                go = tuned;
+            } else {
+                snprintf(ts.warning, sizeof ts.warning, "ignoring tuning cache %.500s: entry '%.300s' is not a valid %s "
+                         "configuration; using defaults", ts.path, ts.params, kernel);
+                fprintf(stderr, "gemm: warning: %s\n", ts.warning);
+                ts.source = FARM_TUNE_DEFAULT;
+            }
+        }
+        params_text(&go, ts.params, sizeof ts.params);
+        r.gpu = gemm_gpu_create(&cl, &p, &go, cache_dir);
     }
     farm_json_begin(&j, "info");
     farm_json_str(&j, "program", "gemm");
@@ -132,6 +307,8 @@ int main(int argc, char **argv)
     if (gpu) {
         farm_cl_info_fields(&j, &cl, gemm_gpu_program(r.gpu));
         gemm_gpu_describe(r.gpu, &j);
+        farm_json_str(&j, "precision_mode", half_arith ? "fp16" : fp16 ? "fp16-storage" : "fp32");
+        farm_tune_info_fields(&j, &ts);
     }
     farm_json_end(&j);
 
@@ -154,6 +331,8 @@ int main(int argc, char **argv)
         /* Summation order differs between paths: tolerance grows with K. fp16: one half ulp
          * (2^-11) of output rounding on either side plus the same accumulation slack. */
         double rtol = fp16 ? 4e-3 : 1e-4, atol = 1e-5 * (double)p.k + (fp16 ? 1e-3 : 0);
+        if (half_arith) /* half accumulators: rounding grows with the partial sums, ~sqrt(K) */
+            rtol = 2e-2, atol = 2e-3 * (double)p.k;
         cmp = farm_compare(out, ref, p.m * p.n, rtol, atol);
         verdict = cmp.ok ? "passed" : "failed";
         free(ref);

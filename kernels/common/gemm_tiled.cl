@@ -1,0 +1,174 @@
+// farm's GPU GEMM kernel, shared by gemm, cnn (convolutions as im2col GEMMs) and train (the three
+// GEMMs of a fully connected layer): C[M][N] = op(A)[M][K] * op(B)[K][N].
+//
+// A work-group computes a TSM x TSN tile of C; A and B tiles TSK deep are staged through local
+// memory, double-buffered (the next tile is fetched into registers while the current one is
+// multiplied, one barrier per tile); each work-item accumulates WPTM x WPTN outputs in registers
+// and reads its operands from local memory as vectors of VW (1, 2 or 4). Work-item (tn, tm) owns
+// rows (i / VW) * RTSM * VW + tm * VW + i % VW and the same pattern of columns, so local reads are
+// broadcasts or conflict-free and stores of C are VW-wide and coalesced.
+//
+// Build options (chosen per device by the host, see kernels/README.md "Tuning"):
+//   -DTSM -DTSN -DTSK -DWPTM -DWPTN -DVW   tile shape (WPTM, WPTN multiples of VW)
+//   -DTRANS_A / -DTRANS_B   A stored K x M (A^T row-major) / B stored N x K
+//   -DBOUNDS                M, N, K arbitrary (loads zero-filled, stores clipped); without it the
+//                           host pads every dimension to the tile and no check runs
+//   -DFARM_FP16             half storage (vload_half/vstore_half, fp32 arithmetic)
+//   -DFARM_FP16 -DFARM_HALF_ARITH   half storage and half arithmetic (needs cl_khr_fp16)
+// Hooks (a program that includes this file after its own definitions may replace them):
+//   TILED_NAME      kernel name (gemm_tiled)
+//   TILED_EXTRA     extra kernel parameters after C (empty)
+//   TILED_LOAD_B(k, n)   element k, n of op(B) (k < K, n < N guaranteed)
+//   TILED_STORE(m, n, v) writes output m, n (m < M, n < N guaranteed)
+
+#define RTSM (TSM / WPTM)
+#define RTSN (TSN / WPTN)
+#define NT (RTSM * RTSN)
+#define LPT_A (TSM * TSK / NT) // elements of the A tile each work-item loads
+#define LPT_B (TSK * TSN / NT)
+#define PADV 1 // one vector of padding per local row: transposed stores hit distinct banks
+#define LDA_L (TSM / VW + PADV)
+#define LDB_L (TSN / VW + PADV)
+
+#ifndef TILED_NAME
+#define TILED_NAME gemm_tiled
+#endif
+#ifndef TILED_EXTRA
+#define TILED_EXTRA
+#endif
+
+#ifdef TRANS_A
+#define A_AT(m, k) T_LD(A, (k) * lda + (m))
+#else
+#define A_AT(m, k) T_LD(A, (m) * lda + (k))
+#endif
+#ifndef TILED_LOAD_B
+#ifdef TRANS_B
+#define TILED_LOAD_B(k, n) T_LD(B, (n) * ldb + (k))
+#else
+#define TILED_LOAD_B(k, n) T_LD(B, (k) * ldb + (n))
+#endif
+#endif
+#ifndef TILED_STORE
+#define TILED_STORE(m, n, v) T_ST((v), (m) * ldc + (n), C)
+#endif
+
+// Coordinates inside the tile of the e-th element this work-item loads, chosen so that adjacent
+// work-items read adjacent addresses of the operand as it is stored (coalesced global loads).
+#ifdef TRANS_A
+#define A_COORD(l, r, c) { r = (l) % TSM; c = (l) / TSM; }
+#else
+#define A_COORD(l, r, c) { r = (l) / TSK; c = (l) % TSK; }
+#endif
+#ifdef TRANS_B
+#define B_COORD(l, r, c) { c = (l) / TSK; r = (l) % TSK; }
+#else
+#define B_COORD(l, r, c) { r = (l) / TSN; c = (l) % TSN; }
+#endif
+
+__kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
+    const int M, const int N, const int K, __global const tstore_t *A, const int lda,
+    __global const tstore_t *B, const int ldb, __global tstore_t *C, const int ldc TILED_EXTRA)
+{
+    __local tvec_t As[2][TSK][LDA_L];
+    __local tvec_t Bs[2][TSK][LDB_L];
+    const int tn = get_local_id(0), tm = get_local_id(1);
+    const int lid = tm * RTSN + tn;
+    const int gm0 = get_group_id(1) * TSM, gn0 = get_group_id(0) * TSN;
+    (void)M;
+    (void)N;
+    (void)ldb;
+    (void)ldc;
+
+    tacc_t acc[WPTM][WPTN];
+#pragma unroll
+    for (int i = 0; i < WPTM; i++)
+#pragma unroll
+        for (int j = 0; j < WPTN; j++)
+            acc[i][j] = (tacc_t)0;
+
+    tacc_t ra[LPT_A], rb[LPT_B];
+    const int ntiles = (K + TSK - 1) / TSK;
+
+#ifdef BOUNDS
+#define A_OK(m, k) ((m) < M && (k) < K)
+#define B_OK(k, n) ((k) < K && (n) < N)
+#else
+#define A_OK(m, k) 1
+#define B_OK(k, n) 1
+#endif
+#define FETCH(t0)                                                                                  \
+    {                                                                                              \
+        _Pragma("unroll") for (int e = 0; e < LPT_A; e++) {                                        \
+            int r, c;                                                                              \
+            A_COORD(lid + e * NT, r, c);                                                           \
+            const int gm = gm0 + r, gk = (t0) + c;                                                 \
+            ra[e] = A_OK(gm, gk) ? A_AT(gm, gk) : (tacc_t)0;                                       \
+        }                                                                                          \
+        _Pragma("unroll") for (int e = 0; e < LPT_B; e++) {                                        \
+            int r, c;                                                                              \
+            B_COORD(lid + e * NT, r, c);                                                           \
+            const int gk = (t0) + r, gn = gn0 + c;                                                 \
+            rb[e] = B_OK(gk, gn) ? TILED_LOAD_B(gk, gn) : (tacc_t)0;                               \
+        }                                                                                          \
+    }
+#define STASH(buf)                                                                                 \
+    {                                                                                              \
+        __local tacc_t *as = (__local tacc_t *)As[buf];                                            \
+        __local tacc_t *bs = (__local tacc_t *)Bs[buf];                                            \
+        _Pragma("unroll") for (int e = 0; e < LPT_A; e++) {                                        \
+            int r, c;                                                                              \
+            A_COORD(lid + e * NT, r, c);                                                           \
+            as[c * (LDA_L * VW) + r] = ra[e];                                                      \
+        }                                                                                          \
+        _Pragma("unroll") for (int e = 0; e < LPT_B; e++) {                                        \
+            int r, c;                                                                              \
+            B_COORD(lid + e * NT, r, c);                                                           \
+            bs[r * (LDB_L * VW) + c] = rb[e];                                                      \
+        }                                                                                          \
+    }
+
+    FETCH(0);
+    STASH(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = 0; t < ntiles; t++) {
+        const int cur = t & 1;
+        if (t + 1 < ntiles)
+            FETCH((t + 1) * TSK);
+#pragma unroll
+        for (int kk = 0; kk < TSK; kk++) {
+            tacc_t a[WPTM], b[WPTN];
+#pragma unroll
+            for (int i = 0; i < WPTM / VW; i++) {
+                const tvec_t v = As[cur][kk][i * RTSM + tm];
+                UNPACK(a, i * VW, v)
+            }
+#pragma unroll
+            for (int j = 0; j < WPTN / VW; j++) {
+                const tvec_t v = Bs[cur][kk][j * RTSN + tn];
+                UNPACK(b, j * VW, v)
+            }
+#pragma unroll
+            for (int i = 0; i < WPTM; i++)
+#pragma unroll
+                for (int j = 0; j < WPTN; j++)
+                    acc[i][j] = mad(a[i], b[j], acc[i][j]);
+        }
+        if (t + 1 < ntiles)
+            STASH(1 - cur);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+#pragma unroll
+    for (int i = 0; i < WPTM; i++) {
+        const int m = gm0 + (i / VW) * (RTSM * VW) + tm * VW + i % VW;
+#pragma unroll
+        for (int j = 0; j < WPTN; j++) {
+            const int n = gn0 + (j / VW) * (RTSN * VW) + tn * VW + j % VW;
+#ifdef BOUNDS
+            if (m < M && n < N)
+#endif
+                TILED_STORE(m, n, acc[i][j]);
+        }
+    }
+}
