@@ -6,6 +6,16 @@
 #include <string.h>
 
 #include "cnn_cl.h" /* generated from cnn.cl: cnn_cl_source */
+#include "conv_hooks_cl.h"
+#include "conv_im2col_cl.h"
+#include "gemm_packed_cl.h"
+#include "gemm_tiled_cl.h"
+#include "tiled_types_cl.h"
+
+/* Between the two inclusions of gemm_tiled.cl: the second kernel reads a 1x1 stride-1 layer's
+ * input tensor as B directly. */
+static const char second_tiled[] = "#undef TILED_NAME\n#undef TILED_LOAD_B\n#define TILED_NAME conv_1x1\n"
+                                   "#define TILED_LOAD_B(k, n) T_LD(B, (k) * ldb + (n))\n";
 
 static void *to_storage(const float *x, size_t n, int fp16)
 {
@@ -57,6 +67,8 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
         g->b[i] = upload(g, l->b, (size_t)l->cout);
     }
     g->input_host = to_storage(input, cnn_tensor_count(net, 0), fp16);
+    snprintf(g->cache_dir, sizeof g->cache_dir, "%s", cache_dir ? cache_dir : "");
+    g->tiled = (cl->device_type & CL_DEVICE_TYPE_GPU) != 0;
     g->result_host = farm_alloc(cnn_result_count(net) * g->elem_bytes);
     g->result = farm_alloc(cnn_result_count(net) * sizeof(float));
 }
@@ -101,13 +113,20 @@ static cl_kernel conv_kernel(const cnn_gpu *g, int gran)
 
 #define ARG(k, i, v) farm_cl_check(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
 
-static void enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
+static void enqueue_gemm_conv(cnn_gpu *g, int index, cl_event *ev);
+
+/* ev has room for 2 events; returns how many it filled. */
+static int enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
 {
     const cnn_layer *l = &g->net->layer[index];
     cl_mem in = g->tensor[l->in], out = g->tensor[l->out];
     cl_kernel k;
     size_t global[2];
     cl_uint dims = 2;
+    if (l->kind == CNN_CONV && g->conv_gemm) {
+        enqueue_gemm_conv(g, index, ev);
+        return g->launches[index];
+    }
     if (l->kind == CNN_CONV) {
         k = conv_kernel(g, l->g);
         ARG(k, 0, in);
@@ -143,6 +162,7 @@ static void enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
     const size_t local[2] = {g->wg, 1};
     farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, k, dims, NULL, global, g->wg ? local : NULL, 0, NULL, ev),
                   l->name);
+    return 1;
 }
 
 static uint64_t event_ns(cl_event ev)
@@ -159,12 +179,13 @@ void cnn_gpu_run(cnn_gpu *g, farm_split *split)
     const cnn_net *net = g->net;
     cl_command_queue q = g->cl->queue;
     farm_evlist xfer = {0};
-    cl_event layer_ev[CNN_MAX_LAYERS];
+    cl_event layer_ev[CNN_MAX_LAYERS][2];
+    int nev[CNN_MAX_LAYERS];
     farm_cl_check(clEnqueueWriteBuffer(q, g->tensor[0], CL_FALSE, 0, cnn_tensor_count(net, 0) * g->elem_bytes,
                                        g->input_host, 0, NULL, farm_ev_slot(&xfer, FARM_H2D)),
                   "upload input");
     for (int i = 0; i < net->nlayers; ++i)
-        enqueue_layer(g, i, &layer_ev[i]);
+        nev[i] = enqueue_layer(g, i, layer_ev[i]);
     const size_t n = cnn_result_count(net);
     const cnn_layer *last = &net->layer[net->nlayers - 1];
     farm_cl_check(clEnqueueReadBuffer(q, g->tensor[last->out], CL_TRUE, 0, n * g->elem_bytes, g->result_host,
@@ -172,9 +193,13 @@ void cnn_gpu_run(cnn_gpu *g, farm_split *split)
                   "download result");
     farm_cl_check(clFinish(q), "clFinish");
     for (int i = 0; i < net->nlayers; ++i) {
-        g->layer_ns[i] = event_ns(layer_ev[i]);
+        g->layer_ns[i] = 0;
+        g->im2col_ns[i] = nev[i] == 2 ? event_ns(layer_ev[i][0]) : 0;
+        for (int e = 0; e < nev[i]; ++e) {
+            g->layer_ns[i] += event_ns(layer_ev[i][e]);
+            clReleaseEvent(layer_ev[i][e]);
+        }
         split->kernel_ns += g->layer_ns[i];
-        clReleaseEvent(layer_ev[i]);
     }
     farm_ev_collect(&xfer, split);
     farm_ev_free(&xfer);
@@ -189,6 +214,16 @@ void cnn_gpu_run(cnn_gpu *g, farm_split *split)
 
 void cnn_gpu_free(cnn_gpu *g)
 {
+    for (int i = 0; i < g->nprogs; ++i) {
+        clReleaseKernel(g->k_main[i]);
+        clReleaseKernel(g->k_aux[i]);
+        farm_cl_program_release(&g->gprog[i]);
+    }
+    for (int i = 0; i < CNN_MAX_LAYERS; ++i)
+        if (g->ap[i])
+            clReleaseMemObject(g->ap[i]);
+    if (g->bp)
+        clReleaseMemObject(g->bp);
     for (int t = 0; t < CNN_MAX_TENSORS; ++t)
         if (g->tensor[t])
             clReleaseMemObject(g->tensor[t]);
@@ -210,4 +245,238 @@ void cnn_gpu_free(cnn_gpu *g)
     free(g->result_host);
     free(g->result);
     memset(g, 0, sizeof *g);
+}
+
+/* ------------------------------------------------------------------ im2col-gemm path */
+
+void cnn_gemm_shape(const cnn_layer *l, size_t *m, size_t *n, size_t *k)
+{
+    *m = (size_t)l->cout;
+    *n = (size_t)l->hout * (size_t)l->wout;
+    *k = (size_t)l->cin * (size_t)l->k * (size_t)l->k;
+}
+
+cnn_gemm_cfg cnn_gemm_default(const farm_cl *cl, const cnn_layer *l, int half_arith)
+{
+    cnn_gemm_cfg c;
+    memset(&c, 0, sizeof c);
+    size_t m, n, k;
+    cnn_gemm_shape(l, &m, &n, &k);
+    c.tiled = farm_tiled_default(cl, m, n, k, half_arith ? 2 : 4);
+    c.tm = 14, c.vw = 16, c.vn = 2; /* gemm's packed default (kernels/README.md) */
+    return c;
+}
+
+void cnn_gemm_format(const cnn_gemm_cfg *c, int tiled, char *out, size_t outlen)
+{
+    if (tiled)
+        farm_tiled_format(&c->tiled, out, outlen);
+    else
+        snprintf(out, outlen, "tm=%d,vw=%d,vn=%d", c->tm, c->vw, c->vn);
+}
+
+int cnn_gemm_parse(const char *text, int tiled, cnn_gemm_cfg *c)
+{
+    if (tiled)
+        return farm_tiled_parse(text, &c->tiled);
+    int tm, vw, vn;
+    char tail;
+    if (sscanf(text, "tm=%d,vw=%d,vn=%d%c", &tm, &vw, &vn, &tail) != 3 || tm < 1 || tm > 16 || vn < 1 || vn > 4 ||
+        (vw != 2 && vw != 4 && vw != 8 && vw != 16))
+        return -1;
+    c->tm = tm, c->vw = vw, c->vn = vn;
+    return 0;
+}
+
+static int same_cfg(const cnn_gemm_cfg *a, const cnn_gemm_cfg *b, int tiled)
+{
+    return tiled ? !memcmp(&a->tiled, &b->tiled, sizeof a->tiled) : a->tm == b->tm && a->vw == b->vw && a->vn == b->vn;
+}
+
+uint64_t cnn_gpu_source_key(void)
+{
+    const char *parts[] = {conv_hooks_cl_source, conv_im2col_cl_source, gemm_packed_cl_source,
+                           tiled_types_cl_source, gemm_tiled_cl_source, second_tiled};
+    uint64_t h = FARM_HASH_INIT;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i)
+        h = farm_hash64(h, parts[i], strlen(parts[i]) + 1);
+    return h;
+}
+
+static int program_for(cnn_gpu *g, const cnn_gemm_cfg *c)
+{
+    for (int i = 0; i < g->nprogs; ++i)
+        if (same_cfg(&g->prog_cfg[i], c, g->tiled))
+            return i;
+    if (g->nprogs == CNN_MAX_PROGS)
+        farm_die(FARM_EXIT_ERROR, "internal: more than %d GEMM configurations", CNN_MAX_PROGS);
+    const int i = g->nprogs++;
+    g->prog_cfg[i] = *c;
+    char opts[512];
+    const char *prec = !g->fp16 ? "" : g->half_arith ? "-DFARM_FP16 -DFARM_HALF_ARITH" : "-DFARM_FP16";
+    if (g->tiled) {
+        char t[256];
+        farm_tiled_options(&c->tiled, t, sizeof t);
+        snprintf(opts, sizeof opts, "%s %s", prec, t);
+        const char *parts[] = {tiled_types_cl_source, conv_hooks_cl_source, gemm_tiled_cl_source, second_tiled,
+                               gemm_tiled_cl_source};
+        char *src = farm_cl_concat(parts, 5);
+        farm_cl_build(g->cl, "cnn_conv_tiled", src, opts, g->cache_dir[0] ? g->cache_dir : NULL, &g->gprog[i]);
+        free(src);
+        g->k_main[i] = farm_cl_kernel(&g->gprog[i], "conv_im2col");
+        g->k_aux[i] = farm_cl_kernel(&g->gprog[i], "conv_1x1");
+    } else {
+        snprintf(opts, sizeof opts, "%s -DFP16=%d -DTM=%d -DVW=%d -DVN=%d -cl-mad-enable", prec, g->fp16, c->tm, c->vw,
+                 c->vn);
+        const char *parts[] = {conv_hooks_cl_source, gemm_packed_cl_source, conv_im2col_cl_source};
+        char *src = farm_cl_concat(parts, 3);
+        farm_cl_build(g->cl, "cnn_conv_packed", src, opts, g->cache_dir[0] ? g->cache_dir : NULL, &g->gprog[i]);
+        free(src);
+        g->k_main[i] = farm_cl_kernel(&g->gprog[i], "gemm_packed");
+        g->k_aux[i] = farm_cl_kernel(&g->gprog[i], "im2col_pack");
+    }
+    return i;
+}
+
+static size_t round_up_to(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* CPU devices: weights as A panels [Mp/TM][K][TM] (fp32, zero rows past cout), once per config. */
+static void pack_weights(cnn_gpu *g, int index)
+{
+    const cnn_layer *l = &g->net->layer[index];
+    const cnn_gemm_cfg *c = &g->cfg[index];
+    if (g->ap[index] && same_cfg(&g->ap_cfg[index], c, 0))
+        return;
+    if (g->ap[index])
+        clReleaseMemObject(g->ap[index]);
+    size_t m, n, k;
+    cnn_gemm_shape(l, &m, &n, &k);
+    const size_t tm = (size_t)c->tm, mp = round_up_to(m, tm);
+    float *ap = farm_alloc(mp * k * sizeof(float));
+    for (size_t r = 0; r < m; ++r)
+        for (size_t kk = 0; kk < k; ++kk)
+            ap[((r / tm) * k + kk) * tm + r % tm] = l->w[r * k + kk];
+    g->ap[index] = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, mp * k * sizeof(float), ap);
+    g->ap_cfg[index] = *c;
+    free(ap);
+    const size_t pw = (size_t)c->vw * (size_t)c->vn, bytes = round_up_to(n, pw) * k * sizeof(float);
+    if (bytes > g->bp_bytes) {
+        if (g->bp)
+            clReleaseMemObject(g->bp);
+        g->bp = farm_cl_buffer(g->cl, CL_MEM_READ_WRITE, bytes, NULL);
+        g->bp_bytes = bytes;
+    }
+}
+
+void cnn_gpu_use_gemm(cnn_gpu *g, const cnn_gemm_cfg *per_layer)
+{
+    g->conv_gemm = 1;
+    for (int i = 0; i < g->net->nlayers; ++i) {
+        if (g->net->layer[i].kind != CNN_CONV)
+            continue;
+        g->cfg[i] = per_layer[i];
+        g->prog_of[i] = program_for(g, &g->cfg[i]);
+        if (!g->tiled)
+            pack_weights(g, i);
+        const cnn_layer *l = &g->net->layer[i];
+        g->launches[i] = g->tiled ? 1 : 2;
+        (void)l;
+    }
+}
+
+static void enqueue_gemm_conv(cnn_gpu *g, int index, cl_event *ev)
+{
+    const cnn_layer *l = &g->net->layer[index];
+    const cnn_gemm_cfg *c = &g->cfg[index];
+    const int p = g->prog_of[index];
+    cl_mem in = g->tensor[l->in], out = g->tensor[l->out];
+    size_t m, n, k;
+    cnn_gemm_shape(l, &m, &n, &k);
+    const cl_int M = (cl_int)m, N = (cl_int)n, K = (cl_int)k;
+    if (g->tiled) {
+        const int direct = l->k == 1 && l->stride == 1 && l->pad == 0;
+        cl_kernel kr = direct ? g->k_aux[p] : g->k_main[p];
+        const cl_int ld = N;
+        ARG(kr, 0, M);
+        ARG(kr, 1, N);
+        ARG(kr, 2, K);
+        ARG(kr, 3, g->w[index]);
+        ARG(kr, 4, K);
+        ARG(kr, 5, in);
+        ARG(kr, 6, ld);
+        ARG(kr, 7, out);
+        ARG(kr, 8, ld);
+        ARG(kr, 9, g->b[index]);
+        const int ints[] = {l->hin, l->win, l->wout, l->k, l->stride, l->pad, l->out_c_offset, l->relu};
+        for (cl_uint a = 0; a < 8; ++a)
+            ARG(kr, 10 + a, ints[a]);
+        size_t global[2], local[2];
+        farm_tiled_ranges(&c->tiled, m, n, global, local);
+        farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, kr, 2, NULL, global, local, 0, NULL, ev), l->name);
+        return;
+    }
+    const size_t pw = (size_t)c->vw * (size_t)c->vn, np = round_up_to(n, pw), mp = round_up_to(m, (size_t)c->tm);
+    cl_kernel pk = g->k_aux[p];
+    const cl_int nreal = N;
+    ARG(pk, 0, in);
+    ARG(pk, 1, g->bp);
+    ARG(pk, 2, K);
+    ARG(pk, 3, nreal);
+    const int pints[] = {l->hin, l->win, l->wout, l->k, l->stride, l->pad};
+    for (cl_uint a = 0; a < 6; ++a)
+        ARG(pk, 4 + a, pints[a]);
+    const size_t pg[2] = {k, np / pw};
+    farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, pk, 2, NULL, pg, NULL, 0, NULL, &ev[0]), l->name);
+    cl_kernel gk = g->k_main[p];
+    const cl_int Mp = (cl_int)mp, Np = (cl_int)np;
+    ARG(gk, 0, Mp);
+    ARG(gk, 1, Np);
+    ARG(gk, 2, K);
+    ARG(gk, 3, g->ap[index]);
+    ARG(gk, 4, g->bp);
+    ARG(gk, 5, out);
+    ARG(gk, 6, g->b[index]);
+    ARG(gk, 7, M);
+    ARG(gk, 8, N);
+    const cl_int coff = l->out_c_offset, relu = l->relu;
+    ARG(gk, 9, coff);
+    ARG(gk, 10, relu);
+    const size_t gg[2] = {np / pw, mp / (size_t)c->tm};
+    farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, gk, 2, NULL, gg, NULL, 0, NULL, &ev[1]), l->name);
+}
+
+uint64_t cnn_gpu_run_layer(cnn_gpu *g, int index)
+{
+    cl_event ev[2];
+    const int n = enqueue_layer(g, index, ev);
+    farm_cl_check(clFinish(g->cl->queue), "clFinish");
+    uint64_t ns = 0;
+    for (int e = 0; e < n; ++e) {
+        ns += event_ns(ev[e]);
+        clReleaseEvent(ev[e]);
+    }
+    return ns;
+}
+
+void cnn_gpu_write_tensor(cnn_gpu *g, int t, const float *x)
+{
+    const size_t n = cnn_tensor_count(g->net, t);
+    void *host = to_storage(x, n, g->fp16);
+    farm_cl_check(clEnqueueWriteBuffer(g->cl->queue, g->tensor[t], CL_TRUE, 0, n * g->elem_bytes, host, 0, NULL, NULL),
+                  "write tensor");
+    free(host);
+}
+
+void cnn_gpu_read_tensor(cnn_gpu *g, int t, float *x)
+{
+    const size_t n = cnn_tensor_count(g->net, t);
+    void *host = farm_alloc(n * g->elem_bytes);
+    farm_cl_check(clEnqueueReadBuffer(g->cl->queue, g->tensor[t], CL_TRUE, 0, n * g->elem_bytes, host, 0, NULL, NULL),
+                  "read tensor");
+    if (g->fp16)
+        for (size_t i = 0; i < n; ++i)
+            x[i] = farm_f16_to_f32(((const uint16_t *)host)[i]);
+    else
+        memcpy(x, host, n * sizeof(float));
+    free(host);
 }

@@ -4,7 +4,17 @@
 #define FARM_CNN_GPU_H
 
 #include "../common/farm.h"
+#include "../common/tiled.h"
 #include "net.h"
+
+/* GEMM configuration of one conv layer on the im2col-gemm path: the tiled kernel's on GPU
+ * devices, the packed kernel's (tm rows x vw*vn columns per work-item) on CPU devices. */
+typedef struct {
+    farm_tiled_cfg tiled;
+    int tm, vw, vn;
+} cnn_gemm_cfg;
+
+#define CNN_MAX_PROGS 24
 
 typedef struct {
     const cnn_net *net;
@@ -22,6 +32,23 @@ typedef struct {
     void *result_host;  /* last result in storage precision */
     float *result;      /* last result as float32 (cnn_result_count values) */
     uint64_t layer_ns[CNN_MAX_LAYERS]; /* kernel time of each layer in the last run */
+    /* im2col-gemm path (cnn_gpu_use_gemm) */
+    int conv_gemm;       /* 1: convolutions run as GEMMs */
+    int tiled;           /* 1: tiled kernel (GPU devices), 0: packed kernel (CPU devices) */
+    cnn_gemm_cfg cfg[CNN_MAX_LAYERS];
+    int prog_of[CNN_MAX_LAYERS];
+    int nprogs;
+    cnn_gemm_cfg prog_cfg[CNN_MAX_PROGS];
+    farm_cl_program gprog[CNN_MAX_PROGS];
+    cl_kernel k_main[CNN_MAX_PROGS]; /* conv_im2col (tiled) or gemm_packed */
+    cl_kernel k_aux[CNN_MAX_PROGS];  /* conv_1x1 (tiled) or im2col_pack */
+    cl_mem ap[CNN_MAX_LAYERS];       /* packed weights (CPU devices) for the layer's config */
+    cnn_gemm_cfg ap_cfg[CNN_MAX_LAYERS];
+    cl_mem bp;                       /* B panels (CPU devices), sized for the largest layer */
+    size_t bp_bytes;
+    int launches[CNN_MAX_LAYERS];    /* kernel launches of each layer */
+    uint64_t im2col_ns[CNN_MAX_LAYERS]; /* CPU devices: the im2col part of layer_ns */
+    char cache_dir[1024];
 } cnn_gpu;
 
 /* Builds the program (fp16: -DFARM_FP16, plus -DFARM_HALF_ARITH where cl_khr_fp16 exists),
@@ -32,6 +59,23 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
  * (0: the driver's choice) capped by what every kernel of the program allows, rounded down to a
  * power of two. A fixed size also keeps PoCL from compiling each kernel once per layer shape. */
 size_t cnn_gpu_set_wg(cnn_gpu *g, size_t requested);
+/* The GEMM shape of conv layer l as im2col: m = cout, n = hout*wout, k = cin*k*k. */
+void cnn_gemm_shape(const cnn_layer *l, size_t *m, size_t *n, size_t *k);
+/* What the gemm program would pick for that shape on this device (its default). */
+cnn_gemm_cfg cnn_gemm_default(const farm_cl *cl, const cnn_layer *l, int half_arith);
+/* "tsm=..,vw=4" (tiled) or "tm=14,vw=16,vn=2" (packed) and back (0 or -1). */
+void cnn_gemm_format(const cnn_gemm_cfg *c, int tiled, char *out, size_t outlen);
+int cnn_gemm_parse(const char *text, int tiled, cnn_gemm_cfg *c);
+/* Switches the convolutions to the im2col-gemm path with one configuration per layer (entries of
+ * non-conv layers are ignored); builds (or reuses) one program per distinct configuration. */
+void cnn_gpu_use_gemm(cnn_gpu *g, const cnn_gemm_cfg *per_layer);
+/* Hash of the OpenCL sources the im2col-gemm path builds from (tuning cache key). */
+uint64_t cnn_gpu_source_key(void);
+/* Runs only conv layer `index` (its input tensor as it is on the device) and returns its kernel ns. */
+uint64_t cnn_gpu_run_layer(cnn_gpu *g, int index);
+/* Writes / reads a tensor in float32 (converted from/to the storage precision). */
+void cnn_gpu_write_tensor(cnn_gpu *g, int t, const float *x);
+void cnn_gpu_read_tensor(cnn_gpu *g, int t, float *x);
 /* One inference: input upload, every layer, result download; fills the split and layer_ns. */
 void cnn_gpu_run(cnn_gpu *g, farm_split *split);
 void cnn_gpu_free(cnn_gpu *g);

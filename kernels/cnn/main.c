@@ -25,6 +25,7 @@
 typedef struct {
     cnn_net *net;
     int gpu;
+    const char *conv; /* "im2col-gemm" | "direct" (gpu) */
     cnn_cpu cpu;
     cnn_gpu gpu_state;
     uint64_t *layer_ns; /* [call][layer], every call of the iteration function */
@@ -84,7 +85,25 @@ static void emit_layers(const app *a, long measured, int elem_bytes)
         farm_json_num(&j, "flops", flops);
         farm_json_num(&j, "bytes", cnn_layer_bytes(l, elem_bytes));
         farm_json_num(&j, "gflops", med ? flops / (double)med : NAN);
-        if (l->kind == CNN_CONV && a->gpu) {
+        if (l->kind == CNN_CONV) {
+            /* what the convolution ran as: Augur's resource model prices a conv as the GEMM
+             * (m, n, k) of its im2col form, which is what the im2col-gemm path runs */
+            size_t gm, gn, gk;
+            cnn_gemm_shape(l, &gm, &gn, &gk);
+            farm_json_str(&j, "conv_path", a->gpu ? a->conv : "direct");
+            farm_json_int(&j, "gemm_m", (long long)gm);
+            farm_json_int(&j, "gemm_n", (long long)gn);
+            farm_json_int(&j, "gemm_k", (long long)gk);
+        }
+        if (l->kind == CNN_CONV && a->gpu && a->gpu_state.conv_gemm) {
+            char params[256];
+            cnn_gemm_format(&a->gpu_state.cfg[i], a->gpu_state.tiled, params, sizeof params);
+            farm_json_str(&j, "gemm_kernel", a->gpu_state.tiled ? "local" : "packed");
+            farm_json_str(&j, "gemm_params", params);
+            farm_json_int(&j, "launches", a->gpu_state.launches[i]);
+            if (!a->gpu_state.tiled) /* the im2col launch's share, last iteration */
+                farm_json_u64(&j, "im2col_ns", a->gpu_state.im2col_ns[i]);
+        } else if (l->kind == CNN_CONV && a->gpu) {
             farm_json_int(&j, "g", l->g);
             farm_json_int(&j, "g_requested", l->g_requested);
         }
@@ -181,6 +200,9 @@ int main(int argc, char **argv)
     farm_common common;
     farm_common_defaults(&common);
     static const char *const models[] = {"squeezenet1.0", "squeezenet1.1", NULL};
+    static const char *const convs[] = {"auto", "im2col-gemm", "direct", NULL};
+    const char *conv = "auto", *gemm_kernel = "auto";
+    static const char *const gemm_kernels[] = {"auto", "local", "packed", NULL};
     const char *model = "squeezenet1.0", *weights_dir = NULL, *input_path = NULL, *g_spec = "1";
     long input_size = 0, layers_limit = 0, wg = 64;
     farm_opt opts[] = {
@@ -193,10 +215,19 @@ int main(int argc, char **argv)
          "dir of <layer>.weight.npy / <layer>.bias.npy, '/' in names as '.' (default: seeded)", 0, 0, NULL},
         {"layers-limit", FARM_OPT_INT, &layers_limit, "run only the first N layers (0: all)", 0, CNN_MAX_LAYERS, NULL},
         {"wg", FARM_OPT_INT, &wg, "gpu work-group size along output pixels (0: driver's choice)", 0, 1024, NULL},
+        {"conv", FARM_OPT_CHOICE, &conv,
+         "gpu convolutions: im2col + farm's GEMM kernel, or the direct kernel with --g (auto: direct when --g is "
+         "given, else im2col-gemm)",
+         0, 0, convs},
+        {"gemm-kernel", FARM_OPT_CHOICE, &gemm_kernel,
+         "im2col-gemm: gemm's tiled local-memory kernel or its packed kernel (auto: local on GPUs, packed on CPU "
+         "devices)",
+         0, 0, gemm_kernels},
         {"g", FARM_OPT_STRING, &g_spec,
          "output maps per work item: N for all conv layers and/or layer:N,... (must divide the maps)", 0, 0, NULL},
         {0},
     };
+    const char *g_default = g_spec;
     farm_parse_args(argc, argv, "cnn",
                     "SqueezeNet inference: per-layer time events, top-5 and checksum in the result.",
                     "cnn --backend=gpu --model=squeezenet1.1 --precision=fp16 --g=4,conv10:8 --iters=20", opts);
@@ -245,6 +276,18 @@ int main(int argc, char **argv)
         cnn_gpu_set_wg(&a.gpu_state, (size_t)wg);
         if (a.gpu_state.half_arith)
             mode = "fp16";
+        if (!strcmp(conv, "auto"))
+            conv = g_spec != g_default ? "direct" : "im2col-gemm";
+        a.conv = conv;
+        if (strcmp(gemm_kernel, "auto") != 0)
+            a.gpu_state.tiled = !strcmp(gemm_kernel, "local");
+        if (!strcmp(conv, "im2col-gemm")) {
+            static cnn_gemm_cfg cfg[CNN_MAX_LAYERS];
+            for (int i = 0; i < net.nlayers; ++i)
+                if (net.layer[i].kind == CNN_CONV)
+                    cfg[i] = cnn_gemm_default(&cl, &net.layer[i], a.gpu_state.half_arith);
+            cnn_gpu_use_gemm(&a.gpu_state, cfg);
+        }
     } else {
         pool = strcmp(common.backend, "cpu-mt") == 0 ? farm_pool_create((int)common.threads) : NULL;
         cnn_cpu_init(&a.cpu, &net, fp16, pool);
@@ -277,6 +320,7 @@ int main(int argc, char **argv)
     farm_json_num(&j, "activations_bytes", activation_values * (fp16 ? 2 : 4));
     farm_json_str(&j, "g", g_spec);
     if (a.gpu) {
+        farm_json_str(&j, "conv", conv);
         farm_json_u64(&j, "wg", a.gpu_state.wg);
         farm_cl_info_fields(&j, &cl, &a.gpu_state.prog);
     }

@@ -6,7 +6,8 @@
 // Build options: -DTM (rows of C per work-item), -DVW (vector width 2..16), -DVN (vectors per
 // row, default 1), -DFP16=0|1 (half storage of A, B, C; fp32 arithmetic).
 // Hooks (defined before this file): PACKED_EXTRA (extra kernel parameters after C) and
-// PACKED_STORE(m, n, v) (writes one output element; default: a vector store per VW columns).
+// PACKED_STORE_VEC(m, n0, v) (writes outputs m, n0 .. n0 + VW - 1 from the vector v; default: a
+// vector store into C).
 
 #define PCAT_(a, b) a##b
 #define PCAT(a, b) PCAT_(a, b)
@@ -74,11 +75,8 @@ __kernel void gemm_packed(const int M, const int N, const int K, __global const 
     }
     for (int r = 0; r < TM; r++)
         for (int v = 0; v < VN; v++) {
-#ifdef PACKED_STORE
-            float out[VW];
-            PCAT(vstore, VW)(acc[r][v], 0, out);
-            for (int e = 0; e < VW; e++)
-                PACKED_STORE(mb * TM + r, nb * PW + v * VW + e, out[e]);
+#ifdef PACKED_STORE_VEC
+            PACKED_STORE_VEC(mb * TM + r, nb * PW + v * VW, acc[r][v]);
 #else
             P_STOREV(acc[r][v], C + (mb * TM + r) * N + nb * PW + v * VW);
 #endif

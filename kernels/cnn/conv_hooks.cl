@@ -1,0 +1,79 @@
+// cnn's convolutions as im2col GEMMs on farm's own GEMM kernels (Caffe's and Augur's premise: a
+// convolution costs what the GEMM of its im2col shape costs). For a layer with cout maps of
+// hout x wout from cin maps with a k x k window:
+//   C[m][n] = sum_kk W[m][kk] * col[kk][n],  m < cout, n < hout*wout, kk < cin*k*k
+//   col[(ci*k + kh)*k + kw][oh*wout + ow] = in[ci][oh*stride - pad + kh][ow*stride - pad + kw]
+// W is the OIHW weight tensor read as a cout x (cin*k*k) row-major matrix. The output element
+// goes to channel c_off + m of the output tensor (fire modules concatenate in place), plus bias,
+// ReLU.
+//
+// GPU devices (-DTSM ...): this file, then common/gemm_tiled.cl twice: `conv_im2col` reads col on
+// the fly in the kernel's B-tile loads (implicit im2col: no buffer, one launch per layer) and
+// `conv_1x1` reads a 1x1 stride-1 layer's input tensor as B directly.
+// CPU devices (-DTM ...): this file, common/gemm_packed.cl and cnn/conv_im2col.cl: im2col writes
+// the B panels of the packed GEMM, whose epilogue is conv_out.
+
+#ifdef FARM_FP16
+#ifdef FARM_HALF_ARITH
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define C_LD(p, i) ((float)(p)[(i)])
+#define C_ST(v, i, p) ((p)[(i)] = (half)(v))
+#else
+#define C_LD(p, i) vload_half((i), (p))
+#define C_ST(v, i, p) vstore_half((v), (i), (p))
+#endif
+typedef half cstore_t;
+#else
+typedef float cstore_t;
+#define C_LD(p, i) ((p)[(i)])
+#define C_ST(v, i, p) ((p)[(i)] = (v))
+#endif
+
+static inline float im2col_at(__global const cstore_t *in, int kidx, int n, int hin, int win, int wout, int ksz,
+                              int stride, int pad)
+{
+    const int kk2 = ksz * ksz;
+    const int ci = kidx / kk2, r = kidx - ci * kk2;
+    const int kh = r / ksz, kw = r - kh * ksz;
+    const int oh = n / wout, ow = n - oh * wout;
+    const int ih = oh * stride - pad + kh, iw = ow * stride - pad + kw;
+    return (ih >= 0 && ih < hin && iw >= 0 && iw < win) ? C_LD(in, (ci * hin + ih) * win + iw) : 0.0f;
+}
+
+static inline void conv_out(__global cstore_t *out, __global const cstore_t *bias, int m, int n, float v, int c_off,
+                            int plane, int relu)
+{
+    float y = v + C_LD(bias, m);
+    if (relu && y < 0.0f)
+        y = 0.0f;
+    C_ST(y, (c_off + m) * plane + n, out);
+}
+
+#ifdef TSM
+#define BOUNDS 1
+#define TILED_EXTRA                                                                                \
+    , __global const cstore_t *bias, const int hin, const int win, const int wout, const int ksz,  \
+        const int stride, const int pad, const int c_off, const int relu
+#define TILED_NAME conv_im2col
+#define TILED_LOAD_B(k, n) im2col_at(B, (k), (n), hin, win, wout, ksz, stride, pad)
+#define TILED_STORE(m, n, v) conv_out(C, bias, (m), (n), (v), c_off, N, relu)
+#endif
+
+#ifdef TM
+/* vector epilogue: bias and ReLU on the whole vector, one vector store unless it crosses n_real */
+#define PACKED_STORE_VEC(m, n0, v)                                                                 \
+    if ((m) < m_real) {                                                                            \
+        pvec_t y_ = (v) + (pvec_t)(C_LD(bias, (m)));                                               \
+        if (relu)                                                                                  \
+            y_ = fmax(y_, (pvec_t)(0.0f));                                                         \
+        if ((n0) + VW <= n_real) {                                                                 \
+            P_STOREV(y_, C + (c_off + (m)) * n_real + (n0));                                       \
+        } else {                                                                                   \
+            float o_[VW];                                                                          \
+            PCAT(vstore, VW)(y_, 0, o_);                                                           \
+            for (int e_ = 0; e_ < VW && (n0) + e_ < n_real; e_++)                                  \
+                C_ST(o_[e_], (c_off + (m)) * n_real + (n0) + e_, C);                               \
+        }                                                                                          \
+    }
+#define PACKED_EXTRA , __global const cstore_t *bias, const int m_real, const int n_real, const int c_off, const int relu
+#endif
