@@ -14,8 +14,8 @@
 
 /* Between the two inclusions of gemm_tiled.cl: the second kernel reads a 1x1 stride-1 layer's
  * input tensor as B directly. */
-static const char second_tiled[] = "#undef TILED_NAME\n#undef TILED_LOAD_B\n#define TILED_NAME conv_1x1\n"
-                                   "#define TILED_LOAD_B(k, n) T_LD(B, (k) * ldb + (n))\n";
+static const char second_tiled[] = "#define TILED_NAME conv_1x1\n#define TILED_EXTRA CONV_EXTRA\n"
+                                   "#define TILED_STORE CONV_STORE\n";
 
 static void *to_storage(const float *x, size_t n, int fp16)
 {

@@ -51,12 +51,14 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
 
 #ifdef TSM
 #define BOUNDS 1
-#define TILED_EXTRA                                                                                \
+#define CONV_EXTRA                                                                                 \
     , __global const cstore_t *bias, const int hin, const int win, const int wout, const int ksz,  \
         const int stride, const int pad, const int c_off, const int relu
+#define CONV_STORE(m, n, v) conv_out(C, bias, (m), (n), (v), c_off, N, relu)
+#define TILED_EXTRA CONV_EXTRA
+#define TILED_STORE CONV_STORE
 #define TILED_NAME conv_im2col
 #define TILED_LOAD_B(k, n) im2col_at(B, (k), (n), hin, win, wout, ksz, stride, pad)
-#define TILED_STORE(m, n, v) conv_out(C, bias, (m), (n), (v), c_off, N, relu)
 #endif
 
 #ifdef TM

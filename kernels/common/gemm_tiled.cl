@@ -172,3 +172,16 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
         }
     }
 }
+
+// Leave nothing behind, so that a program can include this file again for another variant.
+#undef TILED_NAME
+#undef TILED_EXTRA
+#undef TILED_LOAD_B
+#undef TILED_STORE
+#undef A_AT
+#undef A_COORD
+#undef B_COORD
+#undef A_OK
+#undef B_OK
+#undef FETCH
+#undef STASH

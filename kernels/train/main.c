@@ -149,6 +149,8 @@ int main(int argc, char **argv)
     farm_common common;
     farm_common_defaults(&common);
     static const char *const buffer_modes[] = {"copy", "resident", "mapped", NULL};
+    static const char *const fc_kernels[] = {"tiled", "simple", NULL};
+    const char *fc_kernel = "tiled";
     const char *layers = "784,256,128,16", *buffers = "copy", *data_dir = NULL, *init_dir = NULL, *dump_dir = NULL;
     long batch = 32, steps = 0, samples = 0;
     double lr = 0.1;
@@ -160,6 +162,9 @@ int main(int argc, char **argv)
         {"lr", FARM_OPT_DOUBLE, &lr, "SGD learning rate", 0, 1e3, NULL},
         {"steps", FARM_OPT_INT, &steps, "measured training steps (0: --iters)", 0, 1e9, NULL},
         {"buffers", FARM_OPT_CHOICE, &buffers, "gpu data movement per step", 0, 0, buffer_modes},
+        {"fc-kernel", FARM_OPT_CHOICE, &fc_kernel,
+         "gpu: layer GEMMs on farm's tiled GEMM kernel (fused epilogues) or one work-item per output", 0, 0,
+         fc_kernels},
         {"samples", FARM_OPT_INT, &samples, "synthetic dataset size, a multiple of --batch (0: 32 batches)", 0,
          1e8, NULL},
         {"data-dir", FARM_OPT_STRING, &data_dir, "dir with x.npy (N,in) and y.npy (N,) float32 labels", 0, 0, NULL},
@@ -219,6 +224,11 @@ int main(int argc, char **argv)
     if (a.gpu) {
         farm_cl_open(&cl, common.cl_device);
         mlp_gpu_init(&a.gpu_state, &cl, &m, fp16, mode, farm_cl_cache_dir(common.cl_cache));
+        if (!strcmp(fc_kernel, "tiled")) {
+            farm_tiled_cfg cfg[3];
+            mlp_gemm_defaults(&cl, &m, a.gpu_state.half_arith, cfg);
+            mlp_gpu_use_tiled(&a.gpu_state, cfg, farm_cl_cache_dir(common.cl_cache));
+        }
         const size_t nx = data.n * (size_t)m.sizes[0];
         x_storage = farm_alloc(nx * a.gpu_state.elem_bytes);
         if (fp16)
@@ -246,8 +256,18 @@ int main(int argc, char **argv)
     farm_json_str(&j, "precision_mode", !fp16 ? "fp32" : (a.gpu && a.gpu_state.half_arith) ? "fp16" : "fp16-storage");
     if (fp16 && a.gpu && !a.gpu_state.half_arith)
         farm_json_str(&j, "fp16_fallback", "device lacks cl_khr_fp16: half storage, fp32 arithmetic");
-    if (a.gpu)
+    if (a.gpu) {
         farm_json_str(&j, "buffers", buffers);
+        farm_json_str(&j, "fc_kernel", fc_kernel);
+        if (a.gpu_state.tiled) {
+            static const char *const kind_names[3] = {"gemm_forward", "gemm_backward", "gemm_update"};
+            for (int kind = 0; kind < 3; ++kind) {
+                char t[160];
+                farm_tiled_format(&a.gpu_state.cfg[kind], t, sizeof t);
+                farm_json_str(&j, kind_names[kind], t);
+            }
+        }
+    }
     farm_json_str(&j, "data", data_dir ? data_dir : "synthetic-teacher");
     farm_json_u64(&j, "samples", data.n);
     farm_json_num(&j, "flops_per_step", flops);

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fc_tiled_cl.h"
+#include "gemm_tiled_cl.h"
+#include "tiled_types_cl.h"
 #include "train_cl.h" /* generated from train.cl: train_cl_source */
 
 #define ARG(k, i, v) farm_cl_check(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
@@ -44,6 +47,7 @@ void mlp_gpu_init(mlp_gpu *g, farm_cl *cl, mlp *m, int fp16, mlp_buffers mode, c
     g->xent = farm_cl_kernel(&g->prog, "softmax_xent");
     g->backward_input = farm_cl_kernel(&g->prog, "fc_backward_input");
     g->update = farm_cl_kernel(&g->prog, "fc_update");
+    g->bias_update = farm_cl_kernel(&g->prog, "bias_update");
     const size_t batch = (size_t)m->batch;
     /* Per-step data lives in host-visible memory when it is mapped. */
     const cl_mem_flags io = mode == MLP_MAPPED ? CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR : CL_MEM_READ_WRITE;
@@ -72,8 +76,76 @@ static void enqueue(mlp_gpu *g, cl_kernel k, size_t g0, size_t g1, farm_evlist *
                   "clEnqueueNDRangeKernel");
 }
 
+static void enqueue_tiled(mlp_gpu *g, int kind, size_t gm, size_t gn, farm_evlist *evs)
+{
+    size_t global[2], local[2];
+    farm_tiled_ranges(&g->cfg[kind], gm, gn, global, local);
+    farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, g->tk[g->prog_of[kind]][kind], 2, NULL, global, local, 0, NULL,
+                                         farm_ev_slot(evs, FARM_KERNEL)),
+                  "clEnqueueNDRangeKernel(tiled)");
+}
+
+/* gemm_tiled arguments: M, N, K, A, lda, B, ldb, C, ldc, then the part's extras. */
+static cl_kernel tiled_args(mlp_gpu *g, int kind, cl_int M, cl_int N, cl_int K, cl_mem a, cl_int lda, cl_mem b,
+                            cl_int ldb, cl_mem c, cl_int ldc)
+{
+    cl_kernel k = g->tk[g->prog_of[kind]][kind];
+    ARG(k, 0, M);
+    ARG(k, 1, N);
+    ARG(k, 2, K);
+    ARG(k, 3, a);
+    ARG(k, 4, lda);
+    ARG(k, 5, b);
+    ARG(k, 6, ldb);
+    ARG(k, 7, c);
+    ARG(k, 8, ldc);
+    return k;
+}
+
+static void kernels_tiled(mlp_gpu *g, float lr, farm_evlist *evs)
+{
+    const mlp *m = g->m;
+    const cl_int batch = m->batch;
+    for (int l = 0; l < m->nlayers; ++l) {
+        const cl_int nin = m->sizes[l], nout = m->sizes[l + 1], relu = l + 1 < m->nlayers;
+        cl_kernel k = tiled_args(g, FC_FWD, batch, nout, nin, g->act[l], nin, g->w[l], nin, g->act[l + 1], nout);
+        ARG(k, 9, g->b[l]);
+        ARG(k, 10, relu);
+        enqueue_tiled(g, FC_FWD, (size_t)batch, (size_t)nout, evs);
+    }
+    const int ncls = m->sizes[m->nlayers];
+    ARG(g->xent, 0, g->act[m->nlayers]);
+    ARG(g->xent, 1, g->labels);
+    ARG(g->xent, 2, g->grad[m->nlayers]);
+    ARG(g->xent, 3, g->loss);
+    ARG(g->xent, 4, ncls);
+    ARG(g->xent, 5, batch);
+    enqueue(g, g->xent, (size_t)batch, 0, evs);
+    for (int l = m->nlayers - 1; l >= 0; --l) {
+        const cl_int nin = m->sizes[l], nout = m->sizes[l + 1];
+        if (l > 0) { /* before the update: reads this layer's old weights (in-order queue) */
+            cl_kernel k = tiled_args(g, FC_BWD, batch, nin, nout, g->grad[l + 1], nout, g->w[l], nin, g->grad[l], nin);
+            ARG(k, 9, g->act[l]);
+            enqueue_tiled(g, FC_BWD, (size_t)batch, (size_t)nin, evs);
+        }
+        cl_kernel k = tiled_args(g, FC_UPD, nout, nin, batch, g->grad[l + 1], nout, g->act[l], nin, g->w[l], nin);
+        ARG(k, 9, lr);
+        enqueue_tiled(g, FC_UPD, (size_t)nout, (size_t)nin, evs);
+        ARG(g->bias_update, 0, g->grad[l + 1]);
+        ARG(g->bias_update, 1, g->b[l]);
+        ARG(g->bias_update, 2, nout);
+        ARG(g->bias_update, 3, batch);
+        ARG(g->bias_update, 4, lr);
+        enqueue(g, g->bias_update, (size_t)nout, 0, evs);
+    }
+}
+
 static void kernels(mlp_gpu *g, float lr, farm_evlist *evs)
 {
+    if (g->tiled) {
+        kernels_tiled(g, lr, evs);
+        return;
+    }
     const mlp *m = g->m;
     const int batch = m->batch;
     for (int l = 0; l < m->nlayers; ++l) {
@@ -226,7 +298,81 @@ void mlp_gpu_free(mlp_gpu *g)
     clReleaseKernel(g->xent);
     clReleaseKernel(g->backward_input);
     clReleaseKernel(g->update);
+    clReleaseKernel(g->bias_update);
+    for (int p = 0; p < g->nprogs; ++p) {
+        for (int k = 0; k < 3; ++k)
+            clReleaseKernel(g->tk[p][k]);
+        farm_cl_program_release(&g->tprog[p]);
+    }
     farm_cl_program_release(&g->prog);
     free(g->loss_host);
     memset(g, 0, sizeof *g);
+}
+
+/* ------------------------------------------------------------------ tiled path */
+
+void mlp_gemm_shape(const mlp *m, int layer, int kind, size_t *gm, size_t *gn, size_t *gk)
+{
+    const size_t b = (size_t)m->batch, nin = (size_t)m->sizes[layer], nout = (size_t)m->sizes[layer + 1];
+    if (kind == FC_FWD)
+        *gm = b, *gn = nout, *gk = nin;
+    else if (kind == FC_BWD)
+        *gm = b, *gn = nin, *gk = nout;
+    else
+        *gm = nout, *gn = nin, *gk = b;
+}
+
+void mlp_gemm_defaults(const farm_cl *cl, const mlp *m, int half_arith, farm_tiled_cfg cfg[3])
+{
+    for (int kind = 0; kind < 3; ++kind) {
+        size_t best = 0, bm = 1, bn = 1, bk = 1;
+        for (int l = 0; l < m->nlayers; ++l) {
+            size_t gm, gn, gk;
+            mlp_gemm_shape(m, l, kind, &gm, &gn, &gk);
+            if (gm * gn * gk > best)
+                best = gm * gn * gk, bm = gm, bn = gn, bk = gk;
+        }
+        cfg[kind] = farm_tiled_default(cl, bm, bn, bk, half_arith ? 2 : 4);
+    }
+}
+
+static const char *const part_define[3] = {"#undef FC_PART\n#define FC_PART 1\n", "#undef FC_PART\n#define FC_PART 2\n",
+                                           "#undef FC_PART\n#define FC_PART 3\n"};
+
+uint64_t mlp_gpu_source_key(void)
+{
+    const char *parts[] = {tiled_types_cl_source, fc_tiled_cl_source, gemm_tiled_cl_source, train_cl_source};
+    uint64_t h = FARM_HASH_INIT;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i)
+        h = farm_hash64(h, parts[i], strlen(parts[i]) + 1);
+    return h;
+}
+
+void mlp_gpu_use_tiled(mlp_gpu *g, const farm_tiled_cfg cfg[3], const char *cache_dir)
+{
+    static const char *const names[3] = {"fc_forward_tiled", "fc_backward_tiled", "fc_update_tiled"};
+    g->tiled = 1;
+    for (int kind = 0; kind < 3; ++kind) {
+        g->cfg[kind] = cfg[kind];
+        int p = -1;
+        for (int j = 0; j < kind && p < 0; ++j)
+            if (!memcmp(&cfg[j], &cfg[kind], sizeof cfg[kind]))
+                p = g->prog_of[j];
+        if (p < 0) {
+            p = g->nprogs++;
+            char t[256], opts[512];
+            farm_tiled_options(&cfg[kind], t, sizeof t);
+            snprintf(opts, sizeof opts, "%s %s", !g->fp16 ? "" : g->half_arith ? "-DFARM_FP16 -DFARM_HALF_ARITH" : "-DFARM_FP16",
+                     t);
+            const char *parts[] = {tiled_types_cl_source, part_define[0], fc_tiled_cl_source, gemm_tiled_cl_source,
+                                   part_define[1], fc_tiled_cl_source, gemm_tiled_cl_source,
+                                   part_define[2], fc_tiled_cl_source, gemm_tiled_cl_source};
+            char *src = farm_cl_concat(parts, 10);
+            farm_cl_build(g->cl, "train_tiled", src, opts, cache_dir, &g->tprog[p]);
+            free(src);
+            for (int k = 0; k < 3; ++k)
+                g->tk[p][k] = farm_cl_kernel(&g->tprog[p], names[k]);
+        }
+        g->prog_of[kind] = p;
+    }
 }

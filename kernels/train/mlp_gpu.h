@@ -9,6 +9,7 @@
 #ifndef FARM_TRAIN_MLP_GPU_H
 #define FARM_TRAIN_MLP_GPU_H
 
+#include "../common/tiled.h"
 #include "mlp.h"
 
 typedef enum { MLP_COPY = 0, MLP_RESIDENT = 1, MLP_MAPPED = 2 } mlp_buffers;
@@ -26,7 +27,25 @@ typedef struct {
     cl_kernel forward, xent, backward_input, update;
     void *w_host[MLP_MAX_LAYERS], *b_host[MLP_MAX_LAYERS]; /* copy mode: the model lives here */
     float *loss_host;
+    /* tiled path: the three GEMMs of each layer on common/gemm_tiled.cl (FC_FWD, FC_BWD, FC_UPD) */
+    int tiled;
+    farm_tiled_cfg cfg[3];
+    int nprogs, prog_of[3];
+    farm_cl_program tprog[3];
+    cl_kernel tk[3][3]; /* [program][gemm kind] */
+    cl_kernel bias_update;
 } mlp_gpu;
+
+enum { FC_FWD = 0, FC_BWD = 1, FC_UPD = 2 };
+
+/* The GEMM (m, n, k) of kind `kind` for layer l (FC_FWD: batch x nout x nin, ...). */
+void mlp_gemm_shape(const mlp *m, int layer, int kind, size_t *gm, size_t *gn, size_t *gk);
+/* Defaults per GEMM kind: what the gemm program picks for that kind's largest shape. */
+void mlp_gemm_defaults(const farm_cl *cl, const mlp *m, int half_arith, farm_tiled_cfg cfg[3]);
+/* Switches the step to the tiled GEMM kernels with these configurations (call after init). */
+void mlp_gpu_use_tiled(mlp_gpu *g, const farm_tiled_cfg cfg[3], const char *cache_dir);
+/* Hash of the sources of the tiled path (tuning cache key). */
+uint64_t mlp_gpu_source_key(void);
 
 /* Builds the program, creates buffers and uploads the initial weights (not timed). */
 void mlp_gpu_init(mlp_gpu *g, farm_cl *cl, mlp *m, int fp16, mlp_buffers mode, const char *cache_dir);

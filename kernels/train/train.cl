@@ -82,3 +82,12 @@ __kernel void fc_update(__global const data_t* dy, __global const data_t* x, __g
         ST((acc_t)((float)LD(bias, o) - lr * g), o, bias);
     }
 }
+
+// Bias gradient and SGD step of the tiled path: bias[o] -= lr * sum_b dy[b][o]. gid0 = o.
+__kernel void bias_update(__global const data_t* dy, __global data_t* bias, int nout, int batch, float lr) {
+    const int o = get_global_id(0);
+    if (o >= nout) return;
+    float g = 0.0f;
+    for (int b = 0; b < batch; ++b) g += (float)LD(dy, b * nout + o);
+    ST((acc_t)((float)LD(bias, o) - lr * g), o, bias);
+}
