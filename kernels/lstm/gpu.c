@@ -13,8 +13,9 @@ struct lstm_gpu {
     cl_kernel cell[LSTM_MAX_LAYERS], dense;
     cl_mem w[LSTM_MAX_LAYERS], b[LSTM_MAX_LAYERS], h[LSTM_MAX_LAYERS][2], c[LSTM_MAX_LAYERS];
     cl_mem wd, bd, x, logits;
-    int fused;
-    cl_kernel fused_k;
+    int fused, wave;
+    cl_kernel fused_k, wave_k;
+    cl_mem h_all, c_all;
     cl_mem w_all, b_all, cstate;
     size_t fused_global, fused_local;
     void *hx; /* inputs in storage format */
@@ -48,7 +49,8 @@ static void arg(cl_kernel k, cl_uint i, size_t size, const void *v)
     farm_cl_check(clSetKernelArg(k, i, size, v), "clSetKernelArg(lstm)");
 }
 
-static void create_fused(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
+/* Weights and biases of all layers concatenated (layer l at sum_{i<l} (D_i + H) * 4H). */
+static void concat_weights(lstm_gpu *g, farm_cl *cl, const lstm_model *m)
 {
     const lstm_shape *s = &m->s;
     const size_t H = (size_t)s->hidden;
@@ -67,6 +69,13 @@ static void create_fused(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
     g->b_all = resident(cl, b_all, (size_t)s->layers * 4 * H, s->fp16);
     free(w_all);
     free(b_all);
+}
+
+static void create_fused(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
+{
+    const lstm_shape *s = &m->s;
+    const size_t H = (size_t)s->hidden;
+    concat_weights(g, cl, m);
     g->cstate = farm_cl_buffer(cl, CL_MEM_READ_WRITE, (size_t)(s->batch * s->layers) * H * 4, NULL);
     size_t local = wg > 0 ? (size_t)wg : H;
     if (local > cl->max_wg_size)
@@ -91,7 +100,33 @@ static void create_fused(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
     arg(k, 12, (size_t)(s->layers * 2) * H * sizeof(float), NULL);
 }
 
-lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int fused, long wg, const char *cache_dir)
+static void create_wave(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
+{
+    const lstm_shape *s = &m->s;
+    const size_t H = (size_t)s->hidden, bh = (size_t)(s->batch * s->hidden);
+    concat_weights(g, cl, m);
+    g->h_all = farm_cl_buffer(cl, CL_MEM_READ_WRITE, (size_t)s->layers * 2 * bh * 4, NULL);
+    g->c_all = farm_cl_buffer(cl, CL_MEM_READ_WRITE, (size_t)s->layers * bh * 4, NULL);
+    cl_kernel k = g->wave_k = farm_cl_kernel(&g->prog, "lstm_wave");
+    const cl_int T = (cl_int)s->seq_len, D0 = (cl_int)s->input_dim, Hi = (cl_int)H, B = (cl_int)s->batch;
+    arg(k, 1, sizeof T, &T);
+    arg(k, 2, sizeof D0, &D0);
+    arg(k, 3, sizeof Hi, &Hi);
+    arg(k, 4, sizeof B, &B);
+    arg(k, 5, sizeof(cl_mem), &g->x);
+    arg(k, 6, sizeof(cl_mem), &g->w_all);
+    arg(k, 7, sizeof(cl_mem), &g->b_all);
+    arg(k, 8, sizeof(cl_mem), &g->h_all);
+    arg(k, 9, sizeof(cl_mem), &g->c_all);
+    g->use_local = wg > 0;
+    const size_t lw = wg > 0 ? (size_t)wg : 1;
+    g->cell_global[0] = (H + lw - 1) / lw * lw;
+    g->cell_global[1] = (size_t)s->batch;
+    g->cell_local[0] = lw;
+    g->cell_local[1] = 1;
+}
+
+lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long wg, const char *cache_dir)
 {
     const lstm_shape *s = &m->s;
     lstm_gpu *g = farm_alloc(sizeof *g);
@@ -104,15 +139,33 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int fused, long wg, 
 
     const size_t H = (size_t)s->hidden, C = (size_t)s->classes, bh = (size_t)(s->batch * s->hidden);
     const cl_int Hi = (cl_int)H, Ci = (cl_int)C;
+    const int fused = strategy == LSTM_FUSED;
     g->fused = fused;
+    g->wave = strategy == LSTM_WAVE;
     g->wd = resident(cl, m->wd, H * C, s->fp16);
     g->bd = resident(cl, m->bd, C, s->fp16);
     g->xbytes = (size_t)(s->batch * s->seq_len * s->input_dim) * g->esize;
     g->hx = storage(m->x, (size_t)(s->batch * s->seq_len * s->input_dim), s->fp16);
     g->x = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->xbytes, NULL);
     g->logits = farm_cl_buffer(cl, CL_MEM_WRITE_ONLY, (size_t)s->batch * C * 4, NULL);
+    const cl_int zero_off = 0;
+    g->dense = farm_cl_kernel(&g->prog, "lstm_dense");
+    arg(g->dense, 0, sizeof Hi, &Hi);
+    arg(g->dense, 1, sizeof Ci, &Ci);
+    arg(g->dense, 3, sizeof(cl_mem), &g->wd);
+    arg(g->dense, 4, sizeof(cl_mem), &g->bd);
+    arg(g->dense, 5, sizeof(cl_mem), &g->logits);
+    arg(g->dense, 6, sizeof zero_off, &zero_off);
     if (fused) {
         create_fused(g, cl, m, wg);
+        return g;
+    }
+    if (g->wave) {
+        create_wave(g, cl, m, wg);
+        /* logits from the last layer's h at step T - 1: slot T % 2 */
+        const cl_int off = (cl_int)((((size_t)s->layers - 1) * 2 + (size_t)(s->seq_len % 2)) * bh);
+        arg(g->dense, 2, sizeof(cl_mem), &g->h_all);
+        arg(g->dense, 6, sizeof off, &off);
         return g;
     }
     for (long l = 0; l < s->layers; l++) {
@@ -130,13 +183,7 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int fused, long wg, 
         arg(k, 8, sizeof(cl_mem), &g->w[l]);
         arg(k, 9, sizeof(cl_mem), &g->b[l]);
     }
-    g->dense = farm_cl_kernel(&g->prog, "lstm_dense");
-    arg(g->dense, 0, sizeof Hi, &Hi);
-    arg(g->dense, 1, sizeof Ci, &Ci);
     arg(g->dense, 2, sizeof(cl_mem), &g->h[s->layers - 1][s->seq_len % 2]);
-    arg(g->dense, 3, sizeof(cl_mem), &g->wd);
-    arg(g->dense, 4, sizeof(cl_mem), &g->bd);
-    arg(g->dense, 5, sizeof(cl_mem), &g->logits);
 
     g->use_local = wg > 0;
     const size_t lw = wg > 0 ? (size_t)wg : 1;
@@ -151,7 +198,9 @@ const farm_cl_program *lstm_gpu_program(const lstm_gpu *g) { return &g->prog; }
 
 long lstm_gpu_launches(const lstm_gpu *g)
 {
-    return g->fused ? 1 : g->m->s.seq_len * g->m->s.layers + 1;
+    if (g->fused)
+        return 1;
+    return (g->wave ? g->m->s.seq_len + g->m->s.layers - 1 : g->m->s.seq_len * g->m->s.layers) + 1;
 }
 
 static int run_fused(lstm_gpu *g, float *logits, farm_split *split)
@@ -170,10 +219,44 @@ static int run_fused(lstm_gpu *g, float *logits, farm_split *split)
     return FARM_EXIT_OK;
 }
 
+static int run_wave(lstm_gpu *g, float *logits, farm_split *split)
+{
+    const lstm_shape *s = &g->m->s;
+    cl_command_queue q = g->cl->queue;
+    const size_t bh4 = (size_t)(s->batch * s->hidden) * 4;
+    const float zero = 0.0f;
+    farm_cl_check(clEnqueueWriteBuffer(q, g->x, CL_FALSE, 0, g->xbytes, g->hx, 0, NULL, farm_ev_slot(&g->evs, FARM_H2D)),
+                  "clEnqueueWriteBuffer(x)");
+    farm_cl_check(clEnqueueFillBuffer(q, g->h_all, &zero, 4, 0, bh4 * 2 * (size_t)s->layers, 0, NULL,
+                                      farm_ev_slot(&g->evs, FARM_KERNEL)),
+                  "clEnqueueFillBuffer(h)");
+    farm_cl_check(clEnqueueFillBuffer(q, g->c_all, &zero, 4, 0, bh4 * (size_t)s->layers, 0, NULL,
+                                      farm_ev_slot(&g->evs, FARM_KERNEL)),
+                  "clEnqueueFillBuffer(c)");
+    const size_t global[3] = {g->cell_global[0], g->cell_global[1], (size_t)s->layers};
+    const size_t local[3] = {g->cell_local[0], 1, 1};
+    for (cl_int d = 0; d < (cl_int)(s->seq_len + s->layers - 1); d++) {
+        arg(g->wave_k, 0, sizeof d, &d);
+        farm_cl_check(clEnqueueNDRangeKernel(q, g->wave_k, 3, NULL, global, g->use_local ? local : NULL, 0, NULL,
+                                             farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueNDRangeKernel(lstm_wave)");
+    }
+    const size_t dg[2] = {(size_t)s->classes, (size_t)s->batch};
+    farm_cl_check(clEnqueueNDRangeKernel(q, g->dense, 2, NULL, dg, NULL, 0, NULL, farm_ev_slot(&g->evs, FARM_KERNEL)),
+                  "clEnqueueNDRangeKernel(lstm_dense)");
+    farm_cl_check(clEnqueueReadBuffer(q, g->logits, CL_TRUE, 0, (size_t)(s->batch * s->classes) * 4, logits, 0, NULL,
+                                      farm_ev_slot(&g->evs, FARM_D2H)),
+                  "clEnqueueReadBuffer(logits)");
+    farm_ev_collect(&g->evs, split);
+    return FARM_EXIT_OK;
+}
+
 int lstm_gpu_run(lstm_gpu *g, float *logits, farm_split *split)
 {
     if (g->fused)
         return run_fused(g, logits, split);
+    if (g->wave)
+        return run_wave(g, logits, split);
     const lstm_shape *s = &g->m->s;
     cl_command_queue q = g->cl->queue;
     const size_t bh4 = (size_t)(s->batch * s->hidden) * 4;
@@ -227,11 +310,18 @@ void lstm_gpu_destroy(lstm_gpu *g)
     farm_ev_free(&g->evs);
     if (g->fused) {
         clReleaseKernel(g->fused_k);
-        clReleaseMemObject(g->w_all);
-        clReleaseMemObject(g->b_all);
         clReleaseMemObject(g->cstate);
     }
-    for (long l = 0; l < g->m->s.layers && !g->fused; l++) {
+    if (g->wave) {
+        clReleaseKernel(g->wave_k);
+        clReleaseMemObject(g->h_all);
+        clReleaseMemObject(g->c_all);
+    }
+    if (g->fused || g->wave) {
+        clReleaseMemObject(g->w_all);
+        clReleaseMemObject(g->b_all);
+    }
+    for (long l = 0; l < g->m->s.layers && !g->fused && !g->wave; l++) {
         clReleaseKernel(g->cell[l]);
         clReleaseMemObject(g->w[l]);
         clReleaseMemObject(g->b[l]);
@@ -239,8 +329,7 @@ void lstm_gpu_destroy(lstm_gpu *g)
         clReleaseMemObject(g->h[l][1]);
         clReleaseMemObject(g->c[l]);
     }
-    if (!g->fused)
-        clReleaseKernel(g->dense);
+    clReleaseKernel(g->dense);
     clReleaseMemObject(g->wd);
     clReleaseMemObject(g->bd);
     clReleaseMemObject(g->x);

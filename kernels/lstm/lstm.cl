@@ -50,10 +50,11 @@ __kernel void lstm_cell(const int D, const int H, __global const store_t *in, co
 
 // logits[b][k] = bd[k] + sum_j h[b][j] * Wd[j][k]; global (classes, batch).
 __kernel void lstm_dense(const int H, const int C, __global const float *h, __global const store_t *Wd,
-                         __global const store_t *bd, __global float *logits)
+                         __global const store_t *bd, __global float *logits, const int h_off)
 {
     const int k = get_global_id(0), b = get_global_id(1);
     float acc = LD(bd, k);
+    h += h_off;
     for (int j = 0; j < H; j++)
         acc = mad(h[b * H + j], LD(Wd, j * C + k), acc);
     logits[b * C + k] = acc;
@@ -133,4 +134,60 @@ __kernel void lstm_fused(const int T, const int D0, const int H, const int L, co
             acc = mad(h[j], LD(Wd, j * C + k), acc);
         logits[b * C + k] = acc;
     }
+}
+
+// Wavefront step path: ONE launch per diagonal d computes, for every layer l at once, time step
+// t = d - l (layer l's input at step t is layer l-1's output at step t, made by the previous
+// launch), so an inference takes seq_len + layers - 1 launches instead of seq_len x layers.
+// Global (H padded, batch, L). State of every layer in one buffer each: h_all[L][2][batch][H]
+// (double-buffered by step parity: step t reads slot t % 2, writes slot (t + 1) % 2), c_all[L][batch][H].
+// Weights and biases concatenated as for lstm_fused.
+__kernel void lstm_wave(const int d, const int T, const int D0, const int H, const int B, __global const store_t *x,
+                        __global const store_t *W, __global const store_t *bias, __global float *h_all,
+                        __global float *c_all)
+{
+    const int j = get_global_id(0), b = get_global_id(1), l = get_global_id(2);
+    const int t = d - l;
+    if (j >= H || t < 0 || t >= T)
+        return;
+    const int H4 = 4 * H, D = l == 0 ? D0 : H;
+    const int woff = l == 0 ? 0 : (D0 + H) * H4 + (l - 1) * (2 * H) * H4;
+    __global const store_t *Wl = W + woff;
+    __global const store_t *bl = bias + l * H4;
+    float zi = LD(bl, j), zf = LD(bl, H + j), zg = LD(bl, 2 * H + j), zo = LD(bl, 3 * H + j);
+    const int slot_in = t % 2, slot_out = (t + 1) % 2;
+    if (l == 0) {
+        __global const store_t *xt = x + (b * T + t) * D0;
+        for (int r = 0; r < D0; r++) {
+            const float v = LD(xt, r);
+            const int row = r * H4 + j;
+            zi = mad(v, LD(Wl, row), zi);
+            zf = mad(v, LD(Wl, row + H), zf);
+            zg = mad(v, LD(Wl, row + 2 * H), zg);
+            zo = mad(v, LD(Wl, row + 3 * H), zo);
+        }
+    } else {
+        __global const float *below = h_all + (((l - 1) * 2 + slot_out) * B + b) * H;
+        for (int r = 0; r < H; r++) {
+            const float v = below[r];
+            const int row = r * H4 + j;
+            zi = mad(v, LD(Wl, row), zi);
+            zf = mad(v, LD(Wl, row + H), zf);
+            zg = mad(v, LD(Wl, row + 2 * H), zg);
+            zo = mad(v, LD(Wl, row + 3 * H), zo);
+        }
+    }
+    __global const float *hp = h_all + ((l * 2 + slot_in) * B + b) * H;
+    for (int r = 0; r < H; r++) {
+        const float v = hp[r];
+        const int row = (D + r) * H4 + j;
+        zi = mad(v, LD(Wl, row), zi);
+        zf = mad(v, LD(Wl, row + H), zf);
+        zg = mad(v, LD(Wl, row + 2 * H), zg);
+        zo = mad(v, LD(Wl, row + 3 * H), zo);
+    }
+    const int s = (l * B + b) * H + j;
+    const float cn = sigmoid_(zf) * c_all[s] + sigmoid_(zi) * tanh(zg);
+    c_all[s] = cn;
+    h_all[((l * 2 + slot_out) * B + b) * H + j] = sigmoid_(zo) * tanh(cn);
 }

@@ -44,10 +44,13 @@ void lstm_cpu_destroy(lstm_cpu *c);
  *   fused: ONE launch per inference; a work-group per batch element walks all steps and layers
  *          (h in local memory, a barrier per step and layer);
  *   step:  one cell launch per (step, layer) computing all four gates and the state update of every
- *          unit and batch element, plus one dense launch.
+ *          unit and batch element, plus one dense launch;
+ *   wave:  the step kernel over all layers at once along diagonals (layer l at step d - l): seq_len +
+ *          layers - 1 cell launches plus one dense launch.
  * Neither launches a kernel per gate or per element. */
 typedef struct lstm_gpu lstm_gpu;
-lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int fused, long wg, const char *cache_dir);
+enum { LSTM_STEP = 0, LSTM_FUSED = 1, LSTM_WAVE = 2 };
+lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long wg, const char *cache_dir);
 /* Kernel launches per inference. */
 long lstm_gpu_launches(const lstm_gpu *g);
 const farm_cl_program *lstm_gpu_program(const lstm_gpu *g);

@@ -5,7 +5,7 @@
 
 #include "lstm.h"
 
-static const char *const gpu_kernel_choices[] = {"auto", "fused", "step", NULL};
+static const char *const gpu_kernel_choices[] = {"auto", "fused", "step", "wave", NULL};
 
 typedef struct {
     lstm_cpu *cpu;
@@ -46,8 +46,9 @@ int main(int argc, char **argv)
         {"input", FARM_OPT_STRING, &input, ".npy inputs (batch, seq_len, input_dim)", 0, 0, NULL},
         {"gpu-kernel", FARM_OPT_CHOICE, &gpu_kernel,
          "gpu strategy: fused (one launch per inference, a work-group per batch element), step (one launch "
-         "per step and layer, all units in parallel); auto: fused on CPU devices when hidden <= 64 or "
-         "batch >= compute units (launches dominate), else step", 0, 0,
+         "per step and layer, all units in parallel), wave (one launch per step for all layers along "
+         "diagonals); auto: fused on CPU devices when hidden <= 64 or batch >= compute units (launches "
+         "dominate), else step on CPU devices and wave on GPUs", 0, 0,
          gpu_kernel_choices},
         {"wg", FARM_OPT_INT, &wg, "gpu: work-group size along hidden units (0: fused H, step driver's choice)", 0,
          4096, NULL},
@@ -78,13 +79,15 @@ int main(int argc, char **argv)
             gpu_kernel = !(cl.device_type & CL_DEVICE_TYPE_GPU) && fused_local_bytes <= cl.local_mem_bytes &&
                                  (s.hidden <= 64 || s.batch >= (long)(cl.compute_units ? cl.compute_units : 1))
                              ? "fused"
-                             : "step";
+                         : (cl.device_type & CL_DEVICE_TYPE_GPU) ? "wave"
+                                                                 : "step";
         if (!strcmp(gpu_kernel, "fused") && fused_local_bytes > cl.local_mem_bytes)
             farm_die(FARM_EXIT_USAGE,
                      "--gpu-kernel=fused keeps h of every layer in local memory: %llu bytes needed, the device "
                      "has %llu (use --gpu-kernel=step)",
                      (unsigned long long)fused_local_bytes, (unsigned long long)cl.local_mem_bytes);
-        r.gpu = lstm_gpu_create(&cl, &m, !strcmp(gpu_kernel, "fused"), wg, farm_cl_cache_dir(c.cl_cache));
+        const int strategy = !strcmp(gpu_kernel, "fused") ? LSTM_FUSED : !strcmp(gpu_kernel, "wave") ? LSTM_WAVE : LSTM_STEP;
+        r.gpu = lstm_gpu_create(&cl, &m, strategy, wg, farm_cl_cache_dir(c.cl_cache));
     } else {
         r.cpu = lstm_cpu_create(&m, pool);
     }
