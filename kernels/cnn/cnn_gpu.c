@@ -219,9 +219,14 @@ void cnn_gpu_free(cnn_gpu *g)
         clReleaseKernel(g->k_aux[i]);
         farm_cl_program_release(&g->gprog[i]);
     }
-    for (int i = 0; i < CNN_MAX_LAYERS; ++i)
+    for (int i = 0; i < CNN_MAX_LAYERS; ++i) {
         if (g->ap[i])
             clReleaseMemObject(g->ap[i]);
+        if (g->ktab[i])
+            clReleaseMemObject(g->ktab[i]);
+        if (g->ptab[i])
+            clReleaseMemObject(g->ptab[i]);
+    }
     if (g->bp)
         clReleaseMemObject(g->bp);
     for (int t = 0; t < CNN_MAX_TENSORS; ++t)
@@ -368,6 +373,34 @@ static void pack_weights(cnn_gpu *g, int index)
     }
 }
 
+/* GPU devices: the im2col index tables of conv_hooks.cl (im2col_tab), once per layer. */
+static void make_tables(cnn_gpu *g, int index)
+{
+    if (g->ktab[index])
+        return;
+    const cnn_layer *l = &g->net->layer[index];
+    size_t m, n, k;
+    cnn_gemm_shape(l, &m, &n, &k);
+    cl_int *kt = farm_alloc(k * 4 * sizeof(cl_int)), *pt = farm_alloc(n * 4 * sizeof(cl_int));
+    for (size_t kk = 0; kk < k; ++kk) {
+        const int ci = (int)kk / (l->k * l->k), r = (int)kk % (l->k * l->k), kh = r / l->k, kw = r % l->k;
+        kt[4 * kk] = ci * l->hin * l->win + kh * l->win + kw;
+        kt[4 * kk + 1] = kh;
+        kt[4 * kk + 2] = kw;
+    }
+    for (size_t p = 0; p < n; ++p) {
+        const int oh = (int)p / l->wout, ow = (int)p % l->wout;
+        const int ih0 = oh * l->stride - l->pad, iw0 = ow * l->stride - l->pad;
+        pt[4 * p] = ih0 * l->win + iw0;
+        pt[4 * p + 1] = ih0;
+        pt[4 * p + 2] = iw0;
+    }
+    g->ktab[index] = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, k * 4 * sizeof(cl_int), kt);
+    g->ptab[index] = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 4 * sizeof(cl_int), pt);
+    free(kt);
+    free(pt);
+}
+
 void cnn_gpu_use_gemm(cnn_gpu *g, const cnn_gemm_cfg *per_layer)
 {
     g->conv_gemm = 1;
@@ -378,6 +411,8 @@ void cnn_gpu_use_gemm(cnn_gpu *g, const cnn_gemm_cfg *per_layer)
         g->prog_of[i] = program_for(g, &g->cfg[i]);
         if (!g->tiled)
             pack_weights(g, i);
+        else
+            make_tables(g, i);
         const cnn_layer *l = &g->net->layer[i];
         g->launches[i] = g->tiled ? 1 : 2;
         (void)l;
@@ -407,9 +442,11 @@ static void enqueue_gemm_conv(cnn_gpu *g, int index, cl_event *ev)
         ARG(kr, 7, out);
         ARG(kr, 8, ld);
         ARG(kr, 9, g->b[index]);
-        const int ints[] = {l->hin, l->win, l->wout, l->k, l->stride, l->pad, l->out_c_offset, l->relu};
-        for (cl_uint a = 0; a < 8; ++a)
-            ARG(kr, 10 + a, ints[a]);
+        ARG(kr, 10, g->ktab[index]);
+        ARG(kr, 11, g->ptab[index]);
+        const int ints[] = {l->hin, l->win, l->out_c_offset, l->relu};
+        for (cl_uint a = 0; a < 4; ++a)
+            ARG(kr, 12 + a, ints[a]);
         size_t global[2], local[2];
         farm_tiled_ranges(&c->tiled, m, n, global, local);
         farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, kr, 2, NULL, global, local, 0, NULL, ev), l->name);

@@ -45,6 +45,7 @@ typedef struct {
     cl_mem ap[CNN_MAX_LAYERS];       /* packed weights (CPU devices) for the layer's config */
     cnn_gemm_cfg ap_cfg[CNN_MAX_LAYERS];
     cl_mem bp;                       /* B panels (CPU devices), sized for the largest layer */
+    cl_mem ktab[CNN_MAX_LAYERS], ptab[CNN_MAX_LAYERS]; /* GPU devices: im2col index tables */
     size_t bp_bytes;
     int launches[CNN_MAX_LAYERS];    /* kernel launches of each layer */
     uint64_t im2col_ns[CNN_MAX_LAYERS]; /* CPU devices: the im2col part of layer_ns */

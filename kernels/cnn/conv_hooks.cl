@@ -8,7 +8,8 @@
 // ReLU.
 //
 // GPU devices (-DTSM ...): this file, then common/gemm_tiled.cl twice: `conv_im2col` reads col on
-// the fly in the kernel's B-tile loads (implicit im2col: no buffer, one launch per layer) and
+// the fly in the kernel's B-tile loads (implicit im2col: no buffer, one launch per layer; index
+// tables, see im2col_tab) and
 // `conv_1x1` reads a 1x1 stride-1 layer's input tensor as B directly.
 // CPU devices (-DTM ...): this file, common/gemm_packed.cl and cnn/conv_im2col.cl: im2col writes
 // the B panels of the packed GEMM, whose epilogue is conv_out.
@@ -40,6 +41,18 @@ static inline float im2col_at(__global const cstore_t *in, int kidx, int n, int 
     return (ih >= 0 && ih < hin && iw >= 0 && iw < win) ? C_LD(in, (ci * hin + ih) * win + iw) : 0.0f;
 }
 
+// GPU path: im2col through two small index tables made by the host per layer, so the gather in
+// the GEMM's B-tile loads costs two cached loads instead of four integer divisions:
+//   ktab[kk] = (ci*hin*win + kh*win + kw, kh, kw, 0)    pt[n] = (ih0*win + iw0, ih0, iw0, 0)
+// with ih0 = oh*stride - pad, iw0 = ow*stride - pad.
+static inline float im2col_tab(__global const cstore_t *in, __global const int4 *ktab, __global const int4 *ptab,
+                               int kidx, int n, int hin, int win)
+{
+    const int4 kt = ktab[kidx], pt = ptab[n];
+    const int ih = pt.y + kt.y, iw = pt.z + kt.z;
+    return ((uint)ih < (uint)hin && (uint)iw < (uint)win) ? C_LD(in, kt.x + pt.x) : 0.0f;
+}
+
 static inline void conv_out(__global cstore_t *out, __global const cstore_t *bias, int m, int n, float v, int c_off,
                             int plane, int relu)
 {
@@ -52,13 +65,13 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
 #ifdef TSM
 #define BOUNDS 1
 #define CONV_EXTRA                                                                                 \
-    , __global const cstore_t *bias, const int hin, const int win, const int wout, const int ksz,  \
-        const int stride, const int pad, const int c_off, const int relu
+    , __global const cstore_t *bias, __global const int4 *ktab, __global const int4 *ptab, const int hin, \
+        const int win, const int c_off, const int relu
 #define CONV_STORE(m, n, v) conv_out(C, bias, (m), (n), (v), c_off, N, relu)
 #define TILED_EXTRA CONV_EXTRA
 #define TILED_STORE CONV_STORE
 #define TILED_NAME conv_im2col
-#define TILED_LOAD_B(k, n) im2col_at(B, (k), (n), hin, win, wout, ksz, stride, pad)
+#define TILED_LOAD_B(k, n) im2col_tab(B, ktab, ptab, (k), (n), hin, win)
 #endif
 
 #ifdef TM

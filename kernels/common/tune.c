@@ -192,7 +192,8 @@ int farm_tune_lookup(farm_tune_state *st)
         if (d < best_d)
             best = i, best_d = d;
     }
-    if (best < 0)
+    /* a neighbour more than a factor 4 away in total is another problem, not a nearby one */
+    if (best < 0 || best_d > 1.3863)
         return 0;
     st->source = best_d == 0.0 ? FARM_TUNE_CACHE : FARM_TUNE_NEAREST;
     snprintf(st->params, sizeof st->params, "%s", entries[best].params);

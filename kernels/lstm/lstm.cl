@@ -25,6 +25,7 @@ __kernel void lstm_cell(const int D, const int H, __global const store_t *in, co
     float zi = LD(bias, j), zf = LD(bias, H + j), zg = LD(bias, 2 * H + j), zo = LD(bias, 3 * H + j);
     // Layer 0 reads the (half-stored) inputs; upper layers read the fp32 state of the layer below.
     __global const float *in_state = (__global const float *)in;
+#pragma unroll 8
     for (int r = 0; r < D; r++) {
         const float v = in_is_state ? in_state[b * in_stride + in_off + r] : LD(in, b * in_stride + in_off + r);
         const int row = r * H4;
@@ -34,6 +35,7 @@ __kernel void lstm_cell(const int D, const int H, __global const store_t *in, co
         zo = mad(v, LD(W, row + 3 * H + j), zo);
     }
     __global const float *hp = h_prev + b * H;
+#pragma unroll 8
     for (int r = 0; r < H; r++) {
         const float v = hp[r];
         const int row = (D + r) * H4;
@@ -158,6 +160,7 @@ __kernel void lstm_wave(const int d, const int T, const int D0, const int H, con
     const int slot_in = t % 2, slot_out = (t + 1) % 2;
     if (l == 0) {
         __global const store_t *xt = x + (b * T + t) * D0;
+    #pragma unroll 8
         for (int r = 0; r < D0; r++) {
             const float v = LD(xt, r);
             const int row = r * H4 + j;
@@ -168,6 +171,7 @@ __kernel void lstm_wave(const int d, const int T, const int D0, const int H, con
         }
     } else {
         __global const float *below = h_all + (((l - 1) * 2 + slot_out) * B + b) * H;
+#pragma unroll 8
         for (int r = 0; r < H; r++) {
             const float v = below[r];
             const int row = r * H4 + j;
@@ -178,6 +182,7 @@ __kernel void lstm_wave(const int d, const int T, const int D0, const int H, con
         }
     }
     __global const float *hp = h_all + ((l * 2 + slot_in) * B + b) * H;
+#pragma unroll 8
     for (int r = 0; r < H; r++) {
         const float v = hp[r];
         const int row = (D + r) * H4 + j;
