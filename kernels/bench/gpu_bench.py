@@ -134,7 +134,9 @@ def torch_train_gemms_ms(sizes: list[int], batch: int) -> float | None:
         nin, nout = sizes[layer], sizes[layer + 1]
         x, w = torch.rand(batch, nin, device="cuda"), torch.rand(nout, nin, device="cuda")
         dy = torch.rand(batch, nout, device="cuda")
-        ops = [lambda: x @ w.t(), lambda: dy.t() @ x] + ([lambda: dy @ w] if layer > 0 else [])
+        ops = [lambda x=x, w=w: x @ w.t(), lambda x=x, dy=dy: dy.t() @ x]
+        if layer > 0:
+            ops.append(lambda w=w, dy=dy: dy @ w)
         for op in ops:
             for _ in range(3):
                 op()
@@ -196,8 +198,17 @@ def gemm_section(dev: str, cache: Path, budget: float, out: dict[str, Any], size
             "tune_candidates": info.get("tune_candidates"),
         }
         if (BUILD / "bench" / "clblast_gemm").exists():
-            cb = one(run("bench/clblast_gemm", f"--cl-device={dev}", f"--n={n}", "--iters=5", "--calls=10",
-                         cache=cache), "result")  # fmt: skip
+            cb = one(
+                run(
+                    "bench/clblast_gemm",
+                    f"--cl-device={dev}",
+                    f"--n={n}",
+                    "--iters=5",
+                    "--calls=10",
+                    cache=cache,
+                ),
+                "result",
+            )
             row["clblast_tflops"] = cb["gflops_calls"] / 1e3
         ms = cublas_ms(n)
         if ms:
@@ -205,7 +216,9 @@ def gemm_section(dev: str, cache: Path, budget: float, out: dict[str, Any], size
         rows.append(row)
         print(json.dumps(row), flush=True)
     out["gemm"] = rows
-    print("\nGEMM fp32 TFLOPS (kernel time)\n| n | farm default | farm tuned | CLBlast | cuBLAS | tuned params |")
+    print(
+        "\nGEMM fp32 TFLOPS (kernel time)\n| n | farm default | farm tuned | CLBlast | cuBLAS | tuned params |"
+    )
     print("|---|---|---|---|---|---|")
     for r in rows:
         print(
@@ -217,8 +230,15 @@ def gemm_section(dev: str, cache: Path, budget: float, out: dict[str, Any], size
 
 def cnn_section(dev: str, cache: Path, out: dict[str, Any], precision: str = "fp32") -> None:
     for model in ("squeezenet1.0", "squeezenet1.1"):
-        ev = run("cnn", f"--cl-device={dev}", f"--model={model}", f"--precision={precision}", "--iters=20",
-                 "--verify", cache=cache)  # fmt: skip
+        ev = run(
+            "cnn",
+            f"--cl-device={dev}",
+            f"--model={model}",
+            f"--precision={precision}",
+            "--iters=20",
+            "--verify",
+            cache=cache,
+        )
         result = one(ev, "result")
         layers = [e for e in ev if e["event"] == "layer"]
         rows = []
@@ -226,37 +246,77 @@ def cnn_section(dev: str, cache: Path, out: dict[str, Any], precision: str = "fp
             if layer["kind"] != "conv":
                 continue
             shape = (layer["gemm_m"], layer["gemm_n"], layer["gemm_k"])
-            g = one(run("gemm", f"--cl-device={dev}", f"--m={shape[0]}", f"--n={shape[1]}", f"--k={shape[2]}",
-                        "--transfers=once", "--iters=20", f"--precision={precision}", "--tuned=ignore", cache=cache), "result")  # fmt: skip
-            rows.append({
-                "layer": layer["name"], "mnk": shape, "conv_ms": layer["time_ns"] / 1e6,
-                "gemm_ms": g["median_kernel_ms"], "ratio": layer["time_ns"] / 1e6 / g["median_kernel_ms"],
-                "params": layer.get("gemm_params"),
-            })  # fmt: skip
+            g = one(
+                run(
+                    "gemm",
+                    f"--cl-device={dev}",
+                    f"--m={shape[0]}",
+                    f"--n={shape[1]}",
+                    f"--k={shape[2]}",
+                    "--transfers=once",
+                    "--iters=20",
+                    f"--precision={precision}",
+                    "--tuned=ignore",
+                    cache=cache,
+                ),
+                "result",
+            )
+            rows.append(
+                {
+                    "layer": layer["name"],
+                    "mnk": shape,
+                    "conv_ms": layer["time_ns"] / 1e6,
+                    "gemm_ms": g["median_kernel_ms"],
+                    "ratio": layer["time_ns"] / 1e6 / g["median_kernel_ms"],
+                    "params": layer.get("gemm_params"),
+                }
+            )
         kernel_sum = sum(layer["time_ns"] for layer in layers) / 1e6
         summary = {
-            "model": model, "precision": precision, "verified": result.get("verified"),
-            "wall_median_ms": result["median_ms"], "kernel_sum_ms": kernel_sum,
-            "wall_over_kernels": result["median_ms"] / kernel_sum, "worst_conv_ratio": max(r["ratio"] for r in rows),
-        }  # fmt: skip
+            "model": model,
+            "precision": precision,
+            "verified": result.get("verified"),
+            "wall_median_ms": result["median_ms"],
+            "kernel_sum_ms": kernel_sum,
+            "wall_over_kernels": result["median_ms"] / kernel_sum,
+            "worst_conv_ratio": max(r["ratio"] for r in rows),
+        }
         out.setdefault("cnn", []).append({"summary": summary, "layers": rows})
-        print(f"\n{model} {precision}: wall {summary['wall_median_ms']:.3f} ms, layer kernels {kernel_sum:.3f} ms "
-              f"(x{summary['wall_over_kernels']:.2f}); verified {summary['verified']}")  # fmt: skip
+        print(
+            f"\n{model} {precision}: wall {summary['wall_median_ms']:.3f} ms, layer kernels {kernel_sum:.3f} ms "
+            f"(x{summary['wall_over_kernels']:.2f}); verified {summary['verified']}"
+        )
         print("| layer | m x n x k | conv ms | gemm ms | conv/gemm |\n|---|---|---|---|---|")
         for r in rows:
             m, n, k = r["mnk"]
-            print(f"| {r['layer']} | {m}x{n}x{k} | {r['conv_ms']:.4f} | {r['gemm_ms']:.4f} | {r['ratio']:.2f} |")
+            print(
+                f"| {r['layer']} | {m}x{n}x{k} | {r['conv_ms']:.4f} | {r['gemm_ms']:.4f} | {r['ratio']:.2f} |"
+            )
 
 
 def train_section(dev: str, cache: Path, out: dict[str, Any], pk: dict[str, float]) -> None:
     sizes, batch = [784, 1024, 1024, 16], 256
     rows = []
     for fc in ("tiled", "simple"):
-        ev = run("train", f"--cl-device={dev}", f"--layers={','.join(map(str, sizes))}", f"--batch={batch}",
-                 "--buffers=resident", "--steps=20", f"--fc-kernel={fc}", cache=cache)  # fmt: skip
+        ev = run(
+            "train",
+            f"--cl-device={dev}",
+            f"--layers={','.join(map(str, sizes))}",
+            f"--batch={batch}",
+            "--buffers=resident",
+            "--steps=20",
+            f"--fc-kernel={fc}",
+            cache=cache,
+        )
         r, info = one(ev, "result"), one(ev, "info")
-        rows.append({"fc_kernel": fc, "kernel_ms": r["median_kernel_ms"], "wall_ms": r["median_ms"],
-                     "flops": info["flops_per_step"]})  # fmt: skip
+        rows.append(
+            {
+                "fc_kernel": fc,
+                "kernel_ms": r["median_kernel_ms"],
+                "wall_ms": r["median_ms"],
+                "flops": info["flops_per_step"],
+            }
+        )
     torch_ms = torch_train_ms(sizes, batch)
     gemms_ms = torch_train_gemms_ms(sizes, batch)
     out["train"] = {"rows": rows, "torch_step_ms": torch_ms, "cublas_gemms_ms": gemms_ms, "peaks": pk}
@@ -264,14 +324,20 @@ def train_section(dev: str, cache: Path, out: dict[str, Any], pk: dict[str, floa
     for r in rows:
         tf = r["flops"] / r["kernel_ms"] / 1e9
         roof = r["flops"] / (pk["fp32_gemm_tflops"] * 1e9) if pk else float("nan")
-        print(f"  {r['fc_kernel']}: kernels {r['kernel_ms']:.4f} ms ({tf:.2f} TFLOPS), wall {r['wall_ms']:.4f} ms, "
-              f"roofline {roof:.4f} ms")  # fmt: skip
+        print(
+            f"  {r['fc_kernel']}: kernels {r['kernel_ms']:.4f} ms ({tf:.2f} TFLOPS), wall {r['wall_ms']:.4f} ms, "
+            f"roofline {roof:.4f} ms"
+        )
     if torch_ms:
-        print(f"  torch (cuBLAS) same step: {torch_ms:.4f} ms; farm tiled / torch throughput "
-              f"{torch_ms / rows[0]['kernel_ms']:.2f}")  # fmt: skip
+        print(
+            f"  torch (cuBLAS) same step: {torch_ms:.4f} ms; farm tiled / torch throughput "
+            f"{torch_ms / rows[0]['kernel_ms']:.2f}"
+        )
     if gemms_ms:
-        print(f"  cuBLAS on the step's GEMM shapes alone: {gemms_ms:.4f} ms; farm's kernels reach "
-              f"{gemms_ms / rows[0]['kernel_ms']:.2f} of that throughput")  # fmt: skip
+        print(
+            f"  cuBLAS on the step's GEMM shapes alone: {gemms_ms:.4f} ms; farm's kernels reach "
+            f"{gemms_ms / rows[0]['kernel_ms']:.2f} of that throughput"
+        )
 
 
 def lstm_section(dev: str, cache: Path, out: dict[str, Any]) -> None:
@@ -279,21 +345,39 @@ def lstm_section(dev: str, cache: Path, out: dict[str, Any]) -> None:
     for hidden in (128, 512):
         for kernel in ("step", "wave", "fused"):
             try:
-                ev = run("lstm", f"--cl-device={dev}", f"--hidden={hidden}", "--layers=2", "--seq-len=128",
-                         f"--gpu-kernel={kernel}", "--iters=10", "--verify", cache=cache)  # fmt: skip
+                ev = run(
+                    "lstm",
+                    f"--cl-device={dev}",
+                    f"--hidden={hidden}",
+                    "--layers=2",
+                    "--seq-len=128",
+                    f"--gpu-kernel={kernel}",
+                    "--iters=10",
+                    "--verify",
+                    cache=cache,
+                )
             except RuntimeError as err:
                 print(f"  lstm {kernel} H={hidden}: {err}")
                 continue
             r, info = one(ev, "result"), one(ev, "info")
-            rows.append({"hidden": hidden, "kernel": kernel, "kernel_ms": r["median_kernel_ms"],
-                         "wall_ms": r["median_ms"], "launches": info["launches_per_inference"],
-                         "verify": r["verify"]})  # fmt: skip
+            rows.append(
+                {
+                    "hidden": hidden,
+                    "kernel": kernel,
+                    "kernel_ms": r["median_kernel_ms"],
+                    "wall_ms": r["median_ms"],
+                    "launches": info["launches_per_inference"],
+                    "verify": r["verify"],
+                }
+            )
     out["lstm"] = rows
     print("\nlstm 2 layers x 128 steps, batch 1\n| H | kernel | launches | kernel ms | wall ms | us/launch |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['hidden']} | {r['kernel']} | {r['launches']} | {r['kernel_ms']:.3f} | {r['wall_ms']:.3f} | "
-              f"{1000 * r['wall_ms'] / r['launches']:.1f} |")  # fmt: skip
+        print(
+            f"| {r['hidden']} | {r['kernel']} | {r['launches']} | {r['kernel_ms']:.3f} | {r['wall_ms']:.3f} | "
+            f"{1000 * r['wall_ms'] / r['launches']:.1f} |"
+        )
 
 
 def fp16_section(dev: str, cache: Path, out: dict[str, Any]) -> None:
@@ -301,16 +385,31 @@ def fp16_section(dev: str, cache: Path, out: dict[str, Any]) -> None:
     checks = [
         ("gemm", ["--m=1024", "--n=1024", "--k=1024", "--precision=fp16", "--verify", "--iters=5"]),
         ("cnn", ["--precision=fp16", "--verify", "--iters=5"]),
-        ("train", ["--layers=784,1024,1024,16", "--batch=256", "--buffers=resident", "--precision=fp16", "--verify",
-                   "--steps=5"]),
-    ]  # fmt: skip
+        (
+            "train",
+            [
+                "--layers=784,1024,1024,16",
+                "--batch=256",
+                "--buffers=resident",
+                "--precision=fp16",
+                "--verify",
+                "--steps=5",
+            ],
+        ),
+    ]
     for prog, args in checks:
         try:
             ev = run(prog, f"--cl-device={dev}", *args, cache=cache)
             info, r = one(ev, "info"), one(ev, "result")
-            rows.append({"program": prog, "precision_mode": info.get("precision_mode"),
-                         "verify": r.get("verify", r.get("verified")), "max_abs_err": r.get("max_abs_err"),
-                         "kernel_ms": r.get("median_kernel_ms")})  # fmt: skip
+            rows.append(
+                {
+                    "program": prog,
+                    "precision_mode": info.get("precision_mode"),
+                    "verify": r.get("verify", r.get("verified")),
+                    "max_abs_err": r.get("max_abs_err"),
+                    "kernel_ms": r.get("median_kernel_ms"),
+                }
+            )
         except RuntimeError as err:
             rows.append({"program": prog, "error": str(err)})
     out["fp16"] = rows

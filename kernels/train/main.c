@@ -149,8 +149,8 @@ int main(int argc, char **argv)
     farm_common common;
     farm_common_defaults(&common);
     static const char *const buffer_modes[] = {"copy", "resident", "mapped", NULL};
-    static const char *const fc_kernels[] = {"tiled", "simple", NULL};
-    const char *fc_kernel = "tiled";
+    static const char *const fc_kernels[] = {"auto", "tiled", "simple", NULL};
+    const char *fc_kernel = "auto";
     const char *layers = "784,256,128,16", *buffers = "copy", *data_dir = NULL, *init_dir = NULL, *dump_dir = NULL;
     long batch = 32, steps = 0, samples = 0;
     double lr = 0.1;
@@ -163,7 +163,8 @@ int main(int argc, char **argv)
         {"steps", FARM_OPT_INT, &steps, "measured training steps (0: --iters)", 0, 1e9, NULL},
         {"buffers", FARM_OPT_CHOICE, &buffers, "gpu data movement per step", 0, 0, buffer_modes},
         {"fc-kernel", FARM_OPT_CHOICE, &fc_kernel,
-         "gpu: layer GEMMs on farm's tiled GEMM kernel (fused epilogues) or one work-item per output", 0, 0,
+         "gpu: layer GEMMs on farm's tiled GEMM kernel (fused epilogues) or one work-item per output (auto: tiled "
+         "on GPUs, simple on CPU devices, where the tiled programs take long to compile)", 0, 0,
          fc_kernels},
         {"samples", FARM_OPT_INT, &samples, "synthetic dataset size, a multiple of --batch (0: 32 batches)", 0,
          1e8, NULL},
@@ -224,6 +225,8 @@ int main(int argc, char **argv)
     if (a.gpu) {
         farm_cl_open(&cl, common.cl_device);
         mlp_gpu_init(&a.gpu_state, &cl, &m, fp16, mode, farm_cl_cache_dir(common.cl_cache));
+        if (!strcmp(fc_kernel, "auto"))
+            fc_kernel = (cl.device_type & CL_DEVICE_TYPE_GPU) ? "tiled" : "simple";
         if (!strcmp(fc_kernel, "tiled")) {
             farm_tiled_cfg cfg[3];
             mlp_gemm_defaults(&cl, &m, a.gpu_state.half_arith, cfg);
