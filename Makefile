@@ -12,6 +12,8 @@ FARM := $(VENV)/bin/farm
 ABI ?= $(shell uname -m)
 APT_PACKAGES := adb pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo bubblewrap openssh-server \
                 iproute2 gcc make libclblast-dev
+# Cross compilers for the ARM device agents (static, no NDK); qemu-user and file to test them here.
+APT_PACKAGES += gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf qemu-user-static file
 STAMP := $(VENV)/.farm-setup-stamp
 
 .PHONY: help setup system-packages venv kernels agents test test-unit lint bench demo clean
@@ -22,7 +24,8 @@ help:
 	@echo "make setup   install Debian packages, create .venv, build kernels/ and device_agents/"
 	@echo "make lint    ruff + mypy"
 	@echo "make bench   benchmarks (printed as tables, saved under results/bench/)"
-	@echo "make kernels build the benchmark programs and device agents for this ABI ($(ABI))"
+	@echo "make kernels build the benchmark programs and device agents for this ABI ($(ABI)),"
+	@echo "            and the agents for arm64-v8a / armeabi-v7a too (Debian cross gcc, no NDK)"
 	@echo "make clean   remove builds, the venv and results"
 
 # Installs only the Debian packages that are missing; needs root (or sudo) only when something is.
@@ -46,9 +49,11 @@ venv: $(STAMP)
 
 setup: system-packages venv kernels
 
+# The device agents are plain C: without an ABI on the command line they are also cross-built for
+# arm64-v8a and armeabi-v7a with Debian's cross gcc (static, no NDK; see device_agents/README.md).
 kernels agents:
 	$(MAKE) -C kernels ABI=$(ABI)
-	$(MAKE) -C device_agents ABI=$(ABI)
+	$(MAKE) -C device_agents $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
 
 test: setup
 	$(PY) -m pytest -q --durations=15 tests
