@@ -4,6 +4,9 @@ The fake trees hold the files at their real Android paths under a root directory
 reads them through --sysfs-root, farm-sampler through explicit paths. When the tests run as
 root, unreadable nodes are only unreadable to another user, so the probe then runs as uid 2000
 (the adb shell user) via setpriv, just as on a phone.
+
+The agents are built for this host and cross-built for the ARM ABIs (Debian's cross gcc); the
+ARM ones run here under qemu-user, called explicitly (binfmt_misc may not be registered on CI).
 """
 
 from __future__ import annotations
@@ -17,14 +20,28 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 AGENTS_DIR = REPO / "device_agents"
-ABI = "x86_64"
+HOST_ABI = "x86_64"
 SHELL_UID = 2000
+# ABI -> (the cross compiler's Debian package, the qemu-user binary that runs its programs here)
+CROSS_ABIS = {
+    "arm64-v8a": ("gcc-aarch64-linux-gnu", "qemu-aarch64-static"),
+    "armeabi-v7a": ("gcc-arm-linux-gnueabihf", "qemu-arm-static"),
+}
+ALL_ABIS = (HOST_ABI, *CROSS_ABIS)
 
 
 @dataclass(frozen=True)
 class Agents:
+    """The built agents of one ABI; `emulator` is the qemu-user argv prefix for a foreign ABI."""
+
+    abi: str
     probe: Path
     sampler: Path
+    emulator: tuple[str, ...] = ()
+
+    def command(self, argv: list[str]) -> list[str]:
+        """argv (starting with an agent's path) as this host runs it."""
+        return [*self.emulator, *argv]
 
 
 def as_shell_user(argv: list[str]) -> list[str]:

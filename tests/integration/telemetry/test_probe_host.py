@@ -6,14 +6,18 @@ import subprocess
 import time
 from pathlib import Path
 
-from telemetry_trees import KGSL, PSY, Agents, adreno_tree, as_shell_user, mali_tree, mediatek_tree
+from telemetry_trees import ALL_ABIS, KGSL, PSY, Agents, adreno_tree, as_shell_user, mali_tree, mediatek_tree
 
 from farm.telemetry.probe import Capabilities, CurrentSign, GpuFamily, parse_probe
 from farm.telemetry.sampler import default_sources
 
+AGENT_ABIS = ALL_ABIS  # the host build, and the ARM builds under qemu-user
+
 
 def run_probe(agents: Agents, root: Path, *extra: str) -> Capabilities:
-    argv = as_shell_user([str(agents.probe), f"--sysfs-root={root}", "--sample-interval-ms=5", *extra])
+    argv = as_shell_user(
+        agents.command([str(agents.probe), f"--sysfs-root={root}", "--sample-interval-ms=5", *extra])
+    )
     done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("\n") == 1, "the probe prints exactly one JSON line"
@@ -105,6 +109,8 @@ def test_su_that_works_and_su_that_hangs(agents: Agents, world_dir: Path) -> Non
 
 
 def test_bad_argument_is_one_line_and_exit_2(agents: Agents) -> None:
-    done = subprocess.run([str(agents.probe), "--frobnicate"], capture_output=True, text=True, timeout=10)
+    done = subprocess.run(
+        agents.command([str(agents.probe), "--frobnicate"]), capture_output=True, text=True, timeout=10
+    )
     assert done.returncode == 2
     assert done.stdout == "" and done.stderr.count("\n") == 1 and "--frobnicate" in done.stderr
