@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import farm
+from farm.device.elf import read_elf_header, runs_on
 from farm.device.session import DeviceSession
 from farm.errors import DevicePermanentError, EnvironmentProblem
 
@@ -33,12 +34,22 @@ def source_root() -> Path:
 
 
 def find_program(name: str, abis: Sequence[str], root: Path | None = None) -> tuple[Path, str]:
-    """The host binary for `name` built for the first ABI of the phone's list that has one."""
+    """The host binary for `name` built for the first ABI of the phone's list that has one.
+
+    An arm64 phone lists arm64-v8a,armeabi-v7a,armeabi: it gets build/arm64-v8a/ (the device
+    agents `make agents` cross-builds), else the 32-bit build. A binary whose ELF machine is not
+    its folder's ABI is refused here: on the phone it would fail with an exec error naming nothing."""
     base = root or source_root()
     for abi in abis:
         for build in BUILD_DIRS:
             candidate = base / build / abi / name
             if candidate.is_file():
+                header = read_elf_header(candidate)
+                if header is not None and not runs_on(header, abi):
+                    raise EnvironmentProblem(
+                        f"{candidate} is an {header.describe()} binary, not {abi}",
+                        hint=f"rebuild it: make -C {build.split('/')[0]} ABI={abi}",
+                    )
                 return candidate, abi
     looked = ", ".join(f"{b}/{{{','.join(abis)}}}/{name}" for b in BUILD_DIRS)
     raise EnvironmentProblem(
