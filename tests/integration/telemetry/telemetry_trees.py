@@ -20,14 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 AGENTS_DIR = REPO / "device_agents"
-HOST_ABI = "x86_64"
 SHELL_UID = 2000
-# ABI -> (the cross compiler's Debian package, the qemu-user binary that runs its programs here)
-CROSS_ABIS = {
-    "arm64-v8a": ("gcc-aarch64-linux-gnu", "qemu-aarch64-static"),
-    "armeabi-v7a": ("gcc-arm-linux-gnueabihf", "qemu-arm-static"),
-}
-ALL_ABIS = (HOST_ABI, *CROSS_ABIS)
 
 
 @dataclass(frozen=True)

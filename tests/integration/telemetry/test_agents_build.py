@@ -10,9 +10,10 @@ import shutil
 import subprocess
 
 import pytest
-from telemetry_trees import ALL_ABIS, Agents
+from telemetry_trees import Agents
 
 from farm.device.elf import read_elf_header, runs_on
+from tests.fixtures.cross import ALL_ABIS
 
 AGENT_ABIS = ALL_ABIS
 # What `file` prints for each ABI's machine

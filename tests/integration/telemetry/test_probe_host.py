@@ -6,10 +6,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from telemetry_trees import ALL_ABIS, KGSL, PSY, Agents, adreno_tree, as_shell_user, mali_tree, mediatek_tree
+from telemetry_trees import KGSL, PSY, Agents, adreno_tree, as_shell_user, mali_tree, mediatek_tree
 
 from farm.telemetry.probe import Capabilities, CurrentSign, GpuFamily, parse_probe
 from farm.telemetry.sampler import default_sources
+from tests.fixtures.cross import ALL_ABIS
 
 AGENT_ABIS = ALL_ABIS  # the host build, and the ARM builds under qemu-user
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from telemetry_trees import ALL_ABIS, KGSL, PSY, Agents, FakeTree, adreno_tree
+from telemetry_trees import KGSL, PSY, Agents, FakeTree, adreno_tree
 
 from farm.telemetry.sampler import Source, SourceFormat, sampler_argv
 from farm.telemetry.trace import StopReason, parse_trace
+from tests.fixtures.cross import ALL_ABIS
 
 AGENT_ABIS = ALL_ABIS  # the host build, and the ARM builds under qemu-user
 
