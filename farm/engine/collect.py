@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from farm.adapters.jsonl import parse_event_lines
 from farm.device.session import DeviceSession
 from farm.engine.onphone import RunDir
 from farm.store import Metric
@@ -103,16 +104,8 @@ def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    events = []
-    if path.is_file():
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                events.append(event)
-    return events
+    """The benchmark's JSON Lines events; lines that are not a JSON object are passed over."""
+    return parse_event_lines(path.read_text(errors="replace")).events if path.is_file() else []
 
 
 def _parse(path: Path) -> Any:
