@@ -49,11 +49,13 @@ venv: $(STAMP)
 
 setup: system-packages venv kernels
 
-# The device agents are plain C: without an ABI on the command line they are also cross-built for
-# arm64-v8a and armeabi-v7a with Debian's cross gcc (static, no NDK; see device_agents/README.md).
+# The device agents and the example external programs (kernels/examples) are plain C: without an
+# ABI on the command line they are also cross-built for arm64-v8a and armeabi-v7a with Debian's
+# cross gcc (static, no NDK; see device_agents/README.md).
 kernels agents:
 	$(MAKE) -C kernels ABI=$(ABI)
 	$(MAKE) -C device_agents $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
+	$(MAKE) -C kernels/examples $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
 
 test: setup
 	$(PY) -m pytest -q --durations=15 tests
@@ -76,4 +78,5 @@ demo: setup
 clean:
 	-$(MAKE) -C kernels clean
 	-$(MAKE) -C device_agents clean
+	-$(MAKE) -C kernels/examples clean
 	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache *.egg-info
