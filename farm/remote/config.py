@@ -32,6 +32,7 @@ from yaml.nodes import Node, SequenceNode
 
 from farm.errors import ConfigError
 from farm.fleet.endpoint import DEFAULT_ADB_PORT, LOCAL_HOST
+from farm.safe_yaml import read_text
 from farm.spec.loader import compose, config_entry, to_python
 
 CONFIG_FILE_NAME = "farm.yaml"
@@ -121,10 +122,7 @@ def load_config(explicit: Path | None = None, *, local_adb_port: int = DEFAULT_A
     path = find_config(explicit)
     if path is None:
         return FarmConfig((HostConfig(LOCAL_HOST, adb_port=local_adb_port),))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read: {error}") from None
+    text = read_text(path, "config file")
     return parse_config(text, str(path), local_adb_port=local_adb_port)
 
 

@@ -24,6 +24,7 @@ from yaml.nodes import Node, ScalarNode, SequenceNode
 
 from farm.errors import ConfigError
 from farm.remote.config import find_config
+from farm.safe_yaml import read_text
 from farm.schedule import cron
 from farm.schedule.model import CatchUp, Schedule
 from farm.spec.loader import compose, config_entry, to_python
@@ -39,10 +40,7 @@ def load_schedules(explicit: Path | None = None) -> tuple[Schedule, ...]:
     path = find_config(explicit)
     if path is None:
         return ()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read: {error}") from None
+    text = read_text(path, "config file")
     return parse_schedules(text, str(path))
 
 

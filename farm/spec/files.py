@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from yaml.nodes import MappingNode, ScalarNode
 
 from farm.errors import ConfigError
+from farm.safe_yaml import read_text
 from farm.spec.loader import compose, find, line_of, overlay, to_python, without_key
 from farm.spec.messages import Problem, at_path, from_validation_error
 from farm.spec.model import Experiment, SpecProblem
@@ -26,13 +27,7 @@ _NOT_IN_VARIANTS = ("name", VARIANTS_KEY, "variant")
 def load(path: str | Path, variant: str | None = None) -> Experiment:
     """Load and validate an experiment file; `variant` selects one of its `variants:`."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such experiment file", hint="check the path") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read: {error}") from None
-    return load_text(text, str(path), variant)
+    return load_text(read_text(path, "experiment file"), str(path), variant)
 
 
 def load_text(text: str, filename: str = "<experiment>", variant: str | None = None) -> Experiment:

@@ -5,21 +5,20 @@ PyYAML's node tree (each node carries its start mark), `to_python()` turns that 
 dicts / lists / scalars for pydantic, and `line_of()` maps a key path from a pydantic error back
 to the line of the node it names.
 
-Two YAML 1.1 traps are closed here: only `true` / `false` are booleans (so `on:` in
-`retries.on` stays the string "on" and `no` stays "no"), and `1e-3` is a float. Duplicate keys
-are an error instead of PyYAML's silent last-one-wins.
+The YAML itself is read by farm.safe_yaml (bounded size, nesting and aliases; YAML 1.2 booleans,
+so `on:` in `retries.on` stays the string "on"). Duplicate keys are an error here instead of
+PyYAML's silent last-one-wins.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from farm import safe_yaml
 from farm.errors import ConfigError
 
 PathPart = str | int
@@ -27,49 +26,12 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 STR_TAG = "tag:yaml.org,2002:str"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans and floats (see module docstring)."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:bool",)]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
 def compose(text: str, filename: str) -> MappingNode:
-    """Parse `text` into a node tree whose root is a mapping; ConfigError with the parser's line."""
-    try:
-        root = yaml.compose(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        problem = error.problem or error.context or "not valid YAML"
-        if error.context == "expected a single document in the stream":
-            raise ConfigError(
-                "invalid YAML: a second document (---) starts here; an experiment file holds one",
-                location=f"{filename}:{line}",
-            ) from None
-        context = error.context_mark
-        if error.problem and error.context and context is not None and context.line + 1 != line:
-            problem += f" ({error.context} started on line {context.line + 1})"
-        raise ConfigError(f"invalid YAML: {problem}", location=f"{filename}:{line}") from None
-    except yaml.reader.ReaderError as error:  # a control character or bad encoding
-        line = text.count("\n", 0, max(error.position, 0)) + 1
-        raise ConfigError(
-            f"invalid YAML: {error.reason} (character {error.character!r})", location=f"{filename}:{line}"
-        ) from None
-    except yaml.YAMLError as error:
-        message = " ".join(str(error).split())
-        raise ConfigError(f"invalid YAML: {message}", location=f"{filename}:1") from None
+    """Parse `text` into a node tree whose root is a mapping; ConfigError with the parser's line.
+
+    The bounds on size, nesting and aliases are farm.safe_yaml's (see there).
+    """
+    root = safe_yaml.compose(text, filename)
     if root is None:
         raise ConfigError(
             "the file is empty; an experiment needs at least name and benchmark", location=f"{filename}:1"
@@ -85,13 +47,7 @@ def compose(text: str, filename: str) -> MappingNode:
 
 def to_python(node: Node) -> Any:
     """Plain Python value of a node (dicts, lists, str, int, float, bool, None)."""
-    loader = _Loader("")
-    try:
-        return loader.construct_document(node)
-    except yaml.MarkedYAMLError as error:
-        raise ConfigError(f"invalid YAML: {error.problem}", location=_mark_location(error)) from None
-    finally:
-        loader.dispose()
+    return safe_yaml.construct(node)
 
 
 @dataclass(frozen=True)
@@ -133,11 +89,6 @@ def config_entry(
         values[name] = to_python(value)
         lines[name] = key_where
     return ConfigEntry(values, lines, where)
-
-
-def _mark_location(error: yaml.MarkedYAMLError) -> str | None:
-    mark = error.problem_mark
-    return f"{mark.name}:{mark.line + 1}" if mark is not None else None
 
 
 def line_of(root: Node, path: Sequence[PathPart]) -> int:
