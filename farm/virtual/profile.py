@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from farm import safe_yaml
 from farm.errors import ConfigError
 
 _IDENTITY_KEYS = (
@@ -158,13 +159,13 @@ def _construct(node: yaml.Node, lines: dict[tuple[str, ...], int], path: tuple[s
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = str(yaml.safe_load(yaml.serialize(key_node)))
+            key = str(safe_yaml.construct(key_node))
             lines[(*path, key)] = key_node.start_mark.line + 1
             out[key] = _construct(value_node, lines, (*path, key))
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_construct(v, lines, (*path, str(i))) for i, v in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
+    return safe_yaml.construct(node)
 
 
 def _line_of(lines: dict[tuple[str, ...], int], loc: tuple[str, ...]) -> int:
@@ -175,14 +176,7 @@ def _line_of(lines: dict[tuple[str, ...], int], loc: tuple[str, ...]) -> int:
 
 def parse_profile(text: str, source: str) -> Profile:
     """Parse one profile's YAML text; `source` names the file in errors."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise ConfigError(
-            f"invalid YAML: {getattr(exc, 'problem', exc)}", location=f"{source}:{line}"
-        ) from None
+    node = safe_yaml.compose(text, source)
     if node is None or not isinstance(node, yaml.MappingNode):
         raise ConfigError("a profile must be a mapping of keys", location=f"{source}:1")
     lines: dict[tuple[str, ...], int] = {}
@@ -201,8 +195,4 @@ def parse_profile(text: str, source: str) -> Profile:
 
 
 def load_profile_file(path: Path) -> Profile:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read profile: {exc.strerror}", location=f"{path}:1") from None
-    return parse_profile(text, str(path))
+    return parse_profile(safe_yaml.read_text(path, "profile"), str(path))
