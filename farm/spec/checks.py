@@ -11,12 +11,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from farm.spec.expand import same_level
+from farm.spec.expand import cross_product_size, level_key
 from farm.spec.programs import GPU_LOAD, MEASUREMENT_ARGS, arguments, factor_arg, show
 
 if TYPE_CHECKING:
     from farm.spec.model import Experiment
 
+# More runs than this is a typo or a hostile file, not a lab plan (~1 week of 6 s runs on one phone).
+MAX_PLANNED_RUNS = 100_000
 # Figure axes may name a factor or one of these columns every result has.
 FIGURE_COLUMNS = ("device", "repetition")
 
@@ -43,6 +45,8 @@ def check(experiment: Experiment) -> list[Issue]:
     issues += _check_exclude(experiment)
     issues += _check_figures(experiment)
     issues += _check_other(experiment)
+    if not issues:
+        issues += _check_plan_size(experiment)
     if not issues and not experiment.cells():
         issues.append(_issue(("exclude",), "the exclude rules remove every cell of the sweep"))
     return issues
@@ -93,12 +97,14 @@ def _check_sweep(experiment: Experiment) -> list[Issue]:
             continue
         arg = factor_arg(program, name)
         assert arg is not None
+        seen: set[tuple[object, ...]] = set()
         for index, value in enumerate(levels):
             problem = arg.problem(value, in_list=True)
             if problem:
                 issues.append(_issue(("sweep", name, index), problem))
-            elif name not in zipped and any(same_level(value, earlier) for earlier in levels[:index]):
+            elif name not in zipped and level_key(value) in seen:
                 issues.append(_issue(("sweep", name, index), f"level {show(value)} is listed twice"))
+            seen.add(level_key(value))
     return issues
 
 
@@ -134,10 +140,13 @@ def _check_zip(experiment: Experiment) -> list[Issue]:
 
 def _duplicate_rows(experiment: Experiment, group: Sequence[str], group_index: int) -> list[Issue]:
     rows = list(zip(*(experiment.sweep[name] for name in group), strict=True))
+    seen: set[tuple[object, ...]] = set()
     for index, row in enumerate(rows):
-        if any(all(same_level(a, b) for a, b in zip(row, earlier, strict=True)) for earlier in rows[:index]):
+        key = level_key(*row)
+        if key in seen:
             shown = ", ".join(f"{name}={value}" for name, value in zip(group, row, strict=True))
             return [_issue(("sweep", group[0], index), f"zip group {group_index}: ({shown}) is listed twice")]
+        seen.add(key)
     return []
 
 
@@ -163,6 +172,23 @@ def _check_exclude(experiment: Experiment) -> list[Issue]:
                     issues.append(_issue(path, problem))
                     break
     return issues
+
+
+def _check_plan_size(experiment: Experiment) -> list[Issue]:
+    """Refuse a plan too large to expand before anything expands it (cells x repetitions)."""
+    cells = cross_product_size(experiment.sweep, experiment.zip)
+    repetitions = experiment.measurement.repetitions
+    if cells * repetitions <= MAX_PLANNED_RUNS:
+        return []
+    excluded = " before exclude rules" if experiment.exclude else ""
+    return [
+        _issue(
+            ("sweep",),
+            f"the sweep has {cells:,} cells{excluded} x {repetitions} repetitions = "
+            f"{cells * repetitions:,} runs; farm plans at most {MAX_PLANNED_RUNS:,} per experiment: "
+            "list fewer levels, zip factors that go together, or split it into several experiments",
+        )
+    ]
 
 
 def _check_figures(experiment: Experiment) -> list[Issue]:

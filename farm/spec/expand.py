@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -26,6 +27,11 @@ Assignment = tuple[tuple[str, Scalar], ...]
 def same_level(a: Scalar, b: Scalar) -> bool:
     """Equality that keeps true and 1 apart (Python's == does not)."""
     return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def level_key(*levels: Scalar) -> tuple[object, ...]:
+    """A hashable key under which levels are equal exactly when `same_level` says so."""
+    return tuple(item for level in levels for item in (isinstance(level, bool), level))
 
 
 def canonical_json(value: object) -> str:
@@ -82,6 +88,17 @@ def rule_matches(rule: Mapping[str, Scalar | Sequence[Scalar]], cell: Mapping[st
         if not any(same_level(cell[name], option) for option in options):
             return False
     return True
+
+
+def cross_product_size(
+    sweep: Mapping[str, Sequence[Scalar]], zip_groups: Sequence[Sequence[str]] = ()
+) -> int:
+    """How many cells `cells_of` makes before exclude rules, without making them."""
+    zipped = {name for group in zip_groups for name in group}
+    size = math.prod(len(levels) for name, levels in sweep.items() if name not in zipped)
+    for group in zip_groups:
+        size *= min((len(sweep[name]) for name in group if name in sweep), default=1)
+    return size
 
 
 def cells_of(
