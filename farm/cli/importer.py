@@ -10,14 +10,17 @@ from pathlib import Path
 import click
 
 from farm.analysis.metrics import Metric, metrics_by_name
+from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.store.db import Store, results_dir
 from farm.store.runs import Metric as StoredMetric
 from farm.store.runs import PlannedRun, insert_planned, put_metrics, save_experiment
-from farm.telemetry.trepn import read_trepn_csv, trepn_power_metrics
+from farm.telemetry.trepn import TrepnExport, read_trepn_csv, trepn_power_metrics
 
 IMPORT_PROGRAM = "trepn-import"
+# The idle power subtracted from a run's energy: energy / duration of the idle recording.
+IDLE_METRIC = "power_time_weighted_mw"
 
 
 def format_table(results: list[tuple[Path, list[Metric]]]) -> str:
@@ -67,6 +70,13 @@ def _store_runs(store: Store, experiment: str, phone: str, results: list[tuple[P
         put_metrics(store, run.run_id, [StoredMetric(m.name, m.value, m.unit) for m in metrics])
 
 
+def _read(path: Path, allow_truncated: bool) -> TrepnExport:
+    export = read_trepn_csv(path, allow_truncated=allow_truncated)
+    if export.truncation is not None:
+        click.echo(f"farm: warning: {export.truncation.message}", err=True)
+    return export
+
+
 @click.group("import")
 def import_() -> None:
     """Bring measurements made outside farm into farm's metrics and store."""
@@ -89,6 +99,12 @@ def import_() -> None:
 @click.option("--experiment", default=None, help="Also store each file as a DONE run of this experiment.")
 @click.option("--phone", default="trepn", show_default=True, help="Device id the stored runs ran on.")
 @results_option
+@click.option(
+    "--allow-truncated",
+    is_flag=True,
+    help="Accept an export cut short (no System Statistics block, or a last row cut mid-line): "
+    "warn, drop the cut row, and use the samples before the cut.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
 def trepn(
     files: tuple[Path, ...],
@@ -97,11 +113,16 @@ def trepn(
     experiment: str | None,
     phone: str,
     results: Path | None,
+    allow_truncated: bool,
     as_json: bool,
 ) -> None:
     """Read Trepn Profiler CSV exports (each data point with its own time column, units from the
-    headers, the trailing statistics block ignored) and compute battery power and energy over each
-    recording, on Trepn's real power samples.
+    headers) and compute battery power and energy over each recording.
+
+    power_mean_mw is Trepn's own average (the plain mean of its samples), checked against the
+    file's System Statistics block; energy_total_mj integrates each power reading until the next,
+    and power_time_weighted_mw = energy_total_mj / duration_s. A file without its statistics block
+    was cut and is refused unless --allow-truncated; non-finite numbers are refused.
 
     \b
     Example (the idle recording first, then a run of 100 images):
@@ -110,13 +131,14 @@ def trepn(
     """
     idle_mw = None
     if baseline is not None:
-        idle = metrics_by_name(trepn_power_metrics(read_trepn_csv(baseline)))
-        if "power_mean_mw" not in idle:
+        idle = metrics_by_name(trepn_power_metrics(_read(baseline, allow_truncated)))
+        if IDLE_METRIC not in idle:
             raise ConfigError(f"{baseline}: no Battery Power samples: cannot use it as the idle baseline")
-        idle_mw = idle["power_mean_mw"].value
+        idle_mw = idle[IDLE_METRIC].value
     parsed = []
     for path in files:
-        metrics = trepn_power_metrics(read_trepn_csv(path), idle_power_mw=idle_mw, inferences=inferences)
+        export = _read(path, allow_truncated)
+        metrics = trepn_power_metrics(export, idle_power_mw=idle_mw, inferences=inferences)
         if not metrics:
             raise ConfigError(f"{path}: no Battery Power, GPU Load or GPU Frequency samples in this export")
         parsed.append((path, metrics))
@@ -128,7 +150,7 @@ def trepn(
             {"file": str(path), "metrics": {m.name: {"value": m.value, "unit": m.unit} for m in metrics}}
             for path, metrics in parsed
         ]
-        click.echo(json.dumps(doc, indent=2))
+        echo_json(doc)
     else:
         click.echo(format_table(parsed))
         if experiment:

@@ -1,17 +1,20 @@
 """Trepn Profiler CSV exports: a pure parser and the power metrics farm derives from them.
 
-Layout as real exports have it (shared/data/trepn/README.md): a preamble (`App,Package,Start
+Layout as real exports have it (tests/fixtures/trepn/README.md): a preamble (`App,Package,Start
 Time,...` and one row), a blank line, a header row in which every data point has its own
 preceding `Time  [ms]` column (`Time  [ms],Battery Power* [uW],Time  [ms],GPU Load [%],...`),
 sample rows where any metric's cell may be empty (each metric runs on its own clock, ~100 ms), and
-a trailing `System Statistics:` block (`Sensor Id,Name,Type,Average,...`) that is not samples.
-A metric's name is its header up to `[`, its unit the text inside the brackets.
+a trailing `System Statistics:` block (`Sensor Id,Name,Type,Average,...`) that is not samples but
+Trepn's own average of each data point (the plain mean of its samples). A metric's name is its
+header up to `[`, its unit the text inside the brackets. The real exports the tests use are in
+tests/fixtures/trepn/ (README there).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,13 +23,15 @@ from pathlib import Path
 import numpy as np
 
 from farm.analysis.metrics import Metric
-from farm.analysis.power import energy_mj, mean_power_mw
+from farm.analysis.power import energy_mj
 from farm.analysis.series import Series, SeriesTrace
 from farm.errors import ConfigError
 
 STATISTICS_MARKER = "System Statistics:"
 _HEADER_RE = re.compile(r"^\s*(?P<name>[^\[]*?)\s*\[(?P<unit>[^\]]*)\]\s*(?P<rest>.*)$")
 NS_PER_MS = 1_000_000
+# Sample mean vs the statistics block: the Nexus 5 exports print the average with 10 significant digits.
+STATISTICS_REL_TOL = 1e-6
 
 # Trepn display names -> farm trace source names, with the factor to farm's unit for that source.
 _SOURCE_OF: dict[str, tuple[str, dict[str, float]]] = {
@@ -47,11 +52,38 @@ class TrepnMetric:
 
 
 @dataclass(frozen=True)
+class TrepnStatistic:
+    """One row of the export's `System Statistics` block: Trepn's own average of a data point."""
+
+    average: float  # in the data point's unit: the plain mean of its samples, as Trepn computes it
+    line: int
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """How an export accepted with allow_truncated=True was cut."""
+
+    source: str
+    last_line: int  # the last line that was read
+    dropped_line: int | None  # the cut last row that was dropped, if the file ended mid-row
+    statistics: bool  # whether the statistics block was there (the cut fell inside it)
+
+    @property
+    def message(self) -> str:
+        where = (
+            "inside its System Statistics block" if self.statistics else "before its System Statistics block"
+        )
+        dropped = f"; dropped the cut row at line {self.dropped_line}" if self.dropped_line else ""
+        return f"{self.source}: the export was cut {where} (read up to line {self.last_line}{dropped})"
+
+
+@dataclass(frozen=True)
 class TrepnExport:
     source: str
     preamble: dict[str, str]
     metrics: dict[str, TrepnMetric]
-    statistics: dict[str, float] = field(default_factory=dict)  # Trepn's own averages, by name
+    statistics: dict[str, TrepnStatistic] = field(default_factory=dict)  # by data point name
+    truncation: Truncation | None = None  # set only when a cut file was accepted
 
     def trace(self) -> SeriesTrace:
         """The export as a farm trace: battery.power in mW, gpu.busy as 0..1, gpu.freq in MHz."""
@@ -78,8 +110,15 @@ def _is_time_header(cell: str) -> bool:
     return name.lower() == "time" and unit == "ms"
 
 
-def parse_trepn_csv(text: str, source: str = "<trepn>") -> TrepnExport:
-    """Parse one export. Raises ConfigError naming `source:line` for anything that is not Trepn's."""
+def parse_trepn_csv(text: str, source: str = "<trepn>", *, allow_truncated: bool = False) -> TrepnExport:
+    """Parse one export. Raises ConfigError naming `source:line` for anything that is not Trepn's.
+
+    A complete export ends with its statistics block and a newline. Anything less was cut (copied
+    while Trepn was still writing, a partial download) and is refused unless `allow_truncated`,
+    which drops a cut last row and records how the file was cut in `TrepnExport.truncation`.
+    Every number must be finite, and the samples of the data points farm reads must average to
+    what the statistics block says (else the file was edited or spliced).
+    """
     rows = list(csv.reader(io.StringIO(text)))
     header_index = next((i for i, row in enumerate(rows) if row and _is_time_header(row[0])), None)
     if header_index is None:
@@ -87,91 +126,164 @@ def parse_trepn_csv(text: str, source: str = "<trepn>") -> TrepnExport:
             "no header row starting with `Time [ms]`: not a Trepn Profiler CSV export",
             location=f"{source}:1",
         )
+    stats_index = next(
+        (i for i, row in enumerate(rows) if i > header_index and row and row[0].strip() == STATISTICS_MARKER),
+        None,
+    )
+    truncation = _truncation(text, rows, source, stats_index, allow_truncated)
+    if truncation is not None and truncation.dropped_line is not None:
+        if header_index == len(rows) - 1:
+            raise ConfigError(
+                "the export was cut inside its header row: it has no samples",
+                location=f"{source}:{header_index + 1}",
+                hint="export it again from Trepn",
+            )
+        rows = rows[:-1]
     preamble: dict[str, str] = {}
     if header_index >= 2:
         preamble = {
             k.strip(): v.strip() for k, v in zip(rows[0], rows[1], strict=False) if k.strip() and v.strip()
         }
-    header = rows[header_index]
-    columns: list[tuple[int, str, str]] = []  # (value column, name, unit)
-    for column in range(0, len(header) - 1, 2):
-        if not header[column].strip() and not header[column + 1].strip():
-            continue
-        if not _is_time_header(header[column]):
-            raise ConfigError(
-                f"column {column + 1} is `{header[column]}`, expected `Time [ms]` before each data point",
-                location=f"{source}:{header_index + 1}",
-            )
-        name, unit = split_header(header[column + 1])
-        columns.append((column + 1, name, unit))
+    columns = _columns(rows[header_index], header_index + 1, source)
     samples: dict[int, tuple[list[float], list[float]]] = {col: ([], []) for col, _, _ in columns}
-    statistics: dict[str, float] = {}
-    line = header_index + 1
-    for line, row in enumerate(rows[header_index + 1 :], start=header_index + 2):
-        if row and row[0].strip() == STATISTICS_MARKER:
-            statistics = _statistics(rows[line:])
-            break
+    sample_rows = rows[header_index + 1 : stats_index]
+    for line, row in enumerate(sample_rows, start=header_index + 2):
         for column, name, _ in columns:
             time_cell = row[column - 1].strip() if column - 1 < len(row) else ""
             value_cell = row[column].strip() if column < len(row) else ""
             if not time_cell or not value_cell:
                 continue
-            try:
-                times, values = samples[column]
-                times.append(float(time_cell))
-                values.append(float(value_cell))
-            except ValueError:
-                raise ConfigError(
-                    f"{name}: `{time_cell}`, `{value_cell}` is not a number pair",
-                    location=f"{source}:{line}",
-                    hint="is this file a complete Trepn CSV export?",
-                ) from None
+            times, values = samples[column]
+            times.append(_number(time_cell, f"{name}: time", source, line))
+            values.append(_number(value_cell, name, source, line))
     metrics = {
         name: TrepnMetric(
             name, unit, Series.of(np.round(np.array(samples[col][0]) * NS_PER_MS), samples[col][1])
         )
         for col, name, unit in columns
     }
-    return TrepnExport(source, preamble, metrics, statistics)
+    statistics = {} if stats_index is None else _statistics(rows, stats_index, source)
+    _check_against_statistics(metrics, statistics, source)
+    return TrepnExport(source, preamble, metrics, statistics, truncation)
 
 
-def _statistics(rows: Sequence[Sequence[str]]) -> dict[str, float]:
+def _truncation(
+    text: str, rows: Sequence[Sequence[str]], source: str, stats_index: int | None, allowed: bool
+) -> Truncation | None:
+    ends_mid_row = bool(text) and not text.endswith(("\n", "\r"))
+    if stats_index is not None and not ends_mid_row:
+        return None
+    last_line = len(rows)
+    if not allowed:
+        problem = (
+            "the export ends mid-row"
+            if stats_index is not None
+            else "the export has no System Statistics block"
+        )
+        raise ConfigError(
+            f"{problem}: it was cut (copied while Trepn was writing, or a partial download)",
+            location=f"{source}:{last_line}",
+            hint="export it again from Trepn, or pass --allow-truncated to use the samples before the cut",
+        )
+    dropped = last_line if ends_mid_row else None
+    return Truncation(source, last_line - 1 if dropped else last_line, dropped, stats_index is not None)
+
+
+def _columns(header: Sequence[str], line: int, source: str) -> list[tuple[int, str, str]]:
+    """(value column, name, unit) of every data point in the header row."""
+    columns: list[tuple[int, str, str]] = []
+    for column in range(0, len(header) - 1, 2):
+        if not header[column].strip() and not header[column + 1].strip():
+            continue
+        if not _is_time_header(header[column]):
+            raise ConfigError(
+                f"column {column + 1} is `{header[column]}`, expected `Time [ms]` before each data point",
+                location=f"{source}:{line}",
+            )
+        name, unit = split_header(header[column + 1])
+        columns.append((column + 1, name, unit))
+    return columns
+
+
+def _number(cell: str, what: str, source: str, line: int) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise ConfigError(
+            f"{what}: `{cell}` is not a number",
+            location=f"{source}:{line}",
+            hint="is this file a complete Trepn CSV export?",
+        ) from None
+    if not math.isfinite(value):
+        raise ConfigError(
+            f"{what}: `{cell}` is not a finite number", location=f"{source}:{line}", hint="Trepn writes none"
+        )
+    return value
+
+
+def _statistics(rows: Sequence[Sequence[str]], stats_index: int, source: str) -> dict[str, TrepnStatistic]:
     """Trepn's `Sensor Id,Name,Type,Average` block: name -> first average it printed."""
-    result: dict[str, float] = {}
-    for row in rows:
+    result: dict[str, TrepnStatistic] = {}
+    for line, row in enumerate(rows[stats_index + 1 :], start=stats_index + 2):
         if len(row) < 4 or not row[0].strip().isdigit():
             continue
-        try:
-            result[row[1].strip()] = float(row[3])
-        except ValueError:
-            continue
+        name = row[1].strip()
+        result[name] = TrepnStatistic(_number(row[3].strip(), f"{name}: average", source, line), line)
     return result
 
 
-def read_trepn_csv(path: Path) -> TrepnExport:
+def _check_against_statistics(
+    metrics: dict[str, TrepnMetric], statistics: dict[str, TrepnStatistic], source: str
+) -> None:
+    """The data points farm reads average to Trepn's own figure (the Nexus 5 files print 10 digits)."""
+    for name, metric in metrics.items():
+        stat = statistics.get(name)
+        if name not in _SOURCE_OF or stat is None or len(metric.series) == 0:
+            continue
+        mean = float(np.mean(metric.series.values))
+        if not math.isclose(mean, stat.average, rel_tol=STATISTICS_REL_TOL, abs_tol=STATISTICS_REL_TOL):
+            raise ConfigError(
+                f"{name}: its {len(metric.series)} samples average {mean:.7g} {metric.unit} but the "
+                f"System Statistics say {stat.average:.7g}: the samples were edited, spliced or cut",
+                location=f"{source}:{stat.line}",
+                hint="export it again from Trepn",
+            )
+
+
+def read_trepn_csv(path: Path, *, allow_truncated: bool = False) -> TrepnExport:
     try:
         text = path.read_text(encoding="utf-8-sig", errors="replace")
     except OSError as error:
         raise ConfigError(f"cannot read: {error.strerror}", location=str(path)) from error
-    return parse_trepn_csv(text, str(path))
+    return parse_trepn_csv(text, str(path), allow_truncated=allow_truncated)
 
 
 def trepn_power_metrics(
     export: TrepnExport, *, idle_power_mw: float | None = None, inferences: int | None = None
 ) -> list[Metric]:
-    """Power metrics over the whole recording, on Trepn's real power samples (its update points)."""
+    """Power metrics over the whole recording.
+
+    power_mean_mw is Trepn's own average (the plain mean of its samples, what its statistics block
+    prints); energy is integrated over Trepn's real power readings (its update points, each held
+    until the next), and power_time_weighted_mw = energy_total_mj / duration_s. The two means differ
+    by up to ~1% when readings come at uneven intervals. `idle_power_mw` (a time-weighted idle
+    figure) is subtracted for energy_net_mj.
+    """
     trace = export.trace()
     metrics: list[Metric] = []
-    power = trace.series("battery.power")
-    if power is not None and len(power) > 1:
-        power = power.update_points()
+    samples = trace.series("battery.power")
+    if samples is not None and len(samples) > 1:
+        power = samples.update_points()
         start_ns, end_ns = int(power.t_ns[0]), int(power.t_ns[-1])
         if end_ns > start_ns:
             duration_s = (end_ns - start_ns) / 1e9
             gross_mj = energy_mj(power, start_ns, end_ns)
             metrics += [
                 Metric("duration_s", duration_s, "s"),
-                Metric("power_mean_mw", mean_power_mw(power, start_ns, end_ns), "mW"),
+                # Trepn's own figure (its statistics block): the plain mean of every sample
+                Metric("power_mean_mw", float(np.mean(samples.values)), "mW"),
+                # what the energy is made of: each gauge reading held until the next one
+                Metric("power_time_weighted_mw", gross_mj / duration_s, "mW"),
                 Metric("power_max_mw", float(np.max(power.values)), "mW"),
                 Metric("energy_total_mj", gross_mj, "mJ"),
             ]

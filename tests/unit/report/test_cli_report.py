@@ -13,9 +13,9 @@ from farm.cli.main import main
 from farm.store.db import Store
 from farm.store.devices import record_device
 from farm.store.runs import Metric, PlannedRun, add_event, insert_planned, put_metrics, save_experiment
+from tests.fixtures.trepn_exports import TREPN_DIR
 
 EVIL = "<script>alert(1)</script>"
-TREPN_DIR = (Path(__file__).parents[3] / "../shared/data/trepn").resolve()
 
 
 def _fill(results: Path) -> None:
@@ -149,7 +149,6 @@ def test_export_tidy_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().out.count("\n") == 22
 
 
-@pytest.mark.skipif(not TREPN_DIR.is_dir(), reason="Trepn fixtures not found")
 def test_import_trepn_json_and_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     files = [str(TREPN_DIR / "nexus6p-run1-parallel.csv")]
