@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import click
 
+from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.device.session import DeviceSession
 from farm.engine.lifecycle import probe_phone
@@ -104,7 +104,7 @@ def devices(
                 phones = list(pool.map(lambda p: _with_capabilities(fleet.endpoint_for(p.host), p), phones))
     rows = [_summary(p) for p in phones]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json(rows)
         return
     if not rows:
         click.echo(f"no phones on the adb server at port {endpoint.port}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import click
 
+from farm.cli.json_output import echo_json
 from farm.errors import FarmError, HostError
 from farm.fleet.endpoint import AdbState, LocalAdbEndpoint, adb_port_from_env
 from farm.remote.check import check_host
@@ -95,7 +95,7 @@ def hosts(ctx: click.Context, as_json: bool, config: Path | None, adb_port: int 
     with fleet:
         rows = [_host_row(host, fleet) for host in farm_config.hosts]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json(rows)
         return
     table = [("NAME", "ADDRESS", "STATE", "RTT", "PHONES")] + [
         (

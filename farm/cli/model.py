@@ -21,6 +21,7 @@ from farm.analysis.cnn_descriptor import network as network_descriptor
 from farm.analysis.network_model import NetworkPrediction, pool_rate, predict_network
 from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmSample, select_model
+from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.report.model import ReportData
@@ -121,7 +122,7 @@ def fit(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
     if as_json:
-        click.echo(json.dumps(document, indent=2))
+        echo_json(document)
         return
     click.echo(
         f"{'phone':<24} {'backend':<7} {'prec':<5} {'form':<12} {'a ms':>7} {'ms/GFLOP':>9} "
@@ -294,11 +295,8 @@ def predict(
         for m in chosen
     ]
     if as_json:
-        click.echo(
-            json.dumps(
-                {"network": descriptor.name, "predictions": [_prediction_json(k, p) for k, p in predictions]},
-                indent=2,
-            )
+        echo_json(
+            {"network": descriptor.name, "predictions": [_prediction_json(k, p) for k, p in predictions]}
         )
         return
     for key, prediction in predictions:

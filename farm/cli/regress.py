@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from farm.analysis.regression import (
     Verdict,
     detect,
 )
+from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.schedule.history import comparable_nightlies, load_points
@@ -114,7 +114,7 @@ def regress(
             "regressions": [f.as_dict() for f in flagged],
             "findings": [f.as_dict() for f in findings],
         }
-        click.echo(json.dumps(document, indent=2))
+        echo_json(document)
     else:
         _print(experiment, [name for name, _ in nights], findings, flagged, show_all)
         if changed:

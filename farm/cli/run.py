@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 import click
 
+from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.engine.progress import progress_line, snapshot_of
 from farm.engine.runner import RunOptions, run_experiment
@@ -115,12 +115,12 @@ def run(
             view["live"].stop()
     if summary.plan_text is not None:
         if as_json:
-            click.echo(json.dumps({**summary.as_dict(), "plan": summary.plan_text}, indent=2))
+            echo_json({**summary.as_dict(), "plan": summary.plan_text})
         else:
             click.echo(summary.plan_text)
         return
     if as_json:
-        click.echo(json.dumps(summary.as_dict(), indent=2))
+        echo_json(summary.as_dict())
     else:
         for problem in summary.problems:
             click.echo(f"farm: {problem}", err=True)

@@ -3,7 +3,6 @@ farm.yaml (farm.schedule.config)."""
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import threading
@@ -15,6 +14,7 @@ from typing import Any
 import click
 
 from farm.analysis.regression import RegressionPolicy
+from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.engine.progress import progress_line
 from farm.schedule import firings
@@ -147,7 +147,7 @@ def list_(as_json: bool, config: Path | None, results: Path | None) -> None:
     else:
         rows = [_describe_schedule(s, None, now) for s in schedules]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json(rows)
         return
     if not rows:
         click.echo("farm: no schedules (add a schedules: section to farm.yaml; see `farm schedule --help`)")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import click
 
+from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.errors import ConfigError
 from farm.store import RunState, Store, ownership, results_dir
@@ -72,12 +72,7 @@ def status(experiment: str | None, as_json: bool, watch: bool, events: int, resu
         chosen = [experiment] if experiment else names
         data = [experiment_status(store, name, events if experiment else 0) for name in chosen]
     if as_json:
-        click.echo(
-            json.dumps(
-                {"experiments": data, "running_executions": [e.id for e in running], "leases": leases},
-                indent=2,
-            )
-        )
+        echo_json({"experiments": data, "running_executions": [e.id for e in running], "leases": leases})
         return
     for item in data:
         states = item["states"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 
 import click
 
+from farm.cli.json_output import echo_json
 from farm.virtual import control
 from farm.virtual.daemon import DEFAULT_WORLD_FACTORY
 
@@ -106,7 +106,7 @@ def list_(as_json: bool, state_dir: Path | None) -> None:
     state = control.running_state(_state_dir(state_dir))
     phones = [] if state is None else [asdict(phone) for phone in state.phones]
     if as_json:
-        click.echo(json.dumps(phones, indent=2))
+        echo_json(phones)
         return
     if not phones:
         click.echo("no virtual phones running (start some: farm virtual up)")
