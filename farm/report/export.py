@@ -2,7 +2,9 @@
 
 Columns: experiment, run_id, cell_id, repetition, device, state, <factors...>, metric, value, unit.
 A factor whose name clashes with a fixed column is written as `factor_<name>`. Runs without
-metrics (failed, pending) have no rows: the report's plan-vs-done table lists them.
+metrics (failed, pending) have no rows: the report's plan-vs-done table lists them. Text cells go
+through farm.safe_text.csv_cell (no formula can start a cell, no control character, one row per
+line); numbers are written as numbers.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import io
 from typing import Any
 
 from farm.report.model import ReportData
+from farm.safe_text import csv_cell
 
 FIXED_COLUMNS: tuple[str, ...] = ("experiment", "run_id", "cell_id", "repetition", "device", "state")
 VALUE_COLUMNS: tuple[str, ...] = ("metric", "value", "unit")
@@ -49,5 +52,5 @@ def tidy_csv(data: ReportData) -> str:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in tidy_rows(data):
-        writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
+        writer.writerow({k: csv_cell(v) for k, v in row.items()})
     return buffer.getvalue()

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from farm.analysis.aggregate import GroupStat, Observation, aggregate
 from farm.report.model import DEVICE, OWN_CI, FigureSpec, ReportData, RunResult
+from farm.safe_text import terminal
 
 _RC: dict[str, Any] = {
     "svg.fonttype": "none",  # real <text>: small, searchable, escaped
@@ -132,13 +133,18 @@ def _level_order(value: Hashable) -> tuple[int, float, str]:
     return (0, float(value), "") if _is_number(value) else (1, 0.0, str(value))  # type: ignore[arg-type]
 
 
+def _label(text: object) -> str:
+    """Text drawn in a figure: no control characters (invalid in SVG), `$` not read as mathtext."""
+    return terminal(text).replace("$", r"\$")
+
+
 def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], numeric_x: bool) -> None:
     categories = sorted({g.key[0] for stats in groups.values() for g in stats}, key=_level_order)
     width = 0.8 / max(len(groups), 1)
     for index, (label, stats) in enumerate(groups.items()):
         medians = [g.median for g in stats]
         errors = [[g.median - g.ci_low for g in stats], [g.ci_high - g.median for g in stats]]
-        legend = None if label is None else f"{spec.color}={label}"
+        legend = None if label is None else _label(f"{spec.color}={label}")
         positions = [categories.index(g.key[0]) + (index - (len(groups) - 1) / 2) * width for g in stats]
         if spec.kind == "line" and numeric_x:
             xs = [float(g.key[0]) for g in stats]  # type: ignore[arg-type]
@@ -158,7 +164,7 @@ def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], n
         else:
             ax.bar(positions, medians, width=width, yerr=errors, capsize=3, label=legend)
     if not (spec.kind == "line" and numeric_x):
-        ax.set_xticks(range(len(categories)), [str(c) for c in categories], rotation=20, ha="right")
+        ax.set_xticks(range(len(categories)), [_label(c) for c in categories], rotation=20, ha="right")
 
 
 def _values(runs: list[RunResult], factor: str | None) -> list[Hashable]:
@@ -212,13 +218,13 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
             }
             _draw(ax, spec, groups, numeric_x)
             if spec.facet:
-                ax.set_title(f"{spec.facet}={facet}")
+                ax.set_title(_label(f"{spec.facet}={facet}"))
             ax.set_xlabel(FACTOR_LABELS.get(spec.x, spec.x))
             ax.grid(True, alpha=0.3)
             if spec.color:
                 ax.legend(fontsize=7)
         axes[0].set_ylabel(f"{y} [{unit}]" if unit else y)
-        figure.suptitle(title)
+        figure.suptitle(_label(title))
         svg_buffer = io.StringIO()
         figure.savefig(svg_buffer, format="svg", metadata={"Date": None})
         pdf_buffer = io.BytesIO()

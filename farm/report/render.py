@@ -2,8 +2,9 @@
 and write both with the figures as separate SVG and PDF files.
 
 render_html / render_markdown are pure (ReportData in, text out); write_report is the I/O edge.
-Untrusted strings (device names, factor levels, reasons) are escaped: jinja2 autoescape for HTML,
-`md` for Markdown, and matplotlib's SVG writer for text inside figures.
+Untrusted strings (device names, factor levels, reasons) are escaped (farm.safe_text): control
+characters in every rendered string, jinja2 autoescape for HTML, `md` (safe_text.markdown) for
+Markdown, and matplotlib's SVG writer for text inside figures (labels pass safe_text there).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from farm.report import tables
 from farm.report.export import tidy_csv
 from farm.report.figures import RenderedFigure, render_figures
 from farm.report.model import ReportData
+from farm.safe_text import markdown, printable
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 FORMATS: tuple[str, ...] = ("html", "md", "csv")
@@ -36,12 +38,9 @@ def _number(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def _md(value: Any) -> str:
-    """Escape a string for a Markdown table cell: no raw HTML, no column breaks, no line breaks."""
-    text = str(value)
-    for raw, escaped in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`")):
-        text = text.replace(raw, escaped)
-    return " ".join(text.split())
+def _printable(value: Any) -> Any:
+    """jinja2 `finalize`: every rendered string loses its control characters (SVG markup is ours)."""
+    return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 def _spec_text(spec: Any) -> str:
@@ -60,9 +59,10 @@ def _environment(autoescape: bool) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_printable,
     )
     env.filters["num"] = _number
-    env.filters["md"] = _md
+    env.filters["md"] = markdown
     return env
 
 
