@@ -17,6 +17,7 @@ from farm.errors import FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
 from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.remote.fleet import open_fleet
+from farm.safe_text import terminal
 from farm.store import Store, ownership, results_dir
 
 
@@ -62,7 +63,7 @@ def _fmt(value: Any, suffix: str = "") -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.0f}{suffix}" if suffix == "%" else f"{value:.1f}{suffix}"
-    return f"{value}{suffix}"
+    return terminal(f"{value}{suffix}")  # model, ABI, paths: the phone's own strings
 
 
 @click.command("devices")
@@ -112,7 +113,7 @@ def devices(
     header = ("ID", "STATE", "MODEL", "ABI", "BATT", "TEMP", "GPU", "OPENCL", "ROOT", "CHARGING CONTROL")
     table = [header] + [
         (
-            r["id"],
+            _fmt(r["id"]),
             r["state"],
             _fmt(r["model"]),
             _fmt(r["abi"]),
@@ -132,4 +133,4 @@ def devices(
         )
     for r in rows:
         if r["error"]:
-            click.echo(f"farm: {r['id']}: {r['error']}", err=True)
+            click.echo(terminal(f"farm: {r['id']}: {r['error']}"), err=True)

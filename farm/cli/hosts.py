@@ -18,6 +18,7 @@ from farm.remote.endpoint import SshAdbEndpoint
 from farm.remote.fleet import Fleet, default_policy
 from farm.remote.hostkeys import Verdict, fingerprint
 from farm.remote.ssh import load_ssh_config, resolve_target, server_key
+from farm.safe_text import terminal
 
 _CONFIG_HELP = "farm config file (default ./farm.yaml, then ~/.config/farm/farm.yaml)."
 _ADB_PORT_HELP = "local adb server port (default: the config's, $ANDROID_ADB_SERVER_PORT or 5037)."
@@ -112,7 +113,7 @@ def hosts(ctx: click.Context, as_json: bool, config: Path | None, adb_port: int 
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
     for r in rows:
         if r["error"]:
-            click.echo(f"farm: {r['error']}", err=True)
+            click.echo(terminal(f"farm: {r['error']}"), err=True)
 
 
 @hosts.command("check")
@@ -133,7 +134,7 @@ def check(ctx: click.Context, name: str) -> None:
             endpoint.check_server()
             count = sum(1 for item in endpoint.list() if item.state is AdbState.DEVICE)
         except FarmError as error:
-            click.echo(f"FAIL  adb server: {error}")
+            click.echo(terminal(f"FAIL  adb server: {error}"))
             sys.exit(1)
         click.echo(f"ok    adb server: 127.0.0.1:{endpoint.port} answers, {count} phone(s) online")
         return
@@ -141,7 +142,7 @@ def check(ctx: click.Context, name: str) -> None:
     results = check_host(host, target, default_policy())
     for result in results:
         mark = {True: "ok  ", False: "FAIL", None: "-   "}[result.ok]
-        click.echo(f"{mark}  {result.step}: {result.detail}")
+        click.echo(terminal(f"{mark}  {result.step}: {result.detail}"))
         if result.ok is False and result.fix:
             click.echo(f"      what to do: {result.fix}")
     failed = [r for r in results if r.ok is False]

@@ -14,6 +14,7 @@ import click
 
 from farm import __version__
 from farm.errors import FarmError
+from farm.safe_text import terminal
 
 # (module, attribute) of every top-level command, in the order `farm --help` lists them.
 COMMANDS: tuple[tuple[str, str], ...] = (
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="farm", standalone_mode=False)
     except FarmError as error:
-        click.echo(f"farm: {error}", err=True)
+        click.echo(terminal(f"farm: {error}"), err=True)  # it may quote a phone or a file
         sys.exit(error.exit_code)
     except click.exceptions.Abort:
         click.echo("farm: interrupted", err=True)

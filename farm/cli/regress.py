@@ -21,6 +21,7 @@ from farm.analysis.regression import (
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.errors import ConfigError
+from farm.safe_text import terminal
 from farm.schedule.history import comparable_nightlies, load_points
 from farm.store import Store, results_dir
 from farm.store.db import DB_NAME
@@ -138,7 +139,11 @@ def _print(
         cell = " ".join(f"{k}={v}" for k, v in sorted(f.factors.items())) or f.cell_id
         old = f"{f.baseline:.4g}" if f.baseline is not None else "-"
         change = f"{f.change_pct:+.1f}%" if f.change_pct is not None else "-"
-        click.echo(_ROW.format(f.verdict.value, f.device, f.metric, old, f"{f.new_value:.4g}", change, cell))
+        click.echo(
+            terminal(
+                _ROW.format(f.verdict.value, f.device, f.metric, old, f"{f.new_value:.4g}", change, cell)
+            )
+        )
     if short:
         click.echo(f"  {short} cell metric(s) not judged: fewer than {MIN_HISTORY_POINTS} earlier nightlies")
     click.echo(f"{len(flagged)} regression(s) of {len(findings)} cell metric(s) checked")

@@ -15,6 +15,7 @@ from farm.cli.options import results_option
 from farm.engine.progress import progress_line, snapshot_of
 from farm.engine.runner import RunOptions, run_experiment
 from farm.engine.scheduler import Sweep
+from farm.safe_text import terminal
 from farm.store import RunState, results_dir
 from farm.store.runs import StoredRun
 
@@ -91,8 +92,10 @@ def run(
             view["live"] = _start_live_view(sweep, started)
         elif not as_json:
             click.echo(
-                f"farm: running {sweep.key} on {len(sweep.phones)} phone(s): "
-                + ", ".join(p.device_id for p in sweep.phones)
+                terminal(
+                    f"farm: running {sweep.key} on {len(sweep.phones)} phone(s): "
+                    + ", ".join(p.device_id for p in sweep.phones)
+                )
             )
 
     def on_finished(device_id: str, stored: StoredRun, result: Any, state: RunState) -> None:
@@ -123,7 +126,7 @@ def run(
         echo_json(summary.as_dict())
     else:
         for problem in summary.problems:
-            click.echo(f"farm: {problem}", err=True)
+            click.echo(terminal(f"farm: {problem}"), err=True)
         if summary.pending:
             click.echo(
                 f"farm: {summary.pending} run(s) could not run now (their phone is not connected or "

@@ -17,6 +17,7 @@ from farm.analysis.regression import RegressionPolicy
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.engine.progress import progress_line
+from farm.safe_text import terminal
 from farm.schedule import firings
 from farm.schedule.config import find_schedule, load_schedules
 from farm.schedule.cron import next_slot
@@ -160,7 +161,7 @@ def list_(as_json: bool, config: Path | None, results: Path | None) -> None:
         if last is None:
             click.echo("  last     never ran")
         elif last["outcome"] == Outcome.ERROR.value:
-            click.echo(f"  last     {last['started_at']} error: {last['message']}")
+            click.echo(terminal(f"  last     {last['started_at']} error: {last['message']}"))
         else:
             counts = f"{last['done'] or 0} done, {last['failed'] or 0} failed, {last['pending'] or 0} not run"
             click.echo(
@@ -171,7 +172,10 @@ def list_(as_json: bool, config: Path | None, results: Path | None) -> None:
 
 def _print_result(result: FireResult, schedule: Schedule) -> None:
     if result.outcome is Outcome.ERROR:
-        click.echo(f"farm: {schedule.location}: schedule {schedule.name} not run: {result.message}", err=True)
+        click.echo(
+            terminal(f"farm: {schedule.location}: schedule {schedule.name} not run: {result.message}"),
+            err=True,
+        )
         return
     for finding in result.regressions:
         click.echo(f"farm: REGRESSION {describe(finding)}")
@@ -210,7 +214,7 @@ def run_now(
     context = replace(
         _context(results, adb_port, config, threshold_pct),
         on_finished=on_finished,
-        log=lambda line: click.echo(f"farm: {line}", err=True),
+        log=lambda line: click.echo(terminal(f"farm: {line}"), err=True),
     )
     slot = datetime.now(UTC).replace(microsecond=0)
     result = fire(chosen, slot, Trigger.MANUAL, context)

@@ -11,6 +11,7 @@ import click
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
 from farm.errors import ConfigError
+from farm.safe_text import terminal
 from farm.store import RunState, Store, ownership, results_dir
 from farm.store import runs as run_store
 
@@ -82,12 +83,14 @@ def status(experiment: str | None, as_json: bool, watch: bool, events: int, resu
         )
         if experiment:
             for phone, per in sorted(item["phones"].items()):
-                click.echo(f"  {phone}: " + ", ".join(f"{n} {s.lower()}" for s, n in per.items() if n))
+                counts = ", ".join(f"{n} {s.lower()}" for s, n in per.items() if n)
+                click.echo(terminal(f"  {phone}: {counts}"))
             for fail in item["failed"]:
-                click.echo(f"  FAILED {fail['run_id']} on {fail['phone']}: {fail['reason']}")
+                click.echo(terminal(f"  FAILED {fail['run_id']} on {fail['phone']}: {fail['reason']}"))
             for event in item["events"]:
                 stamp = time.strftime("%H:%M:%S", time.localtime(event["ts"]))
-                click.echo(f"  {stamp} {event['kind']:<9} {event['phone'] or '':<24} {event['message']}")
+                line = f"  {stamp} {event['kind']:<9} {event['phone'] or '':<24} {event['message']}"
+                click.echo(terminal(line))
     if running:
         click.echo(f"{len(running)} farm process(es) running; {len(leases)} phone(s) leased")
 

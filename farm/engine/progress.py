@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
+from farm.safe_text import terminal
 from farm.store import RunState, Store
 from farm.store import runs as run_store
 
@@ -63,5 +64,5 @@ def snapshot_of(sweep: Sweep, *, started_at: float, events: int = 8) -> Snapshot
 
 
 def progress_line(count: int, device_id: str, run_id: str, cell: str, outcome: str) -> str:
-    """One plain line per finished attempt (not a TTY, or --no-live)."""
-    return f"[{count}] {device_id} {run_id} {cell}: {outcome}"
+    """One plain line per finished attempt (not a TTY, or --no-live); phone and file strings escaped."""
+    return terminal(f"[{count}] {device_id} {run_id} {cell}: {outcome}")

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
+from farm.safe_text import terminal
 
 MAX_REFRESH_HZ = 4.0
 RECENT_EVENTS = 8
@@ -67,10 +68,10 @@ def _bar(fraction: float | None, width: int = 10) -> str:
 def phone_cells(row: PhoneRow) -> tuple[str, ...]:
     """The texts of one phone's row, in column order (plain strings: rich does not parse markup)."""
     return (
-        row.phone,
-        row.host,
+        terminal(row.phone),
+        terminal(row.host),
         row.state,
-        row.cell or "–",
+        terminal(row.cell or "–"),
         _bar(row.run_progress),
         _dash(row.temperature_c, ".1f"),
         _dash(row.battery_pct, ".0f"),
@@ -98,11 +99,11 @@ def _time(event: Event) -> str:
 
 def format_event(event: Event) -> str:
     where = f"{event.phone}: " if event.phone else ""
-    return f"{_time(event)} {event.level.value:<7} {where}{event.message}"
+    return terminal(f"{_time(event)} {event.level.value:<7} {where}{event.message}")
 
 
 def render(snapshot: Snapshot, *, events: int = RECENT_EVENTS) -> RenderableType:
-    table = Table(title=f"farm: {snapshot.experiment}", title_justify="left", expand=False)
+    table = Table(title=Text(terminal(f"farm: {snapshot.experiment}")), title_justify="left", expand=False)
     for column in COLUMNS:
         table.add_column(column, justify="right" if column.endswith(("%", "mW", "°C")) else "left")
     for row in snapshot.phones:
@@ -122,7 +123,7 @@ def plain_lines(previous: Snapshot | None, snapshot: Snapshot) -> list[str]:
         old = before.get(row.phone)
         if old is None or (old.state, old.cell) != (row.state, row.cell):
             cell = f" {row.cell}" if row.cell else ""
-            lines.append(f"{row.phone} ({row.host}): {row.state}{cell}")
+            lines.append(terminal(f"{row.phone} ({row.host}): {row.state}{cell}"))
     seen = set(previous.events) if previous else set()
     lines += [format_event(e) for e in sorted(snapshot.events, key=lambda e: e.time_s) if e not in seen]
     if previous is None or previous.progress != snapshot.progress:
