@@ -217,6 +217,8 @@ void cnn_gpu_free(cnn_gpu *g)
     for (int i = 0; i < g->nprogs; ++i) {
         clReleaseKernel(g->k_main[i]);
         clReleaseKernel(g->k_aux[i]);
+        if (g->k_pack1[i])
+            clReleaseKernel(g->k_pack1[i]);
         farm_cl_program_release(&g->gprog[i]);
     }
     for (int i = 0; i < CNN_MAX_LAYERS; ++i) {
@@ -261,29 +263,57 @@ void cnn_gemm_shape(const cnn_layer *l, size_t *m, size_t *n, size_t *k)
     *k = (size_t)l->cin * (size_t)l->k * (size_t)l->k;
 }
 
-cnn_gemm_cfg cnn_gemm_default(const farm_cl *cl, const cnn_layer *l, int half_arith)
+const char *const cnn_gather_names[] = {"tab", "hoist", "arith", NULL};
+
+int cnn_layer_is_1x1(const cnn_layer *l) { return l->k == 1 && l->stride == 1 && l->pad == 0; }
+
+void cnn_gemm_set_gather(cnn_gemm_cfg *c, const cnn_layer *l, cnn_gather gather)
+{
+    c->gather = cnn_layer_is_1x1(l) ? CNN_GATHER_TAB : gather;
+    c->ksz = c->gather == CNN_GATHER_ARITH ? l->k : 0;
+}
+
+cnn_gemm_cfg cnn_gemm_default(const farm_cl *cl, const cnn_layer *l, int half_arith, cnn_gather gather)
 {
     cnn_gemm_cfg c;
     memset(&c, 0, sizeof c);
     size_t m, n, k;
     cnn_gemm_shape(l, &m, &n, &k);
     c.tiled = farm_tiled_default(cl, m, n, k, half_arith ? 2 : 4);
+    cnn_gemm_set_gather(&c, l, gather);
     c.tm = 14, c.vw = 16, c.vn = 2; /* gemm's packed default (kernels/README.md) */
     return c;
 }
 
 void cnn_gemm_format(const cnn_gemm_cfg *c, int tiled, char *out, size_t outlen)
 {
-    if (tiled)
-        farm_tiled_format(&c->tiled, out, outlen);
-    else
+    if (tiled) {
+        char t[160];
+        farm_tiled_format(&c->tiled, t, sizeof t);
+        snprintf(out, outlen, "%s,gather=%s", t, cnn_gather_names[c->gather]);
+    } else {
         snprintf(out, outlen, "tm=%d,vw=%d,vn=%d", c->tm, c->vw, c->vn);
+    }
 }
 
-int cnn_gemm_parse(const char *text, int tiled, cnn_gemm_cfg *c)
+int cnn_gemm_parse(const char *text, int tiled, const cnn_layer *l, cnn_gemm_cfg *c)
 {
-    if (tiled)
-        return farm_tiled_parse(text, &c->tiled);
+    if (tiled) {
+        const char *g = strstr(text, ",gather=");
+        char t[160];
+        if (!g || (size_t)(g - text) >= sizeof t)
+            return -1;
+        memcpy(t, text, (size_t)(g - text));
+        t[g - text] = 0;
+        int which = -1;
+        for (int i = 0; cnn_gather_names[i]; ++i)
+            if (!strcmp(g + 8, cnn_gather_names[i]))
+                which = i;
+        if (which < 0 || farm_tiled_parse(t, &c->tiled) != 0)
+            return -1;
+        cnn_gemm_set_gather(c, l, (cnn_gather)which);
+        return 0;
+    }
     int tm, vw, vn;
     char tail;
     if (sscanf(text, "tm=%d,vw=%d,vn=%d%c", &tm, &vw, &vn, &tail) != 3 || tm < 1 || tm > 16 || vn < 1 || vn > 4 ||
@@ -293,9 +323,13 @@ int cnn_gemm_parse(const char *text, int tiled, cnn_gemm_cfg *c)
     return 0;
 }
 
-static int same_cfg(const cnn_gemm_cfg *a, const cnn_gemm_cfg *b, int tiled)
+/* gather = 0: a 1x1 layer runs conv_1x1, which any program of the same tile has. */
+static int same_cfg(const cnn_gemm_cfg *a, const cnn_gemm_cfg *b, int tiled, int gather)
 {
-    return tiled ? !memcmp(&a->tiled, &b->tiled, sizeof a->tiled) : a->tm == b->tm && a->vw == b->vw && a->vn == b->vn;
+    if (!tiled)
+        return a->tm == b->tm && a->vw == b->vw && a->vn == b->vn;
+    return !memcmp(&a->tiled, &b->tiled, sizeof a->tiled) &&
+           (!gather || (a->gather == b->gather && a->ksz == b->ksz));
 }
 
 uint64_t cnn_gpu_source_key(void)
@@ -308,10 +342,10 @@ uint64_t cnn_gpu_source_key(void)
     return h;
 }
 
-static int program_for(cnn_gpu *g, const cnn_gemm_cfg *c)
+static int program_for(cnn_gpu *g, const cnn_gemm_cfg *c, int gather)
 {
     for (int i = 0; i < g->nprogs; ++i)
-        if (same_cfg(&g->prog_cfg[i], c, g->tiled))
+        if (same_cfg(&g->prog_cfg[i], c, g->tiled, gather))
             return i;
     if (g->nprogs == CNN_MAX_PROGS)
         farm_die(FARM_EXIT_ERROR, "internal: more than %d GEMM configurations", CNN_MAX_PROGS);
@@ -320,9 +354,11 @@ static int program_for(cnn_gpu *g, const cnn_gemm_cfg *c)
     char opts[512];
     const char *prec = !g->fp16 ? "" : g->half_arith ? "-DFARM_FP16 -DFARM_HALF_ARITH" : "-DFARM_FP16";
     if (g->tiled) {
-        char t[256];
+        char t[256], ksz[32] = "";
         farm_tiled_options(&c->tiled, t, sizeof t);
-        snprintf(opts, sizeof opts, "%s %s", prec, t);
+        if (c->gather == CNN_GATHER_ARITH)
+            snprintf(ksz, sizeof ksz, " -DKSZ=%d", c->ksz);
+        snprintf(opts, sizeof opts, "%s %s -DGATHER=%d%s", prec, t, (int)c->gather, ksz);
         const char *parts[] = {tiled_types_cl_source, conv_hooks_cl_source, gemm_tiled_cl_source, second_tiled,
                                gemm_tiled_cl_source};
         char *src = farm_cl_concat(parts, 5);
@@ -339,6 +375,7 @@ static int program_for(cnn_gpu *g, const cnn_gemm_cfg *c)
         free(src);
         g->k_main[i] = farm_cl_kernel(&g->gprog[i], "gemm_packed");
         g->k_aux[i] = farm_cl_kernel(&g->gprog[i], "im2col_pack");
+        g->k_pack1[i] = farm_cl_kernel(&g->gprog[i], "im2col_pack_1x1");
     }
     return i;
 }
@@ -350,7 +387,7 @@ static void pack_weights(cnn_gpu *g, int index)
 {
     const cnn_layer *l = &g->net->layer[index];
     const cnn_gemm_cfg *c = &g->cfg[index];
-    if (g->ap[index] && same_cfg(&g->ap_cfg[index], c, 0))
+    if (g->ap[index] && same_cfg(&g->ap_cfg[index], c, 0, 0))
         return;
     if (g->ap[index])
         clReleaseMemObject(g->ap[index]);
@@ -401,22 +438,22 @@ static void make_tables(cnn_gpu *g, int index)
     free(pt);
 }
 
+void cnn_gpu_set_layer(cnn_gpu *g, int index, const cnn_gemm_cfg *c)
+{
+    g->cfg[index] = *c;
+    g->prog_of[index] = program_for(g, c, !cnn_layer_is_1x1(&g->net->layer[index]));
+    if (!g->tiled)
+        pack_weights(g, index);
+    make_tables(g, index);
+    g->launches[index] = g->tiled ? 1 : 2;
+}
+
 void cnn_gpu_use_gemm(cnn_gpu *g, const cnn_gemm_cfg *per_layer)
 {
     g->conv_gemm = 1;
-    for (int i = 0; i < g->net->nlayers; ++i) {
-        if (g->net->layer[i].kind != CNN_CONV)
-            continue;
-        g->cfg[i] = per_layer[i];
-        g->prog_of[i] = program_for(g, &g->cfg[i]);
-        if (!g->tiled)
-            pack_weights(g, i);
-        else
-            make_tables(g, i);
-        const cnn_layer *l = &g->net->layer[i];
-        g->launches[i] = g->tiled ? 1 : 2;
-        (void)l;
-    }
+    for (int i = 0; i < g->net->nlayers; ++i)
+        if (g->net->layer[i].kind == CNN_CONV)
+            cnn_gpu_set_layer(g, i, &per_layer[i]);
 }
 
 static void enqueue_gemm_conv(cnn_gpu *g, int index, cl_event *ev)
@@ -429,7 +466,7 @@ static void enqueue_gemm_conv(cnn_gpu *g, int index, cl_event *ev)
     cnn_gemm_shape(l, &m, &n, &k);
     const cl_int M = (cl_int)m, N = (cl_int)n, K = (cl_int)k;
     if (g->tiled) {
-        const int direct = l->k == 1 && l->stride == 1 && l->pad == 0;
+        const int direct = cnn_layer_is_1x1(l);
         cl_kernel kr = direct ? g->k_aux[p] : g->k_main[p];
         const cl_int ld = N;
         ARG(kr, 0, M);
@@ -453,17 +490,28 @@ static void enqueue_gemm_conv(cnn_gpu *g, int index, cl_event *ev)
         return;
     }
     const size_t pw = (size_t)c->vw * (size_t)c->vn, np = round_up_to(n, pw), mp = round_up_to(m, (size_t)c->tm);
-    cl_kernel pk = g->k_aux[p];
     const cl_int nreal = N;
-    ARG(pk, 0, in);
-    ARG(pk, 1, g->bp);
-    ARG(pk, 2, K);
-    ARG(pk, 3, nreal);
-    const int pints[] = {l->hin, l->win, l->wout, l->k, l->stride, l->pad};
-    for (cl_uint a = 0; a < 6; ++a)
-        ARG(pk, 4 + a, pints[a]);
-    const size_t pg[2] = {k, np / pw};
-    farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, pk, 2, NULL, pg, NULL, 0, NULL, &ev[0]), l->name);
+    if (cnn_layer_is_1x1(l)) {
+        cl_kernel pk = g->k_pack1[p];
+        ARG(pk, 0, in);
+        ARG(pk, 1, g->bp);
+        ARG(pk, 2, K);
+        ARG(pk, 3, nreal);
+        const size_t pg[2] = {k, np / pw};
+        farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, pk, 2, NULL, pg, NULL, 0, NULL, &ev[0]), l->name);
+    } else {
+        cl_kernel pk = g->k_aux[p];
+        ARG(pk, 0, in);
+        ARG(pk, 1, g->bp);
+        ARG(pk, 2, g->ptab[index]);
+        ARG(pk, 3, K);
+        ARG(pk, 4, nreal);
+        const int pints[] = {l->hin, l->win, l->k};
+        for (cl_uint a = 0; a < 3; ++a)
+            ARG(pk, 5 + a, pints[a]);
+        const size_t pg[3] = {pw, k, np / pw};
+        farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, pk, 3, NULL, pg, NULL, 0, NULL, &ev[0]), l->name);
+    }
     cl_kernel gk = g->k_main[p];
     const cl_int Mp = (cl_int)mp, Np = (cl_int)np;
     ARG(gk, 0, Mp);

@@ -9,12 +9,17 @@
 
 /* GEMM configuration of one conv layer on the im2col-gemm path: the tiled kernel's on GPU
  * devices, the packed kernel's (tm rows x vw*vn columns per work-item) on CPU devices. */
+typedef enum { CNN_GATHER_TAB = 0, CNN_GATHER_HOIST = 1, CNN_GATHER_ARITH = 2 } cnn_gather;
+extern const char *const cnn_gather_names[]; /* "tab", "hoist", "arith", NULL */
+
 typedef struct {
     farm_tiled_cfg tiled;
+    cnn_gather gather; /* tiled: how the B-tile loads gather im2col (conv_hooks.cl) */
+    int ksz;           /* tiled, CNN_GATHER_ARITH: the window compiled in (0 otherwise) */
     int tm, vw, vn;
 } cnn_gemm_cfg;
 
-#define CNN_MAX_PROGS 24
+#define CNN_MAX_PROGS 128 /* --tune builds one per configuration it tries */
 
 typedef struct {
     const cnn_net *net;
@@ -42,10 +47,11 @@ typedef struct {
     farm_cl_program gprog[CNN_MAX_PROGS];
     cl_kernel k_main[CNN_MAX_PROGS]; /* conv_im2col (tiled) or gemm_packed */
     cl_kernel k_aux[CNN_MAX_PROGS];  /* conv_1x1 (tiled) or im2col_pack */
+    cl_kernel k_pack1[CNN_MAX_PROGS]; /* packed: im2col_pack_1x1 */
     cl_mem ap[CNN_MAX_LAYERS];       /* packed weights (CPU devices) for the layer's config */
     cnn_gemm_cfg ap_cfg[CNN_MAX_LAYERS];
     cl_mem bp;                       /* B panels (CPU devices), sized for the largest layer */
-    cl_mem ktab[CNN_MAX_LAYERS], ptab[CNN_MAX_LAYERS]; /* GPU devices: im2col index tables */
+    cl_mem ktab[CNN_MAX_LAYERS], ptab[CNN_MAX_LAYERS]; /* im2col index tables (conv_hooks.cl) */
     size_t bp_bytes;
     int launches[CNN_MAX_LAYERS];    /* kernel launches of each layer */
     uint64_t im2col_ns[CNN_MAX_LAYERS]; /* CPU devices: the im2col part of layer_ns */
@@ -62,14 +68,22 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
 size_t cnn_gpu_set_wg(cnn_gpu *g, size_t requested);
 /* The GEMM shape of conv layer l as im2col: m = cout, n = hout*wout, k = cin*k*k. */
 void cnn_gemm_shape(const cnn_layer *l, size_t *m, size_t *n, size_t *k);
-/* What the gemm program would pick for that shape on this device (its default). */
-cnn_gemm_cfg cnn_gemm_default(const farm_cl *cl, const cnn_layer *l, int half_arith);
-/* "tsm=..,vw=4" (tiled) or "tm=14,vw=16,vn=2" (packed) and back (0 or -1). */
+/* 1 when conv layer l reads its input tensor as B directly (1x1, stride 1, no padding). */
+int cnn_layer_is_1x1(const cnn_layer *l);
+/* What the gemm program would pick for that shape on this device (its default), gathering with
+ * `gather` (ignored by 1x1 layers, which gather nothing). */
+cnn_gemm_cfg cnn_gemm_default(const farm_cl *cl, const cnn_layer *l, int half_arith, cnn_gather gather);
+/* Sets the gather of c for layer l (ksz for arith; 1x1 layers keep tab: they gather nothing). */
+void cnn_gemm_set_gather(cnn_gemm_cfg *c, const cnn_layer *l, cnn_gather gather);
+/* "tsm=..,vw=4,gather=arith" (tiled) or "tm=14,vw=16,vn=2" (packed) and back (0 or -1); parse
+ * takes the layer for the window of an arith gather. */
 void cnn_gemm_format(const cnn_gemm_cfg *c, int tiled, char *out, size_t outlen);
-int cnn_gemm_parse(const char *text, int tiled, cnn_gemm_cfg *c);
+int cnn_gemm_parse(const char *text, int tiled, const cnn_layer *l, cnn_gemm_cfg *c);
 /* Switches the convolutions to the im2col-gemm path with one configuration per layer (entries of
  * non-conv layers are ignored); builds (or reuses) one program per distinct configuration. */
 void cnn_gpu_use_gemm(cnn_gpu *g, const cnn_gemm_cfg *per_layer);
+/* Sets the configuration of conv layer `index` (after cnn_gpu_use_gemm; builds what it needs). */
+void cnn_gpu_set_layer(cnn_gpu *g, int index, const cnn_gemm_cfg *c);
 /* Hash of the OpenCL sources the im2col-gemm path builds from (tuning cache key). */
 uint64_t cnn_gpu_source_key(void);
 /* Runs only conv layer `index` (its input tensor as it is on the device) and returns its kernel ns. */

@@ -41,10 +41,14 @@ static inline float im2col_at(__global const cstore_t *in, int kidx, int n, int 
     return (ih >= 0 && ih < hin && iw >= 0 && iw < win) ? C_LD(in, (ci * hin + ih) * win + iw) : 0.0f;
 }
 
-// GPU path: im2col through two small index tables made by the host per layer, so the gather in
-// the GEMM's B-tile loads costs two cached loads instead of four integer divisions:
-//   ktab[kk] = (ci*hin*win + kh*win + kw, kh, kw, 0)    pt[n] = (ih0*win + iw0, ih0, iw0, 0)
-// with ih0 = oh*stride - pad, iw0 = ow*stride - pad.
+// GPU path, im2col gathers in the GEMM's B-tile loads (-DGATHER, chosen per layer by the host):
+//   0 (tab)   two small index tables per layer, so a load costs two cached loads instead of four
+//             integer divisions: ktab[kk] = (ci*hin*win + kh*win + kw, kh, kw, 0),
+//             ptab[n] = (ih0*win + iw0, ih0, iw0, 0) with ih0 = oh*stride - pad, iw0 = ow*stride - pad;
+//   1 (hoist) ptab read once per work-item before the K loop (a work-item's columns are fixed), only
+//             the warp-uniform ktab entry per load;
+//   2 (arith) as hoist, and kk split into (ci, kh, kw) by the compile-time window -DKSZ (multiplies
+//             by constants), so a load is one gather with no table read in front of it.
 static inline float im2col_tab(__global const cstore_t *in, __global const int4 *ktab, __global const int4 *ptab,
                                int kidx, int n, int hin, int win)
 {
@@ -52,6 +56,24 @@ static inline float im2col_tab(__global const cstore_t *in, __global const int4 
     const int ih = pt.y + kt.y, iw = pt.z + kt.z;
     return ((uint)ih < (uint)hin && (uint)iw < (uint)win) ? C_LD(in, kt.x + pt.x) : 0.0f;
 }
+
+static inline float im2col_hoist(__global const cstore_t *in, __global const int4 *ktab, int4 pt, int kidx, int hin,
+                                 int win)
+{
+    const int4 kt = ktab[kidx];
+    const int ih = pt.y + kt.y, iw = pt.z + kt.z;
+    return ((uint)ih < (uint)hin && (uint)iw < (uint)win) ? C_LD(in, kt.x + pt.x) : 0.0f;
+}
+
+#ifdef KSZ
+static inline float im2col_arith(__global const cstore_t *in, int4 pt, int kidx, int hin, int win)
+{
+    const int ci = kidx / (KSZ * KSZ), r = kidx - ci * (KSZ * KSZ);
+    const int kh = r / KSZ, kw = r - kh * KSZ;
+    const int ih = pt.y + kh, iw = pt.z + kw;
+    return ((uint)ih < (uint)hin && (uint)iw < (uint)win) ? C_LD(in, (ci * hin + kh) * win + kw + pt.x) : 0.0f;
+}
+#endif
 
 static inline void conv_out(__global cstore_t *out, __global const cstore_t *bias, int m, int n, float v, int c_off,
                             int plane, int relu)
@@ -71,7 +93,20 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
 #define TILED_EXTRA CONV_EXTRA
 #define TILED_STORE CONV_STORE
 #define TILED_NAME conv_im2col
+#ifndef GATHER
+#define GATHER 0
+#endif
+#if GATHER == 0
 #define TILED_LOAD_B(k, n) im2col_tab(B, ktab, ptab, (k), (n), hin, win)
+#else
+#define TILED_B_STATE_T int4
+#define TILED_B_PREP(n) ((n) < N ? ptab[(n)] : (int4)(0, -(1 << 20), 0, 0))
+#if GATHER == 1
+#define TILED_LOAD_B_ST(s, k, n) im2col_hoist(B, ktab, (s), (k), hin, win)
+#else
+#define TILED_LOAD_B_ST(s, k, n) im2col_arith(B, (s), (k), hin, win)
+#endif
+#endif
 #endif
 
 #ifdef TM

@@ -12,6 +12,7 @@
 #include "../common/farm.h"
 #include "cnn_cpu.h"
 #include "cnn_gpu.h"
+#include "cnn_tune.h"
 #include "net.h"
 
 /* Verification tolerances (element passes when |gpu-cpu| <= atol + rtol*|cpu|, atol scaled by
@@ -28,6 +29,7 @@ typedef struct {
     const char *conv; /* "im2col-gemm" | "direct" (gpu) */
     cnn_cpu cpu;
     cnn_gpu gpu_state;
+    cnn_tune tune;
     uint64_t *layer_ns; /* [call][layer], every call of the iteration function */
     size_t calls, cap;
 } app;
@@ -101,6 +103,7 @@ static void emit_layers(const app *a, long measured, int elem_bytes)
             farm_json_str(&j, "gemm_kernel", a->gpu_state.tiled ? "local" : "packed");
             farm_json_str(&j, "gemm_params", params);
             farm_json_int(&j, "launches", a->gpu_state.launches[i]);
+            farm_json_str(&j, "tune_source", farm_tune_source_name(cnn_tune_layer(&a->tune, i)->source));
             if (!a->gpu_state.tiled) /* the im2col launch's share, last iteration */
                 farm_json_u64(&j, "im2col_ns", a->gpu_state.im2col_ns[i]);
         } else if (l->kind == CNN_CONV && a->gpu) {
@@ -203,11 +206,14 @@ int main(int argc, char **argv)
     static const char *const convs[] = {"auto", "im2col-gemm", "direct", NULL};
     const char *conv = "auto", *gemm_kernel = "auto";
     static const char *const gemm_kernels[] = {"auto", "local", "packed", NULL};
+    static const char *const gathers[] = {"auto", "tab", "hoist", "arith", NULL};
+    const char *gather = "auto";
     const char *model = "squeezenet1.0", *weights_dir = NULL, *input_path = NULL, *g_spec = "1";
     long input_size = 0, layers_limit = 0, wg = 64;
     farm_opt opts[] = {
         FARM_OPTS_BENCH(&common),
         FARM_OPTS_CL(&common),
+        FARM_OPTS_TUNE(&common),
         {"model", FARM_OPT_CHOICE, &model, "network", 0, 0, models},
         {"input-size", FARM_OPT_INT, &input_size, "square input side (0: 227 for 1.0, 224 for 1.1)", 0, 4096, NULL},
         {"input", FARM_OPT_STRING, &input_path, ".npy image, float32 (3,N,N) CHW (default: seeded uniform)", 0, 0, NULL},
@@ -223,6 +229,10 @@ int main(int argc, char **argv)
          "im2col-gemm: gemm's tiled local-memory kernel or its packed kernel (auto: local on GPUs, packed on CPU "
          "devices)",
          0, 0, gemm_kernels},
+        {"gather", FARM_OPT_CHOICE, &gather,
+         "im2col-gemm on GPUs: how the GEMM's B-tile loads gather im2col: index tables per load (tab), the "
+         "pixel's table entry kept in registers (hoist), or that plus the window compiled in (arith; auto)",
+         0, 0, gathers},
         {"g", FARM_OPT_STRING, &g_spec,
          "output maps per work item: N for all conv layers and/or layer:N,... (must divide the maps)", 0, 0, NULL},
         {0},
@@ -281,12 +291,21 @@ int main(int argc, char **argv)
         a.conv = conv;
         if (strcmp(gemm_kernel, "auto") != 0)
             a.gpu_state.tiled = !strcmp(gemm_kernel, "local");
+        cnn_gather gather_choice = CNN_GATHER_ARITH;
+        for (int i = 0; cnn_gather_names[i]; ++i)
+            if (!strcmp(gather, cnn_gather_names[i]))
+                gather_choice = (cnn_gather)i;
         if (!strcmp(conv, "im2col-gemm")) {
             static cnn_gemm_cfg cfg[CNN_MAX_LAYERS];
             for (int i = 0; i < net.nlayers; ++i)
                 if (net.layer[i].kind == CNN_CONV)
-                    cfg[i] = cnn_gemm_default(&cl, &net.layer[i], a.gpu_state.half_arith);
+                    cfg[i] = cnn_gemm_default(&cl, &net.layer[i], a.gpu_state.half_arith, gather_choice);
             cnn_gpu_use_gemm(&a.gpu_state, cfg);
+            const double vtol = !fp16 ? TOL_FP32 : a.gpu_state.half_arith ? TOL_FP16_ARITH : TOL_FP16_STORAGE;
+            cnn_tune_choose(&a.tune, &a.gpu_state, &common, cfg, strcmp(gather, "auto") != 0, model, vtol);
+        } else if (common.tune) {
+            fprintf(stderr, "cnn: warning: --tune: the direct convolution kernel has no tuned parameters (use "
+                            "--conv=im2col-gemm)\n");
         }
     } else {
         pool = strcmp(common.backend, "cpu-mt") == 0 ? farm_pool_create((int)common.threads) : NULL;
@@ -323,6 +342,8 @@ int main(int argc, char **argv)
         farm_json_str(&j, "conv", conv);
         farm_json_u64(&j, "wg", a.gpu_state.wg);
         farm_cl_info_fields(&j, &cl, &a.gpu_state.prog);
+        if (a.gpu_state.conv_gemm)
+            cnn_tune_info_fields(&j, &a.tune);
     }
     farm_json_end(&j);
 
@@ -380,6 +401,7 @@ int main(int argc, char **argv)
     }
     if (pool)
         farm_pool_destroy(pool);
+    cnn_tune_free(&a.tune);
     cnn_free_weights(&net);
     free(input);
     free(a.layer_ns);

@@ -20,6 +20,10 @@
 //   TILED_EXTRA     extra kernel parameters after C (empty)
 //   TILED_LOAD_B(k, n)   element k, n of op(B) (k < K, n < N guaranteed)
 //   TILED_STORE(m, n, v) writes output m, n (m < M, n < N guaranteed)
+//   TILED_B_STATE_T, TILED_B_PREP(n), TILED_LOAD_B_ST(s, k, n)   optional: a value per B element
+//                   this work-item loads, made once before the K loop from its column n (columns
+//                   do not move along K: an im2col loader keeps its pixel's window origin there)
+//                   and passed to the load instead of re-deriving it in every tile
 
 #define RTSM (TSM / WPTM)
 #define RTSN (TSN / WPTN)
@@ -51,6 +55,11 @@
 #endif
 #ifndef TILED_STORE
 #define TILED_STORE(m, n, v) T_ST((v), (m) * ldc + (n), C)
+#endif
+#ifdef TILED_B_STATE_T
+#define B_LOAD(e, k, n) TILED_LOAD_B_ST(bst[e], k, n)
+#else
+#define B_LOAD(e, k, n) TILED_LOAD_B(k, n)
 #endif
 
 // Coordinates inside the tile of the e-th element this work-item loads, chosen so that adjacent
@@ -89,6 +98,16 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 
     tacc_t ra[LPT_A], rb[LPT_B];
     const int ntiles = (K + TSK - 1) / TSK;
+#ifdef TILED_B_STATE_T
+    TILED_B_STATE_T bst[LPT_B];
+#pragma unroll
+    for (int e = 0; e < LPT_B; e++) {
+        int r, c;
+        B_COORD(lid + e * NT, r, c);
+        (void)r;
+        bst[e] = TILED_B_PREP(gn0 + c);
+    }
+#endif
 
 #ifdef BOUNDS
 #define A_OK(m, k) ((m) < M && (k) < K)
@@ -109,7 +128,7 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
             int r, c;                                                                              \
             B_COORD(lid + e * NT, r, c);                                                           \
             const int gk = (t0) + r, gn = gn0 + c;                                                 \
-            rb[e] = B_OK(gk, gn) ? TILED_LOAD_B(gk, gn) : (tacc_t)0;                               \
+            rb[e] = B_OK(gk, gn) ? B_LOAD(e, gk, gn) : (tacc_t)0;                                   \
         }                                                                                          \
     }
 #define STASH(buf)                                                                                 \
@@ -178,6 +197,10 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 #undef TILED_EXTRA
 #undef TILED_LOAD_B
 #undef TILED_STORE
+#undef TILED_B_STATE_T
+#undef TILED_B_PREP
+#undef TILED_LOAD_B_ST
+#undef B_LOAD
 #undef A_AT
 #undef A_COORD
 #undef B_COORD

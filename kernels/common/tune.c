@@ -22,6 +22,7 @@ const char *farm_tune_source_name(farm_tune_source s)
     case FARM_TUNE_NEAREST: return "cache-nearest";
     case FARM_TUNE_TUNED: return "tuned";
     case FARM_TUNE_EXPLICIT: return "explicit";
+    case FARM_TUNE_PARTIAL: return "cache-partial";
     default: return "default";
     }
 }
@@ -154,6 +155,8 @@ static double distance(const char *a, const char *b)
     double d = 0.0;
     for (; ta && tb; ta = strtok_r(NULL, " ", &sa), tb = strtok_r(NULL, " ", &sb)) {
         char *ea = strchr(ta, '='), *eb = strchr(tb, '=');
+        if (!ea && !eb && !strcmp(ta, tb)) /* a bare word ("conv"): must match */
+            continue;
         if (!ea || !eb || (size_t)(ea - ta) != (size_t)(eb - tb) || strncmp(ta, tb, (size_t)(ea - ta)) != 0)
             return HUGE_VAL;
         char *na = NULL, *nb = NULL;
@@ -268,10 +271,12 @@ int farm_tune_store(farm_tune_state *st)
     return 0;
 }
 
-void farm_tune_info_fields(farm_json *j, const farm_tune_state *st)
+void farm_tune_info_fields(farm_json *j, const farm_tune_state *st) { farm_tune_info_fields_as(j, st, st->params); }
+
+void farm_tune_info_fields_as(farm_json *j, const farm_tune_state *st, const char *params)
 {
     farm_json_str(j, "tune_source", farm_tune_source_name(st->source));
-    farm_json_str(j, "tune_params", st->params);
+    farm_json_str(j, "tune_params", params);
     farm_json_str(j, "tune_workload", st->workload);
     farm_json_str(j, "tune_entry", st->entry[0] ? st->entry : NULL);
     farm_json_num(j, "tune_kernel_ms", st->kernel_ms);
@@ -284,43 +289,117 @@ void farm_tune_info_fields(farm_json *j, const farm_tune_state *st)
     farm_json_str(j, "tune_warning", st->warning[0] ? st->warning : NULL);
 }
 
+int farm_tune_resolve(farm_tune_state *st, const farm_common *c, int explicit_knobs)
+{
+    if (explicit_knobs) {
+        st->source = FARM_TUNE_EXPLICIT;
+        return 0;
+    }
+    return strcmp(c->tuned, "use") == 0 && farm_tune_lookup(st);
+}
+
+void farm_tune_reject(farm_tune_state *st, const char *why)
+{
+    snprintf(st->warning, sizeof st->warning, "ignoring tuning cache %.500s: entry '%.300s' %.300s; using defaults",
+             st->path, st->params, why);
+    fprintf(stderr, "%s: warning: %s\n", farm_prog(), st->warning);
+    st->source = FARM_TUNE_DEFAULT;
+    st->entry[0] = 0;
+    st->kernel_ms = st->default_ms = NAN;
+}
+
+farm_tune_source farm_tune_weakest(const farm_tune_state *const *parts, int n)
+{
+    int counts[FARM_TUNE_PARTIAL + 1] = {0};
+    for (int i = 0; i < n; i++)
+        counts[parts[i]->source]++;
+    return counts[FARM_TUNE_TUNED]                ? FARM_TUNE_TUNED
+           : counts[FARM_TUNE_EXPLICIT]           ? FARM_TUNE_EXPLICIT
+           : counts[FARM_TUNE_DEFAULT] == n       ? FARM_TUNE_DEFAULT
+           : counts[FARM_TUNE_DEFAULT]            ? FARM_TUNE_PARTIAL
+           : counts[FARM_TUNE_NEAREST]            ? FARM_TUNE_NEAREST
+                                                  : FARM_TUNE_CACHE;
+}
+
+void farm_tune_record(farm_tune_state *st, const char *params, double best_ms, double default_ms, int candidates,
+                      double seconds)
+{
+    st->source = FARM_TUNE_TUNED;
+    snprintf(st->params, sizeof st->params, "%s", params);
+    st->kernel_ms = best_ms;
+    st->default_ms = default_ms;
+    st->candidates = candidates;
+    st->tune_s = seconds;
+    farm_tune_store(st);
+}
+
 int farm_tune_search(const char *const *params, int n, farm_tune_eval_fn eval, void *user, double budget_s,
                      double *best_ms, double *default_ms, int *evaluated)
 {
-    const uint64_t t0 = farm_now_ns();
-    int best = 0;
-    *best_ms = *default_ms = NAN;
-    *evaluated = 0;
-    for (int i = 0; i < n; i++) {
-        const double elapsed = (double)(farm_now_ns() - t0) / 1e9;
-        if (i > 0 && elapsed >= budget_s)
-            break;
-        double ms = NAN;
-        int verified = 0;
-        const int rc = eval(user, i, &ms, &verified);
-        (*evaluated)++;
-        farm_json j;
-        farm_json_begin(&j, "tune");
-        farm_json_int(&j, "candidate", i);
-        farm_json_str(&j, "params", params[i]);
-        farm_json_num(&j, "kernel_ms", rc == 0 ? ms : NAN);
-        farm_json_bool(&j, "verified", rc == 0 && verified);
-        farm_json_num(&j, "elapsed_s", (double)(farm_now_ns() - t0) / 1e9);
-        farm_json_end(&j);
-        if (rc != 0 || !verified || !(ms > 0))
-            continue;
-        if (i == 0)
-            *default_ms = ms;
-        if (!(*best_ms <= ms)) { /* also when best_ms is NaN */
-            best = i;
-            *best_ms = ms;
-        }
+    return farm_tune_search_for(NULL, "kernel", params, n, eval, user, budget_s, best_ms, default_ms, evaluated);
+}
+
+void farm_tune_progress_init(farm_tune_progress *p)
+{
+    p->best = 0;
+    p->evaluated = 0;
+    p->best_ms = p->default_ms = NAN;
+    p->t0 = farm_now_ns();
+}
+
+void farm_tune_try(farm_tune_progress *p, const char *workload, const char *metric, int index, const char *params,
+                   farm_tune_eval_fn eval, void *user)
+{
+    double ms = NAN;
+    int verified = 0;
+    const int rc = eval(user, index, &ms, &verified);
+    p->evaluated++;
+    farm_json j;
+    farm_json_begin(&j, "tune");
+    if (workload)
+        farm_json_str(&j, "workload", workload);
+    farm_json_str(&j, "metric", metric);
+    farm_json_int(&j, "candidate", index);
+    farm_json_str(&j, "params", params);
+    farm_json_num(&j, "kernel_ms", rc == 0 ? ms : NAN);
+    farm_json_bool(&j, "verified", rc == 0 && verified);
+    farm_json_num(&j, "elapsed_s", (double)(farm_now_ns() - p->t0) / 1e9);
+    farm_json_end(&j);
+    if (rc != 0 || !verified || !(ms > 0))
+        return;
+    if (index == 0)
+        p->default_ms = ms;
+    if (!(p->best_ms <= ms)) { /* also when best_ms is NaN */
+        p->best = index;
+        p->best_ms = ms;
     }
+}
+
+int farm_tune_pick(farm_tune_progress *p)
+{
     /* Within 3% of the default is noise, not a gain: keep the default then. */
-    if (best != 0 && *default_ms > 0 && *best_ms > 0.97 * *default_ms) {
-        best = 0;
-        *best_ms = *default_ms;
+    if (p->best != 0 && p->default_ms > 0 && p->best_ms > 0.97 * p->default_ms) {
+        p->best = 0;
+        p->best_ms = p->default_ms;
     }
+    return p->best;
+}
+
+int farm_tune_search_for(const char *workload, const char *metric, const char *const *params, int n,
+                         farm_tune_eval_fn eval, void *user, double budget_s, double *best_ms, double *default_ms,
+                         int *evaluated)
+{
+    farm_tune_progress p;
+    farm_tune_progress_init(&p);
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && (double)(farm_now_ns() - p.t0) / 1e9 >= budget_s)
+            break;
+        farm_tune_try(&p, workload, metric, i, params[i], eval, user);
+    }
+    const int best = farm_tune_pick(&p);
+    *best_ms = p.best_ms;
+    *default_ms = p.default_ms;
+    *evaluated = p.evaluated;
     return best;
 }
 

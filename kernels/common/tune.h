@@ -20,7 +20,8 @@ typedef enum {
     FARM_TUNE_CACHE,    /* cached entry for exactly this workload */
     FARM_TUNE_NEAREST,  /* cached entry of the nearest workload of the same kind */
     FARM_TUNE_TUNED,    /* chosen by --tune in this run */
-    FARM_TUNE_EXPLICIT  /* set on the command line */
+    FARM_TUNE_EXPLICIT, /* set on the command line */
+    FARM_TUNE_PARTIAL   /* several workloads (cnn layers): some from the cache, the rest defaults */
 } farm_tune_source;
 
 typedef struct {
@@ -64,7 +65,24 @@ int farm_tune_store(farm_tune_state *st);
 /* Adds tune_source, tune_params, tune_workload, tune_entry, tune_kernel_ms, tune_default_ms,
  * tune_candidates, tune_seconds, tune_cache_path and tune_warning to an event. */
 void farm_tune_info_fields(farm_json *j, const farm_tune_state *st);
+/* The same with tune_params = `params` (a run of several workloads lists them all). */
+void farm_tune_info_fields_as(farm_json *j, const farm_tune_state *st, const char *params);
 const char *farm_tune_source_name(farm_tune_source s);
+
+/* Where this run's parameters come from when it does not search: FARM_TUNE_EXPLICIT when knobs were
+ * given on the command line, else the cache (exact or nearest entry) unless --tuned=ignore, else the
+ * defaults. Returns 1 when st->params holds a cache entry for the caller to parse and check. */
+int farm_tune_resolve(farm_tune_state *st, const farm_common *c, int explicit_knobs);
+/* The caller could not use the entry farm_tune_resolve found (`why`): back to the defaults, with a
+ * warning on stderr and in st->warning. */
+void farm_tune_reject(farm_tune_state *st, const char *why);
+/* The source a run of several workloads reports: tuned or explicit when any part was; else default
+ * when every part was, cache-partial when some were, cache-nearest when any entry was a neighbour's,
+ * else cache. */
+farm_tune_source farm_tune_weakest(const farm_tune_state *const *parts, int n);
+/* Records what a search chose (FARM_TUNE_TUNED) and stores it in the cache. */
+void farm_tune_record(farm_tune_state *st, const char *params, double best_ms, double default_ms, int candidates,
+                      double seconds);
 
 /* The search. Candidate 0 is the default; the evaluator builds and times candidate i and says
  * whether its result matched the cpu path. Candidates run best-first until the budget is spent
@@ -74,6 +92,27 @@ const char *farm_tune_source_name(farm_tune_source s);
 typedef int (*farm_tune_eval_fn)(void *user, int index, double *kernel_ms, int *verified);
 int farm_tune_search(const char *const *params, int n, farm_tune_eval_fn eval, void *user, double budget_s,
                      double *best_ms, double *default_ms, int *evaluated);
+/* The search one candidate at a time, for callers that interleave several workloads (cnn tries
+ * candidate r of every layer before candidate r + 1 of any, so that each configuration's program
+ * is built once for all layers): farm_tune_try evaluates candidate `index` (0 = the default, which
+ * must come first) and prints its `tune` event; farm_tune_pick returns the winner's index with the
+ * 3% rule of farm_tune_search applied. */
+typedef struct {
+    int best, evaluated;
+    double best_ms, default_ms;
+    uint64_t t0; /* start of the search (elapsed_s of the events) */
+} farm_tune_progress;
+void farm_tune_progress_init(farm_tune_progress *p);
+void farm_tune_try(farm_tune_progress *p, const char *workload, const char *metric, int index, const char *params,
+                   farm_tune_eval_fn eval, void *user);
+int farm_tune_pick(farm_tune_progress *p);
+
+/* The same, for one of several workloads a run tunes (cnn: one per layer shape): the events also
+ * carry `workload`, and `metric` says what kernel_ms measures ("kernel": OpenCL profiling of the
+ * kernels; "wall": the whole call on the host clock, where launch gaps are the cost). */
+int farm_tune_search_for(const char *workload, const char *metric, const char *const *params, int n,
+                         farm_tune_eval_fn eval, void *user, double budget_s, double *best_ms, double *default_ms,
+                         int *evaluated);
 
 /* Median kernel time (ms) of `reps` calls of fn after one warm-up call, reps shrunk so that the
  * total stays near `max_s`. fn returns the kernel time of one call in ns (0 on failure). */

@@ -273,24 +273,18 @@ int main(int argc, char **argv)
             const int each = !strcmp(transfers, "each");
             go = t.opts[best];
             go.transfers_each = each;
-            ts.source = FARM_TUNE_TUNED;
-            ts.kernel_ms = best_ms;
-            ts.default_ms = default_ms;
-            snprintf(ts.params, sizeof ts.params, "%s", t.params[best]);
-            farm_tune_store(&ts);
+            farm_tune_record(&ts, t.params[best], best_ms, default_ms, ts.candidates, ts.tune_s);
             free(t.ref);
             free(t.got);
-        } else if (!strcmp(c.tuned, "use") && farm_tune_lookup(&ts)) {
+        } else if (farm_tune_resolve(&ts, &c, 0)) {
             gemm_gpu_opts tuned = go;
+            char why[160];
             if (params_parse(ts.params, &tuned) == 0 &&
-                (!local || farm_tiled_check(&tuned.tiled, &cl, half_arith ? 2 : 4, ts.warning, sizeof ts.warning) == 0)) {
+                (!local || farm_tiled_check(&tuned.tiled, &cl, half_arith ? 2 : 4, why, sizeof why) == 0))
                 go = tuned;
-            } else {
-                snprintf(ts.warning, sizeof ts.warning, "ignoring tuning cache %.500s: entry '%.300s' is not a valid %s "
-                         "configuration; using defaults", ts.path, ts.params, kernel);
-                fprintf(stderr, "gemm: warning: %s\n", ts.warning);
-                ts.source = FARM_TUNE_DEFAULT;
-            }
+            else
+                farm_tune_reject(&ts, local ? "is not a valid configuration of the local kernel on this device"
+                                            : "is not a valid configuration");
         }
         params_text(&go, ts.params, sizeof ts.params);
         r.gpu = gemm_gpu_create(&cl, &p, &go, cache_dir);

@@ -5,6 +5,7 @@
 
 #include "lstm.h"
 #include "lstm_cl.h"
+#include "tune.h"
 
 struct lstm_gpu {
     farm_cl *cl;
@@ -14,6 +15,7 @@ struct lstm_gpu {
     cl_mem w[LSTM_MAX_LAYERS], b[LSTM_MAX_LAYERS], h[LSTM_MAX_LAYERS][2], c[LSTM_MAX_LAYERS];
     cl_mem wd, bd, x, logits;
     int fused, wave;
+    int ks, ju; /* wave: reduction split (ks > 1: lstm_wave_split with JU x KS work-groups) */
     cl_kernel fused_k, wave_k;
     cl_mem h_all, c_all;
     cl_mem w_all, b_all, cstate;
@@ -107,7 +109,7 @@ static void create_wave(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
     concat_weights(g, cl, m);
     g->h_all = farm_cl_buffer(cl, CL_MEM_READ_WRITE, (size_t)s->layers * 2 * bh * 4, NULL);
     g->c_all = farm_cl_buffer(cl, CL_MEM_READ_WRITE, (size_t)s->layers * bh * 4, NULL);
-    cl_kernel k = g->wave_k = farm_cl_kernel(&g->prog, "lstm_wave");
+    cl_kernel k = g->wave_k = farm_cl_kernel(&g->prog, g->ks > 1 ? "lstm_wave_split" : "lstm_wave");
     const cl_int T = (cl_int)s->seq_len, D0 = (cl_int)s->input_dim, Hi = (cl_int)H, B = (cl_int)s->batch;
     arg(k, 1, sizeof T, &T);
     arg(k, 2, sizeof D0, &D0);
@@ -118,6 +120,15 @@ static void create_wave(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
     arg(k, 7, sizeof(cl_mem), &g->b_all);
     arg(k, 8, sizeof(cl_mem), &g->h_all);
     arg(k, 9, sizeof(cl_mem), &g->c_all);
+    if (g->ks > 1) {
+        const size_t ju = (size_t)g->ju;
+        g->use_local = 1;
+        g->cell_global[0] = (H + ju - 1) / ju * ju;
+        g->cell_global[1] = (size_t)g->ks * (size_t)s->batch;
+        g->cell_local[0] = ju;
+        g->cell_local[1] = (size_t)g->ks;
+        return;
+    }
     g->use_local = wg > 0;
     const size_t lw = wg > 0 ? (size_t)wg : 1;
     g->cell_global[0] = (H + lw - 1) / lw * lw;
@@ -126,15 +137,21 @@ static void create_wave(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
     g->cell_local[1] = 1;
 }
 
-lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long wg, const char *cache_dir)
+lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long wg, long ks, const char *cache_dir)
 {
     const lstm_shape *s = &m->s;
     lstm_gpu *g = farm_alloc(sizeof *g);
     g->cl = cl;
     g->m = m;
     g->esize = s->fp16 ? 2 : 4;
-    char opts[64];
-    snprintf(opts, sizeof opts, "-DFP16=%d -cl-mad-enable", s->fp16);
+    const int split = strategy == LSTM_WAVE && ks > 1;
+    g->ks = split ? (int)ks : 1;
+    g->ju = split ? (int)(wg > 0 ? wg : 32) : 0;
+    char opts[96];
+    if (split)
+        snprintf(opts, sizeof opts, "-DFP16=%d -cl-mad-enable -DKS=%d -DJU=%d", s->fp16, g->ks, g->ju);
+    else
+        snprintf(opts, sizeof opts, "-DFP16=%d -cl-mad-enable", s->fp16);
     farm_cl_build(cl, "lstm", lstm_cl_source, opts, cache_dir, &g->prog);
 
     const size_t H = (size_t)s->hidden, C = (size_t)s->classes, bh = (size_t)(s->batch * s->hidden);
@@ -196,6 +213,15 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long w
 
 const farm_cl_program *lstm_gpu_program(const lstm_gpu *g) { return &g->prog; }
 
+uint64_t lstm_gpu_source_key(void)
+{
+    const char *parts[] = {lstm_cl_source};
+    return farm_tune_source_key(parts, 1);
+}
+
+int lstm_gpu_ks(const lstm_gpu *g) { return g->ks; }
+int lstm_gpu_ju(const lstm_gpu *g) { return g->ju; }
+
 long lstm_gpu_launches(const lstm_gpu *g)
 {
     if (g->fused)
@@ -227,14 +253,16 @@ static int run_wave(lstm_gpu *g, float *logits, farm_split *split)
     const float zero = 0.0f;
     farm_cl_check(clEnqueueWriteBuffer(q, g->x, CL_FALSE, 0, g->xbytes, g->hx, 0, NULL, farm_ev_slot(&g->evs, FARM_H2D)),
                   "clEnqueueWriteBuffer(x)");
-    farm_cl_check(clEnqueueFillBuffer(q, g->h_all, &zero, 4, 0, bh4 * 2 * (size_t)s->layers, 0, NULL,
-                                      farm_ev_slot(&g->evs, FARM_KERNEL)),
-                  "clEnqueueFillBuffer(h)");
-    farm_cl_check(clEnqueueFillBuffer(q, g->c_all, &zero, 4, 0, bh4 * (size_t)s->layers, 0, NULL,
-                                      farm_ev_slot(&g->evs, FARM_KERNEL)),
-                  "clEnqueueFillBuffer(c)");
+    if (g->ks == 1) { /* the split kernel reads no state at step 0 */
+        farm_cl_check(clEnqueueFillBuffer(q, g->h_all, &zero, 4, 0, bh4 * 2 * (size_t)s->layers, 0, NULL,
+                                          farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueFillBuffer(h)");
+        farm_cl_check(clEnqueueFillBuffer(q, g->c_all, &zero, 4, 0, bh4 * (size_t)s->layers, 0, NULL,
+                                          farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueFillBuffer(c)");
+    }
     const size_t global[3] = {g->cell_global[0], g->cell_global[1], (size_t)s->layers};
-    const size_t local[3] = {g->cell_local[0], 1, 1};
+    const size_t local[3] = {g->cell_local[0], g->cell_local[1], 1};
     for (cl_int d = 0; d < (cl_int)(s->seq_len + s->layers - 1); d++) {
         arg(g->wave_k, 0, sizeof d, &d);
         farm_cl_check(clEnqueueNDRangeKernel(q, g->wave_k, 3, NULL, global, g->use_local ? local : NULL, 0, NULL,

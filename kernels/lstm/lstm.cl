@@ -13,6 +13,15 @@ typedef float store_t;
 
 static inline float sigmoid_(float x) { return 1.0f / (1.0f + exp(-x)); }
 
+// z (gates i, f, g, o of unit j) += v * row `row` of W (one row holds the 4H gate columns).
+#define GATES_MAD(z, v, W, row, H)                                                                 \
+    {                                                                                              \
+        z##i = mad((v), LD((W), (row)), z##i);                                                     \
+        z##f = mad((v), LD((W), (row) + (H)), z##f);                                               \
+        z##g = mad((v), LD((W), (row) + 2 * (H)), z##g);                                           \
+        z##o = mad((v), LD((W), (row) + 3 * (H)), z##o);                                           \
+    }
+
 __kernel void lstm_cell(const int D, const int H, __global const store_t *in, const int in_stride,
                         const int in_off, __global const float *h_prev, __global float *h_out,
                         __global float *c, __global const store_t *W, __global const store_t *bias,
@@ -96,29 +105,17 @@ __kernel void lstm_fused(const int T, const int D0, const int H, const int L, co
                     __global const store_t *xt = x + (b * T + t) * D0;
                     for (int r = 0; r < D0; r++) {
                         const float v = LD(xt, r);
-                        const int row = r * H4 + u;
-                        zi = mad(v, LD(Wl, row), zi);
-                        zf = mad(v, LD(Wl, row + H), zf);
-                        zg = mad(v, LD(Wl, row + 2 * H), zg);
-                        zo = mad(v, LD(Wl, row + 3 * H), zo);
+                        GATES_MAD(z, v, Wl, r * H4 + u, H)
                     }
                 } else {
                     for (int r = 0; r < H; r++) {
                         const float v = below[r];
-                        const int row = r * H4 + u;
-                        zi = mad(v, LD(Wl, row), zi);
-                        zf = mad(v, LD(Wl, row + H), zf);
-                        zg = mad(v, LD(Wl, row + 2 * H), zg);
-                        zo = mad(v, LD(Wl, row + 3 * H), zo);
+                        GATES_MAD(z, v, Wl, r * H4 + u, H)
                     }
                 }
                 for (int r = 0; r < H; r++) {
                     const float v = hp[r];
-                    const int row = (D + r) * H4 + u;
-                    zi = mad(v, LD(Wl, row), zi);
-                    zf = mad(v, LD(Wl, row + H), zf);
-                    zg = mad(v, LD(Wl, row + 2 * H), zg);
-                    zo = mad(v, LD(Wl, row + 3 * H), zo);
+                    GATES_MAD(z, v, Wl, (D + r) * H4 + u, H)
                 }
                 const float cn = sigmoid_(zf) * cs[l * H + u] + sigmoid_(zi) * tanh(zg);
                 cs[l * H + u] = cn;
@@ -163,36 +160,98 @@ __kernel void lstm_wave(const int d, const int T, const int D0, const int H, con
     #pragma unroll 8
         for (int r = 0; r < D0; r++) {
             const float v = LD(xt, r);
-            const int row = r * H4 + j;
-            zi = mad(v, LD(Wl, row), zi);
-            zf = mad(v, LD(Wl, row + H), zf);
-            zg = mad(v, LD(Wl, row + 2 * H), zg);
-            zo = mad(v, LD(Wl, row + 3 * H), zo);
+            GATES_MAD(z, v, Wl, r * H4 + j, H)
         }
     } else {
         __global const float *below = h_all + (((l - 1) * 2 + slot_out) * B + b) * H;
 #pragma unroll 8
         for (int r = 0; r < H; r++) {
             const float v = below[r];
-            const int row = r * H4 + j;
-            zi = mad(v, LD(Wl, row), zi);
-            zf = mad(v, LD(Wl, row + H), zf);
-            zg = mad(v, LD(Wl, row + 2 * H), zg);
-            zo = mad(v, LD(Wl, row + 3 * H), zo);
+            GATES_MAD(z, v, Wl, r * H4 + j, H)
         }
     }
     __global const float *hp = h_all + ((l * 2 + slot_in) * B + b) * H;
 #pragma unroll 8
     for (int r = 0; r < H; r++) {
         const float v = hp[r];
-        const int row = (D + r) * H4 + j;
-        zi = mad(v, LD(Wl, row), zi);
-        zf = mad(v, LD(Wl, row + H), zf);
-        zg = mad(v, LD(Wl, row + 2 * H), zg);
-        zo = mad(v, LD(Wl, row + 3 * H), zo);
+        GATES_MAD(z, v, Wl, (D + r) * H4 + j, H)
     }
     const int s = (l * B + b) * H + j;
     const float cn = sigmoid_(zf) * c_all[s] + sigmoid_(zi) * tanh(zg);
     c_all[s] = cn;
     h_all[((l * 2 + slot_out) * B + b) * H + j] = sigmoid_(zo) * tanh(cn);
 }
+
+// lstm_wave with the reduction split across work-items: a work-group of JU x KS work-items owns
+// JU hidden units of one (layer, batch element); work-item (u, s) sums rows s, s + KS, ... of the
+// four gate columns of unit u, the KS partial sums meet in local memory, work-items s < 4 add up
+// one gate each (all four when KS < 4), then s = 0 updates the cell. The serial chain per work-item is (D + H) / KS
+// multiply-adds instead of D + H, and KS times as many work-items are in flight (the step is
+// latency-bound: a few hundred work-items each walking a long dependent chain).
+// Adjacent work-items (u) read adjacent weight columns. Step 0 reads no state (h_0 = c_0 = 0), so no
+// fill is needed before an inference. Build options -DJU -DKS; local size (JU, KS, 1), global
+// (H rounded up to JU, KS * batch, L).
+#ifdef KS
+__kernel __attribute__((reqd_work_group_size(JU, KS, 1))) void lstm_wave_split(
+    const int d, const int T, const int D0, const int H, const int B, __global const store_t *x,
+    __global const store_t *W, __global const store_t *bias, __global float *h_all, __global float *c_all)
+{
+    const int u = get_local_id(0), s = get_local_id(1);
+    const int j = get_group_id(0) * JU + u, b = get_group_id(1), l = get_group_id(2);
+    const int t = d - l;
+    if (t < 0 || t >= T) // the same for the whole work-group: no barrier is skipped by part of it
+        return;
+    __local float part[4][KS][JU];
+    __local float sum[4][JU];
+    const int H4 = 4 * H, D = l == 0 ? D0 : H;
+    const int woff = l == 0 ? 0 : (D0 + H) * H4 + (l - 1) * (2 * H) * H4;
+    __global const store_t *Wl = W + woff;
+    const int slot_in = t % 2, slot_out = (t + 1) % 2;
+    float zi = 0.0f, zf = 0.0f, zg = 0.0f, zo = 0.0f;
+    if (j < H) {
+        if (l == 0) {
+            __global const store_t *xt = x + (b * T + t) * D0;
+            for (int r = s; r < D0; r += KS) {
+                const float v = LD(xt, r);
+                GATES_MAD(z, v, Wl, r * H4 + j, H)
+            }
+        } else {
+            __global const float *below = h_all + (((l - 1) * 2 + slot_out) * B + b) * H;
+#pragma unroll 4
+            for (int r = s; r < H; r += KS) {
+                const float v = below[r];
+                GATES_MAD(z, v, Wl, r * H4 + j, H)
+            }
+        }
+        if (t > 0) {
+            __global const float *hp = h_all + ((l * 2 + slot_in) * B + b) * H;
+#pragma unroll 4
+            for (int r = s; r < H; r += KS) {
+                const float v = hp[r];
+                GATES_MAD(z, v, Wl, (D + r) * H4 + j, H)
+            }
+        }
+    }
+    part[0][s][u] = zi;
+    part[1][s][u] = zf;
+    part[2][s][u] = zg;
+    part[3][s][u] = zo;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int g = s; g < 4; g += KS) {
+        float z = 0.0f;
+        for (int q = 0; q < KS; q++)
+            z += part[g][q][u];
+        sum[g][u] = z;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (s == 0 && j < H) {
+        __global const store_t *bl = bias + l * H4;
+        const float gi = sum[0][u] + LD(bl, j), gf = sum[1][u] + LD(bl, H + j);
+        const float gg = sum[2][u] + LD(bl, 2 * H + j), go = sum[3][u] + LD(bl, 3 * H + j);
+        const int st = (l * B + b) * H + j;
+        const float cn = sigmoid_(gf) * (t > 0 ? c_all[st] : 0.0f) + sigmoid_(gi) * tanh(gg);
+        c_all[st] = cn;
+        h_all[((l * 2 + slot_out) * B + b) * H + j] = sigmoid_(go) * tanh(cn);
+    }
+}
+#endif

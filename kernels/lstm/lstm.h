@@ -50,7 +50,14 @@ void lstm_cpu_destroy(lstm_cpu *c);
  * Neither launches a kernel per gate or per element. */
 typedef struct lstm_gpu lstm_gpu;
 enum { LSTM_STEP = 0, LSTM_FUSED = 1, LSTM_WAVE = 2 };
-lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long wg, const char *cache_dir);
+/* wave with ks > 1: the reduction of each unit split over ks work-items (lstm_wave_split), wg units
+ * per work-group (0: 32); ks <= 1: one work-item per unit (lstm_wave). */
+lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long wg, long ks, const char *cache_dir);
+/* Hash of the OpenCL source (tuning cache key). */
+uint64_t lstm_gpu_source_key(void);
+/* wave: the reduction split and units per work-group that ran (1 and 0 without a split). */
+int lstm_gpu_ks(const lstm_gpu *g);
+int lstm_gpu_ju(const lstm_gpu *g);
 /* Kernel launches per inference. */
 long lstm_gpu_launches(const lstm_gpu *g);
 const farm_cl_program *lstm_gpu_program(const lstm_gpu *g);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lstm.h"
+#include "tune.h"
 
 static const char *const gpu_kernel_choices[] = {"auto", "fused", "step", "wave", NULL};
 
@@ -12,6 +13,108 @@ typedef struct {
     lstm_gpu *gpu;
     float *logits;
 } runner;
+
+/* A gpu configuration: strategy, work-group along units, reduction split (wave). As text in the
+ * tuning cache: "kernel=wave,wg=32,ks=32". */
+typedef struct {
+    int strategy;
+    long wg, ks;
+} lstm_cfg;
+
+static const char *const strategy_names[] = {"step", "fused", "wave"};
+
+static void cfg_format(const lstm_cfg *c, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "kernel=%s,wg=%ld,ks=%ld", strategy_names[c->strategy], c->wg, c->ks);
+}
+
+static int cfg_parse(const char *text, lstm_cfg *c)
+{
+    char name[16], tail;
+    long wg, ks;
+    if (sscanf(text, "kernel=%15[a-z],wg=%ld,ks=%ld%c", name, &wg, &ks, &tail) != 3 || wg < 0 || wg > 4096 || ks < 1 ||
+        ks > 256)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, strategy_names[i])) {
+            c->strategy = i, c->wg = wg, c->ks = ks;
+            return 0;
+        }
+    return -1;
+}
+
+/* 0 when c can run on cl: work-group limits, fused's local memory. */
+static int cfg_valid(const lstm_cfg *c, const lstm_shape *s, const farm_cl *cl)
+{
+    const cl_ulong fused_local_bytes = (cl_ulong)(s->layers * 2 * s->hidden) * sizeof(float);
+    if (c->strategy == LSTM_FUSED && fused_local_bytes > cl->local_mem_bytes)
+        return -1;
+    const size_t wg = c->strategy == LSTM_WAVE && c->ks > 1 ? (size_t)c->ks * (size_t)(c->wg ? c->wg : 32)
+                                                             : (size_t)c->wg;
+    return wg <= cl->max_wg_size ? 0 : -1;
+}
+
+/* --tune: each candidate runs whole inferences, verified against the cpu path's logits and ranked
+ * by wall time (an inference's cost on a GPU is mostly the gaps between its dependent launches,
+ * which kernel time does not see). */
+#define LSTM_MAX_CAND 32
+typedef struct {
+    farm_cl *cl;
+    const lstm_model *m;
+    const char *cache_dir;
+    lstm_cfg cand[LSTM_MAX_CAND];
+    int n;
+    lstm_gpu *g;
+    float *want, *got;
+} lstm_tuner;
+
+static uint64_t time_inference(void *user)
+{
+    lstm_tuner *t = user;
+    farm_split sp = {0, 0, 0};
+    const uint64_t t0 = farm_now_ns();
+    lstm_gpu_run(t->g, t->got, &sp);
+    return farm_now_ns() - t0;
+}
+
+static int tune_eval(void *user, int index, double *ms, int *verified)
+{
+    lstm_tuner *t = user;
+    const lstm_cfg *c = &t->cand[index];
+    t->g = lstm_gpu_create(t->cl, t->m, c->strategy, c->wg, c->ks, t->cache_dir);
+    *ms = farm_tune_time(time_inference, t, 9, 1.0);
+    const size_t n = (size_t)(t->m->s.batch * t->m->s.classes);
+    *verified = farm_compare(t->got, t->want, n, 1e-3, 1e-4).ok;
+    lstm_gpu_destroy(t->g);
+    t->g = NULL;
+    return 0;
+}
+
+/* Candidates, the default first: wave with its reduction split over work-groups of several shapes,
+ * then the unsplit kernels; on CPU devices smaller groups. */
+static void tune_candidates(lstm_tuner *t, const lstm_cfg *def, const farm_cl *cl)
+{
+    const int gpu = (cl->device_type & CL_DEVICE_TYPE_GPU) != 0;
+    static const long gpu_split[][2] = {{32, 32}, {32, 16}, {16, 32}, {32, 8}, {64, 16}, {16, 16}, {64, 8}, {32, 4}};
+    static const long cpu_split[][2] = {{16, 4}, {32, 4}, {8, 8}, {16, 8}, {32, 2}, {64, 2}};
+    t->n = 0;
+    t->cand[t->n++] = *def;
+    const long(*sp)[2] = gpu ? gpu_split : cpu_split;
+    const int nsp = gpu ? (int)(sizeof gpu_split / sizeof gpu_split[0]) : (int)(sizeof cpu_split / sizeof cpu_split[0]);
+    lstm_cfg more[LSTM_MAX_CAND];
+    int nm = 0;
+    for (int i = 0; i < nsp; i++)
+        more[nm++] = (lstm_cfg){LSTM_WAVE, sp[i][0], sp[i][1]};
+    more[nm++] = (lstm_cfg){LSTM_WAVE, 0, 1};
+    more[nm++] = (lstm_cfg){LSTM_STEP, 0, 1};
+    more[nm++] = (lstm_cfg){LSTM_FUSED, 0, 1};
+    for (int i = 0; i < nm && t->n < LSTM_MAX_CAND; i++) {
+        const lstm_cfg *c = &more[i];
+        if (cfg_valid(c, &t->m->s, cl) == 0 &&
+            !(c->strategy == def->strategy && c->wg == def->wg && c->ks == def->ks))
+            t->cand[t->n++] = *c;
+    }
+}
 
 static int iter(void *user, farm_split *split)
 {
@@ -27,12 +130,13 @@ int main(int argc, char **argv)
     farm_common c;
     farm_common_defaults(&c);
     lstm_shape s = {128, 9, 32, 1, 6, 1, 0};
-    long wg = 0;
+    long wg = 0, ks = 0;
     const char *gpu_kernel = "auto";
     const char *weights = NULL, *input = NULL;
     const farm_opt opts[] = {
         FARM_OPTS_BENCH(&c),
         FARM_OPTS_CL(&c),
+        FARM_OPTS_TUNE(&c),
         {"seq-len", FARM_OPT_INT, &s.seq_len, "time steps per window", 1, 100000, NULL},
         {"input-dim", FARM_OPT_INT, &s.input_dim, "input channels per step", 1, 65536, NULL},
         {"hidden", FARM_OPT_INT, &s.hidden, "hidden units per layer", 1, 8192, NULL},
@@ -50,8 +154,12 @@ int main(int argc, char **argv)
          "diagonals); auto: fused on CPU devices when hidden <= 64 or batch >= compute units (launches "
          "dominate), else step on CPU devices and wave on GPUs", 0, 0,
          gpu_kernel_choices},
-        {"wg", FARM_OPT_INT, &wg, "gpu: work-group size along hidden units (0: fused H, step driver's choice)", 0,
-         4096, NULL},
+        {"wg", FARM_OPT_INT, &wg,
+         "gpu: work-group size along hidden units (0: fused H, step driver's choice, split wave 32)", 0, 4096, NULL},
+        {"ks", FARM_OPT_INT, &ks,
+         "gpu wave: work-items sharing each unit's gate reduction (1: one work-item per unit; 0: tuned, or 32 on "
+         "GPUs)", 0, 256,
+         NULL},
         {0},
     };
     farm_parse_args(argc, argv, "lstm",
@@ -70,11 +178,13 @@ int main(int argc, char **argv)
     farm_pool *pool = !strcmp(c.backend, "cpu-mt") ? farm_pool_create((int)c.threads) : NULL;
     const int gpu = !strcmp(c.backend, "gpu");
     farm_cl cl;
+    farm_tune_state ts;
     if (gpu) {
         farm_cl_open(&cl, c.cl_device);
         /* fused runs a batch element on one compute unit: it wins where launches dominate (CPU
          * devices, small H) or the batch fills the device; step spreads every step over all. */
         const cl_ulong fused_local_bytes = (cl_ulong)(s.layers * 2 * s.hidden) * sizeof(float);
+        const int explicit_knobs = strcmp(gpu_kernel, "auto") != 0 || ks != 0 || wg != 0;
         if (!strcmp(gpu_kernel, "auto"))
             gpu_kernel = !(cl.device_type & CL_DEVICE_TYPE_GPU) && fused_local_bytes <= cl.local_mem_bytes &&
                                  (s.hidden <= 64 || s.batch >= (long)(cl.compute_units ? cl.compute_units : 1))
@@ -86,8 +196,62 @@ int main(int argc, char **argv)
                      "--gpu-kernel=fused keeps h of every layer in local memory: %llu bytes needed, the device "
                      "has %llu (use --gpu-kernel=step)",
                      (unsigned long long)fused_local_bytes, (unsigned long long)cl.local_mem_bytes);
-        const int strategy = !strcmp(gpu_kernel, "fused") ? LSTM_FUSED : !strcmp(gpu_kernel, "wave") ? LSTM_WAVE : LSTM_STEP;
-        r.gpu = lstm_gpu_create(&cl, &m, strategy, wg, farm_cl_cache_dir(c.cl_cache));
+        lstm_cfg run = {!strcmp(gpu_kernel, "fused") ? LSTM_FUSED : !strcmp(gpu_kernel, "wave") ? LSTM_WAVE : LSTM_STEP,
+                        wg, 1};
+        /* the split wave on GPUs: 32 units x 32 slices (H200: 1.8 ms per 2-layer H=128 window where one
+         * work-item per unit took 6.6; H=512 2.4 vs 22.9), fewer slices where groups are smaller */
+        if (run.strategy == LSTM_WAVE) {
+            const long ju = wg ? wg : 32;
+            run.ks = ks ? ks : (cl.device_type & CL_DEVICE_TYPE_GPU) ? 32 : 1;
+            while (!ks && run.ks > 1 && (size_t)(run.ks * ju) > cl.max_wg_size)
+                run.ks /= 2;
+            if (run.ks > 1 && (size_t)(run.ks * ju) > cl.max_wg_size)
+                farm_die(FARM_EXIT_USAGE, "--ks=%ld x --wg=%ld work-items exceed the device's work-group limit %zu",
+                         run.ks, ju, cl.max_wg_size);
+            run.wg = run.ks > 1 ? ju : wg;
+        }
+        const char *cache_dir = farm_cl_cache_dir(c.cl_cache);
+        char workload[256];
+        snprintf(workload, sizeof workload, "lstm hidden=%ld layers=%ld input_dim=%ld batch=%ld seq_len=%ld precision=%s",
+                 s.hidden, s.layers, s.input_dim, s.batch, s.seq_len, c.precision);
+        farm_tune_begin(&ts, &cl, "lstm", lstm_gpu_source_key(), cache_dir, workload);
+        if (c.tune && !explicit_knobs) {
+            static lstm_tuner t;
+            memset(&t, 0, sizeof t);
+            t.cl = &cl, t.m = &m, t.cache_dir = cache_dir;
+            const size_t nout_t = (size_t)(s.batch * s.classes);
+            t.want = farm_alloc(nout_t * sizeof(float));
+            t.got = farm_alloc(nout_t * sizeof(float));
+            lstm_cpu *ref = lstm_cpu_create(&m, NULL);
+            lstm_cpu_run(ref, t.want);
+            lstm_cpu_destroy(ref);
+            tune_candidates(&t, &run, &cl);
+            char text[LSTM_MAX_CAND][64];
+            const char *params[LSTM_MAX_CAND];
+            for (int i = 0; i < t.n; i++) {
+                cfg_format(&t.cand[i], text[i], sizeof text[i]);
+                params[i] = text[i];
+            }
+            double best_ms, default_ms;
+            int evaluated;
+            const uint64_t t0 = farm_now_ns();
+            const int best = farm_tune_search_for(workload, "wall", params, t.n, tune_eval, &t, c.tune_budget_s,
+                                                  &best_ms, &default_ms, &evaluated);
+            run = t.cand[best];
+            farm_tune_record(&ts, params[best], best_ms, default_ms, evaluated, (double)(farm_now_ns() - t0) / 1e9);
+            free(t.want);
+            free(t.got);
+        } else if (farm_tune_resolve(&ts, &c, explicit_knobs)) {
+            lstm_cfg cached;
+            if (cfg_parse(ts.params, &cached) == 0 && cfg_valid(&cached, &s, &cl) == 0)
+                run = cached;
+            else
+                farm_tune_reject(&ts, "is not a valid configuration on this device");
+        }
+        cfg_format(&run, ts.params, sizeof ts.params);
+        gpu_kernel = strategy_names[run.strategy];
+        wg = run.wg;
+        r.gpu = lstm_gpu_create(&cl, &m, run.strategy, run.wg, run.ks, cache_dir);
     } else {
         r.cpu = lstm_cpu_create(&m, pool);
     }
@@ -110,7 +274,11 @@ int main(int argc, char **argv)
         farm_cl_info_fields(&j, &cl, lstm_gpu_program(r.gpu));
         farm_json_str(&j, "gpu_kernel", gpu_kernel);
         farm_json_int(&j, "wg", wg);
+        farm_json_int(&j, "ks", lstm_gpu_ks(r.gpu));
+        farm_json_int(&j, "ju", lstm_gpu_ju(r.gpu));
         farm_json_int(&j, "launches_per_inference", lstm_gpu_launches(r.gpu));
+        farm_tune_info_fields(&j, &ts);
+        farm_json_str(&j, "tune_metric", "wall");
     }
     farm_json_end(&j);
 

@@ -15,6 +15,7 @@
 #include "../common/farm.h"
 #include "mlp.h"
 #include "mlp_gpu.h"
+#include "tune.h"
 
 /* --verify tolerances, relative to the largest value compared: weight changes (final - initial)
  * and per-step losses. fp16 stores weights with 11 significant bits, so small updates round away
@@ -138,6 +139,146 @@ static farm_cmp verify(const app *a, const mlp *init, int fp16, double tol)
     return w;
 }
 
+/* --tune (tiled fc kernels): the configuration of each GEMM kind in turn (forward, backward,
+ * update), the others held at their best so far, judged by a whole step's kernel time; every
+ * candidate is verified by one step from the initial weights against the cpu path's step. One
+ * cache workload per kind: its largest shape, as the defaults are chosen. */
+#define FC_MAX_CAND 48
+static const char *const fc_kind_names[3] = {"forward", "backward", "update"};
+
+typedef struct {
+    app *a;
+    const mlp *init;
+    const char *cache_dir;
+    farm_tiled_cfg base[3];
+    int kind, n;
+    farm_tiled_cfg cand[FC_MAX_CAND];
+    float *want; /* the cpu step's weight changes */
+    double want_loss, tol;
+} fc_tuner;
+
+static void fc_workload(const mlp *m, int kind, const char *precision, char *out, size_t outlen)
+{
+    size_t gm, gn, gk;
+    mlp_gemm_largest(m, kind, &gm, &gn, &gk);
+    snprintf(out, outlen, "fc kind=%s m=%zu n=%zu k=%zu precision=%s", fc_kind_names[kind], gm, gn, gk, precision);
+}
+
+static uint64_t fc_time(void *user)
+{
+    fc_tuner *t = user;
+    farm_split sp = {0, 0, 0};
+    mlp_gpu_step(&t->a->gpu_state, t->a->x_storage, t->a->data->y, t->a->lr, &sp);
+    return sp.kernel_ns;
+}
+
+static int fc_eval(void *user, int index, double *ms, int *verified)
+{
+    fc_tuner *t = user;
+    mlp_gpu *g = &t->a->gpu_state;
+    farm_tiled_cfg cfg[3] = {t->base[0], t->base[1], t->base[2]};
+    cfg[t->kind] = t->cand[index];
+    mlp_gpu_use_tiled(g, cfg, t->cache_dir);
+    mlp_gpu_write_weights(g, t->init);
+    farm_split sp = {0, 0, 0};
+    const double loss = mlp_gpu_step(g, t->a->x_storage, t->a->data->y, t->a->lr, &sp);
+    mlp_gpu_read_weights(g);
+    size_t n;
+    float *got = deltas(g->m, t->init, &n);
+    const float gl = (float)loss, wl = (float)t->want_loss;
+    *verified = compare_scaled(got, t->want, n, t->tol).ok && compare_scaled(&gl, &wl, 1, t->tol).ok;
+    free(got);
+    *ms = farm_tune_time(fc_time, t, 7, 1.0);
+    return 0;
+}
+
+/* Chooses cfg[3] (defaults on entry) by --tune or from the cache; st[3] say where each came from. */
+static void fc_choose(app *a, const mlp *init, const farm_common *c, const char *cache_dir, double tol,
+                      farm_tiled_cfg cfg[3], farm_tune_state st[3])
+{
+    mlp_gpu *g = &a->gpu_state;
+    const char *prec = !g->fp16 ? "fp32" : g->half_arith ? "fp16-arith" : "fp16";
+    for (int kind = 0; kind < 3; ++kind) {
+        char w[256];
+        fc_workload(a->m, kind, prec, w, sizeof w);
+        farm_tune_begin(&st[kind], g->cl, "train", mlp_gpu_source_key(), cache_dir, w);
+    }
+    if (!c->tune) {
+        for (int kind = 0; kind < 3; ++kind) {
+            farm_tiled_cfg t;
+            char why[160] = "is not a valid configuration";
+            if (!farm_tune_resolve(&st[kind], c, 0))
+                ;
+            else if (farm_tiled_parse(st[kind].params, &t) == 0 &&
+                     farm_tiled_check(&t, g->cl, g->half_arith ? 2 : 4, why, sizeof why) == 0)
+                cfg[kind] = t;
+            else
+                farm_tune_reject(&st[kind], why);
+            farm_tiled_format(&cfg[kind], st[kind].params, sizeof st[kind].params);
+        }
+        mlp_gpu_use_tiled(g, cfg, cache_dir);
+        return;
+    }
+    static fc_tuner t;
+    memset(&t, 0, sizeof t);
+    t.a = a, t.init = init, t.cache_dir = cache_dir, t.tol = tol;
+    memcpy(t.base, cfg, sizeof t.base);
+    mlp ref;
+    clone(init, &ref);
+    mlp_cpu cpu;
+    mlp_cpu_init(&cpu, &ref, g->fp16, NULL);
+    t.want_loss = mlp_cpu_step(&cpu, a->data->x, a->data->y, a->lr);
+    size_t n;
+    t.want = deltas(&ref, init, &n);
+    mlp_cpu_free(&cpu);
+    mlp_free(&ref);
+    const uint64_t t0 = farm_now_ns();
+    for (int kind = 0; kind < 3; ++kind) {
+        t.kind = kind;
+        t.n = 0;
+        t.cand[t.n++] = t.base[kind];
+        farm_tiled_cfg all[FC_MAX_CAND];
+        const int na = farm_tiled_candidates(g->cl, g->half_arith ? 2 : 4, all, FC_MAX_CAND);
+        for (int i = 0; i < na && t.n < FC_MAX_CAND; ++i)
+            if (memcmp(&all[i], &t.base[kind], sizeof all[i]) != 0)
+                t.cand[t.n++] = all[i];
+        char text[FC_MAX_CAND][160];
+        const char *params[FC_MAX_CAND];
+        for (int i = 0; i < t.n; ++i) {
+            farm_tiled_format(&t.cand[i], text[i], sizeof text[i]);
+            params[i] = text[i];
+        }
+        const double left = c->tune_budget_s - (double)(farm_now_ns() - t0) / 1e9;
+        double best_ms, default_ms;
+        int evaluated;
+        const uint64_t k0 = farm_now_ns();
+        const int best = farm_tune_search_for(st[kind].workload, "kernel", params, t.n, fc_eval, &t,
+                                              left > 0 ? left / (3 - kind) : 0, &best_ms, &default_ms, &evaluated);
+        t.base[kind] = t.cand[best];
+        farm_tune_record(&st[kind], params[best], best_ms, default_ms, evaluated,
+                         (double)(farm_now_ns() - k0) / 1e9);
+    }
+    memcpy(cfg, t.base, sizeof t.base);
+    mlp_gpu_use_tiled(g, cfg, cache_dir);
+    mlp_gpu_write_weights(g, init); /* the measured steps start where an untuned run starts */
+    free(t.want);
+}
+
+/* The dataset's inputs in the gpu's storage precision (made once, kept in *keep). */
+static const void *x_storage_of(const mlp_gpu *g, const mlp_data *data, const mlp *m, void **keep)
+{
+    if (*keep)
+        return *keep;
+    const size_t nx = data->n * (size_t)m->sizes[0];
+    *keep = farm_alloc(nx * g->elem_bytes);
+    if (g->fp16)
+        for (size_t i = 0; i < nx; ++i)
+            ((uint16_t *)*keep)[i] = farm_f32_to_f16(data->x[i]);
+    else
+        memcpy(*keep, data->x, nx * sizeof(float));
+    return *keep;
+}
+
 static void ensure_dir(const char *dir)
 {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
@@ -157,6 +298,7 @@ int main(int argc, char **argv)
     farm_opt opts[] = {
         FARM_OPTS_BENCH(&common),
         FARM_OPTS_CL(&common),
+        FARM_OPTS_TUNE(&common),
         {"layers", FARM_OPT_STRING, &layers, "layer sizes, input first, classes last", 0, 0, NULL},
         {"batch", FARM_OPT_INT, &batch, "samples per step", 1, 65536, NULL},
         {"lr", FARM_OPT_DOUBLE, &lr, "SGD learning rate", 0, 1e3, NULL},
@@ -222,24 +364,24 @@ int main(int argc, char **argv)
     farm_cl cl;
     farm_pool *pool = NULL;
     void *x_storage = NULL;
+    farm_tune_state tune_st[3];
     if (a.gpu) {
         farm_cl_open(&cl, common.cl_device);
         mlp_gpu_init(&a.gpu_state, &cl, &m, fp16, mode, farm_cl_cache_dir(common.cl_cache));
         if (!strcmp(fc_kernel, "auto"))
             fc_kernel = (cl.device_type & CL_DEVICE_TYPE_GPU) ? "tiled" : "simple";
+        const double vtol = !fp16 ? TOL_FP32 : a.gpu_state.half_arith ? TOL_FP16_ARITH : TOL_FP16_STORAGE;
         if (!strcmp(fc_kernel, "tiled")) {
             farm_tiled_cfg cfg[3];
             mlp_gemm_defaults(&cl, &m, a.gpu_state.half_arith, cfg);
             mlp_gpu_use_tiled(&a.gpu_state, cfg, farm_cl_cache_dir(common.cl_cache));
+            a.x_storage = x_storage_of(&a.gpu_state, &data, &m, &x_storage);
+            fc_choose(&a, &init, &common, farm_cl_cache_dir(common.cl_cache), vtol, cfg, tune_st);
+        } else if (common.tune) {
+            fprintf(stderr, "train: warning: --tune: --fc-kernel=simple has no tuned parameters (use "
+                            "--fc-kernel=tiled)\n");
         }
-        const size_t nx = data.n * (size_t)m.sizes[0];
-        x_storage = farm_alloc(nx * a.gpu_state.elem_bytes);
-        if (fp16)
-            for (size_t i = 0; i < nx; ++i)
-                ((uint16_t *)x_storage)[i] = farm_f32_to_f16(data.x[i]);
-        else
-            memcpy(x_storage, data.x, nx * sizeof(float));
-        a.x_storage = x_storage;
+        a.x_storage = x_storage_of(&a.gpu_state, &data, &m, &x_storage);
     } else {
         pool = strcmp(common.backend, "cpu-mt") == 0 ? farm_pool_create((int)common.threads) : NULL;
         mlp_cpu_init(&a.cpu, &m, fp16, pool);
@@ -269,6 +411,21 @@ int main(int argc, char **argv)
                 farm_tiled_format(&a.gpu_state.cfg[kind], t, sizeof t);
                 farm_json_str(&j, kind_names[kind], t);
             }
+            char params[600];
+            snprintf(params, sizeof params, "forward:%.180s;backward:%.180s;update:%.180s", tune_st[0].params,
+                     tune_st[1].params, tune_st[2].params);
+            const farm_tune_state *parts[3] = {&tune_st[0], &tune_st[1], &tune_st[2]};
+            farm_tune_state run = tune_st[2]; /* kernel_ms: a step with all three kinds' choices */
+            run.source = farm_tune_weakest(parts, 3);
+            run.default_ms = tune_st[0].default_ms;
+            run.candidates = tune_st[0].candidates + tune_st[1].candidates + tune_st[2].candidates;
+            run.tune_s = tune_st[0].tune_s + tune_st[1].tune_s + tune_st[2].tune_s;
+            snprintf(run.workload, sizeof run.workload, "fc layers=%s batch=%ld precision=%s", layers, batch,
+                     common.precision);
+            for (int kind = 0; kind < 3 && !run.warning[0]; ++kind)
+                snprintf(run.warning, sizeof run.warning, "%s", tune_st[kind].warning);
+            run.entry[0] = 0; /* three entries: tune_params names what each kind ran */
+            farm_tune_info_fields_as(&j, &run, params);
         }
     }
     farm_json_str(&j, "data", data_dir ? data_dir : "synthetic-teacher");

@@ -280,6 +280,26 @@ void mlp_gpu_read_weights(mlp_gpu *g)
     }
 }
 
+void mlp_gpu_write_weights(mlp_gpu *g, const mlp *src)
+{
+    mlp *m = g->m;
+    for (int l = 0; l < m->nlayers; ++l) {
+        const size_t nw = mlp_weight_count(m, l), nb = (size_t)m->sizes[l + 1];
+        memcpy(m->w[l], src->w[l], nw * sizeof(float));
+        memcpy(m->b[l], src->b[l], nb * sizeof(float));
+        free(g->w_host[l]);
+        free(g->b_host[l]);
+        g->w_host[l] = to_storage(m->w[l], nw, g->fp16);
+        g->b_host[l] = to_storage(m->b[l], nb, g->fp16);
+        farm_cl_check(clEnqueueWriteBuffer(g->cl->queue, g->w[l], CL_TRUE, 0, nw * g->elem_bytes, g->w_host[l], 0,
+                                           NULL, NULL),
+                      "write weights");
+        farm_cl_check(clEnqueueWriteBuffer(g->cl->queue, g->b[l], CL_TRUE, 0, nb * g->elem_bytes, g->b_host[l], 0,
+                                           NULL, NULL),
+                      "write biases");
+    }
+}
+
 void mlp_gpu_free(mlp_gpu *g)
 {
     for (int l = 0; l <= g->m->nlayers; ++l) {
@@ -322,16 +342,23 @@ void mlp_gemm_shape(const mlp *m, int layer, int kind, size_t *gm, size_t *gn, s
         *gm = nout, *gn = nin, *gk = b;
 }
 
+void mlp_gemm_largest(const mlp *m, int kind, size_t *gm, size_t *gn, size_t *gk)
+{
+    size_t best = 0;
+    *gm = *gn = *gk = 1;
+    for (int l = 0; l < m->nlayers; ++l) {
+        size_t a, b, c;
+        mlp_gemm_shape(m, l, kind, &a, &b, &c);
+        if (a * b * c > best)
+            best = a * b * c, *gm = a, *gn = b, *gk = c;
+    }
+}
+
 void mlp_gemm_defaults(const farm_cl *cl, const mlp *m, int half_arith, farm_tiled_cfg cfg[3])
 {
     for (int kind = 0; kind < 3; ++kind) {
-        size_t best = 0, bm = 1, bn = 1, bk = 1;
-        for (int l = 0; l < m->nlayers; ++l) {
-            size_t gm, gn, gk;
-            mlp_gemm_shape(m, l, kind, &gm, &gn, &gk);
-            if (gm * gn * gk > best)
-                best = gm * gn * gk, bm = gm, bn = gn, bk = gk;
-        }
+        size_t bm, bn, bk;
+        mlp_gemm_largest(m, kind, &bm, &bn, &bk);
         cfg[kind] = farm_tiled_default(cl, bm, bn, bk, half_arith ? 2 : 4);
     }
 }
@@ -355,11 +382,14 @@ void mlp_gpu_use_tiled(mlp_gpu *g, const farm_tiled_cfg cfg[3], const char *cach
     for (int kind = 0; kind < 3; ++kind) {
         g->cfg[kind] = cfg[kind];
         int p = -1;
-        for (int j = 0; j < kind && p < 0; ++j)
-            if (!memcmp(&cfg[j], &cfg[kind], sizeof cfg[kind]))
-                p = g->prog_of[j];
+        for (int j = 0; j < g->nprogs && p < 0; ++j)
+            if (!memcmp(&g->prog_cfg[j], &cfg[kind], sizeof cfg[kind]))
+                p = j;
         if (p < 0) {
+            if (g->nprogs == MLP_MAX_PROGS)
+                farm_die(FARM_EXIT_ERROR, "internal: more than %d tiled configurations", MLP_MAX_PROGS);
             p = g->nprogs++;
+            g->prog_cfg[p] = cfg[kind];
             char t[256], opts[512];
             farm_tiled_options(&cfg[kind], t, sizeof t);
             snprintf(opts, sizeof opts, "%s %s", !g->fp16 ? "" : g->half_arith ? "-DFARM_FP16 -DFARM_HALF_ARITH" : "-DFARM_FP16",

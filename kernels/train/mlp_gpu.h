@@ -14,6 +14,8 @@
 
 typedef enum { MLP_COPY = 0, MLP_RESIDENT = 1, MLP_MAPPED = 2 } mlp_buffers;
 
+#define MLP_MAX_PROGS 64 /* tiled programs, one per configuration (--tune tries many) */
+
 typedef struct {
     mlp *m;
     farm_cl *cl;
@@ -31,8 +33,9 @@ typedef struct {
     int tiled;
     farm_tiled_cfg cfg[3];
     int nprogs, prog_of[3];
-    farm_cl_program tprog[3];
-    cl_kernel tk[3][3]; /* [program][gemm kind] */
+    farm_tiled_cfg prog_cfg[MLP_MAX_PROGS];
+    farm_cl_program tprog[MLP_MAX_PROGS];
+    cl_kernel tk[MLP_MAX_PROGS][3]; /* [program][gemm kind] */
     cl_kernel bias_update;
 } mlp_gpu;
 
@@ -40,9 +43,12 @@ enum { FC_FWD = 0, FC_BWD = 1, FC_UPD = 2 };
 
 /* The GEMM (m, n, k) of kind `kind` for layer l (FC_FWD: batch x nout x nin, ...). */
 void mlp_gemm_shape(const mlp *m, int layer, int kind, size_t *gm, size_t *gn, size_t *gk);
+/* The largest (by m*n*k) GEMM of kind `kind` over the layers: what its configuration is chosen for. */
+void mlp_gemm_largest(const mlp *m, int kind, size_t *gm, size_t *gn, size_t *gk);
 /* Defaults per GEMM kind: what the gemm program picks for that kind's largest shape. */
 void mlp_gemm_defaults(const farm_cl *cl, const mlp *m, int half_arith, farm_tiled_cfg cfg[3]);
-/* Switches the step to the tiled GEMM kernels with these configurations (call after init). */
+/* Switches the step to the tiled GEMM kernels with these configurations (call after init; again to
+ * change them: programs already built are reused). */
 void mlp_gpu_use_tiled(mlp_gpu *g, const farm_tiled_cfg cfg[3], const char *cache_dir);
 /* Hash of the sources of the tiled path (tuning cache key). */
 uint64_t mlp_gpu_source_key(void);
@@ -54,6 +60,8 @@ void mlp_gpu_init(mlp_gpu *g, farm_cl *cl, mlp *m, int fp16, mlp_buffers mode, c
 double mlp_gpu_step(mlp_gpu *g, const void *x, const int32_t *y, float lr, farm_split *split);
 /* Copies the device weights into m->w / m->b as float32 (for dumps and verification). */
 void mlp_gpu_read_weights(mlp_gpu *g);
+/* Sets the model's weights and biases, on the device and in g->m, to those of src (same sizes). */
+void mlp_gpu_write_weights(mlp_gpu *g, const mlp *src);
 void mlp_gpu_free(mlp_gpu *g);
 
 #endif

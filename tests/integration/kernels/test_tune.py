@@ -1,5 +1,5 @@
-"""Per-device tuning (--tune) and its cache, the im2col-gemm conv path, the tiled train and wave
-lstm paths, and the idle program, all on PoCL.
+"""Per-device tuning (--tune) of gemm, cnn, train and lstm and its cache, the im2col-gemm conv path
+and its gathers, the tiled train and wave lstm paths, and the idle program, all on PoCL.
 
 Tuning is judged by the program's own reported kernel times (OpenCL profiling), never by wall-clock
 races: tuned parameters must verify and not be slower than the defaults beyond a noise tolerance.
@@ -132,6 +132,133 @@ def test_a_damaged_cache_entry_is_ignored_with_a_warning(kernel_program, damage)
     assert gemm.run(*GEMM, "--iters=1", "--warmup=0").one("info")["tune_warning"] is None
 
 
+CNN = ("--backend=gpu", "--model=squeezenet1.1", "--input-size=32", "--layers-limit=6")
+
+
+def layer_params(info: dict[str, object]) -> dict[str, str]:
+    """cnn's tune_params: 'name:params;name:params;...' (params hold no ';')."""
+    return dict(part.split(":", 1) for part in str(info["tune_params"]).split(";"))
+
+
+def test_cnn_tunes_each_layer_shape_verified_and_reuses_the_choice(kernel_program):
+    cnn = kernel_program("cnn")
+    tuned = cnn.run(*CNN, "--tune", "--tune-budget-s=3", "--iters=3", "--verify", timeout_s=240)
+    assert tuned.returncode == 0, tuned.stderr
+    events = tuned.of("tune")
+    assert events and all(e["verified"] and e["metric"] == "kernel" for e in events)
+    convs = [e for e in tuned.of("layer") if e["kind"] == "conv"]
+    # one search per distinct layer shape (fire2/squeeze1x1 and fire3/squeeze1x1 differ in k), each
+    # starting from the default
+    shapes = {(e["gemm_m"], e["gemm_n"], e["gemm_k"]) for e in convs}
+    workloads = list(dict.fromkeys(e["workload"] for e in events))
+    assert len(workloads) == len(shapes)
+    assert all(next(e for e in events if e["workload"] == w)["candidate"] == 0 for w in workloads)
+    info = tuned.one("info")
+    assert info["tune_source"] == "tuned"
+    chosen = layer_params(info)
+    assert chosen == {e["name"]: e["gemm_params"] for e in convs}
+    assert all(e["tune_source"] == "tuned" for e in convs)
+    tried = {(e["workload"], e["params"]) for e in events}
+    assert all(any((w, p) in tried for w in workloads) for p in chosen.values())
+    assert tuned.one("result")["verified"] is True
+
+    reused = cnn.run(*CNN, "--iters=7", "--verify", timeout_s=120)
+    default = cnn.run(*CNN, "--iters=7", "--tuned=ignore", timeout_s=120)
+    assert reused.returncode == 0 and default.returncode == 0, reused.stderr + default.stderr
+    assert reused.one("info")["tune_source"] == "cache"
+    assert layer_params(reused.one("info")) == chosen
+    assert all(e["tune_source"] == "cache" for e in reused.of("layer") if e["kind"] == "conv")
+    assert default.one("info")["tune_source"] == "default"
+    assert reused.one("result")["verified"] is True
+    assert reused.one("result")["median_kernel_ms"] <= NOISE * default.one("result")["median_kernel_ms"]
+    # a network with one more layer of a shape seen before: every layer still finds its entry
+    longer = cnn.run(*CNN[:-1], "--layers-limit=7", "--iters=1", "--warmup=0", timeout_s=120)
+    assert longer.one("info")["tune_source"] == "cache"
+
+
+TRAIN = ("--backend=gpu", "--fc-kernel=tiled", "--layers=37,29,11", "--batch=13", "--buffers=resident")
+
+
+def test_train_tunes_each_gemm_kind_and_its_measured_steps_still_verify(kernel_program):
+    train = kernel_program("train")
+    tuned = train.run(
+        *TRAIN, "--tune", "--tune-budget-s=1", "--steps=3", "--warmup=0", "--verify", timeout_s=240
+    )
+    assert tuned.returncode == 0, tuned.stderr
+    events = tuned.of("tune")
+    kinds = [e["workload"].split()[1] for e in events if e["candidate"] == 0]
+    assert kinds == ["kind=forward", "kind=backward", "kind=update"]
+    assert all(e["verified"] for e in events)
+    info = tuned.one("info")
+    assert info["tune_source"] == "tuned"
+    assert info["tune_params"] == (
+        f"forward:{info['gemm_forward']};backward:{info['gemm_backward']};update:{info['gemm_update']}"
+    )
+    # tuning ran steps of its own: the measured ones must still start from the initial weights
+    assert tuned.one("result")["verified"] is True
+
+    reused = train.run(*TRAIN, "--steps=2", "--warmup=0", "--verify", timeout_s=120)
+    assert reused.returncode == 0, reused.stderr
+    assert reused.one("info")["tune_source"] == "cache"
+    assert reused.one("info")["tune_params"] == info["tune_params"]
+    assert reused.one("result")["verified"] is True
+    simple = train.run(*TRAIN[:1], "--fc-kernel=simple", *TRAIN[2:], "--tune", "--steps=1", "--warmup=0")
+    assert simple.returncode == 0 and "no tuned parameters" in simple.stderr
+
+
+LSTM = ("--backend=gpu", "--hidden=24", "--layers=2", "--batch=2", "--seq-len=11")
+
+
+def test_lstm_tunes_strategy_and_split_by_wall_time_and_reuses_it(kernel_program):
+    lstm = kernel_program("lstm")
+    tuned = lstm.run(*LSTM, "--tune", "--tune-budget-s=2", "--iters=2", "--verify", timeout_s=240)
+    assert tuned.returncode == 0, tuned.stderr
+    events = tuned.of("tune")
+    assert events[0]["candidate"] == 0 and len(events) >= 2
+    assert all(e["verified"] and e["metric"] == "wall" for e in events)
+    info = tuned.one("info")
+    assert info["tune_source"] == "tuned" and info["tune_metric"] == "wall"
+    assert info["tune_params"] in {e["params"] for e in events}
+    assert info["tune_params"] == f"kernel={info['gpu_kernel']},wg={info['wg']},ks={info['ks']}"
+    assert tuned.one("result")["verify"] == "passed"
+
+    reused = lstm.run(*LSTM, "--iters=2", "--verify")
+    assert reused.one("info")["tune_source"] == "cache"
+    assert reused.one("info")["tune_params"] == info["tune_params"]
+    assert reused.one("result")["verify"] == "passed"
+    explicit = lstm.run(*LSTM, "--gpu-kernel=step", "--iters=1", "--warmup=0")
+    assert explicit.one("info")["tune_source"] == "explicit"
+    assert explicit.one("info")["tune_params"].startswith("kernel=step,")
+
+
+@pytest.mark.parametrize("gather", ["tab", "hoist"])
+def test_each_im2col_gather_of_the_tiled_kernel_verifies(kernel_program, gather):
+    run = kernel_program("cnn").run(
+        "--backend=gpu",
+        "--gemm-kernel=local",
+        f"--gather={gather}",
+        "--model=squeezenet1.0",
+        "--input-size=40",
+        "--layers-limit=5",
+        "--iters=1",
+        "--warmup=0",
+        "--verify",
+        timeout_s=240,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.one("result")["verified"] is True
+    assert run.one("info")["tune_source"] == "explicit"
+    convs = [e for e in run.of("layer") if e["kind"] == "conv"]
+    gathers = {e["name"]: e["gemm_params"].rsplit("gather=", 1)[1] for e in convs}
+    # 1x1 layers read their input as B and gather nothing
+    assert gathers == {
+        "conv1": gather,
+        "fire2/squeeze1x1": "tab",
+        "fire2/expand1x1": "tab",
+        "fire2/expand3x3": gather,
+    }
+
+
 @pytest.mark.parametrize(
     ("gemm_kernel", "model", "precision"),
     [
@@ -210,11 +337,13 @@ def test_train_fc_kernels_verify(kernel_program, fc_kernel):
     assert run.one("result")["verified"] is True
 
 
-@pytest.mark.parametrize("layers", [1, 3])
-def test_lstm_wave_verifies_with_seq_len_plus_layers_launches(kernel_program, layers):
+@pytest.mark.parametrize(("layers", "ks"), [(1, 1), (3, 1), (3, 3)])
+def test_lstm_wave_verifies_with_seq_len_plus_layers_launches(kernel_program, layers, ks):
     run = kernel_program("lstm").run(
         "--backend=gpu",
         "--gpu-kernel=wave",
+        f"--ks={ks}",
+        "--wg=16",
         f"--layers={layers}",
         "--hidden=24",
         "--batch=2",
@@ -224,7 +353,9 @@ def test_lstm_wave_verifies_with_seq_len_plus_layers_launches(kernel_program, la
         "--verify",
     )
     assert run.returncode == 0, run.stderr
-    assert run.one("info")["launches_per_inference"] == 11 + layers - 1 + 1
+    info = run.one("info")
+    assert info["launches_per_inference"] == 11 + layers - 1 + 1
+    assert (info["ks"], info["ju"]) == ((ks, 16) if ks > 1 else (1, 0))
     assert run.one("result")["verify"] == "passed"
 
 
