@@ -11,12 +11,13 @@ Prints, all kernel times from OpenCL event profiling (cuBLAS: CUDA events), fp32
   1. GEMM n = 1024, 2048, 4096: farm `gemm --kernel=local` (defaults, and after --tune), CLBlast
      SGEMM, cuBLAS fp32 with TF32 off;
   2. SqueezeNet 1.0 / 1.1: each conv layer on cnn's im2col-gemm path against the gemm program's
-     kernel time for that layer's im2col shape (m, n, k), and the whole inference (wall) against
-     the sum of its layer kernels;
-  3. train 784-1024-1024-16 batch 256 (resident): kernel time per step, against torch's same SGD
-     step and a roofline from the measured peaks;
+     kernel time for that layer's im2col shape (m, n, k), defaults against defaults and cnn --tune
+     against gemm --tune, and the whole inference (wall) against the sum of its layer kernels;
+  3. train 784-1024-1024-16 batch 256 (resident): kernel time per step (defaults, --tune, the
+     simple kernels), against torch's same SGD step, cuBLAS on its GEMMs and the peak fp32 rate;
   4. lstm 2 layers x 128 steps at hidden 128 and 512: kernel and wall time per inference for the
-     step, wave and fused strategies, launches per inference;
+     step, fused, unsplit wave, split wave (default) and --tune choices, against a roofline (peak
+     fp32 rate, bytes at copy bandwidth) and the launch floor (launches x a near-empty launch);
   5. fp16 (half arithmetic where the device has cl_khr_fp16): cnn, train and gemm verified against
      their cpu paths, with the tolerance each program states.
 """
@@ -217,7 +218,8 @@ def gemm_section(dev: str, cache: Path, budget: float, out: dict[str, Any], size
         print(json.dumps(row), flush=True)
     out["gemm"] = rows
     print(
-        "\nGEMM fp32 TFLOPS (kernel time)\n| n | farm default | farm tuned | CLBlast | cuBLAS | tuned params |"
+        "\nGEMM fp32 TFLOPS (kernel time)\n"
+        "| n | farm default | farm tuned | CLBlast | cuBLAS | tuned params |"
     )
     print("|---|---|---|---|---|---|")
     for r in rows:
@@ -228,76 +230,144 @@ def gemm_section(dev: str, cache: Path, budget: float, out: dict[str, Any], size
         )
 
 
-def cnn_section(dev: str, cache: Path, out: dict[str, Any], precision: str = "fp32") -> None:
+def gemm_kernel_ms(
+    dev: str, cache: Path, mnk: tuple[int, int, int], precision: str, tune_budget: float
+) -> tuple[float, float]:
+    """The gemm program's kernel time for one shape (median, and the fastest iteration's wall time,
+    which on a shared CPU device is the better estimate of a quiet machine): its defaults, or after
+    --tune when tune_budget > 0."""
+    m, n, k = mnk
+    tune = ["--tune", f"--tune-budget-s={tune_budget}"] if tune_budget > 0 else ["--tuned=ignore"]
+    ev = run(
+        "gemm",
+        f"--cl-device={dev}",
+        f"--m={m}",
+        f"--n={n}",
+        f"--k={k}",
+        "--transfers=once",
+        "--iters=20",
+        f"--precision={precision}",
+        *tune,
+        cache=cache,
+    )
+    result = one(ev, "result")
+    return float(result["median_kernel_ms"]), float(result["min_ms"])
+
+
+def cnn_section(
+    dev: str,
+    cache: Path,
+    out: dict[str, Any],
+    tune_budget: float,
+    gemm_tune_budget: float,
+    precision: str = "fp32",
+) -> None:
+    """Each conv layer against the gemm kernel on its im2col shape: defaults against defaults, and
+    cnn --tune (per layer) against gemm --tune (per shape)."""
+    gemm_ms: dict[tuple[tuple[int, int, int], bool], tuple[float, float]] = {}
     for model in ("squeezenet1.0", "squeezenet1.1"):
-        ev = run(
-            "cnn",
-            f"--cl-device={dev}",
-            f"--model={model}",
-            f"--precision={precision}",
-            "--iters=20",
-            "--verify",
-            cache=cache,
-        )
-        result = one(ev, "result")
-        layers = [e for e in ev if e["event"] == "layer"]
-        rows = []
-        for layer in layers:
-            if layer["kind"] != "conv":
-                continue
-            shape = (layer["gemm_m"], layer["gemm_n"], layer["gemm_k"])
-            g = one(
-                run(
-                    "gemm",
-                    f"--cl-device={dev}",
-                    f"--m={shape[0]}",
-                    f"--n={shape[1]}",
-                    f"--k={shape[2]}",
-                    "--transfers=once",
-                    "--iters=20",
-                    f"--precision={precision}",
-                    "--tuned=ignore",
-                    cache=cache,
-                ),
-                "result",
+        runs = {}
+        for mode, extra in (
+            ("default", ["--tuned=ignore"]),
+            ("tuned", ["--tune", f"--tune-budget-s={tune_budget}"]),
+        ):
+            ev = run(
+                "cnn",
+                f"--cl-device={dev}",
+                f"--model={model}",
+                f"--precision={precision}",
+                "--iters=30",
+                "--verify",
+                *extra,
+                cache=cache,
             )
-            rows.append(
+            runs[mode] = ev
+        rows = []
+        for mode, ev in runs.items():
+            for layer in (e for e in ev if e["event"] == "layer" and e["kind"] == "conv"):
+                shape = (layer["gemm_m"], layer["gemm_n"], layer["gemm_k"])
+                key = (shape, mode == "tuned")
+                if key not in gemm_ms:
+                    budget = gemm_tune_budget if mode == "tuned" else 0.0
+                    gemm_ms[key] = gemm_kernel_ms(dev, cache, shape, precision, budget)
+                rows.append(
+                    {
+                        "mode": mode,
+                        "layer": layer["name"],
+                        "mnk": shape,
+                        "conv_ms": layer["time_ns"] / 1e6,
+                        "gemm_ms": gemm_ms[key][0],
+                        "ratio": layer["time_ns"] / 1e6 / gemm_ms[key][0],
+                        "conv_min_ms": layer["min_ns"] / 1e6,
+                        "gemm_min_ms": gemm_ms[key][1],
+                        "ratio_min": layer["min_ns"] / 1e6 / gemm_ms[key][1],
+                        "params": layer.get("gemm_params"),
+                    }
+                )
+        summaries = []
+        for mode, ev in runs.items():
+            result, layers = one(ev, "result"), [e for e in ev if e["event"] == "layer"]
+            kernel_sum = sum(layer["time_ns"] for layer in layers) / 1e6
+            mine = [r for r in rows if r["mode"] == mode]
+            summaries.append(
                 {
-                    "layer": layer["name"],
-                    "mnk": shape,
-                    "conv_ms": layer["time_ns"] / 1e6,
-                    "gemm_ms": g["median_kernel_ms"],
-                    "ratio": layer["time_ns"] / 1e6 / g["median_kernel_ms"],
-                    "params": layer.get("gemm_params"),
+                    "model": model,
+                    "mode": mode,
+                    "precision": precision,
+                    "verified": result.get("verified"),
+                    "wall_median_ms": result["median_ms"],
+                    "kernel_sum_ms": kernel_sum,
+                    "wall_over_kernels": result["median_ms"] / kernel_sum,
+                    "worst_conv_ratio": max(r["ratio"] for r in mine),
+                    "layers_over_1_5": sum(r["ratio"] > 1.5 for r in mine),
+                    "worst_conv_ratio_min": max(r["ratio_min"] for r in mine),
+                    "tune_seconds": one(ev, "info").get("tune_seconds"),
                 }
             )
-        kernel_sum = sum(layer["time_ns"] for layer in layers) / 1e6
-        summary = {
-            "model": model,
-            "precision": precision,
-            "verified": result.get("verified"),
-            "wall_median_ms": result["median_ms"],
-            "kernel_sum_ms": kernel_sum,
-            "wall_over_kernels": result["median_ms"] / kernel_sum,
-            "worst_conv_ratio": max(r["ratio"] for r in rows),
-        }
-        out.setdefault("cnn", []).append({"summary": summary, "layers": rows})
-        print(
-            f"\n{model} {precision}: wall {summary['wall_median_ms']:.3f} ms, layer kernels {kernel_sum:.3f} ms "
-            f"(x{summary['wall_over_kernels']:.2f}); verified {summary['verified']}"
-        )
-        print("| layer | m x n x k | conv ms | gemm ms | conv/gemm |\n|---|---|---|---|---|")
-        for r in rows:
-            m, n, k = r["mnk"]
+        out.setdefault("cnn", []).append({"summaries": summaries, "layers": rows})
+        for sm in summaries:
             print(
-                f"| {r['layer']} | {m}x{n}x{k} | {r['conv_ms']:.4f} | {r['gemm_ms']:.4f} | {r['ratio']:.2f} |"
+                f"\n{model} {precision} {sm['mode']}: wall {sm['wall_median_ms']:.3f} ms, layer kernels "
+                f"{sm['kernel_sum_ms']:.3f} ms (x{sm['wall_over_kernels']:.2f}); worst conv/gemm "
+                f"{sm['worst_conv_ratio']:.2f}, {sm['layers_over_1_5']} layers over 1.5; "
+                f"verified {sm['verified']}"
             )
+        print(
+            "| layer | m x n x k | conv ms (default) | gemm ms | ratio | conv ms (tuned) | gemm ms (tuned) "
+            "| ratio |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        tuned = {r["layer"]: r for r in rows if r["mode"] == "tuned"}
+        for r in (r for r in rows if r["mode"] == "default"):
+            m, n, k = r["mnk"]
+            t = tuned[r["layer"]]
+            print(
+                f"| {r['layer']} | {m}x{n}x{k} | {r['conv_ms']:.4f} | {r['gemm_ms']:.4f} | "
+                f"{r['ratio']:.2f} | "
+                f"{t['conv_ms']:.4f} | {t['gemm_ms']:.4f} | {t['ratio']:.2f} |"
+            )
+        best_of = (
+            f"{r['layer']}={r['ratio_min']:.2f},{tuned[r['layer']]['ratio_min']:.2f}"
+            for r in rows
+            if r["mode"] == "default"
+        )
+        print("best-of ratios (fastest iteration of each; default, tuned): " + "; ".join(best_of))
+        print("tuned per layer: " + "; ".join(f"{r['layer']}={r['params']}" for r in tuned.values()))
 
 
-def train_section(dev: str, cache: Path, out: dict[str, Any], pk: dict[str, float]) -> None:
+def train_section(
+    dev: str, cache: Path, out: dict[str, Any], pk: dict[str, float], tune_budget: float
+) -> None:
     sizes, batch = [784, 1024, 1024, 16], 256
     rows = []
-    for fc in ("tiled", "simple"):
+    for fc, extra in (
+        ("tiled", ["--tuned=ignore"]),
+        # no --verify: every candidate is verified by a step against the cpu path; after 22 steps the
+        # tiled path's weights differ from the cpu path's beyond 1e-3 in a few thousand of 1.8 M
+        # values on the H200 with the defaults too (ReLU masks flip on near-zero pre-activations)
+        ("tiled", ["--tune", f"--tune-budget-s={tune_budget}"]),
+        ("simple", []),
+    ):
         ev = run(
             "train",
             f"--cl-device={dev}",
@@ -306,15 +376,18 @@ def train_section(dev: str, cache: Path, out: dict[str, Any], pk: dict[str, floa
             "--buffers=resident",
             "--steps=20",
             f"--fc-kernel={fc}",
+            *extra,
             cache=cache,
         )
         r, info = one(ev, "result"), one(ev, "info")
         rows.append(
             {
-                "fc_kernel": fc,
+                "fc_kernel": fc + (" tuned" if "--tune" in extra else ""),
                 "kernel_ms": r["median_kernel_ms"],
                 "wall_ms": r["median_ms"],
                 "flops": info["flops_per_step"],
+                "params": info.get("tune_params"),
+                "verified": r.get("verified"),
             }
         )
     torch_ms = torch_train_ms(sizes, batch)
@@ -325,58 +398,104 @@ def train_section(dev: str, cache: Path, out: dict[str, Any], pk: dict[str, floa
         tf = r["flops"] / r["kernel_ms"] / 1e9
         roof = r["flops"] / (pk["fp32_gemm_tflops"] * 1e9) if pk else float("nan")
         print(
-            f"  {r['fc_kernel']}: kernels {r['kernel_ms']:.4f} ms ({tf:.2f} TFLOPS), wall {r['wall_ms']:.4f} ms, "
-            f"roofline {roof:.4f} ms"
+            f"  {r['fc_kernel']}: kernels {r['kernel_ms']:.4f} ms ({tf:.2f} TFLOPS), "
+            f"wall {r['wall_ms']:.4f} ms, "
+            f"roofline (peak fp32 GEMM rate) {roof:.4f} ms; {r['params'] or ''}"
         )
+    best = min(r["kernel_ms"] for r in rows[:2])
     if torch_ms:
         print(
-            f"  torch (cuBLAS) same step: {torch_ms:.4f} ms; farm tiled / torch throughput "
-            f"{torch_ms / rows[0]['kernel_ms']:.2f}"
+            f"  torch (cuBLAS) same step: {torch_ms:.4f} ms; "
+            f"farm best / torch throughput {torch_ms / best:.2f}"
         )
     if gemms_ms:
         print(
-            f"  cuBLAS on the step's GEMM shapes alone: {gemms_ms:.4f} ms; farm's kernels reach "
-            f"{gemms_ms / rows[0]['kernel_ms']:.2f} of that throughput"
+            f"  cuBLAS on the step's GEMM shapes alone: {gemms_ms:.4f} ms; "
+            "farm's kernels (default, tuned) reach "
+            f"{gemms_ms / rows[0]['kernel_ms']:.2f}, {gemms_ms / rows[1]['kernel_ms']:.2f} of that throughput"
         )
 
 
-def lstm_section(dev: str, cache: Path, out: dict[str, Any]) -> None:
+def lstm_flops_bytes(
+    hidden: int, layers: int, seq_len: int, input_dim: int = 9, classes: int = 6
+) -> tuple[float, float]:
+    """FLOPs of one inference (2 per multiply-add) and the fewest bytes it must read (weights once, fp32)."""
+    weights = sum((input_dim if layer == 0 else hidden) + hidden for layer in range(layers)) * 4 * hidden
+    flops = 2.0 * weights * seq_len + 2.0 * hidden * classes
+    return flops, 4.0 * (weights + 4 * hidden * layers + hidden * classes + seq_len * input_dim)
+
+
+def lstm_section(
+    dev: str, cache: Path, out: dict[str, Any], pk: dict[str, float], tune_budget: float
+) -> None:
     rows = []
+    base = ["--layers=2", "--seq-len=128", "--iters=20", "--verify"]
+    floor = one(
+        run(
+            "lstm",
+            f"--cl-device={dev}",
+            "--hidden=1",
+            "--input-dim=1",
+            "--classes=1",
+            "--layers=1",
+            "--seq-len=256",
+            "--gpu-kernel=wave",
+            "--ks=1",
+            "--iters=20",
+            cache=cache,
+        ),
+        "result",
+    )
+    launch_kernel_us, launch_wall_us = 1e3 * floor["median_kernel_ms"] / 257, 1e3 * floor["median_ms"] / 257
     for hidden in (128, 512):
-        for kernel in ("step", "wave", "fused"):
+        for label, args in (
+            ("step", ["--gpu-kernel=step"]),
+            ("fused", ["--gpu-kernel=fused"]),
+            ("wave ks=1", ["--gpu-kernel=wave", "--ks=1"]),
+            ("default", ["--tuned=ignore"]),
+            ("tuned", ["--tune", f"--tune-budget-s={tune_budget}"]),
+        ):
             try:
-                ev = run(
-                    "lstm",
-                    f"--cl-device={dev}",
-                    f"--hidden={hidden}",
-                    "--layers=2",
-                    "--seq-len=128",
-                    f"--gpu-kernel={kernel}",
-                    "--iters=10",
-                    "--verify",
-                    cache=cache,
-                )
+                ev = run("lstm", f"--cl-device={dev}", f"--hidden={hidden}", *base, *args, cache=cache)
             except RuntimeError as err:
-                print(f"  lstm {kernel} H={hidden}: {err}")
+                print(f"  lstm {label} H={hidden}: {err}")
                 continue
             r, info = one(ev, "result"), one(ev, "info")
             rows.append(
                 {
                     "hidden": hidden,
-                    "kernel": kernel,
+                    "kernel": label,
+                    "params": info.get("tune_params"),
                     "kernel_ms": r["median_kernel_ms"],
                     "wall_ms": r["median_ms"],
                     "launches": info["launches_per_inference"],
                     "verify": r["verify"],
                 }
             )
-    out["lstm"] = rows
-    print("\nlstm 2 layers x 128 steps, batch 1\n| H | kernel | launches | kernel ms | wall ms | us/launch |")
-    print("|---|---|---|---|---|---|")
+    out["lstm"] = {
+        "rows": rows,
+        "launch_floor_kernel_us": launch_kernel_us,
+        "launch_floor_wall_us": launch_wall_us,
+    }
+    print(
+        f"\nlstm 2 layers x 128 steps, batch 1 (a near-empty launch: {launch_kernel_us:.1f} us kernel, "
+        f"{launch_wall_us:.1f} us wall)"
+    )
+    print(
+        "| H | kernel | params | launches | kernel ms | wall ms | roofline ms (flops, bytes) "
+        "| launch floor ms |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
+        flops, nbytes = lstm_flops_bytes(r["hidden"], 2, 128)
+        roof = (
+            f"{flops / (pk['fp32_gemm_tflops'] * 1e9):.4f}, {nbytes / (pk['copy_gbs'] * 1e6):.4f}"
+            if pk
+            else "n/a"
+        )
         print(
-            f"| {r['hidden']} | {r['kernel']} | {r['launches']} | {r['kernel_ms']:.3f} | {r['wall_ms']:.3f} | "
-            f"{1000 * r['wall_ms'] / r['launches']:.1f} |"
+            f"| {r['hidden']} | {r['kernel']} | {r['params']} | {r['launches']} | {r['kernel_ms']:.3f} | "
+            f"{r['wall_ms']:.3f} | {roof} | {r['launches'] * launch_kernel_us / 1e3:.3f} |"
         )
 
 
@@ -423,6 +542,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="write every number as JSON here")
     ap.add_argument("--tune-budget-s", type=float, default=40.0, help="gemm --tune budget per size")
     ap.add_argument("--quick", action="store_true", help="GEMM at 1024 only, no fp16 checks")
+    ap.add_argument("--cnn-tune-budget-s", type=float, default=40.0, help="cnn --tune budget per model")
+    ap.add_argument(
+        "--gemm-shape-tune-budget-s", type=float, default=2.0, help="gemm --tune per conv layer shape"
+    )
+    ap.add_argument("--small-tune-budget-s", type=float, default=15.0, help="train and lstm --tune budgets")
     ap.add_argument("--sections", default="gemm,cnn,train,lstm,fp16")
     ap.add_argument("--cl-device", default=None, help="OpenCL device P:D (default: the first GPU)")
     args = ap.parse_args()
@@ -436,11 +560,11 @@ def main() -> int:
     if "gemm" in sections:
         gemm_section(dev, cache, args.tune_budget_s, out, (1024,) if args.quick else SIZES)
     if "cnn" in sections:
-        cnn_section(dev, cache, out)
+        cnn_section(dev, cache, out, args.cnn_tune_budget_s, args.gemm_shape_tune_budget_s)
     if "train" in sections:
-        train_section(dev, cache, out, pk)
+        train_section(dev, cache, out, pk, args.small_tune_budget_s)
     if "lstm" in sections:
-        lstm_section(dev, cache, out)
+        lstm_section(dev, cache, out, pk, args.small_tune_budget_s)
     if "fp16" in sections and not args.quick:
         fp16_section(dev, cache, out)
     if args.out:
