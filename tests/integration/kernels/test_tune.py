@@ -25,6 +25,18 @@ GEMM = ("--backend=gpu", "--m=160", "--n=160", "--k=160", "--transfers=once")
 NOISE = 1.6  # the host is shared: kernel medians of one configuration swing by tens of percent
 
 
+def not_slower(program, args: tuple[str, ...], tuned_extra: tuple[str, ...] = (), rounds: int = 3) -> None:
+    """The cached choice against the defaults by the program's own kernel medians, interleaved and
+    the best of `rounds` of each kept: the host is shared, and one run's median can swing by 2x."""
+    tuned_ms, default_ms = [], []
+    for _ in range(rounds):
+        for extra, into in ((tuned_extra, tuned_ms), (("--tuned=ignore",), default_ms)):
+            run = program.run(*args, *extra, timeout_s=120)
+            assert run.returncode == 0, run.stderr
+            into.append(run.one("result")["median_kernel_ms"])
+    assert min(tuned_ms) <= NOISE * min(default_ms), (tuned_ms, default_ms)
+
+
 def tune_files(cache: Path) -> list[Path]:
     return sorted(cache.glob("gemm-*.tune"))
 
@@ -43,15 +55,15 @@ def test_tuning_picks_verified_parameters_not_slower_than_the_defaults(kernel_pr
     assert info["tune_kernel_ms"] <= info["tune_default_ms"]
     assert tuned.one("result")["verify"] == "passed"
 
-    # Later runs: the cached choice against the defaults, each judged by its own kernel median.
+    # Later runs: the cached choice, then against the defaults, each judged by its own kernel median.
     reused = gemm.run(*GEMM, "--iters=9", "--verify")
-    default = gemm.run(*GEMM, "--iters=9", "--tuned=ignore")
+    default = gemm.run(*GEMM, "--iters=1", "--tuned=ignore")
     assert reused.returncode == 0 and default.returncode == 0, reused.stderr + default.stderr
     assert reused.one("info")["tune_source"] == "cache"
     assert reused.one("info")["tune_params"] == info["tune_params"]
     assert default.one("info")["tune_source"] == "default"
     assert reused.one("result")["verify"] == "passed"
-    assert reused.one("result")["median_kernel_ms"] <= NOISE * default.one("result")["median_kernel_ms"]
+    not_slower(gemm, (*GEMM, "--iters=9"))
 
 
 def test_tuned_entry_is_reused_then_invalidated_by_a_kernel_source_change(kernel_program, tmp_path):
@@ -163,14 +175,14 @@ def test_cnn_tunes_each_layer_shape_verified_and_reuses_the_choice(kernel_progra
     assert tuned.one("result")["verified"] is True
 
     reused = cnn.run(*CNN, "--iters=7", "--verify", timeout_s=120)
-    default = cnn.run(*CNN, "--iters=7", "--tuned=ignore", timeout_s=120)
+    default = cnn.run(*CNN, "--iters=1", "--tuned=ignore", timeout_s=120)
     assert reused.returncode == 0 and default.returncode == 0, reused.stderr + default.stderr
     assert reused.one("info")["tune_source"] == "cache"
     assert layer_params(reused.one("info")) == chosen
     assert all(e["tune_source"] == "cache" for e in reused.of("layer") if e["kind"] == "conv")
     assert default.one("info")["tune_source"] == "default"
     assert reused.one("result")["verified"] is True
-    assert reused.one("result")["median_kernel_ms"] <= NOISE * default.one("result")["median_kernel_ms"]
+    not_slower(cnn, (*CNN, "--iters=7"))
     # a network with one more layer of a shape seen before: every layer still finds its entry
     longer = cnn.run(*CNN[:-1], "--layers-limit=7", "--iters=1", "--warmup=0", timeout_s=120)
     assert longer.one("info")["tune_source"] == "cache"
