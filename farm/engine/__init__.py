@@ -5,8 +5,12 @@
   PENDING runs, lease phones, run the sweep, summarise); exit codes via RunSummary.exit_code;
 - scheduler.Sweep: one worker thread per leased phone, retries from the attempt's outcome
   (retry_decision is pure), events in the store, PhoneStatus per phone for the live view;
+- model: the value types (PreparedPhone, RunJob, RunResult, Gates) every other module shares;
 - lifecycle.execute_run: one attempt on one phone (prepare, sampler, load, benchmark with timeout,
   stop, collect, restore); prepare_phone probes and deploys once per phone;
+- conditions: the temperature and battery gates, charging off for a measurement and back on;
+- onphone: the run folder and the programs of a run on the phone (sampler, load, benchmark);
+- baseline: the idle power of each phone, once per sweep;
 - deploy: programs by (name, ABI), content-addressed on the phone;
 - recovery: what a restarted farm repairs (dead executions, RUNNING runs, charging left off,
   stale processes on phones);

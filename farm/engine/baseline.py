@@ -19,15 +19,17 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from farm.analysis.power import battery_power, window_power_mw
+from farm.analysis.series import DEFAULT_SOURCES
 from farm.engine.collect import calibration_from_trace, calibration_of
-from farm.engine.onphone import Background, RunDir, sampler_argv
+from farm.engine.conditions import battery_pct, disable_charging, restore_power
+from farm.engine.model import Gates, PreparedPhone
+from farm.engine.onphone import SAMPLER, Background, RunDir, sampler_argv
 from farm.errors import FarmError
-
-if TYPE_CHECKING:
-    from farm.engine.lifecycle import Gates, PreparedPhone
-    from farm.store import Store
+from farm.store import Store
+from farm.telemetry.trace import parse_trace
 
 # Gauge readings the idle window needs (after the first one, which may predate charging off).
 MIN_IDLE_READINGS = 3
@@ -80,8 +82,6 @@ def idle_power_mw_of(env: dict[str, Any]) -> float | None:
 def baseline_of_trace(trace: Any, calibration: Any, *, charging_disabled: bool) -> IdleBaseline:
     """Pure: the idle baseline of an idle recording. The first gauge reading is left out (it may
     be from before charging was switched off); fewer than one reading after it: no baseline."""
-    from farm.analysis.power import battery_power, window_power_mw
-
     if not charging_disabled:
         return IdleBaseline(None, note=CHARGING_NOTE)
     try:
@@ -107,8 +107,6 @@ def _gauge_pending(baseline: IdleBaseline) -> bool:
 
 
 def _last_sample_ns(trace: Any) -> int:
-    from farm.analysis.series import DEFAULT_SOURCES
-
     current = trace.series(DEFAULT_SOURCES.battery_current)
     if current is None or len(current) == 0:
         current = trace.series(DEFAULT_SOURCES.battery_power)
@@ -118,8 +116,6 @@ def _last_sample_ns(trace: Any) -> int:
 def _read_baseline(
     prepared: PreparedPhone, trace_path: str, charging_off: bool
 ) -> tuple[IdleBaseline, bytes]:
-    from farm.telemetry.trace import parse_trace
-
     data = prepared.session.pull_many([trace_path]).get(trace_path, b"")
     if not data:
         return IdleBaseline(None, charging_disabled=charging_off, note="no idle baseline: no trace"), data
@@ -151,8 +147,6 @@ def _measure(
     cancel: threading.Event,
     artifacts: Path | None,
 ) -> IdleBaseline:
-    from farm.engine.lifecycle import SAMPLER, battery_pct, disable_charging, restore_charging
-
     if gates.idle_baseline_s <= 0:
         return IdleBaseline(None, note="idle baseline disabled (telemetry.idle_baseline_s: 0)")
     session = prepared.session
@@ -186,11 +180,7 @@ def _measure(
         baseline = IdleBaseline(None, charging_disabled=charging_off, note=f"no idle baseline: {error}")
     finally:
         try:
-            if gates.disable_charging:
-                session.shell(["dumpsys", "battery", "reset"])
-            control = prepared.caps.charging
-            if charging_off and control is not None:
-                restore_charging(session, prepared.phone.device_id, store, control.node, control.enable_value)
+            restore_power(prepared, store, unplugged=gates.disable_charging, charging_off=charging_off)
             session.script('rm -rf "$1"', run_dir.path)
         except FarmError as error:
             notes.append(f"charging not restored yet after the idle baseline: {error}")

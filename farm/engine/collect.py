@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import farm
 from farm.adapters.jsonl import parse_event_lines
+from farm.analysis.metrics import compute_run_metrics
+from farm.analysis.power import BatteryCalibration, calibrate
 from farm.device.session import DeviceSession
+from farm.engine.model import PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import RunDir
 from farm.store import Metric
-
-if TYPE_CHECKING:
-    from farm.engine.lifecycle import PreparedPhone, RunJob, RunResult
+from farm.telemetry.probe import parse_probe
+from farm.telemetry.trace import parse_trace
 
 # phone file name -> artifact name
 ARTIFACTS = {
@@ -66,14 +69,12 @@ def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult
     """Props, governors and frequencies, temperatures, charging state, program sha256, farm version.
 
     Best effort: a phone that is gone yields what the host already knows."""
-    from farm.engine.lifecycle import farm_version
-
     session = prepared.session
     env: dict[str, Any] = {
         "device_id": prepared.phone.device_id,
         "props": {k: prepared.phone.props.get(k) for k in ENV_PROPS},
         "programs": {name: {"sha256": d.sha256, "abi": d.abi} for name, d in prepared.programs.items()},
-        "farm_version": farm_version(),
+        "farm_version": farm.__version__,
         "gpu_load_target": job.gpu_load,
         "gpu_load_achieved": result.load_achieved,
         "notes": list(result.notes),
@@ -111,8 +112,6 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 def _parse(path: Path) -> Any:
     if not path.is_file():
         return None
-    from farm.telemetry.trace import parse_trace
-
     return parse_trace(path.read_bytes())
 
 
@@ -135,14 +134,11 @@ class MergedTrace:
 def calibration_of(probe: dict[str, Any]) -> Any:
     """The phone's battery calibration from the probe's sign/unit conventions, or None."""
     try:
-        from farm.analysis.power import BatteryCalibration
-        from farm.telemetry.probe import parse_probe
-
         battery = parse_probe(json.dumps(probe)).battery
         return BatteryCalibration.from_conventions(
             battery.current_sign.discharge_sign, battery.current_unit, battery.voltage_unit
         )
-    except (ImportError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
         return None
 
 
@@ -150,14 +146,12 @@ def calibration_from_trace(trace: Any) -> Any:
     """Sign and units inferred from the run's own battery samples: valid only when the phone was
     discharging (charging disabled) during the run."""
     try:
-        from farm.analysis.power import calibrate
-
         current = trace.series("battery.current_now")
         voltage = trace.series("battery.voltage_now")
         if current is None or voltage is None or len(current) == 0 or len(voltage) == 0:
             return None
         return calibrate(current.values, voltage.values)
-    except (ImportError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
         return None
 
 
@@ -197,8 +191,6 @@ def compute_metrics(
 
     `charging_disabled` False: the charger fed the phone while it measured, so battery power is
     not its consumption and no power or energy metric is kept (`charging_disabled` 0 says why)."""
-    from farm.analysis.metrics import compute_run_metrics
-
     events = read_events(artifacts / "stdout.jsonl")
     trace = _parse(artifacts / "trace.bin")
     memory = _parse(artifacts / "mem.bin")

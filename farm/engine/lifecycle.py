@@ -1,9 +1,7 @@
 """One run on one phone: prepare -> sampler -> load -> benchmark -> stop -> collect -> restore.
 
 `prepare_phone` runs once per phone per sweep (probe, deploy). `execute_run` runs one attempt and
-returns how it ended; it never leaves charging off: the "charging disabled" marker is written to
-the store BEFORE the node is written, and cleared only after charging is verified back on, so a
-crash anywhere in between is repaired by the next farm process (farm.engine.recovery).
+returns how it ended; it never leaves charging off (farm.engine.conditions says how).
 
 Outcomes: exit 0 -> DONE; another exit code -> FAILED (stderr kept); past run_timeout_s -> the
 benchmark is killed on the phone by pid, TIMEOUT; the phone dropping off -> LOST; the cancel
@@ -18,31 +16,41 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import farm
 from farm.device import controls
-from farm.device.android import parse_dumpsys_battery, parse_thermal_c
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
 from farm.engine.caps import PhoneCaps, caps_from_probe
 from farm.engine.collect import collect_artifacts, environment_snapshot
-from farm.engine.onphone import CL_CACHE_DIR, Background, RunDir, last_achieved_load, load_argv, sampler_argv
+from farm.engine.conditions import (
+    battery_pct,
+    disable_charging,
+    restore_power,
+    wait_for_battery,
+    wait_until_cool,
+)
+from farm.engine.model import Gates, PreparedPhone, RunJob, RunResult
+from farm.engine.onphone import (
+    CL_CACHE_DIR,
+    LOAD,
+    PROBE,
+    SAMPLER,
+    Background,
+    RunDir,
+    last_achieved_load,
+    load_argv,
+    sampler_argv,
+)
 from farm.errors import DeviceTransientError, FarmError
 from farm.fleet.inventory import Phone
-from farm.store import Metric, Outcome, Store
+from farm.store import Outcome, Store
 from farm.store import devices as device_store
+from farm.telemetry.sampler import sampler_argv as pid_sampler_argv
 
-PROBE = "farm-probe"
-SAMPLER = "farm-sampler"
-LOAD = "gpuload"
-GATE_POLL_S = 1.0
+PROBE_TIMEOUT_S = 20.0
 MEM_RATE_HZ = 50.0
 MEM_LINGER_S = 0.2
-BATTERY_POLL_S = 5.0
-PROBE_TIMEOUT_S = 20.0
 # The benchmark waits at most this long for its memory sampler before it starts anyway.
 MEM_GATE_WAIT_S = 5.0
 MEM_GATE_POLL_S = 0.01
@@ -54,39 +62,6 @@ _GATED_EXEC = (
 )
 
 StateCallback = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class PreparedPhone:
-    session: DeviceSession
-    phone: Phone
-    caps: PhoneCaps
-    probe: dict[str, Any]
-    programs: dict[str, deploy_mod.Deployed]
-    # This session's idle power of the phone (farm.engine.baseline.IdleBaseline.as_dict), or None.
-    idle_baseline: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class RunJob:
-    run_id: str
-    experiment_key: str  # name (or name.variant): the results folder
-    factors: dict[str, Any]
-    program_args: tuple[str, ...]
-    program: str
-    gpu_load: float
-    artifacts: Path
-
-
-@dataclass
-class RunResult:
-    outcome: Outcome
-    error: str | None = None
-    exit_code: int | None = None
-    load_achieved: float | None = None
-    env: dict[str, Any] = field(default_factory=dict)
-    metrics: list[Metric] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def probe_phone(session: DeviceSession, phone: Phone) -> tuple[dict[str, Any], PhoneCaps]:
@@ -117,93 +92,6 @@ def prepare_phone(session: DeviceSession, phone: Phone, program: str, store: Sto
         state="online",
     )
     return PreparedPhone(session, phone, caps, doc, programs)
-
-
-@dataclass(frozen=True)
-class Gates:
-    max_temp_c: float
-    cooldown_timeout_s: float
-    min_battery_pct: float
-    disable_charging: bool
-    settle_s: float
-    tolerance: float
-    intensity: str
-    rate_hz: float
-    run_timeout_s: float
-    idle_baseline_s: float = 0.0
-
-
-def read_temperature_c(prepared: PreparedPhone) -> float | None:
-    """The hottest thermal zone (or the battery when no zone is readable)."""
-    nodes = prepared.caps.temperature_nodes()
-    temps = []
-    if nodes:
-        result = prepared.session.script('for f in "$@"; do cat "$f" 2>/dev/null || echo x; done', *nodes)
-        temps = [t for t in (parse_thermal_c(line) for line in result.stdout.splitlines()) if t is not None]
-    if not temps:
-        battery = parse_dumpsys_battery(prepared.session.shell(["dumpsys", "battery"]).stdout)
-        return battery.temperature_c
-    return max(temps)
-
-
-def wait_until_cool(
-    prepared: PreparedPhone, gates: Gates, cancel: threading.Event
-) -> tuple[float | None, float]:
-    """Temperature gate: wait until the phone is cooler than max_temp_c (bounded). Returns the last
-    temperature and the seconds waited."""
-    start = time.monotonic()
-    while True:
-        temp = read_temperature_c(prepared)
-        waited = time.monotonic() - start
-        if temp is None or temp <= gates.max_temp_c or waited >= gates.cooldown_timeout_s or cancel.is_set():
-            return temp, waited
-        cancel.wait(GATE_POLL_S)
-
-
-def battery_pct(prepared: PreparedPhone, *, unplug: bool = False) -> float | None:
-    """Battery level; with charging to be disabled, Android is also told the phone is unplugged
-    (`dumpsys battery unplug`, undone by `reset` on restore) in the same round trip."""
-    result = prepared.session.script(
-        'dumpsys battery; [ "$1" = 1 ] && dumpsys battery unplug >/dev/null; true', "1" if unplug else "0"
-    )
-    return parse_dumpsys_battery(result.stdout).level_pct
-
-
-def wait_for_battery(prepared: PreparedPhone, gates: Gates, cancel: threading.Event) -> float | None:
-    """Battery gate: charging is still on here, so wait (bounded by the cooldown timeout) until the
-    level reaches the minimum. Returns the last level."""
-    deadline = time.monotonic() + gates.cooldown_timeout_s
-    level = battery_pct(prepared)
-    while level is not None and level < gates.min_battery_pct and time.monotonic() < deadline:
-        if cancel.wait(BATTERY_POLL_S):
-            break
-        level = battery_pct(prepared)
-    return level
-
-
-def disable_charging(prepared: PreparedPhone, store: Store, notes: list[str]) -> bool:
-    control = prepared.caps.charging
-    if control is None:
-        notes.append("charging could not be disabled: no writable charging node")
-        return False
-    device_store.mark_charging_disabled(store, prepared.phone.device_id, control.node, control.enable_value)
-    try:
-        controls.set_charging(prepared.session, control, enabled=False)
-    except FarmError as error:
-        notes.append(f"charging could not be disabled: {error}")
-        restore_charging(
-            prepared.session, prepared.phone.device_id, store, control.node, control.enable_value
-        )
-        return False
-    return True
-
-
-def restore_charging(
-    session: DeviceSession, device_id: str, store: Store, node: str, enable_value: str
-) -> None:
-    """Charging back on, verified, then the store marker cleared (kept if it fails)."""
-    controls.write_as_root(session, node, enable_value)
-    device_store.clear_charging_disabled(store, device_id)
 
 
 def settle_load(load: Background, target: float, gates: Gates, cancel: threading.Event) -> float | None:
@@ -326,23 +214,6 @@ def _run_measured(
             _run_benchmark(prepared, job, gates, run_dir, result, cancel, notify)
 
 
-def _sampler_argv(prepared: PreparedPhone, rate_hz: float, out: str) -> list[str]:
-    """farm.telemetry's sources and argv (names match the analysis); the engine's own list when
-    the probe document does not parse into Capabilities."""
-    binary = prepared.programs[SAMPLER].phone_path
-    try:
-        from farm.telemetry.probe import parse_probe
-        from farm.telemetry.sampler import default_sources
-        from farm.telemetry.sampler import sampler_argv as telemetry_argv
-
-        sources = default_sources(parse_probe(json.dumps(prepared.probe)))
-        if sources:
-            return telemetry_argv(binary, sources, rate_hz, out)
-    except (ImportError, ValueError, FarmError):
-        pass
-    return sampler_argv(binary, prepared.caps.sampler_sources(), rate_hz, out)
-
-
 def gated_argv(argv: list[str], run_dir: RunDir) -> list[str]:
     """argv behind a shell that waits for the memory sampler (bounded), then execs argv: the
     benchmark's memory is watched from its first instruction, also for runs of a few ms."""
@@ -362,19 +233,7 @@ def _memory_sampler(
         prepared.session.script('touch "$1"', run_dir.file("bench.go"))
         return contextlib.nullcontext()
     binary = prepared.programs[SAMPLER].phone_path
-    out = run_dir.file("mem.bin")
-    try:
-        from farm.telemetry.sampler import sampler_argv as telemetry_argv
-
-        argv = telemetry_argv(binary, [], MEM_RATE_HZ, out, pid, linger_s=MEM_LINGER_S)
-    except (ImportError, FarmError):
-        argv = [
-            binary,
-            f"--out={out}",
-            f"--rate-hz={MEM_RATE_HZ:g}",
-            f"--watch-pid={pid}",
-            f"--linger-s={MEM_LINGER_S:g}",
-        ]
+    argv = pid_sampler_argv(binary, [], MEM_RATE_HZ, run_dir.file("mem.bin"), pid, linger_s=MEM_LINGER_S)
     return Background(prepared.session, run_dir, "memsampler", argv)
 
 
@@ -421,29 +280,12 @@ def _restore(
 ) -> None:
     """Charging back on and Android's battery state reset; failures are kept as notes (the store
     marker stays, so recovery retries on the next start)."""
-    session = prepared.session
-    control = prepared.caps.charging
     try:
-        if gates.disable_charging:
-            session.shell(["dumpsys", "battery", "reset"])
-        if charging_off and control is not None:
-            restore_charging(session, prepared.phone.device_id, store, control.node, control.enable_value)
+        if restore_power(prepared, store, unplugged=gates.disable_charging, charging_off=charging_off):
             result.env["charging_restored"] = True
     except FarmError as error:
         result.notes.append(f"charging not restored yet: {error}")
         result.env["charging_restored"] = False
 
 
-def farm_version() -> str:
-    return farm.__version__
-
-
-__all__ = [
-    "Gates",
-    "PreparedPhone",
-    "RunJob",
-    "RunResult",
-    "execute_run",
-    "farm_version",
-    "prepare_phone",
-]
+__all__ = ["execute_run", "gated_argv", "prepare_phone", "probe_phone"]

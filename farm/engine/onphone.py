@@ -14,6 +14,10 @@ from farm.device.session import FARM_ROOT, DeviceSession
 from farm.engine.caps import Source
 from farm.errors import CommandTimeout
 
+# The programs farm deploys besides the benchmark (device_agents/ and kernels/gpuload).
+PROBE = "farm-probe"
+SAMPLER = "farm-sampler"
+LOAD = "gpuload"
 RUNS_DIR = f"{FARM_ROOT}/runs"
 CL_CACHE_DIR = f"{FARM_ROOT}/cache"
 # One adb round trip waits on the phone this long for the benchmark to end, so polling costs

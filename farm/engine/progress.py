@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
+from farm.engine.scheduler import Sweep
 from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
 from farm.safe_text import terminal
 from farm.store import RunState, Store
 from farm.store import runs as run_store
-
-if TYPE_CHECKING:
-    from farm.engine.scheduler import Sweep
 
 _LEVELS = {
     "fault": EventLevel.WARNING,

@@ -14,6 +14,9 @@ import time
 from pathlib import Path
 
 from farm.device.session import BIN_DIR, DeviceSession
+from farm.engine.baseline import idle_power_mw_of
+from farm.engine.collect import charging_disabled_of, compute_metrics
+from farm.engine.conditions import restore_charging
 from farm.engine.onphone import RUNS_DIR
 from farm.errors import FarmError
 from farm.store import Store, ownership
@@ -53,8 +56,6 @@ def kill_stale_processes(session: DeviceSession) -> list[int]:
 
 def restore_charging_marker(store: Store, session: DeviceSession, device_id: str) -> bool:
     """If farm left charging off on this phone, turn it back on. Returns True when it did."""
-    from farm.engine.lifecycle import restore_charging
-
     for marker in device_store.charging_markers(store):
         if marker.device_id == device_id:
             try:
@@ -78,9 +79,6 @@ def recover_phone(store: Store, session: DeviceSession, device_id: str) -> None:
 def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
     """DONE runs without metrics (a crash came between the result and its metrics): compute them
     from the artifacts on disk. Returns how many runs got metrics."""
-    from farm.engine.baseline import idle_power_mw_of
-    from farm.engine.collect import charging_disabled_of, compute_metrics
-
     rows = store.query(
         "SELECT r.run_id, r.factors_json, r.ran_on, r.artifacts_dir, d.capabilities_json FROM runs r "
         "LEFT JOIN devices d ON d.device_id = r.ran_on WHERE r.experiment = ? AND r.state = 'DONE' "

@@ -22,7 +22,8 @@ from typing import Any
 from farm.device.session import DeviceSession
 from farm.engine.baseline import IdleBaseline, idle_power_mw_of, measure_idle_baseline
 from farm.engine.collect import charging_disabled_of, compute_metrics
-from farm.engine.lifecycle import Gates, PreparedPhone, RunJob, RunResult, execute_run, prepare_phone
+from farm.engine.lifecycle import execute_run, prepare_phone
+from farm.engine.model import Gates, PreparedPhone, RunJob, RunResult
 from farm.engine.recovery import recover_phone
 from farm.errors import DeviceTransientError, FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint

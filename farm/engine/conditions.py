@@ -1,0 +1,112 @@
+"""The phone's conditions around a measurement: the temperature and battery gates, and charging
+switched off for it and back on after.
+
+The "charging disabled" marker is written to the store BEFORE the node is written, and cleared
+only after charging is verified back on, so a crash anywhere in between is repaired by the next
+farm process (farm.engine.recovery). Runs (farm.engine.lifecycle) and the idle baseline
+(farm.engine.baseline) both go through here.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from farm.device import controls
+from farm.device.android import parse_dumpsys_battery, parse_thermal_c
+from farm.device.session import DeviceSession
+from farm.engine.model import Gates, PreparedPhone
+from farm.errors import FarmError
+from farm.store import Store
+from farm.store import devices as device_store
+
+GATE_POLL_S = 1.0
+BATTERY_POLL_S = 5.0
+
+
+def read_temperature_c(prepared: PreparedPhone) -> float | None:
+    """The hottest thermal zone (or the battery when no zone is readable)."""
+    nodes = prepared.caps.temperature_nodes()
+    temps = []
+    if nodes:
+        result = prepared.session.script('for f in "$@"; do cat "$f" 2>/dev/null || echo x; done', *nodes)
+        temps = [t for t in (parse_thermal_c(line) for line in result.stdout.splitlines()) if t is not None]
+    if not temps:
+        battery = parse_dumpsys_battery(prepared.session.shell(["dumpsys", "battery"]).stdout)
+        return battery.temperature_c
+    return max(temps)
+
+
+def wait_until_cool(
+    prepared: PreparedPhone, gates: Gates, cancel: threading.Event
+) -> tuple[float | None, float]:
+    """Temperature gate: wait until the phone is cooler than max_temp_c (bounded). Returns the last
+    temperature and the seconds waited."""
+    start = time.monotonic()
+    while True:
+        temp = read_temperature_c(prepared)
+        waited = time.monotonic() - start
+        if temp is None or temp <= gates.max_temp_c or waited >= gates.cooldown_timeout_s or cancel.is_set():
+            return temp, waited
+        cancel.wait(GATE_POLL_S)
+
+
+def battery_pct(prepared: PreparedPhone, *, unplug: bool = False) -> float | None:
+    """Battery level; with charging to be disabled, Android is also told the phone is unplugged
+    (`dumpsys battery unplug`, undone by `reset` on restore) in the same round trip."""
+    result = prepared.session.script(
+        'dumpsys battery; [ "$1" = 1 ] && dumpsys battery unplug >/dev/null; true', "1" if unplug else "0"
+    )
+    return parse_dumpsys_battery(result.stdout).level_pct
+
+
+def wait_for_battery(prepared: PreparedPhone, gates: Gates, cancel: threading.Event) -> float | None:
+    """Battery gate: charging is still on here, so wait (bounded by the cooldown timeout) until the
+    level reaches the minimum. Returns the last level."""
+    deadline = time.monotonic() + gates.cooldown_timeout_s
+    level = battery_pct(prepared)
+    while level is not None and level < gates.min_battery_pct and time.monotonic() < deadline:
+        if cancel.wait(BATTERY_POLL_S):
+            break
+        level = battery_pct(prepared)
+    return level
+
+
+def disable_charging(prepared: PreparedPhone, store: Store, notes: list[str]) -> bool:
+    """Charging off (marker first); False with a note when the phone gives no way to do it."""
+    control = prepared.caps.charging
+    if control is None:
+        notes.append("charging could not be disabled: no writable charging node")
+        return False
+    device_store.mark_charging_disabled(store, prepared.phone.device_id, control.node, control.enable_value)
+    try:
+        controls.set_charging(prepared.session, control, enabled=False)
+    except FarmError as error:
+        notes.append(f"charging could not be disabled: {error}")
+        restore_charging(
+            prepared.session, prepared.phone.device_id, store, control.node, control.enable_value
+        )
+        return False
+    return True
+
+
+def restore_charging(
+    session: DeviceSession, device_id: str, store: Store, node: str, enable_value: str
+) -> None:
+    """Charging back on, verified, then the store marker cleared (kept if it fails)."""
+    controls.write_as_root(session, node, enable_value)
+    device_store.clear_charging_disabled(store, device_id)
+
+
+def restore_power(prepared: PreparedPhone, store: Store, *, unplugged: bool, charging_off: bool) -> bool:
+    """Android's battery state reset (after `unplug`) and charging back on (after it was turned off).
+    Returns whether charging was restored; raises FarmError when the phone did not take it (the
+    store marker stays, so recovery retries on the next start)."""
+    session = prepared.session
+    if unplugged:
+        session.shell(["dumpsys", "battery", "reset"])
+    control = prepared.caps.charging
+    if charging_off and control is not None:
+        restore_charging(session, prepared.phone.device_id, store, control.node, control.enable_value)
+        return True
+    return False
