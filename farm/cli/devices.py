@@ -19,24 +19,21 @@ from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.remote.fleet import open_fleet
 from farm.safe_text import terminal
 from farm.store import Store, ownership, results_dir
+from farm.telemetry.probe import Capabilities
 
 
-def _with_capabilities(endpoint: LocalAdbEndpoint, phone: Phone) -> Phone:
+def _with_capabilities(endpoint: LocalAdbEndpoint, phone: Phone) -> tuple[Phone, Capabilities | None]:
     if phone.state not in (PhoneState.ONLINE, PhoneState.LEASED):
-        return phone
+        return phone, None
     session = DeviceSession(endpoint.device(phone.adb_serial), phone.device_id, default_timeout_s=20.0)
     try:
-        doc, _caps = probe_phone(session, phone)
+        return phone, probe_phone(session, phone)
     except FarmError as error:
-        return replace(phone, error=str(error))
-    return replace(phone, capabilities=doc)
+        return replace(phone, error=str(error)), None
 
 
-def _summary(phone: Phone) -> dict[str, Any]:
-    caps = phone.capabilities or {}
-    gpu = caps.get("gpu") or {}
-    charging = [c.get("path") for c in caps.get("charging_control") or [] if c.get("present", True)]
-    root = caps.get("root") or {}
+def _summary(phone: Phone, caps: Capabilities | None) -> dict[str, Any]:
+    charging = [c.node.path for c in caps.charging if c.node.present] if caps else []
     return {
         "id": phone.device_id,
         "host": phone.host,
@@ -47,10 +44,10 @@ def _summary(phone: Phone) -> dict[str, Any]:
         "abi": phone.abi,
         "battery_pct": phone.battery_pct,
         "temperature_c": phone.temperature_c,
-        "gpu_family": gpu.get("family"),
-        "gpu_busy": (gpu.get("busy") or {}).get("path"),
-        "opencl": (caps.get("opencl") or {}).get("found"),
-        "root": bool(root.get("adbd_root") or root.get("su_works")) if root else None,
+        "gpu_family": caps.gpu.family.value if caps else None,
+        "gpu_busy": caps.gpu.busy.path if caps and caps.gpu.busy else None,
+        "opencl": caps.has_opencl if caps else None,
+        "root": caps.root.available if caps else None,
         "charging_control": charging[0] if charging else None,
         "error": phone.error,
     }
@@ -100,10 +97,11 @@ def devices(
     with open_fleet(config, adb_port) as fleet:  # the local adb server + lab hosts (farm.yaml)
         endpoint = fleet.endpoints[0] if fleet.endpoints else LocalAdbEndpoint(adb_port)
         phones = discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
+        probed: list[tuple[Phone, Capabilities | None]] = [(p, None) for p in phones]
         if not no_probe and phones:
             with ThreadPoolExecutor(max_workers=min(8, len(phones))) as pool:
-                phones = list(pool.map(lambda p: _with_capabilities(fleet.endpoint_for(p.host), p), phones))
-    rows = [_summary(p) for p in phones]
+                probed = list(pool.map(lambda p: _with_capabilities(fleet.endpoint_for(p.host), p), phones))
+    rows = [_summary(phone, caps) for phone, caps in probed]
     if as_json:
         echo_json(rows)
         return

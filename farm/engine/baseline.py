@@ -26,7 +26,7 @@ from farm.analysis.series import DEFAULT_SOURCES
 from farm.engine.collect import calibration_from_trace, calibration_of
 from farm.engine.conditions import battery_pct, disable_charging, restore_power
 from farm.engine.model import Gates, PreparedPhone
-from farm.engine.onphone import SAMPLER, Background, RunDir, sampler_argv
+from farm.engine.onphone import SAMPLER, TRACE, RunDir, trace_sampler
 from farm.errors import FarmError
 from farm.store import Store
 from farm.telemetry.trace import parse_trace
@@ -120,7 +120,7 @@ def _read_baseline(
     if not data:
         return IdleBaseline(None, charging_disabled=charging_off, note="no idle baseline: no trace"), data
     trace = parse_trace(data)
-    calibration = calibration_of(prepared.probe)
+    calibration = calibration_of(prepared.caps)
     if calibration is None and charging_off:
         calibration = calibration_from_trace(trace)
     return baseline_of_trace(trace, calibration, charging_disabled=charging_off), data
@@ -163,11 +163,15 @@ def _measure(
             charging_off = disable_charging(prepared, store, notes)
         if not charging_off:
             return IdleBaseline(None, note=CHARGING_NOTE)
-        trace_path = run_dir.file("trace.bin")
-        argv = sampler_argv(
-            prepared.programs[SAMPLER].phone_path, prepared.caps.sampler_sources(), gates.rate_hz, trace_path
+        trace_path = run_dir.file(TRACE)
+        sampler = trace_sampler(
+            session, run_dir, prepared.programs[SAMPLER].phone_path, prepared.caps, gates.rate_hz
         )
-        with Background(session, run_dir, "sampler", argv):
+        if sampler is None:
+            return IdleBaseline(
+                None, charging_disabled=True, note="no idle baseline: no battery power source"
+            )
+        with sampler:
             if cancel.wait(gates.idle_baseline_s):
                 return baseline
             limit = started + gates.idle_baseline_s * IDLE_EXTEND_FACTOR

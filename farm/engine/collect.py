@@ -15,10 +15,11 @@ from farm.adapters.jsonl import parse_event_lines
 from farm.analysis.metrics import compute_run_metrics
 from farm.analysis.power import BatteryCalibration, calibrate
 from farm.device.session import DeviceSession
+from farm.engine.conditions import charging_control
 from farm.engine.model import PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import RunDir
 from farm.store import Metric
-from farm.telemetry.probe import parse_probe
+from farm.telemetry.probe import Capabilities
 from farm.telemetry.trace import parse_trace
 
 # phone file name -> artifact name
@@ -70,6 +71,7 @@ def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult
 
     Best effort: a phone that is gone yields what the host already knows."""
     session = prepared.session
+    control = charging_control(prepared.caps)
     env: dict[str, Any] = {
         "device_id": prepared.phone.device_id,
         "props": {k: prepared.phone.props.get(k) for k in ENV_PROPS},
@@ -78,12 +80,12 @@ def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult
         "gpu_load_target": job.gpu_load,
         "gpu_load_achieved": result.load_achieved,
         "notes": list(result.notes),
-        "charging_control": prepared.caps.charging.node if prepared.caps.charging else None,
+        "charging_control": control.node if control else None,
     }
     if prepared.idle_baseline is not None:
         env["idle_baseline"] = prepared.idle_baseline
     try:
-        node = prepared.caps.charging.node if prepared.caps.charging else ""
+        node = control.node if control else ""
         text = session.script(_ENV_SCRIPT, node).stdout
         cpufreq, thermal = {}, {}
         for line in text.splitlines():
@@ -131,14 +133,14 @@ class MergedTrace:
         return self.memory.series(source)
 
 
-def calibration_of(probe: dict[str, Any]) -> Any:
+def calibration_of(caps: Capabilities) -> BatteryCalibration | None:
     """The phone's battery calibration from the probe's sign/unit conventions, or None."""
+    battery = caps.battery
     try:
-        battery = parse_probe(json.dumps(probe)).battery
         return BatteryCalibration.from_conventions(
             battery.current_sign.discharge_sign, battery.current_unit, battery.voltage_unit
         )
-    except (ValueError, AttributeError):
+    except ValueError:
         return None
 
 
@@ -181,7 +183,7 @@ def charging_disabled_of(env: dict[str, Any]) -> bool | None:
 def compute_metrics(
     artifacts: Path,
     target_gpu_load: float | None,
-    probe: dict[str, Any] | None = None,
+    caps: Capabilities | None = None,
     *,
     discharging: bool = False,
     idle_power_mw: float | None = None,
@@ -196,7 +198,7 @@ def compute_metrics(
     memory = _parse(artifacts / "mem.bin")
     if memory is not None:
         trace = MergedTrace(trace, memory) if trace is not None else memory
-    calibration = calibration_of(probe) if probe is not None else None
+    calibration = calibration_of(caps) if caps is not None else None
     if calibration is None and discharging and trace is not None:
         calibration = calibration_from_trace(trace)
     computed = compute_run_metrics(events, trace, calibration, idle_power_mw, target_gpu_load)

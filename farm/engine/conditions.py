@@ -14,19 +14,39 @@ import time
 
 from farm.device import controls
 from farm.device.android import parse_dumpsys_battery, parse_thermal_c
+from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine.model import Gates, PreparedPhone
 from farm.errors import FarmError
 from farm.store import Store
 from farm.store import devices as device_store
+from farm.telemetry.probe import Capabilities
 
 GATE_POLL_S = 1.0
 BATTERY_POLL_S = 5.0
 
 
+def charging_control(caps: Capabilities) -> ChargingControl | None:
+    """The charging node farm can write on this phone (itself or through root), or None."""
+    switch = caps.charging_switch()
+    if switch is None:
+        return None
+    return ChargingControl(switch.node.path, switch.enable_value, switch.disable_value)
+
+
+def temperature_nodes(caps: Capabilities) -> list[str]:
+    """Every readable thermal zone, plus the battery's own sensor when no zone is the battery."""
+    zones = [zone for zone in caps.thermal if zone.node.usable]
+    nodes = [zone.node.path for zone in zones]
+    battery = caps.battery.temp
+    if battery is not None and battery.usable and not any((z.type or z.zone) == "battery" for z in zones):
+        nodes.append(battery.path)
+    return list(dict.fromkeys(nodes))
+
+
 def read_temperature_c(prepared: PreparedPhone) -> float | None:
     """The hottest thermal zone (or the battery when no zone is readable)."""
-    nodes = prepared.caps.temperature_nodes()
+    nodes = temperature_nodes(prepared.caps)
     temps = []
     if nodes:
         result = prepared.session.script('for f in "$@"; do cat "$f" 2>/dev/null || echo x; done', *nodes)
@@ -74,7 +94,7 @@ def wait_for_battery(prepared: PreparedPhone, gates: Gates, cancel: threading.Ev
 
 def disable_charging(prepared: PreparedPhone, store: Store, notes: list[str]) -> bool:
     """Charging off (marker first); False with a note when the phone gives no way to do it."""
-    control = prepared.caps.charging
+    control = charging_control(prepared.caps)
     if control is None:
         notes.append("charging could not be disabled: no writable charging node")
         return False
@@ -105,7 +125,7 @@ def restore_power(prepared: PreparedPhone, store: Store, *, unplugged: bool, cha
     session = prepared.session
     if unplugged:
         session.shell(["dumpsys", "battery", "reset"])
-    control = prepared.caps.charging
+    control = charging_control(prepared.caps)
     if charging_off and control is not None:
         restore_charging(session, prepared.phone.device_id, store, control.node, control.enable_value)
         return True

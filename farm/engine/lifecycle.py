@@ -21,7 +21,6 @@ from typing import Any
 from farm.device import controls
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
-from farm.engine.caps import PhoneCaps, caps_from_probe
 from farm.engine.collect import collect_artifacts, environment_snapshot
 from farm.engine.conditions import (
     battery_pct,
@@ -38,15 +37,17 @@ from farm.engine.onphone import (
     SAMPLER,
     Background,
     RunDir,
+    gpu_busy_path,
     last_achieved_load,
     load_argv,
-    sampler_argv,
+    trace_sampler,
 )
-from farm.errors import DeviceTransientError, FarmError
+from farm.errors import DevicePermanentError, DeviceTransientError, FarmError
 from farm.fleet.inventory import Phone
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
-from farm.telemetry.sampler import sampler_argv as pid_sampler_argv
+from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
+from farm.telemetry.sampler import sampler_argv
 
 PROBE_TIMEOUT_S = 20.0
 MEM_RATE_HZ = 50.0
@@ -64,19 +65,33 @@ _GATED_EXEC = (
 StateCallback = Callable[[str, dict[str, Any]], None]
 
 
-def probe_phone(session: DeviceSession, phone: Phone) -> tuple[dict[str, Any], PhoneCaps]:
+def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict[str, object]]:
+    """Run farm-probe (deployed on first use): the phone's Capabilities, and the document they were
+    parsed from (what the store keeps)."""
     deployed = deploy_mod.deploy(session, [PROBE], phone.abis)
     result = session.shell([deployed[PROBE].phone_path], timeout_s=PROBE_TIMEOUT_S, check=True)
     try:
         doc = json.loads(result.stdout)
     except ValueError as error:
         raise DeviceTransientError(session.device_id, f"farm-probe printed no JSON: {error}") from error
-    return doc, caps_from_probe(doc)
+    try:
+        return capabilities_of(doc), doc
+    except ProbeOutputError as error:
+        raise DevicePermanentError(
+            session.device_id,
+            str(error),
+            hint="rebuild the device agents with `make kernels` so farm-probe matches this farm",
+        ) from None
+
+
+def probe_phone(session: DeviceSession, phone: Phone) -> Capabilities:
+    """What the phone can do (farm-probe, parsed)."""
+    return read_probe(session, phone)[0]
 
 
 def prepare_phone(session: DeviceSession, phone: Phone, program: str, store: Store) -> PreparedPhone:
     """Probe once, deploy the benchmark, the load generator and the sampler (content-cached)."""
-    doc, caps = probe_phone(session, phone)
+    caps, doc = read_probe(session, phone)
     names = [program, SAMPLER] + ([LOAD] if program != LOAD else [])
     programs = deploy_mod.deploy(session, names, phone.abis)
     controls.stay_awake(session, on=True)
@@ -91,7 +106,7 @@ def prepare_phone(session: DeviceSession, phone: Phone, program: str, store: Sto
         capabilities=doc,
         state="online",
     )
-    return PreparedPhone(session, phone, caps, doc, programs)
+    return PreparedPhone(session, phone, caps, programs)
 
 
 def settle_load(load: Background, target: float, gates: Gates, cancel: threading.Event) -> float | None:
@@ -179,25 +194,19 @@ def _run_measured(
 ) -> None:
     session = prepared.session
     programs = prepared.programs
-    sampler = Background(
-        session,
-        run_dir,
-        "sampler",
-        sampler_argv(
-            programs[SAMPLER].phone_path,
-            prepared.caps.sampler_sources(),
-            gates.rate_hz,
-            run_dir.file("trace.bin"),
-        ),
-    )
-    with sampler:
+    sampler = trace_sampler(session, run_dir, programs[SAMPLER].phone_path, prepared.caps, gates.rate_hz)
+    if sampler is None:
+        result.notes.append("no telemetry: the phone has no readable battery, GPU or thermal node")
+    with sampler or contextlib.nullcontext():
         if job.gpu_load > 0 and LOAD in programs:
             notify("loading", {"target": job.gpu_load})
             load = Background(
                 session,
                 run_dir,
                 "gpuload",
-                load_argv(programs[LOAD].phone_path, job.gpu_load, gates.intensity, prepared.caps.gpu_busy),
+                load_argv(
+                    programs[LOAD].phone_path, job.gpu_load, gates.intensity, gpu_busy_path(prepared.caps)
+                ),
             )
             with load:
                 result.load_achieved = settle_load(load, job.gpu_load, gates, cancel)
@@ -233,7 +242,7 @@ def _memory_sampler(
         prepared.session.script('touch "$1"', run_dir.file("bench.go"))
         return contextlib.nullcontext()
     binary = prepared.programs[SAMPLER].phone_path
-    argv = pid_sampler_argv(binary, [], MEM_RATE_HZ, run_dir.file("mem.bin"), pid, linger_s=MEM_LINGER_S)
+    argv = sampler_argv(binary, [], MEM_RATE_HZ, run_dir.file("mem.bin"), pid, linger_s=MEM_LINGER_S)
     return Background(prepared.session, run_dir, "memsampler", argv)
 
 

@@ -11,20 +11,21 @@ from pathlib import Path
 from typing import Any
 
 from farm.device.session import DeviceSession
-from farm.engine.caps import PhoneCaps
 from farm.engine.deploy import Deployed
 from farm.fleet.inventory import Phone
 from farm.store import Metric, Outcome
+from farm.telemetry.probe import Capabilities
 
 
 @dataclass(frozen=True)
 class PreparedPhone:
-    """A phone probed and deployed to, once per phone per sweep."""
+    """A phone probed and deployed to, once per phone per sweep. `caps` is what farm-probe found,
+    parsed once here: every later question about the phone (charging node, GPU busy counter,
+    thermal zones, battery conventions, sampler sources) is answered from it."""
 
     session: DeviceSession
     phone: Phone
-    caps: PhoneCaps
-    probe: dict[str, Any]
+    caps: Capabilities
     programs: dict[str, Deployed]
     # This session's idle power of the phone (farm.engine.baseline.IdleBaseline.as_dict), or None.
     idle_baseline: dict[str, Any] | None = None

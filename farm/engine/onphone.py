@@ -11,14 +11,16 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from farm.device.session import FARM_ROOT, DeviceSession
-from farm.engine.caps import Source
 from farm.errors import CommandTimeout
+from farm.telemetry.probe import Capabilities
+from farm.telemetry.sampler import default_sources, sampler_argv
 
 # The programs farm deploys besides the benchmark (device_agents/ and kernels/gpuload).
 PROBE = "farm-probe"
 SAMPLER = "farm-sampler"
 LOAD = "gpuload"
 RUNS_DIR = f"{FARM_ROOT}/runs"
+TRACE = "trace.bin"  # the sampler's output in a run folder
 CL_CACHE_DIR = f"{FARM_ROOT}/cache"
 # One adb round trip waits on the phone this long for the benchmark to end, so polling costs
 # few calls while the end of a run is still seen within POLL_STEP_S.
@@ -114,13 +116,28 @@ class Background:
         return self.session.read_text(self.stdout) or ""
 
 
-def sampler_argv(binary: str, sources: Sequence[Source], rate_hz: float, out: str) -> list[str]:
-    argv = [binary, f"--out={out}", f"--rate-hz={rate_hz:g}"]
-    return argv + [f"--source={s.name}={s.path}:{s.format}" for s in sources]
+def trace_sampler(
+    session: DeviceSession, run_dir: RunDir, binary: str, caps: Capabilities, rate_hz: float
+) -> Background | None:
+    """farm-sampler over the phone's telemetry (farm.telemetry.sampler.default_sources: battery,
+    GPU busy and frequency, the relevant thermal zones) into the run folder's trace.bin; None when
+    the phone has no readable source at all."""
+    sources = default_sources(caps)
+    if not sources:
+        return None
+    return Background(
+        session, run_dir, "sampler", sampler_argv(binary, sources, rate_hz, run_dir.file(TRACE))
+    )
+
+
+def gpu_busy_path(caps: Capabilities) -> str | None:
+    """The GPU busy counter gpuload steers by, when the phone has a readable one."""
+    busy = caps.gpu.busy
+    return busy.path if busy is not None and busy.usable else None
 
 
 def load_argv(
-    binary: str, target: float, intensity: str, busy: Source | None, period_ms: int = 250
+    binary: str, target: float, intensity: str, busy_path: str | None, period_ms: int = 250
 ) -> list[str]:
     argv = [
         binary,
@@ -129,7 +146,7 @@ def load_argv(
         f"--period-ms={period_ms}",
         f"--cl-cache={CL_CACHE_DIR}",
     ]
-    return argv + ([f"--busy-path={busy.path}"] if busy is not None else [])
+    return argv + ([f"--busy-path={busy_path}"] if busy_path is not None else [])
 
 
 _ACHIEVED_KEYS = ("achieved", "achieved_util", "utilization", "util", "busy", "load")

@@ -22,6 +22,7 @@ from farm.errors import FarmError
 from farm.store import Store, ownership
 from farm.store import devices as device_store
 from farm.store import runs as run_store
+from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 
 KILL_SETTLE_S = 0.3
 
@@ -76,6 +77,17 @@ def recover_phone(store: Store, session: DeviceSession, device_id: str) -> None:
     session.shell(["dumpsys", "battery", "reset"])
 
 
+def _stored_capabilities(text: str | None) -> Capabilities | None:
+    """The phone's capabilities as the store kept them (probe JSON), or None when absent or from a
+    probe this farm does not read."""
+    if not text:
+        return None
+    try:
+        return capabilities_of(json.loads(text))
+    except (ValueError, ProbeOutputError):
+        return None
+
+
 def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
     """DONE runs without metrics (a crash came between the result and its metrics): compute them
     from the artifacts on disk. Returns how many runs got metrics."""
@@ -90,7 +102,7 @@ def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
         if not row["artifacts_dir"]:
             continue
         factors = json.loads(row["factors_json"])
-        probe = json.loads(row["capabilities_json"]) if row["capabilities_json"] else None
+        caps = _stored_capabilities(row["capabilities_json"])
         env_rows = store.query(
             "SELECT env_json FROM attempts WHERE run_id = ? AND outcome = 'done' "
             "ORDER BY attempt DESC LIMIT 1",
@@ -102,7 +114,7 @@ def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
             metrics = compute_metrics(
                 results / row["artifacts_dir"],
                 float(factors.get("gpu_load", 0.0) or 0.0),
-                probe,
+                caps,
                 discharging=charging_disabled is True,
                 idle_power_mw=idle_power_mw_of(env),
                 charging_disabled=charging_disabled,

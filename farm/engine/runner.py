@@ -143,10 +143,10 @@ def _gpu_family_prober(endpoints: Sequence[LocalAdbEndpoint]) -> Callable[[Phone
         if endpoint is None:
             return None
         try:
-            doc, _caps = probe_phone(DeviceSession(endpoint.device(phone.adb_serial), phone.device_id), phone)
+            caps = probe_phone(DeviceSession(endpoint.device(phone.adb_serial), phone.device_id), phone)
         except FarmError:
             return None
-        return str((doc.get("gpu") or {}).get("family") or "unknown")
+        return caps.gpu.family.value
 
     return family
 

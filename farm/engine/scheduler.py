@@ -32,6 +32,7 @@ from farm.spec.model import Experiment
 from farm.store import Outcome, RunState, Store, ownership, run_artifacts_dir
 from farm.store import runs as run_store
 from farm.store.runs import StoredRun
+from farm.telemetry.probe import Capabilities
 
 LOST_PHONE_WAIT_S = 120.0
 LOST_WAIT_SLICE_S = 5.0
@@ -337,7 +338,7 @@ class Sweep:
             # leaves a DONE run without metrics, which the next start fills in (recovery).
             self._pending_metrics.append(
                 self._metrics_pool.submit(
-                    self._store_metrics, run.run_id, artifacts, job.gpu_load, prepared.probe, result.env
+                    self._store_metrics, run.run_id, artifacts, job.gpu_load, prepared.caps, result.env
                 )
             )
         if result.outcome is Outcome.LOST:
@@ -363,14 +364,14 @@ class Sweep:
         status.run_started = None
 
     def _store_metrics(
-        self, run_id: str, artifacts: Path, gpu_load: float, probe: dict[str, Any], env: dict[str, Any]
+        self, run_id: str, artifacts: Path, gpu_load: float, caps: Capabilities, env: dict[str, Any]
     ) -> None:
         charging_disabled = charging_disabled_of(env)
         try:
             metrics = compute_metrics(
                 artifacts,
                 gpu_load,
-                probe,
+                caps,
                 discharging=charging_disabled is True,
                 idle_power_mw=idle_power_mw_of(env),
                 charging_disabled=charging_disabled,

@@ -267,7 +267,13 @@ def parse_probe(text: str) -> Capabilities:
     except ValueError as exc:
         first = text.strip().splitlines()[0][:120] if text.strip() else "(empty output)"
         raise ProbeOutputError(f"farm-probe output is not JSON ({exc}): {first}") from exc
-    if not isinstance(doc, dict):
+    return capabilities_of(doc)
+
+
+def capabilities_of(doc: object) -> Capabilities:
+    """farm-probe's document, already decoded from JSON (as stored), into Capabilities. Raises
+    ProbeOutputError with what was wrong."""
+    if not isinstance(doc, Mapping):
         raise ProbeOutputError("farm-probe output is not a JSON object")
     version = doc.get("probe_version")
     if version not in SUPPORTED_PROBE_VERSIONS:

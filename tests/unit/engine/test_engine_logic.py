@@ -1,19 +1,21 @@
-"""Pure parts of the engine: retry decisions, phone selection, capabilities from the probe,
-gpuload output, planned rows for the store."""
+"""Pure parts of the engine: retry decisions, phone selection, what the engine takes from the
+phone's Capabilities (farm.telemetry.probe), gpuload output, planned rows for the store."""
 
 from __future__ import annotations
 
 import pytest
 
 from farm.device.controls import charging_control_for
-from farm.engine.caps import caps_from_probe
-from farm.engine.onphone import last_achieved_load, load_argv
+from farm.engine.conditions import charging_control, temperature_nodes
+from farm.engine.onphone import gpu_busy_path, last_achieved_load, load_argv
 from farm.engine.planner import plan
 from farm.engine.runner import matches_selector, planned_rows, select_phones
 from farm.engine.scheduler import gates_of, retry_decision
 from farm.fleet.inventory import Phone, PhoneState
 from farm.spec import load_text
 from farm.store import Outcome, RunState
+from farm.telemetry.probe import GpuFamily, capabilities_of
+from farm.telemetry.sampler import SourceFormat, default_sources
 
 SPEC = """
 name: t
@@ -85,6 +87,7 @@ def test_gates_come_from_the_experiment() -> None:
 
 
 PROBE = {
+    "probe_version": 1,
     "root": {"uid": 2000, "adbd_root": False, "su_path": "/system/xbin/su", "su_works": True},
     "opencl": {"libraries": ["/vendor/lib64/libOpenCL.so"], "found": True},
     "battery": {
@@ -93,13 +96,20 @@ PROBE = {
             "path": "/sys/class/power_supply/battery/current_now",
             "present": True,
             "readable": True,
+            "value": "-250000",
+            "unit_hint": "uA",
         },
         "voltage_now": {
             "path": "/sys/class/power_supply/battery/voltage_now",
             "present": True,
             "readable": False,
         },
-        "temp": {"path": "/sys/class/power_supply/battery/temp", "present": True, "readable": True},
+        "temp": {
+            "path": "/sys/class/power_supply/battery/temp",
+            "present": True,
+            "readable": True,
+            "value": "285",
+        },
     },
     "charging_control": [
         {
@@ -127,6 +137,8 @@ PROBE = {
             "readable": True,
             "zone": "thermal_zone0",
             "type": "gpuss-0-usr",
+            "value": "41000",
+            "unit_hint": "mC",
         },
         {
             "path": "/sys/class/thermal/thermal_zone1/temp",
@@ -139,21 +151,26 @@ PROBE = {
 }
 
 
-def test_caps_from_probe_picks_usable_nodes_only() -> None:
-    caps = caps_from_probe(PROBE)
-    assert caps.rooted and caps.opencl and caps.gpu_family == "adreno"
-    assert caps.charging is not None and caps.charging.disable_value == "0"  # writable through su
-    assert caps.gpu_busy is not None and caps.gpu_busy.format == "kgsl"
-    names = [s.name for s in caps.sampler_sources()]
-    assert "battery.voltage_now" not in names  # unreadable
-    assert "thermal.gpuss-0-usr" in names and "thermal.cpu" not in names
-    assert "thermal.battery" in names  # battery temp stands in for a battery zone
+def test_the_engine_uses_usable_nodes_of_the_capabilities_only() -> None:
+    caps = capabilities_of(PROBE)
+    assert caps.root.available and caps.has_opencl and caps.gpu.family is GpuFamily.ADRENO
+    control = charging_control(caps)
+    assert control is not None and control.disable_value == "0"  # writable through su
+    sources = {s.name: s for s in default_sources(caps)}
+    assert sources["gpu.busy"].format is SourceFormat.KGSL
+    assert "battery.voltage_now" not in sources  # unreadable
+    assert "thermal.gpuss-0-usr" in sources and "thermal.cpu" not in sources
+    nodes = temperature_nodes(caps)
+    assert "/sys/class/thermal/thermal_zone1/temp" not in nodes  # unreadable
+    # battery temp stands in for a battery zone
+    assert nodes == ["/sys/class/thermal/thermal_zone0/temp", "/sys/class/power_supply/battery/temp"]
 
 
 def test_no_charging_control_without_root_or_a_writable_node() -> None:
     unrooted = {**PROBE, "root": {"uid": 2000, "adbd_root": False, "su_works": False}}
-    assert caps_from_probe(unrooted).charging is None
-    assert caps_from_probe({}).charging is None and caps_from_probe({}).gpu_busy is None
+    assert charging_control(capabilities_of(unrooted)) is None
+    bare = capabilities_of({"probe_version": 1, "root": {"uid": 2000, "adbd_root": False}})
+    assert charging_control(bare) is None and gpu_busy_path(bare) is None
 
 
 def test_last_achieved_load_reads_fractions_and_percentages_and_skips_garbage() -> None:
@@ -163,8 +180,7 @@ def test_last_achieved_load_reads_fractions_and_percentages_and_skips_garbage() 
 
 
 def test_load_argv_uses_the_busy_counter_when_known() -> None:
-    caps = caps_from_probe(PROBE)
-    argv = load_argv("/bin/gpuload", 0.5, "compute", caps.gpu_busy)
+    argv = load_argv("/bin/gpuload", 0.5, "compute", gpu_busy_path(capabilities_of(PROBE)))
     assert "--target=0.5" in argv and "--busy-path=/sys/class/kgsl/kgsl-3d0/gpubusy" in argv
     assert not any(a.startswith("--busy-path") for a in load_argv("/bin/gpuload", 0.5, "compute", None))
 
