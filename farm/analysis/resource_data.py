@@ -22,7 +22,7 @@ from farm.analysis.cnn_descriptor import NETWORKS, network
 from farm.analysis.network_model import moved_mb
 from farm.analysis.resource_model import FEATURES, FittedModel, GemmModel, GemmSample, HeldOut
 from farm.errors import ConfigError
-from farm.report.model import RunResult
+from farm.store.results import StoredResult
 
 FORMAT = "farm-resource-model/1"
 TIME_METRIC = "latency_median_ms"
@@ -49,7 +49,7 @@ class PhoneModel:
     pool_ms_per_mb: float | None = None  # measured pools' rate (cnn experiments), else None
 
 
-def _key(run: RunResult, params: Mapping[str, Any]) -> ModelKey | None:
+def _key(run: StoredResult, params: Mapping[str, Any]) -> ModelKey | None:
     if not run.device_id:
         return None
     factors = {**params, **run.factors}
@@ -57,7 +57,7 @@ def _key(run: RunResult, params: Mapping[str, Any]) -> ModelKey | None:
 
 
 def gemm_samples(
-    runs: Iterable[RunResult], params: Mapping[str, Any], time_metric: str = TIME_METRIC
+    runs: Iterable[StoredResult], params: Mapping[str, Any], time_metric: str = TIME_METRIC
 ) -> dict[ModelKey, list[GemmSample]]:
     """GEMM samples of the runs that finished with (m, n, k) and a time, grouped per model key.
     `params` are the experiment's fixed benchmark params (a shape may be fixed there)."""
@@ -77,7 +77,7 @@ def gemm_samples(
 
 
 def measured_layers(
-    runs: Iterable[RunResult], params: Mapping[str, Any], network: str
+    runs: Iterable[StoredResult], params: Mapping[str, Any], network: str
 ) -> dict[ModelKey, dict[str, float]]:
     """Per-layer time (cnn `layer` events, stored as layer_NN_<name>_ms) of the runs of `network`,
     per model key: the fastest run's, as the model is fitted to the fastest repetition (see
@@ -107,7 +107,7 @@ class LayerSamples:
 
 
 def cnn_layer_samples(
-    runs: Iterable[RunResult], params: Mapping[str, Any], networks: Sequence[str] = NETWORKS
+    runs: Iterable[StoredResult], params: Mapping[str, Any], networks: Sequence[str] = NETWORKS
 ) -> dict[ModelKey, LayerSamples]:
     """Per model key, the layers of the runs of `networks`. Runs at another input size than the
     descriptor's are left out: their shapes differ."""

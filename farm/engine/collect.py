@@ -6,7 +6,6 @@ trace.bin (sampler), gpuload.jsonl, env.json (environment snapshot), notes in en
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 

@@ -21,8 +21,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from farm.analysis.aggregate import GroupStat, Observation, aggregate
-from farm.report.model import DEVICE, OWN_CI, FigureSpec, ReportData, RunResult
+from farm.report.model import OWN_CI, FigureSpec, ReportData
 from farm.safe_text import terminal
+from farm.store.results import DEVICE, StoredResult
 
 _RC: dict[str, Any] = {
     "svg.fonttype": "none",  # real <text>: small, searchable, escaped
@@ -117,7 +118,7 @@ def _has_data(data: ReportData, spec: FigureSpec) -> bool:
     return any(y in run.metrics for run in data.done_runs)
 
 
-def _observations(runs: list[RunResult], spec: FigureSpec, y: str) -> list[Observation]:
+def _observations(runs: list[StoredResult], spec: FigureSpec, y: str) -> list[Observation]:
     own = OWN_CI.get(y)
     result = []
     for run in runs:
@@ -167,18 +168,18 @@ def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], n
         ax.set_xticks(range(len(categories)), [_label(c) for c in categories], rotation=20, ha="right")
 
 
-def _values(runs: list[RunResult], factor: str | None) -> list[Hashable]:
+def _values(runs: list[StoredResult], factor: str | None) -> list[Hashable]:
     """The levels of a factor among runs (numbers in order), or [None] when there is no factor."""
     if factor is None:
         return [None]
     return sorted({_hashable(run.factor(factor)) for run in runs}, key=_level_order)
 
 
-def _with(runs: list[RunResult], factor: str | None, level: Hashable) -> list[RunResult]:
+def _with(runs: list[StoredResult], factor: str | None, level: Hashable) -> list[StoredResult]:
     return runs if factor is None else [r for r in runs if _hashable(r.factor(factor)) == level]
 
 
-def _below_zero_energy(y: str, run: RunResult) -> bool:
+def _below_zero_energy(y: str, run: StoredResult) -> bool:
     """An energy below zero (a run that drew less than the idle baseline) is no energy: it is
     left out of figures, and quality_notes names the run."""
     return y.startswith("energy_") and run.metrics[y] < 0

@@ -1,12 +1,15 @@
 """The report's data model: everything a report shows, assembled once (farm.report.query) from the
-store, then rendered by pure functions (figures, render). Tests build a ReportData by hand.
+store, then rendered by pure functions (figures, render). Tests build a ReportData by hand. Its runs
+are farm.store.results.StoredResult rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from farm.store.results import StoredResult
 
 # Metric names a figure may use by their short name (the spec's default y is `latency_ms`).
 METRIC_ALIASES: dict[str, str] = {
@@ -25,8 +28,6 @@ METRIC_ALIASES: dict[str, str] = {
 OWN_CI: dict[str, tuple[str, str]] = {
     "latency_median_ms": ("latency_median_ci_low_ms", "latency_median_ci_high_ms"),
 }
-
-DEVICE = "device"  # the pseudo-factor naming the phone a run ran on
 
 
 @dataclass(frozen=True)
@@ -62,29 +63,13 @@ class PhoneInfo:
 
 
 @dataclass(frozen=True)
-class RunResult:
-    run_id: str
-    cell_id: str
-    factors: Mapping[str, Any]
-    repetition: int
-    device_id: str | None
-    state: str  # PENDING, RUNNING, DONE, FAILED, SKIPPED
-    reason: str | None = None
-    metrics: Mapping[str, float] = field(default_factory=dict)
-    units: Mapping[str, str] = field(default_factory=dict)
-
-    def factor(self, name: str) -> Any:
-        return self.device_id if name == DEVICE else self.factors.get(name)
-
-
-@dataclass(frozen=True)
 class ReportData:
     experiment: str
     benchmark: str | None
     spec: Mapping[str, Any]  # what was asked, as loaded (JSON-able)
     factor_names: tuple[str, ...]
     phones: tuple[PhoneInfo, ...]
-    runs: tuple[RunResult, ...]
+    runs: tuple[StoredResult, ...]
     figures: tuple[FigureSpec, ...] = ()  # declared in the experiment's report section
     notes: tuple[str, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
     generated_at: str = ""
@@ -103,5 +88,5 @@ class ReportData:
         return ""
 
     @property
-    def done_runs(self) -> tuple[RunResult, ...]:
+    def done_runs(self) -> tuple[StoredResult, ...]:
         return tuple(run for run in self.runs if run.state == "DONE")

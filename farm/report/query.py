@@ -14,8 +14,9 @@ from typing import Any
 
 from farm.errors import ConfigError
 from farm.report.environment import phone_info
-from farm.report.model import FigureSpec, PhoneInfo, ReportData, RunResult
+from farm.report.model import FigureSpec, PhoneInfo, ReportData
 from farm.store.db import Store
+from farm.store.results import StoredResult
 from farm.store.runs import list_runs
 
 # Event kinds whose messages become data-quality notes.
@@ -103,7 +104,7 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
             if isinstance(notes_of_run, list):
                 run_notes += [f"{row['device_id']}: {note}" for note in notes_of_run if note]
     results = tuple(
-        RunResult(
+        StoredResult(
             run_id=run.run_id,
             cell_id=run.cell_id,
             factors=run.factors,

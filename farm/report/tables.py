@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.analysis.aggregate import Observation, aggregate
-from farm.report.model import OWN_CI, ReportData, RunResult
+from farm.report.model import OWN_CI, ReportData
+from farm.store.results import StoredResult
 
 # The metrics a cell table shows, when any run has them.
 TABLE_METRICS: tuple[str, ...] = (
@@ -53,7 +54,7 @@ def table_metrics(data: ReportData) -> list[str]:
 
 def cells(data: ReportData, *, by_device: bool = True) -> list[Cell]:
     """One Cell per cell and phone, or per cell over all phones (device_id None) when not by_device."""
-    groups: dict[tuple[str, str | None], list[RunResult]] = {}
+    groups: dict[tuple[str, str | None], list[StoredResult]] = {}
     for run in data.runs:
         groups.setdefault((run.cell_id, run.device_id if by_device else None), []).append(run)
     metrics = table_metrics(data)
@@ -79,7 +80,7 @@ def _order(value: Any) -> tuple[int, float, str]:
     return (1, 0.0, str(value))
 
 
-def _observation(run: RunResult, metric: str) -> Observation:
+def _observation(run: StoredResult, metric: str) -> Observation:
     own = OWN_CI.get(metric)
     own_ci = None
     if own and own[0] in run.metrics and own[1] in run.metrics:
@@ -101,16 +102,16 @@ def failures(data: ReportData) -> list[Failure]:
     ]
 
 
-def _flagged(data: ReportData, metric: str, value: float) -> list[RunResult]:
+def _flagged(data: ReportData, metric: str, value: float) -> list[StoredResult]:
     return [run for run in data.done_runs if run.metrics.get(metric) == value]
 
 
-def _some(runs: list[RunResult], limit: int = 5) -> str:
+def _some(runs: list[StoredResult], limit: int = 5) -> str:
     names = [f"{run.run_id} ({run.device_id})" for run in runs[:limit]]
     return ", ".join(names) + (f" and {len(runs) - limit} more" if len(runs) > limit else "")
 
 
-def _load_miss(run: RunResult) -> str:
+def _load_miss(run: StoredResult) -> str:
     target = run.metrics.get("gpu_load_target", run.factors.get("gpu_load"))
     achieved = run.metrics.get("gpu_load_mean")
     target_text = f"{target:.2f}" if isinstance(target, int | float) else "?"

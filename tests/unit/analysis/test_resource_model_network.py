@@ -13,7 +13,7 @@ from farm.analysis.network_model import memory, moved_mb, pool_rate, predict_net
 from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmModel, GemmSample, select_model
 from farm.errors import ConfigError
-from farm.report.model import RunResult
+from farm.store.results import StoredResult
 
 REPO = Path(__file__).resolve().parents[3]
 # Published parameter counts (torchvision squeezenet1_0 / squeezenet1_1, weights + biases).
@@ -76,8 +76,8 @@ def test_prediction_is_the_gemm_model_per_conv_and_traffic_only_per_pool() -> No
 
 def _run(
     run_id: str, factors: dict[str, object], metrics: dict[str, float], state: str = "DONE"
-) -> RunResult:
-    return RunResult(run_id, run_id, factors, 0, "local/VP1", state, metrics=metrics)
+) -> StoredResult:
+    return StoredResult(run_id, run_id, factors, 0, "local/VP1", state, metrics=metrics)
 
 
 def test_gemm_samples_are_grouped_per_phone_backend_and_precision() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from farm.report.model import FigureSpec, PhoneInfo, ReportData, RunResult
+from farm.report.model import FigureSpec, PhoneInfo, ReportData
+from farm.store.results import StoredResult
 
 EVIL = "<script>alert(1)</script>"
 UNITS = {
@@ -52,7 +53,7 @@ def build_report_data(*, declared: tuple[FigureSpec, ...] = ()) -> ReportData:
                         }
                         cell = f"backend={backend},hidden={hidden},gpu_load={load}"
                         runs.append(
-                            RunResult(
+                            StoredResult(
                                 run_id=f"r{len(runs):03d}",
                                 cell_id=cell,
                                 factors={"backend": backend, "hidden": hidden, "gpu_load": load},
@@ -64,7 +65,7 @@ def build_report_data(*, declared: tuple[FigureSpec, ...] = ()) -> ReportData:
                             )
                         )
     runs.append(
-        RunResult(
+        StoredResult(
             "r999",
             "backend=gpu,hidden=32,gpu_load=0.0",
             {"backend": "gpu", "hidden": 32, "gpu_load": 0.0},
