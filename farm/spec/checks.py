@@ -1,21 +1,59 @@
 """Cross-field checks of an experiment whose shapes are already valid (pure).
 
 Each check returns Issues with the key path of the offending node, so the loader can name the
-line. Messages say what is wrong and, where it helps, what to write instead.
+line. Messages say what is wrong and, where it helps, what to write instead. The checks read the
+experiment through `CheckedSpec`, the part of farm.spec.model.Experiment they need, so the model
+(which runs them from its validator) and this module do not import each other.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from farm.spec.expand import cross_product_size, level_key
-from farm.spec.programs import GPU_LOAD, MEASUREMENT_ARGS, arguments, factor_arg, show
+from farm.spec.expand import Cell, cross_product_size, level_key
+from farm.spec.programs import GPU_LOAD, MEASUREMENT_ARGS, Program, arguments, factor_arg, show
+from farm.spec.sections import Devices, Measurement, Report
 
-if TYPE_CHECKING:
-    from farm.spec.model import Experiment
+Scalar = bool | int | float | str
+
+
+class CheckedBenchmark(Protocol):
+    @property
+    def program(self) -> Program: ...
+
+    @property
+    def params(self) -> Mapping[str, Scalar]: ...
+
+
+class CheckedSpec(Protocol):
+    """What the checks read of an experiment (farm.spec.model.Experiment has all of it)."""
+
+    @property
+    def benchmark(self) -> CheckedBenchmark: ...
+
+    @property
+    def sweep(self) -> Mapping[str, Sequence[Scalar]]: ...
+
+    @property
+    def zip(self) -> Sequence[Sequence[str]]: ...
+
+    @property
+    def exclude(self) -> Sequence[Mapping[str, Scalar | Sequence[Scalar]]]: ...
+
+    @property
+    def devices(self) -> Devices: ...
+
+    @property
+    def measurement(self) -> Measurement: ...
+
+    @property
+    def report(self) -> Report: ...
+
+    def cells(self) -> list[Cell]: ...
+
 
 # More runs than this is a typo or a hostile file, not a lab plan (~1 week of 6 s runs on one phone).
 MAX_PLANNED_RUNS = 100_000
@@ -37,7 +75,7 @@ def suggest(word: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
-def check(experiment: Experiment) -> list[Issue]:
+def check(experiment: CheckedSpec) -> list[Issue]:
     issues: list[Issue] = []
     issues += _check_params(experiment)
     issues += _check_sweep(experiment)
@@ -56,7 +94,7 @@ def _issue(path: Sequence[str | int], message: str) -> Issue:
     return Issue(path=tuple(path), message=message)
 
 
-def _unknown_name(experiment: Experiment, name: str) -> str | None:
+def _unknown_name(experiment: CheckedSpec, name: str) -> str | None:
     """Why `name` cannot be a params key or factor of this program, or None when it can."""
     program = experiment.benchmark.program
     if name in MEASUREMENT_ARGS:
@@ -68,7 +106,7 @@ def _unknown_name(experiment: Experiment, name: str) -> str | None:
     return None
 
 
-def _check_params(experiment: Experiment) -> list[Issue]:
+def _check_params(experiment: CheckedSpec) -> list[Issue]:
     issues = []
     program = experiment.benchmark.program
     for name, value in experiment.benchmark.params.items():
@@ -86,7 +124,7 @@ def _check_params(experiment: Experiment) -> list[Issue]:
     return issues
 
 
-def _check_sweep(experiment: Experiment) -> list[Issue]:
+def _check_sweep(experiment: CheckedSpec) -> list[Issue]:
     issues = []
     program = experiment.benchmark.program
     zipped = {name for group in experiment.zip for name in group}
@@ -108,7 +146,7 @@ def _check_sweep(experiment: Experiment) -> list[Issue]:
     return issues
 
 
-def _check_zip(experiment: Experiment) -> list[Issue]:
+def _check_zip(experiment: CheckedSpec) -> list[Issue]:
     issues = []
     seen: dict[str, int] = {}
     for group_index, group in enumerate(experiment.zip):
@@ -138,7 +176,7 @@ def _check_zip(experiment: Experiment) -> list[Issue]:
     return issues
 
 
-def _duplicate_rows(experiment: Experiment, group: Sequence[str], group_index: int) -> list[Issue]:
+def _duplicate_rows(experiment: CheckedSpec, group: Sequence[str], group_index: int) -> list[Issue]:
     rows = list(zip(*(experiment.sweep[name] for name in group), strict=True))
     seen: set[tuple[object, ...]] = set()
     for index, row in enumerate(rows):
@@ -150,7 +188,7 @@ def _duplicate_rows(experiment: Experiment, group: Sequence[str], group_index: i
     return []
 
 
-def _check_exclude(experiment: Experiment) -> list[Issue]:
+def _check_exclude(experiment: CheckedSpec) -> list[Issue]:
     issues = []
     program = experiment.benchmark.program
     for rule_index, rule in enumerate(experiment.exclude):
@@ -174,7 +212,7 @@ def _check_exclude(experiment: Experiment) -> list[Issue]:
     return issues
 
 
-def _check_plan_size(experiment: Experiment) -> list[Issue]:
+def _check_plan_size(experiment: CheckedSpec) -> list[Issue]:
     """Refuse a plan too large to expand before anything expands it (cells x repetitions)."""
     cells = cross_product_size(experiment.sweep, experiment.zip)
     repetitions = experiment.measurement.repetitions
@@ -191,7 +229,7 @@ def _check_plan_size(experiment: Experiment) -> list[Issue]:
     ]
 
 
-def _check_figures(experiment: Experiment) -> list[Issue]:
+def _check_figures(experiment: CheckedSpec) -> list[Issue]:
     issues = []
     columns = [*experiment.sweep, *FIGURE_COLUMNS]
     for index, figure in enumerate(experiment.report.figures):
@@ -208,7 +246,7 @@ def _check_figures(experiment: Experiment) -> list[Issue]:
     return issues
 
 
-def _check_other(experiment: Experiment) -> list[Issue]:
+def _check_other(experiment: CheckedSpec) -> list[Issue]:
     issues = []
     measurement = experiment.measurement
     if measurement.max_seconds < measurement.min_seconds:
