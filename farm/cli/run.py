@@ -12,9 +12,9 @@ import click
 
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
-from farm.engine.progress import progress_line, snapshot_of
 from farm.engine.runner import RunOptions, run_experiment
 from farm.engine.scheduler import Sweep
+from farm.live.from_engine import progress_line, snapshot_of
 from farm.safe_text import terminal
 from farm.store import RunState, results_dir
 from farm.store.runs import StoredRun

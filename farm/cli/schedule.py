@@ -16,7 +16,7 @@ import click
 from farm.analysis.regression import RegressionPolicy
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
-from farm.engine.progress import progress_line
+from farm.live.from_engine import progress_line
 from farm.safe_text import terminal
 from farm.schedule import firings
 from farm.schedule.config import find_schedule, load_schedules

@@ -14,9 +14,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
 
 from farm.device import controls
 from farm.device.session import DeviceSession
@@ -29,7 +27,7 @@ from farm.engine.conditions import (
     wait_for_battery,
     wait_until_cool,
 )
-from farm.engine.model import Gates, PreparedPhone, RunJob, RunResult
+from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import (
     CL_CACHE_DIR,
     LOAD,
@@ -61,8 +59,6 @@ _GATED_EXEC = (
     'i=0; while [ ! -s "$0" ] && [ ! -e "$1" ] && [ "$i" -lt "$2" ]; do sleep "$3"; i=$((i+1)); done; '
     'shift 3; exec "$@"'
 )
-
-StateCallback = Callable[[str, dict[str, Any]], None]
 
 
 def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict[str, object]]:
@@ -135,21 +131,21 @@ def execute_run(
     gates: Gates,
     store: Store,
     cancel: threading.Event,
-    on_state: StateCallback | None = None,
+    on_phase: OnPhase | None = None,
 ) -> RunResult:
     """One attempt of one run; the phone is restored whatever happens."""
     session = prepared.session
     result = RunResult(Outcome.FAILED)
-    notify = on_state or (lambda _state, _info: None)
+    notify = on_phase or (lambda _update: None)
     run_dir = RunDir.of(job.run_id)
     charging_off = False
     job.artifacts.mkdir(parents=True, exist_ok=True)
     try:
-        notify("preparing", {})
+        notify(PhaseUpdate(Phase.PREPARING))
         run_dir.create(session)
         level = battery_pct(prepared, unplug=gates.disable_charging)
         if level is not None and level < gates.min_battery_pct:
-            notify("charging", {})
+            notify(PhaseUpdate(Phase.CHARGING, battery_pct=level))
             level = wait_for_battery(prepared, gates, cancel)
             if level is not None and level < gates.min_battery_pct:
                 result.notes.append(f"battery {level:.0f}% below the minimum {gates.min_battery_pct:.0f}%")
@@ -158,20 +154,20 @@ def execute_run(
             charging_off = disable_charging(prepared, store, result.notes)
         # Whether the battery alone powered the phone: energy metrics are kept only then.
         result.env["charging_disabled"] = charging_off
-        notify("cooling", {"battery_pct": level})
+        notify(PhaseUpdate(Phase.COOLING, battery_pct=level))
         temp, waited = wait_until_cool(prepared, gates, cancel)
         result.env["cooldown_waited_s"] = round(waited, 3)
         result.env["temperature_start_c"] = temp
         if temp is not None and temp > gates.max_temp_c:
             result.notes.append(f"still {temp:.1f} °C after the {gates.cooldown_timeout_s:.0f} s cooldown")
-        notify("cooling", {"temperature_c": temp})
+        notify(PhaseUpdate(Phase.COOLING, temperature_c=temp))
         _run_measured(prepared, job, gates, run_dir, result, cancel, notify)
     except DeviceTransientError as error:
         result.outcome, result.error = Outcome.LOST, str(error)
     except FarmError as error:
         result.outcome, result.error = Outcome.FAILED, str(error)
     finally:
-        notify("restoring", {})
+        notify(PhaseUpdate(Phase.RESTORING))
         _restore(prepared, store, result, charging_off, gates)
         try:
             collect_artifacts(session, run_dir, job.artifacts)
@@ -190,7 +186,7 @@ def _run_measured(
     run_dir: RunDir,
     result: RunResult,
     cancel: threading.Event,
-    notify: StateCallback,
+    notify: OnPhase,
 ) -> None:
     session = prepared.session
     programs = prepared.programs
@@ -199,7 +195,7 @@ def _run_measured(
         result.notes.append("no telemetry: the phone has no readable battery, GPU or thermal node")
     with sampler or contextlib.nullcontext():
         if job.gpu_load > 0 and LOAD in programs:
-            notify("loading", {"target": job.gpu_load})
+            notify(PhaseUpdate(Phase.LOADING, gpu_load_target=job.gpu_load))
             load = Background(
                 session,
                 run_dir,
@@ -210,7 +206,7 @@ def _run_measured(
             )
             with load:
                 result.load_achieved = settle_load(load, job.gpu_load, gates, cancel)
-                notify("loading", {"gpu_load_achieved": result.load_achieved})
+                notify(PhaseUpdate(Phase.LOADING, gpu_load_achieved=result.load_achieved))
                 if result.load_achieved is None or abs(result.load_achieved - job.gpu_load) > gates.tolerance:
                     result.notes.append(
                         f"background load not reached: target {job.gpu_load:g}, "
@@ -253,12 +249,12 @@ def _run_benchmark(
     run_dir: RunDir,
     result: RunResult,
     cancel: threading.Event,
-    notify: StateCallback,
+    notify: OnPhase,
 ) -> None:
     session = prepared.session
     argv = [prepared.programs[job.program].phone_path, *job.program_args, f"--cl-cache={CL_CACHE_DIR}"]
     result.env["argv"] = argv
-    notify("running", {})
+    notify(PhaseUpdate(Phase.RUNNING))
     bench = Background(session, run_dir, "bench", gated_argv(argv, run_dir))
     with bench, _memory_sampler(prepared, run_dir, bench):
         deadline = time.monotonic() + gates.run_timeout_s

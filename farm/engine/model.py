@@ -6,7 +6,9 @@ and never each other's types.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,37 @@ from farm.engine.deploy import Deployed
 from farm.fleet.inventory import Phone
 from farm.store import Metric, Outcome
 from farm.telemetry.probe import Capabilities
+
+
+class Phase(StrEnum):
+    """What a phone's worker is doing now (the live view and `farm status` show it)."""
+
+    IDLE = "idle"
+    PREPARING = "preparing"  # recovery, probe, deploy
+    BASELINE = "baseline"  # measuring the idle power
+    CHARGING = "charging"  # battery gate: waiting for the minimum level
+    COOLING = "cooling"  # temperature gate
+    LOADING = "loading"  # background GPU load settling
+    RUNNING = "running"  # the benchmark
+    RESTORING = "restoring"  # charging back on, artifacts pulled
+    OFFLINE = "offline"  # dropped off; waiting for it to come back
+    LOST = "lost"  # did not come back (or its runs went to other phones)
+    FAILED = "failed"  # unusable for this sweep (no build for its ABI, probe refused ...)
+
+
+@dataclass(frozen=True)
+class PhaseUpdate:
+    """One step of an attempt, as it tells the scheduler: the phase it entered and what it has
+    just read on the phone (None: not read in this step)."""
+
+    phase: Phase
+    battery_pct: float | None = None
+    temperature_c: float | None = None
+    gpu_load_target: float | None = None
+    gpu_load_achieved: float | None = None
+
+
+OnPhase = Callable[[PhaseUpdate], None]
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from farm.device.session import DeviceSession
 from farm.engine.baseline import IdleBaseline, idle_power_mw_of, measure_idle_baseline
 from farm.engine.collect import charging_disabled_of, compute_metrics
 from farm.engine.lifecycle import execute_run, prepare_phone
-from farm.engine.model import Gates, PreparedPhone, RunJob, RunResult
+from farm.engine.model import Gates, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
 from farm.engine.recovery import recover_phone
 from farm.errors import DeviceTransientError, FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
@@ -76,12 +76,22 @@ class PhoneStatus:
     """What the live view shows of one phone; updated by its worker."""
 
     device_id: str
-    state: str = "idle"
+    state: Phase = Phase.IDLE
     cell: str | None = None
     run_started: float | None = None
     temperature_c: float | None = None
     battery_pct: float | None = None
     gpu_load_achieved: float | None = None
+
+    def apply(self, update: PhaseUpdate) -> None:
+        """An attempt's step: its phase, and whatever it read on the phone."""
+        self.state = update.phase
+        if update.battery_pct is not None:
+            self.battery_pct = update.battery_pct
+        if update.temperature_c is not None:
+            self.temperature_c = update.temperature_c
+        if update.gpu_load_achieved is not None:
+            self.gpu_load_achieved = update.gpu_load_achieved
 
 
 @dataclass
@@ -200,7 +210,7 @@ class Sweep:
                 if run is None:
                     break
                 if prepared is None:
-                    status.state = "preparing"
+                    status.state = Phase.PREPARING
                     session = self._session(phone)
                     recover_phone(self.store, session, phone.device_id)
                     prepared = prepare_phone(
@@ -208,22 +218,22 @@ class Sweep:
                     )
                     prepared = self._with_baseline(prepared, status)
                 self._attempt(prepared, run, status)
-                if status.state == "lost":
+                if status.state is Phase.LOST:
                     if not self._wait_for_phone(phone, status):
                         return
                     prepared = None  # re-probe and re-check the deployment on a phone that came back
         except DeviceTransientError as error:
             self._event("fault", f"phone lost while preparing: {error}", device_id=phone.device_id)
-            status.state = "lost"
+            status.state = Phase.LOST
             if self._wait_for_phone(phone, status):
                 self._work(phone)
         except FarmError as error:
-            status.state = "failed"
+            status.state = Phase.FAILED
             self._event("error", f"phone unusable: {error}", device_id=phone.device_id)
             self.problems.append(f"{phone.device_id}: {error}")
         finally:
-            if status.state not in ("lost", "failed"):
-                status.state = "idle"
+            if status.state not in (Phase.LOST, Phase.FAILED):
+                status.state = Phase.IDLE
             status.cell = None
 
     def _with_baseline(self, prepared: PreparedPhone, status: PhoneStatus) -> PreparedPhone:
@@ -232,7 +242,7 @@ class Sweep:
         device_id = prepared.phone.device_id
         baseline = self.baselines.get(device_id)
         if baseline is None:
-            status.state = "baseline"
+            status.state = Phase.BASELINE
             artifacts = self.results / self.key / "idle" / device_id.replace("/", "_")
             baseline = measure_idle_baseline(prepared, self.gates, self.store, self.cancel, artifacts)
             self.baselines[device_id] = baseline
@@ -247,7 +257,7 @@ class Sweep:
     def _wait_for_phone(self, phone: Phone, status: PhoneStatus) -> bool:
         """Wait (bounded) for a lost phone; stop waiting early when nothing is left for it (its
         runs were taken by equivalent phones) or the sweep is cancelled."""
-        status.state = "offline"
+        status.state = Phase.OFFLINE
 
         # Wait in slices so that waiting stops early when it is pointless: the sweep is cancelled
         # or no run is left for this phone (equivalent phones took them).
@@ -255,7 +265,7 @@ class Sweep:
         deadline = time.monotonic() + self.lost_wait_s
         while True:
             if self.cancel.is_set() or self._next_run(phone.device_id) is None:
-                status.state = "lost"
+                status.state = Phase.LOST
                 return False
             try:
                 endpoint.wait_online(
@@ -265,10 +275,10 @@ class Sweep:
             except FarmError as error:
                 if time.monotonic() >= deadline:
                     self._event("fault", f"phone did not come back: {error}", device_id=phone.device_id)
-                    status.state = "lost"
+                    status.state = Phase.LOST
                     return False
         self._event("recovered", "phone is back", device_id=phone.device_id)
-        status.state = "idle"
+        status.state = Phase.IDLE
         return True
 
     def _attempt(self, prepared: PreparedPhone, run: StoredRun, status: PhoneStatus) -> None:
@@ -302,14 +312,8 @@ class Sweep:
         status.cell = cell.label(self.experiment.factor_names)
         status.run_started = time.time()
 
-        def on_state(state: str, info: dict[str, Any]) -> None:
-            status.state = state
-            for key in ("battery_pct", "temperature_c", "gpu_load_achieved"):
-                if info.get(key) is not None:
-                    setattr(status, key, info[key])
-
         try:
-            result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_state)
+            result = execute_run(prepared, job, self.gates, self.store, self.cancel, status.apply)
         except Exception as error:  # a bug in farm: record it on the run rather than leave it RUNNING
             result = RunResult(Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error}")
         status.gpu_load_achieved = result.load_achieved
@@ -342,7 +346,7 @@ class Sweep:
                 )
             )
         if result.outcome is Outcome.LOST:
-            status.state = "lost"
+            status.state = Phase.LOST
             self._event(
                 "fault", f"phone lost during run: {result.error}", run_id=run.run_id, device_id=device_id
             )

@@ -9,18 +9,10 @@ from __future__ import annotations
 import json
 import time
 
-from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
+from farm.engine.model import Phase
+from farm.live.snapshot import Event, PhoneRow, Progress, Snapshot, event_level
 from farm.store.db import Store
 from farm.store.runs import recent_events
-
-_LEVELS = {
-    "fault": EventLevel.WARNING,
-    "retry": EventLevel.WARNING,
-    "timeout": EventLevel.WARNING,
-    "charging": EventLevel.WARNING,
-    "failed": EventLevel.ERROR,
-    "error": EventLevel.ERROR,
-}
 
 
 def _cell(factors_json: str | None) -> str | None:
@@ -74,7 +66,7 @@ def snapshot_from_store(store: Store, experiment: str, *, events: int = 8) -> Sn
             PhoneRow(
                 phone=device["serial"],
                 host=device["host"],
-                state="running" if run is not None else (device["state"] or "idle"),
+                state=Phase.RUNNING if run is not None else Phase.IDLE,
                 cell=_cell(run["factors_json"]) if run is not None else None,
                 temperature_c=device["temperature_c"],
                 battery_pct=device["battery_pct"],
@@ -82,7 +74,7 @@ def snapshot_from_store(store: Store, experiment: str, *, events: int = 8) -> Sn
             )
         )
     recent = tuple(
-        Event(e.ts, e.message, _LEVELS.get(e.kind, EventLevel.INFO), e.device_id)
+        Event(e.ts, e.message, event_level(e.kind), e.device_id)
         for e in recent_events(store, experiment, events)
     )
     return Snapshot(experiment, tuple(phones), progress_from_store(store, experiment, now=now), recent, now)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from farm.engine.model import Phase
+
 
 class EventLevel(StrEnum):
     """How loud a recent event is in the view."""
@@ -20,20 +22,36 @@ class EventLevel(StrEnum):
     ERROR = "error"
 
 
+# Kinds of store events (farm.store.runs.add_event) the view shows louder than INFO.
+_EVENT_LEVELS = {
+    "fault": EventLevel.WARNING,
+    "retry": EventLevel.WARNING,
+    "timeout": EventLevel.WARNING,
+    "charging": EventLevel.WARNING,
+    "regression": EventLevel.WARNING,
+    "failed": EventLevel.ERROR,
+    "error": EventLevel.ERROR,
+}
+
+
+def event_level(kind: str) -> EventLevel:
+    return _EVENT_LEVELS.get(kind, EventLevel.INFO)
+
+
 @dataclass(frozen=True)
 class PhoneRow:
     """One phone's line in the live view.
 
-    `state` is the engine's state for the phone as a short word (idle, preparing, cooling, loading,
-    running, collecting, restoring, offline, failed ...); the view colours the well-known ones and
-    shows any other as is. `cell` names the current cell (e.g. "backend=gpu hidden=128 load=0.5").
+    `state` is what the engine does with the phone (farm.engine.model.Phase: idle, preparing,
+    cooling, loading, running, restoring, offline ...). `cell` names the current cell (e.g.
+    "backend=gpu hidden=128 load=0.5").
     `run_progress` is the current run's progress as a fraction 0..1 (None when unknown or idle).
     `gpu_load_achieved` is a fraction 0..1 of the GPU busy time, `power_mw` the battery power.
     """
 
     phone: str
     host: str
-    state: str
+    state: Phase
     cell: str | None = None
     run_progress: float | None = None
     temperature_c: float | None = None

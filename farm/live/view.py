@@ -17,23 +17,24 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from farm.engine.model import Phase
 from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
 from farm.safe_text import terminal
 
 MAX_REFRESH_HZ = 4.0
 RECENT_EVENTS = 8
 _STATE_STYLES = {
-    "running": "bold green",
-    "preparing": "cyan",
-    "loading": "cyan",
-    "cooling": "blue",
-    "collecting": "cyan",
-    "restoring": "cyan",
-    "idle": "dim",
-    "done": "green",
-    "offline": "bold red",
-    "failed": "bold red",
-    "lost": "bold red",
+    Phase.RUNNING: "bold green",
+    Phase.PREPARING: "cyan",
+    Phase.BASELINE: "cyan",
+    Phase.LOADING: "cyan",
+    Phase.CHARGING: "blue",
+    Phase.COOLING: "blue",
+    Phase.RESTORING: "cyan",
+    Phase.IDLE: "dim",
+    Phase.OFFLINE: "bold red",
+    Phase.FAILED: "bold red",
+    Phase.LOST: "bold red",
 }
 _LEVEL_STYLES = {EventLevel.INFO: "", EventLevel.WARNING: "yellow", EventLevel.ERROR: "bold red"}
 
@@ -70,7 +71,7 @@ def phone_cells(row: PhoneRow) -> tuple[str, ...]:
     return (
         terminal(row.phone),
         terminal(row.host),
-        row.state,
+        row.state.value,
         terminal(row.cell or "–"),
         _bar(row.run_progress),
         _dash(row.temperature_c, ".1f"),
@@ -108,7 +109,7 @@ def render(snapshot: Snapshot, *, events: int = RECENT_EVENTS) -> RenderableType
         table.add_column(column, justify="right" if column.endswith(("%", "mW", "°C")) else "left")
     for row in snapshot.phones:
         cells = [Text(cell) for cell in phone_cells(row)]
-        cells[2].stylize(_STATE_STYLES.get(row.state.lower(), ""))
+        cells[2].stylize(_STATE_STYLES.get(row.state, ""))
         table.add_row(*cells)
     progress = Text(format_progress(snapshot.progress), style="bold")
     recent = [Text(format_event(e), style=_LEVEL_STYLES[e.level]) for e in snapshot.recent_events(events)]

@@ -3,6 +3,7 @@ import json
 
 from rich.console import Console
 
+from farm.engine.model import Phase
 from farm.live.from_store import snapshot_from_store
 from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
 from farm.live.view import MAX_REFRESH_HZ, LiveView, format_duration, plain_lines, render, start_live, watch
@@ -11,10 +12,10 @@ from farm.store.devices import record_device
 from farm.store.runs import PlannedRun, add_event, insert_planned
 
 
-def _snapshot(done: int = 3, state: str = "running", events: int = 2) -> Snapshot:
+def _snapshot(done: int = 3, state: Phase = Phase.RUNNING, events: int = 2) -> Snapshot:
     phones = (
         PhoneRow("emulator-5554", "local", state, "backend=gpu hidden=128", 0.5, 41.26, 77.0, 0.62, 2345.6),
-        PhoneRow("[bold]x[/bold]", "lab2", "offline"),
+        PhoneRow("[bold]x[/bold]", "lab2", Phase.OFFLINE),
     )
     recent = tuple(
         Event(

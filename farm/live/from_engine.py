@@ -1,22 +1,18 @@
-"""The engine's state as the live view's Snapshot (farm.live.snapshot), and plain progress lines."""
+"""The engine's state as the live view's Snapshot (farm.live.snapshot), and plain progress lines.
+
+The running `farm run` builds one from its Sweep every tick (no phone is asked: the workers keep
+their PhoneStatus current); `farm status --watch` reads the store instead (farm.live.from_store).
+"""
 
 from __future__ import annotations
 
 import time
 
 from farm.engine.scheduler import Sweep
-from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
+from farm.live.snapshot import Event, PhoneRow, Progress, Snapshot, event_level
 from farm.safe_text import terminal
 from farm.store import RunState, Store
 from farm.store import runs as run_store
-
-_LEVELS = {
-    "fault": EventLevel.WARNING,
-    "timeout": EventLevel.WARNING,
-    "retry": EventLevel.WARNING,
-    "failed": EventLevel.ERROR,
-    "error": EventLevel.ERROR,
-}
 
 
 def progress_of(store: Store, experiment: str, *, rate_s_per_run: float | None = None) -> Progress:
@@ -54,7 +50,7 @@ def snapshot_of(sweep: Sweep, *, started_at: float, events: int = 8) -> Snapshot
             )
         )
     recent = tuple(
-        Event(e.ts, e.message, _LEVELS.get(e.kind, EventLevel.INFO), e.device_id)
+        Event(e.ts, e.message, event_level(e.kind), e.device_id)
         for e in run_store.recent_events(sweep.store, sweep.key, events)
     )
     return Snapshot(sweep.key, tuple(rows), progress, recent, now)
