@@ -23,6 +23,7 @@ from farm.analysis.network_model import moved_mb
 from farm.analysis.resource_model import FEATURES, FittedModel, GemmModel, GemmSample, HeldOut
 from farm.errors import ConfigError
 from farm.store.results import StoredResult
+from farm.store.runs import RunState
 
 FORMAT = "farm-resource-model/1"
 TIME_METRIC = "latency_median_ms"
@@ -66,7 +67,7 @@ def gemm_samples(
         factors = {**params, **run.factors}
         time_ms = run.metrics.get(time_metric)
         key = _key(run, params)
-        if run.state != "DONE" or time_ms is None or key is None:
+        if run.state is not RunState.DONE or time_ms is None or key is None:
             continue
         try:
             m, n, k = (int(factors[name]) for name in ("m", "n", "k"))
@@ -87,7 +88,11 @@ def measured_layers(
     for run in runs:
         factors = {**params, **run.factors}
         key = _key(run, params)
-        if run.state != "DONE" or key is None or str(factors.get("model", "squeezenet1.0")) != network:
+        if (
+            run.state is not RunState.DONE
+            or key is None
+            or str(factors.get("model", "squeezenet1.0")) != network
+        ):
             continue
         for metric, value in run.metrics.items():
             match = _LAYER_METRIC.match(metric)

@@ -12,7 +12,7 @@ import time
 from farm.engine.model import Phase
 from farm.live.snapshot import Event, PhoneRow, Progress, Snapshot, event_level
 from farm.store.db import Store
-from farm.store.runs import recent_events
+from farm.store.runs import RunState, recent_events
 
 
 def _cell(factors_json: str | None) -> str | None:
@@ -29,11 +29,12 @@ def progress_from_store(store: Store, experiment: str, *, now: float) -> Progres
         "WHERE experiment = ? GROUP BY state",
         (experiment,),
     )
-    counts = {row["state"]: int(row["n"]) for row in rows}
+    counts = {RunState(row["state"]): int(row["n"]) for row in rows}
     total = sum(counts.values())
-    done, failed = counts.get("DONE", 0), counts.get("FAILED", 0) + counts.get("SKIPPED", 0)
-    mean_s = next((row["mean_s"] for row in rows if row["state"] == "DONE" and row["mean_s"]), None)
-    running = max(counts.get("RUNNING", 0), 1)
+    done = counts.get(RunState.DONE, 0)
+    failed = counts.get(RunState.FAILED, 0) + counts.get(RunState.SKIPPED, 0)
+    mean_s = next((row["mean_s"] for row in rows if row["state"] == RunState.DONE and row["mean_s"]), None)
+    running = max(counts.get(RunState.RUNNING, 0), 1)
     left = total - done - failed
     eta_s = mean_s * left / running if mean_s is not None and left > 0 else (0.0 if left == 0 else None)
     return Progress(done, failed, total, eta_s)

@@ -36,7 +36,7 @@ def tidy_rows(data: ReportData) -> list[dict[str, Any]]:
             "cell_id": run.cell_id,
             "repetition": run.repetition,
             "device": run.device_id or "",
-            "state": run.state,
+            "state": run.state.value,
         }
         base.update({column: run.factors.get(name, "") for name, column in factors})
         for metric in sorted(run.metrics):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.store.results import StoredResult
+from farm.store.runs import RunState
 
 # Metric names a figure may use by their short name (the spec's default y is `latency_ms`).
 METRIC_ALIASES: dict[str, str] = {
@@ -89,4 +90,4 @@ class ReportData:
 
     @property
     def done_runs(self) -> tuple[StoredResult, ...]:
-        return tuple(run for run in self.runs if run.state == "DONE")
+        return tuple(run for run in self.runs if run.state is RunState.DONE)

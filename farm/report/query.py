@@ -110,7 +110,7 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
             factors=run.factors,
             repetition=run.repetition,
             device_id=run.ran_on or run.device_id,
-            state=str(run.state),
+            state=run.state,
             reason=run.reason,
             metrics=values.get(run.run_id, {}),
             units=units.get(run.run_id, {}),

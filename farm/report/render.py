@@ -24,6 +24,7 @@ from farm.report.export import tidy_csv
 from farm.report.figures import RenderedFigure, render_figures
 from farm.report.model import ReportData
 from farm.safe_text import markdown, printable
+from farm.store.runs import RunState
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 FORMATS: tuple[str, ...] = ("html", "md", "csv")
@@ -70,7 +71,7 @@ def _environment(autoescape: bool) -> Environment:
 class _Context:
     data: ReportData
     figures: Sequence[RenderedFigure]
-    counts: dict[str, int]
+    counts: dict[RunState, int]
     failures: list[tables.Failure]
     cells: list[tables.Cell]
     pooled: list[tables.Cell]  # over all phones; empty when only one phone ran

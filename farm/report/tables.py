@@ -10,6 +10,7 @@ from typing import Any
 from farm.analysis.aggregate import Observation, aggregate
 from farm.report.model import OWN_CI, ReportData
 from farm.store.results import StoredResult
+from farm.store.runs import RunState
 
 # The metrics a cell table shows, when any run has them.
 TABLE_METRICS: tuple[str, ...] = (
@@ -25,7 +26,13 @@ TABLE_METRICS: tuple[str, ...] = (
 )
 # Fewer fuel-gauge readings than this inside a run's measured window make its energy uncertain.
 FEW_POWER_READINGS = 3
-STATES: tuple[str, ...] = ("DONE", "FAILED", "SKIPPED", "RUNNING", "PENDING")
+STATES: tuple[RunState, ...] = (
+    RunState.DONE,
+    RunState.FAILED,
+    RunState.SKIPPED,
+    RunState.RUNNING,
+    RunState.PENDING,
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ def cells(data: ReportData, *, by_device: bool = True) -> list[Cell]:
     metrics = table_metrics(data)
     result = []
     for (_, device_id), runs in groups.items():
-        done = [r for r in runs if r.state == "DONE"]
+        done = [r for r in runs if r.state is RunState.DONE]
         values: dict[str, tuple[float, float, float]] = {}
         for metric in metrics:
             observations = [_observation(r, metric) for r in done if metric in r.metrics]
@@ -68,7 +75,7 @@ def cells(data: ReportData, *, by_device: bool = True) -> list[Cell]:
                 stat = aggregate(observations)[0]
                 values[metric] = (stat.median, stat.ci_low, stat.ci_high)
         factors = tuple((name, runs[0].factors.get(name)) for name in data.factor_names)
-        failed = sum(1 for r in runs if r.state == "FAILED")
+        failed = sum(1 for r in runs if r.state is RunState.FAILED)
         result.append(Cell(factors, device_id, len(done), failed, values))
     result.sort(key=lambda c: (str(c.device_id), [_order(v) for _, v in c.factors]))
     return result
@@ -89,7 +96,7 @@ def _observation(run: StoredResult, metric: str) -> Observation:
     return Observation(key, run.metrics[metric], own_ci)
 
 
-def state_counts(data: ReportData) -> dict[str, int]:
+def state_counts(data: ReportData) -> dict[RunState, int]:
     counts = Counter(run.state for run in data.runs)
     return {state: counts.get(state, 0) for state in STATES}
 
@@ -98,7 +105,7 @@ def failures(data: ReportData) -> list[Failure]:
     return [
         Failure(run.run_id, run.cell_id, run.device_id, run.reason or "no reason recorded")
         for run in data.runs
-        if run.state in ("FAILED", "SKIPPED")
+        if run.state in (RunState.FAILED, RunState.SKIPPED)
     ]
 
 

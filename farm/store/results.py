@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from farm.store.runs import RunState
+
 DEVICE = "device"  # the pseudo-factor naming the phone a run ran on
 
 
@@ -19,7 +21,7 @@ class StoredResult:
     factors: Mapping[str, Any]
     repetition: int
     device_id: str | None
-    state: str  # PENDING, RUNNING, DONE, FAILED, SKIPPED
+    state: RunState
     reason: str | None = None
     metrics: Mapping[str, float] = field(default_factory=dict)
     units: Mapping[str, str] = field(default_factory=dict)

@@ -14,6 +14,7 @@ from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmModel, GemmSample, select_model
 from farm.errors import ConfigError
 from farm.store.results import StoredResult
+from farm.store.runs import RunState
 
 REPO = Path(__file__).resolve().parents[3]
 # Published parameter counts (torchvision squeezenet1_0 / squeezenet1_1, weights + biases).
@@ -75,7 +76,7 @@ def test_prediction_is_the_gemm_model_per_conv_and_traffic_only_per_pool() -> No
 
 
 def _run(
-    run_id: str, factors: dict[str, object], metrics: dict[str, float], state: str = "DONE"
+    run_id: str, factors: dict[str, object], metrics: dict[str, float], state: RunState = RunState.DONE
 ) -> StoredResult:
     return StoredResult(run_id, run_id, factors, 0, "local/VP1", state, metrics=metrics)
 
@@ -88,7 +89,7 @@ def test_gemm_samples_are_grouped_per_phone_backend_and_precision() -> None:
         ),
         _run("c", {"m": 16, "n": 8, "k": 8}, {"latency_median_ms": 3.0}),  # backend from params
         _run("d", {"m": 32, "n": 8, "k": 8, "backend": "gpu"}, {}),  # no time: skipped
-        _run("e", {"m": 32, "n": 8, "k": 8, "backend": "gpu"}, {"latency_median_ms": 9.0}, "FAILED"),
+        _run("e", {"m": 32, "n": 8, "k": 8, "backend": "gpu"}, {"latency_median_ms": 9.0}, RunState.FAILED),
     ]
     groups = resource_data.gemm_samples(runs, {"backend": "cpu-mt"})
     assert groups == {

@@ -6,7 +6,8 @@ import io
 
 from rich.console import Console
 
-from farm.engine.progress import progress_line
+from farm.engine.model import Phase
+from farm.live.from_engine import progress_line
 from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
 from farm.live.view import plain_lines, render
 
@@ -15,7 +16,7 @@ CELL = "g=4\n[9] local/VP6520 fake-run: done"
 
 
 def _snapshot() -> Snapshot:
-    phones = (PhoneRow(f"VP{ESC}", "local", "running", CELL, 0.5),)
+    phones = (PhoneRow(f"VP{ESC}", "local", Phase.RUNNING, CELL, 0.5),)
     events = (
         Event(1_700_000_000.0, f"run failed: cnn exited 2: bad --g {ESC}\nTraceback", EventLevel.ERROR, "VP"),
     )

@@ -6,6 +6,7 @@ import numpy as np
 
 from farm.report.model import FigureSpec, PhoneInfo, ReportData
 from farm.store.results import StoredResult
+from farm.store.runs import RunState
 
 EVIL = "<script>alert(1)</script>"
 UNITS = {
@@ -59,7 +60,7 @@ def build_report_data(*, declared: tuple[FigureSpec, ...] = ()) -> ReportData:
                                 factors={"backend": backend, "hidden": hidden, "gpu_load": load},
                                 repetition=rep,
                                 device_id=device,
-                                state="DONE",
+                                state=RunState.DONE,
                                 metrics=metrics,
                                 units=UNITS,
                             )
@@ -71,7 +72,7 @@ def build_report_data(*, declared: tuple[FigureSpec, ...] = ()) -> ReportData:
             {"backend": "gpu", "hidden": 32, "gpu_load": 0.0},
             3,
             EVIL,
-            "FAILED",
+            RunState.FAILED,
             reason=f"benchmark exited 3: no OpenCL on {EVIL}",
         )
     )
