@@ -42,6 +42,7 @@ from farm.engine.onphone import (
 )
 from farm.errors import DevicePermanentError, DeviceTransientError, FarmError
 from farm.fleet.inventory import Phone
+from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
@@ -85,7 +86,7 @@ def probe_phone(session: DeviceSession, phone: Phone) -> Capabilities:
     return read_probe(session, phone)[0]
 
 
-def prepare_phone(session: DeviceSession, phone: Phone, program: str, store: Store) -> PreparedPhone:
+def prepare_phone(session: DeviceSession, phone: Phone, program: Program, store: Store) -> PreparedPhone:
     """Probe once, deploy the benchmark, the load generator and the sampler (content-cached)."""
     caps, doc = read_probe(session, phone)
     names = [program, SAMPLER] + ([LOAD] if program != LOAD else [])

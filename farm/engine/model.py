@@ -15,6 +15,8 @@ from typing import Any
 from farm.device.session import DeviceSession
 from farm.engine.deploy import Deployed
 from farm.fleet.inventory import Phone
+from farm.spec.programs import Program
+from farm.spec.sections import Intensity
 from farm.store import Metric, Outcome
 from farm.telemetry.probe import Capabilities
 
@@ -72,7 +74,7 @@ class RunJob:
     experiment_key: str  # name (or name.variant): the results folder
     factors: dict[str, Any]
     program_args: tuple[str, ...]
-    program: str
+    program: Program
     gpu_load: float
     artifacts: Path
 
@@ -100,7 +102,7 @@ class Gates:
     disable_charging: bool
     settle_s: float
     tolerance: float
-    intensity: str
+    intensity: Intensity
     rate_hz: float
     run_timeout_s: float
     idle_baseline_s: float = 0.0

@@ -12,6 +12,7 @@ from types import TracebackType
 
 from farm.device.session import FARM_ROOT, DeviceSession
 from farm.errors import CommandTimeout
+from farm.spec.sections import Intensity
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.sampler import default_sources, sampler_argv
 
@@ -137,12 +138,12 @@ def gpu_busy_path(caps: Capabilities) -> str | None:
 
 
 def load_argv(
-    binary: str, target: float, intensity: str, busy_path: str | None, period_ms: int = 250
+    binary: str, target: float, intensity: Intensity, busy_path: str | None, period_ms: int = 250
 ) -> list[str]:
     argv = [
         binary,
         f"--target={target:g}",
-        f"--intensity={intensity}",
+        f"--intensity={intensity.value}",
         f"--period-ms={period_ms}",
         f"--cl-cache={CL_CACHE_DIR}",
     ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,7 @@ from farm.errors import DeviceTransientError, FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
 from farm.fleet.inventory import Phone
 from farm.spec.model import Experiment
+from farm.spec.sections import RetryOn
 from farm.store import Outcome, RunState, Store, ownership, run_artifacts_dir
 from farm.store import runs as run_store
 from farm.store.runs import StoredRun
@@ -52,14 +53,16 @@ def gates_of(experiment: Experiment) -> Gates:
         disable_charging=experiment.telemetry.disable_charging,
         settle_s=experiment.gpu_load.settle_s,
         tolerance=experiment.gpu_load.tolerance,
-        intensity=str(experiment.gpu_load.intensity),
+        intensity=experiment.gpu_load.intensity,
         rate_hz=experiment.telemetry.rate_hz,
         run_timeout_s=experiment.timeouts.run_timeout_s,
         idle_baseline_s=experiment.telemetry.idle_baseline_s,
     )
 
 
-def retry_decision(outcome: Outcome, attempts: int, max_attempts: int, retry_on: Sequence[str]) -> RunState:
+def retry_decision(
+    outcome: Outcome, attempts: int, max_attempts: int, retry_on: Collection[RetryOn]
+) -> RunState:
     """Where a run goes after an attempt (pure): DONE, FAILED, or PENDING for another try."""
     if outcome is Outcome.DONE:
         return RunState.DONE
@@ -67,7 +70,7 @@ def retry_decision(outcome: Outcome, attempts: int, max_attempts: int, retry_on:
         return RunState.PENDING
     if outcome is Outcome.FAILED:
         return RunState.FAILED
-    kind = "timeout" if outcome is Outcome.TIMEOUT else "lost"
+    kind = RetryOn.TIMEOUT if outcome is Outcome.TIMEOUT else RetryOn.LOST
     return RunState.PENDING if kind in retry_on and attempts < max_attempts else RunState.FAILED
 
 
@@ -213,9 +216,7 @@ class Sweep:
                     status.state = Phase.PREPARING
                     session = self._session(phone)
                     recover_phone(self.store, session, phone.device_id)
-                    prepared = prepare_phone(
-                        session, phone, str(self.experiment.benchmark.program), self.store
-                    )
+                    prepared = prepare_phone(session, phone, self.experiment.benchmark.program, self.store)
                     prepared = self._with_baseline(prepared, status)
                 self._attempt(prepared, run, status)
                 if status.state is Phase.LOST:
@@ -305,7 +306,7 @@ class Sweep:
             experiment_key=self.key,
             factors=run.factors,
             program_args=self.experiment.program_args(cell),
-            program=str(self.experiment.benchmark.program),
+            program=self.experiment.benchmark.program,
             gpu_load=self.experiment.gpu_load_of(cell),
             artifacts=artifacts,
         )
@@ -322,7 +323,7 @@ class Sweep:
             result.outcome,
             attempts_after,
             self.experiment.retries.max_attempts,
-            [str(x) for x in self.experiment.retries.on],
+            self.experiment.retries.on,
         )
         stored = run_store.finish(
             self.store,

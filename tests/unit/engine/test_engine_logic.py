@@ -13,6 +13,7 @@ from farm.engine.runner import matches_selector, planned_rows, select_phones
 from farm.engine.scheduler import gates_of, retry_decision
 from farm.fleet.inventory import Phone, PhoneState
 from farm.spec import load_text
+from farm.spec.sections import Intensity, RetryOn
 from farm.store import Outcome, RunState
 from farm.telemetry.probe import GpuFamily, capabilities_of
 from farm.telemetry.sampler import SourceFormat, default_sources
@@ -30,17 +31,17 @@ retries: {max_attempts: 3, on: [lost]}
 @pytest.mark.parametrize(
     ("outcome", "attempts", "on", "expected"),
     [
-        (Outcome.DONE, 1, ["timeout", "lost"], RunState.DONE),
-        (Outcome.FAILED, 1, ["timeout", "lost"], RunState.FAILED),  # benchmark errors are final
-        (Outcome.TIMEOUT, 1, ["timeout"], RunState.PENDING),
-        (Outcome.TIMEOUT, 3, ["timeout"], RunState.FAILED),  # limit reached
-        (Outcome.TIMEOUT, 1, ["lost"], RunState.FAILED),  # timeouts not retried by this spec
-        (Outcome.LOST, 2, ["lost"], RunState.PENDING),
-        (Outcome.LOST, 3, ["lost"], RunState.FAILED),
+        (Outcome.DONE, 1, [RetryOn.TIMEOUT, RetryOn.LOST], RunState.DONE),
+        (Outcome.FAILED, 1, [RetryOn.TIMEOUT, RetryOn.LOST], RunState.FAILED),  # benchmark errors are final
+        (Outcome.TIMEOUT, 1, [RetryOn.TIMEOUT], RunState.PENDING),
+        (Outcome.TIMEOUT, 3, [RetryOn.TIMEOUT], RunState.FAILED),  # limit reached
+        (Outcome.TIMEOUT, 1, [RetryOn.LOST], RunState.FAILED),  # timeouts not retried by this spec
+        (Outcome.LOST, 2, [RetryOn.LOST], RunState.PENDING),
+        (Outcome.LOST, 3, [RetryOn.LOST], RunState.FAILED),
         (Outcome.INTERRUPTED, 99, [], RunState.PENDING),  # never counts, never fails
     ],
 )
-def test_retry_decision(outcome: Outcome, attempts: int, on: list[str], expected: RunState) -> None:
+def test_retry_decision(outcome: Outcome, attempts: int, on: list[RetryOn], expected: RunState) -> None:
     assert retry_decision(outcome, attempts, 3, on) is expected
 
 
@@ -180,9 +181,11 @@ def test_last_achieved_load_reads_fractions_and_percentages_and_skips_garbage() 
 
 
 def test_load_argv_uses_the_busy_counter_when_known() -> None:
-    argv = load_argv("/bin/gpuload", 0.5, "compute", gpu_busy_path(capabilities_of(PROBE)))
+    argv = load_argv("/bin/gpuload", 0.5, Intensity.COMPUTE, gpu_busy_path(capabilities_of(PROBE)))
     assert "--target=0.5" in argv and "--busy-path=/sys/class/kgsl/kgsl-3d0/gpubusy" in argv
-    assert not any(a.startswith("--busy-path") for a in load_argv("/bin/gpuload", 0.5, "compute", None))
+    assert not any(
+        a.startswith("--busy-path") for a in load_argv("/bin/gpuload", 0.5, Intensity.COMPUTE, None)
+    )
 
 
 def test_charging_nodes_known_by_path_or_name() -> None:
