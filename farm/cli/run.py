@@ -12,7 +12,8 @@ import click
 
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
-from farm.engine.runner import RunOptions, run_experiment
+from farm.engine.model import RunResult
+from farm.engine.runner import RunOptions, RunSummary, run_experiment
 from farm.engine.scheduler import Sweep
 from farm.live.from_engine import progress_line, snapshot_of
 from farm.safe_text import terminal
@@ -98,7 +99,7 @@ def run(
                 )
             )
 
-    def on_finished(device_id: str, stored: StoredRun, result: Any, state: RunState) -> None:
+    def on_finished(device_id: str, stored: StoredRun, result: RunResult, state: RunState) -> None:
         finished["n"] += 1
         if not live and not as_json:
             cell = " ".join(f"{k}={v}" for k, v in sorted(stored.factors.items()))
@@ -118,12 +119,12 @@ def run(
             view["live"].stop()
     if summary.plan_text is not None:
         if as_json:
-            echo_json({**summary.as_dict(), "plan": summary.plan_text})
+            echo_json({**summary_json(summary), "plan": summary.plan_text})
         else:
             click.echo(summary.plan_text)
         return
     if as_json:
-        echo_json(summary.as_dict())
+        echo_json(summary_json(summary))
     else:
         for problem in summary.problems:
             click.echo(terminal(f"farm: {problem}"), err=True)
@@ -139,6 +140,21 @@ def run(
             f"results in {options.results}/{summary.experiment}/"
         )
     sys.exit(summary.exit_code)
+
+
+def summary_json(summary: RunSummary) -> dict[str, object]:
+    """`farm run --json`'s document."""
+    return {
+        "experiment": summary.experiment,
+        "planned": summary.planned,
+        "done": summary.done,
+        "failed": summary.failed,
+        "pending": summary.pending,
+        "phones": list(summary.phones),
+        "elapsed_s": round(summary.elapsed_s, 3),
+        "exit_code": summary.exit_code,
+        "problems": list(summary.problems),
+    }
 
 
 class _PlainLive:

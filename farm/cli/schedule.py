@@ -16,6 +16,7 @@ import click
 from farm.analysis.regression import RegressionPolicy
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
+from farm.engine.model import RunResult
 from farm.live.from_engine import progress_line
 from farm.safe_text import terminal
 from farm.schedule import firings
@@ -206,7 +207,7 @@ def run_now(
     chosen = find_schedule(load_schedules(config), name)
     finished = {"n": 0}
 
-    def on_finished(device_id: str, stored: StoredRun, result: Any, state: RunState) -> None:
+    def on_finished(device_id: str, stored: StoredRun, result: RunResult, state: RunState) -> None:
         finished["n"] += 1
         cell = " ".join(f"{k}={v}" for k, v in sorted(stored.factors.items()))
         click.echo(progress_line(finished["n"], device_id, stored.run_id, cell, str(state)))

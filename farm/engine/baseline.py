@@ -17,15 +17,14 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from farm.analysis.power import battery_power, window_power_mw
-from farm.analysis.series import DEFAULT_SOURCES
+from farm.analysis.power import BatteryCalibration, battery_power, window_power_mw
+from farm.analysis.series import DEFAULT_SOURCES, TraceLike
 from farm.engine.collect import calibration_from_trace, calibration_of
 from farm.engine.conditions import battery_pct, disable_charging, restore_power
-from farm.engine.model import Gates, PreparedPhone
+from farm.engine.model import Gates, IdleBaseline, PreparedPhone
 from farm.engine.onphone import SAMPLER, TRACE, RunDir, trace_sampler
 from farm.errors import FarmError
 from farm.store import Store
@@ -44,42 +43,18 @@ NO_UPDATE_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class IdleBaseline:
-    """One phone's idle power in this session, or why there is none (power_mw None + note)."""
-
-    power_mw: float | None
-    readings: int = 0
-    sampled_s: float = 0.0
-    start_ns: int | None = None  # the averaging window, on the phone's CLOCK_MONOTONIC
-    end_ns: int | None = None
-    charging_disabled: bool = False
-    note: str | None = None
-    took_s: float = 0.0  # what measuring it cost the phone's session, round trips included
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "power_mw": self.power_mw,
-            "readings": self.readings,
-            "sampled_s": round(self.sampled_s, 3),
-            "start_ns": self.start_ns,
-            "end_ns": self.end_ns,
-            "charging_disabled": self.charging_disabled,
-            "note": self.note,
-            "took_s": round(self.took_s, 3),
-        }
-
-
-def idle_power_mw_of(env: dict[str, Any]) -> float | None:
-    """The idle baseline recorded in a run's env.json, or None."""
+def idle_power_mw_of(env: Mapping[str, object]) -> float | None:
+    """The idle baseline recorded in a run's env.json (as stored), or None."""
     baseline = env.get(ENV_KEY)
-    if not isinstance(baseline, dict):
+    if not isinstance(baseline, Mapping):
         return None
     value = baseline.get("power_mw")
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def baseline_of_trace(trace: Any, calibration: Any, *, charging_disabled: bool) -> IdleBaseline:
+def baseline_of_trace(
+    trace: TraceLike, calibration: BatteryCalibration | None, *, charging_disabled: bool
+) -> IdleBaseline:
     """Pure: the idle baseline of an idle recording. The first gauge reading is left out (it may
     be from before charging was switched off); fewer than one reading after it: no baseline."""
     if not charging_disabled:
@@ -106,7 +81,7 @@ def _gauge_pending(baseline: IdleBaseline) -> bool:
     return baseline.readings < MIN_IDLE_READINGS
 
 
-def _last_sample_ns(trace: Any) -> int:
+def _last_sample_ns(trace: TraceLike) -> int:
     current = trace.series(DEFAULT_SOURCES.battery_current)
     if current is None or len(current) == 0:
         current = trace.series(DEFAULT_SOURCES.battery_power)

@@ -6,20 +6,21 @@ trace.bin (sampler), gpuload.jsonl, env.json (environment snapshot), notes in en
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import farm
 from farm.adapters.jsonl import parse_event_lines
 from farm.analysis.metrics import compute_run_metrics
 from farm.analysis.power import BatteryCalibration, calibrate
+from farm.analysis.series import Series, TraceLike
 from farm.device.session import DeviceSession
 from farm.engine.conditions import charging_control
-from farm.engine.model import PreparedPhone, RunJob, RunResult
+from farm.engine.model import CpuPolicyState, JsonObject, PhoneEnvironment, PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import RunDir
 from farm.store import Metric
 from farm.telemetry.probe import Capabilities
-from farm.telemetry.trace import parse_trace
+from farm.telemetry.trace import Trace, parse_trace
 
 # phone file name -> artifact name
 ARTIFACTS = {
@@ -65,13 +66,36 @@ _ENV_SCRIPT = (
 )
 
 
-def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult) -> dict[str, Any]:
-    """Props, governors and frequencies, temperatures, charging state, program sha256, farm version.
-
-    Best effort: a phone that is gone yields what the host already knows."""
-    session = prepared.session
+def environment_snapshot(prepared: PreparedPhone) -> PhoneEnvironment:
+    """Governors and frequencies, thermal zones and the charging node, read after the run (one
+    round trip). Best effort: a phone that is gone yields the error instead."""
     control = charging_control(prepared.caps)
-    env: dict[str, Any] = {
+    try:
+        text = prepared.session.script(_ENV_SCRIPT, control.node if control else "").stdout
+    except Exception as error:  # the phone may be gone; the snapshot must not hide the outcome
+        return PhoneEnvironment(error=str(error))
+    cpufreq: dict[str, CpuPolicyState] = {}
+    thermal: dict[str, str] = {}
+    charging_value = None
+    for line in text.splitlines():
+        parts = line.split()
+        if parts[:1] == ["cpufreq"] and len(parts) >= 2:
+            cpufreq[parts[1]] = CpuPolicyState(
+                parts[2] if len(parts) > 2 else None, parts[3] if len(parts) > 3 else None
+            )
+        elif parts[:1] == ["thermal"] and len(parts) >= 3:
+            thermal[parts[1]] = parts[2]
+        elif parts[:1] == ["charging"]:
+            charging_value = parts[1] if len(parts) > 1 else None
+    return PhoneEnvironment(cpufreq, thermal, charging_value)
+
+
+def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> JsonObject:
+    """env.json of an attempt (also the store's attempts.env_json): props, programs and their
+    sha256, farm version, the load, the gates' readings, charging, the phone's environment after
+    the run, the notes. Keys of steps the attempt did not reach are left out."""
+    control = charging_control(prepared.caps)
+    document: JsonObject = {
         "device_id": prepared.phone.device_id,
         "props": {k: prepared.phone.props.get(k) for k in ENV_PROPS},
         "programs": {name: {"sha256": d.sha256, "abi": d.abi} for name, d in prepared.programs.items()},
@@ -81,36 +105,36 @@ def environment_snapshot(prepared: PreparedPhone, job: RunJob, result: RunResult
         "notes": list(result.notes),
         "charging_control": control.node if control else None,
     }
-    if prepared.idle_baseline is not None:
-        env["idle_baseline"] = prepared.idle_baseline
-    try:
-        node = control.node if control else ""
-        text = session.script(_ENV_SCRIPT, node).stdout
-        cpufreq, thermal = {}, {}
-        for line in text.splitlines():
-            parts = line.split()
-            if parts[:1] == ["cpufreq"] and len(parts) >= 2:
-                cpufreq[parts[1]] = {
-                    "governor": parts[2] if len(parts) > 2 else None,
-                    "cur_khz": parts[3] if len(parts) > 3 else None,
-                }
-            elif parts[:1] == ["thermal"] and len(parts) >= 3:
-                thermal[parts[1]] = parts[2]
-            elif parts[:1] == ["charging"]:
-                env["charging_node_value"] = parts[1] if len(parts) > 1 else None
-        env["cpufreq"] = cpufreq
-        env["thermal_raw"] = thermal
-    except Exception as error:  # the phone may be gone; the snapshot must not hide the outcome
-        env["snapshot_error"] = str(error)
-    return env
+    reached: dict[str, object | None] = {
+        "battery_start_pct": result.battery_start_pct,
+        "charging_disabled": result.charging_disabled,
+        "cooldown_waited_s": result.cooldown_waited_s,
+        "temperature_start_c": result.temperature_start_c,
+        "charging_restored": result.charging_restored,
+        "argv": list(result.argv) if result.argv is not None else None,
+        "idle_baseline": prepared.idle_baseline.to_json() if prepared.idle_baseline is not None else None,
+    }
+    document.update({key: value for key, value in reached.items() if value is not None})
+    environment = result.environment
+    if environment is not None and environment.error is not None:
+        document["snapshot_error"] = environment.error
+    elif environment is not None:
+        document["cpufreq"] = {
+            folder: {"governor": policy.governor, "cur_khz": policy.cur_khz}
+            for folder, policy in environment.cpufreq.items()
+        }
+        document["thermal_raw"] = dict(environment.thermal_raw)
+        if environment.charging_node_value is not None:
+            document["charging_node_value"] = environment.charging_node_value
+    return document
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
+def read_events(path: Path) -> list[Mapping[str, object]]:
     """The benchmark's JSON Lines events; lines that are not a JSON object are passed over."""
-    return parse_event_lines(path.read_text(errors="replace")).events if path.is_file() else []
+    return list(parse_event_lines(path.read_text(errors="replace")).events) if path.is_file() else []
 
 
-def _parse(path: Path) -> Any:
+def _parse(path: Path) -> Trace | None:
     if not path.is_file():
         return None
     return parse_trace(path.read_bytes())
@@ -120,12 +144,12 @@ class MergedTrace:
     """The run's sampler trace plus the benchmark-pid memory trace, seen as one (TraceLike):
     sources come from the main trace first; `header` is the main trace's (source formats)."""
 
-    def __init__(self, main: Any, memory: Any) -> None:
+    def __init__(self, main: Trace, memory: Trace) -> None:
         self.main = main
         self.memory = memory
-        self.header = getattr(main, "header", None)
+        self.header = main.header
 
-    def series(self, source: str) -> Any:
+    def series(self, source: str) -> Series | None:
         found = self.main.series(source)
         if found is not None and len(found) > 0:
             return found
@@ -143,7 +167,7 @@ def calibration_of(caps: Capabilities) -> BatteryCalibration | None:
         return None
 
 
-def calibration_from_trace(trace: Any) -> Any:
+def calibration_from_trace(trace: TraceLike) -> BatteryCalibration | None:
     """Sign and units inferred from the run's own battery samples: valid only when the phone was
     discharging (charging disabled) during the run."""
     try:
@@ -152,7 +176,7 @@ def calibration_from_trace(trace: Any) -> Any:
         if current is None or voltage is None or len(current) == 0 or len(voltage) == 0:
             return None
         return calibrate(current.values, voltage.values)
-    except (ValueError, AttributeError):
+    except ValueError:
         return None
 
 
@@ -170,7 +194,7 @@ ENERGY_METRICS = frozenset(
 )
 
 
-def charging_disabled_of(env: dict[str, Any]) -> bool | None:
+def charging_disabled_of(env: Mapping[str, object]) -> bool | None:
     """Whether charging was off while the run measured (env.json), None when not recorded.
     Older runs did not record it; charging restored afterwards implies it had been off."""
     value = env.get("charging_disabled")
@@ -193,10 +217,11 @@ def compute_metrics(
     `charging_disabled` False: the charger fed the phone while it measured, so battery power is
     not its consumption and no power or energy metric is kept (`charging_disabled` 0 says why)."""
     events = read_events(artifacts / "stdout.jsonl")
-    trace = _parse(artifacts / "trace.bin")
+    main = _parse(artifacts / "trace.bin")
     memory = _parse(artifacts / "mem.bin")
-    if memory is not None:
-        trace = MergedTrace(trace, memory) if trace is not None else memory
+    trace: TraceLike | None = main or memory
+    if main is not None and memory is not None:
+        trace = MergedTrace(main, memory)
     calibration = calibration_of(caps) if caps is not None else None
     if calibration is None and discharging and trace is not None:
         calibration = calibration_from_trace(trace)

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from farm.device import controls
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
-from farm.engine.collect import collect_artifacts, environment_snapshot
+from farm.engine.collect import collect_artifacts, env_document, environment_snapshot
 from farm.engine.conditions import (
     battery_pct,
     disable_charging,
@@ -150,15 +150,14 @@ def execute_run(
             level = wait_for_battery(prepared, gates, cancel)
             if level is not None and level < gates.min_battery_pct:
                 result.notes.append(f"battery {level:.0f}% below the minimum {gates.min_battery_pct:.0f}%")
-        result.env["battery_start_pct"] = level
+        result.battery_start_pct = level
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, result.notes)
-        # Whether the battery alone powered the phone: energy metrics are kept only then.
-        result.env["charging_disabled"] = charging_off
+        result.charging_disabled = charging_off
         notify(PhaseUpdate(Phase.COOLING, battery_pct=level))
         temp, waited = wait_until_cool(prepared, gates, cancel)
-        result.env["cooldown_waited_s"] = round(waited, 3)
-        result.env["temperature_start_c"] = temp
+        result.cooldown_waited_s = round(waited, 3)
+        result.temperature_start_c = temp
         if temp is not None and temp > gates.max_temp_c:
             result.notes.append(f"still {temp:.1f} °C after the {gates.cooldown_timeout_s:.0f} s cooldown")
         notify(PhaseUpdate(Phase.COOLING, temperature_c=temp))
@@ -175,8 +174,9 @@ def execute_run(
         except FarmError as error:
             if result.outcome is Outcome.DONE:
                 result.outcome, result.error = Outcome.LOST, f"artifacts not pulled: {error}"
-        result.env.update(environment_snapshot(prepared, job, result))
-        (job.artifacts / "env.json").write_text(json.dumps(result.env, indent=2, sort_keys=True, default=str))
+        result.environment = environment_snapshot(prepared)
+        document = env_document(prepared, job, result)
+        (job.artifacts / "env.json").write_text(json.dumps(document, indent=2, sort_keys=True, default=str))
     return result
 
 
@@ -254,7 +254,7 @@ def _run_benchmark(
 ) -> None:
     session = prepared.session
     argv = [prepared.programs[job.program].phone_path, *job.program_args, f"--cl-cache={CL_CACHE_DIR}"]
-    result.env["argv"] = argv
+    result.argv = tuple(argv)
     notify(PhaseUpdate(Phase.RUNNING))
     bench = Background(session, run_dir, "bench", gated_argv(argv, run_dir))
     with bench, _memory_sampler(prepared, run_dir, bench):
@@ -288,10 +288,10 @@ def _restore(
     marker stays, so recovery retries on the next start)."""
     try:
         if restore_power(prepared, store, unplugged=gates.disable_charging, charging_off=charging_off):
-            result.env["charging_restored"] = True
+            result.charging_restored = True
     except FarmError as error:
         result.notes.append(f"charging not restored yet: {error}")
-        result.env["charging_restored"] = False
+        result.charging_restored = False
 
 
 __all__ = ["execute_run", "gated_argv", "prepare_phone", "probe_phone"]

@@ -6,19 +6,23 @@ and never each other's types.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from farm.device.session import DeviceSession
 from farm.engine.deploy import Deployed
 from farm.fleet.inventory import Phone
 from farm.spec.programs import Program
 from farm.spec.sections import Intensity
-from farm.store import Metric, Outcome
+from farm.store import Metric, Outcome, RunState
+from farm.store.runs import StoredRun
 from farm.telemetry.probe import Capabilities
+
+# A JSON document at the edge: env.json, the store's JSON columns and event data. Typed values are
+# turned into one only where they are written (farm.engine.collect.env_document, IdleBaseline.to_json).
+JsonObject = dict[str, object]
 
 
 class Phase(StrEnum):
@@ -53,6 +57,33 @@ OnPhase = Callable[[PhaseUpdate], None]
 
 
 @dataclass(frozen=True)
+class IdleBaseline:
+    """One phone's idle power in this session, or why there is none (power_mw None + note)."""
+
+    power_mw: float | None
+    readings: int = 0
+    sampled_s: float = 0.0
+    start_ns: int | None = None  # the averaging window, on the phone's CLOCK_MONOTONIC
+    end_ns: int | None = None
+    charging_disabled: bool = False
+    note: str | None = None
+    took_s: float = 0.0  # what measuring it cost the phone's session, round trips included
+
+    def to_json(self) -> JsonObject:
+        """As env.json's `idle_baseline` and the store's baseline event carry it."""
+        return {
+            "power_mw": self.power_mw,
+            "readings": self.readings,
+            "sampled_s": round(self.sampled_s, 3),
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "charging_disabled": self.charging_disabled,
+            "note": self.note,
+            "took_s": round(self.took_s, 3),
+        }
+
+
+@dataclass(frozen=True)
 class PreparedPhone:
     """A phone probed and deployed to, once per phone per sweep. `caps` is what farm-probe found,
     parsed once here: every later question about the phone (charging node, GPU busy counter,
@@ -62,8 +93,7 @@ class PreparedPhone:
     phone: Phone
     caps: Capabilities
     programs: dict[str, Deployed]
-    # This session's idle power of the phone (farm.engine.baseline.IdleBaseline.as_dict), or None.
-    idle_baseline: dict[str, Any] | None = None
+    idle_baseline: IdleBaseline | None = None  # this session's idle power of the phone
 
 
 @dataclass(frozen=True)
@@ -72,24 +102,54 @@ class RunJob:
 
     run_id: str
     experiment_key: str  # name (or name.variant): the results folder
-    factors: dict[str, Any]
     program_args: tuple[str, ...]
     program: Program
     gpu_load: float
     artifacts: Path
 
 
+@dataclass(frozen=True)
+class CpuPolicyState:
+    """One cpufreq policy (or cpu) folder as read after the run."""
+
+    governor: str | None
+    cur_khz: str | None
+
+
+@dataclass(frozen=True)
+class PhoneEnvironment:
+    """What the phone's clocks, thermal zones and charging node said when the attempt ended.
+    Best effort: `error` says why it could not be read (the phone may be gone)."""
+
+    cpufreq: Mapping[str, CpuPolicyState] = field(default_factory=dict)  # by folder
+    thermal_raw: Mapping[str, str] = field(default_factory=dict)  # zone type -> raw temp
+    charging_node_value: str | None = None
+    error: str | None = None
+
+
 @dataclass
 class RunResult:
-    """How one attempt ended; the attempt fills it in as it goes (the scheduler reads it after)."""
+    """How one attempt ended; the attempt fills it in as it goes (the scheduler reads it after).
+    None: the attempt ended before it got there."""
 
     outcome: Outcome
     error: str | None = None
     exit_code: int | None = None
     load_achieved: float | None = None
-    env: dict[str, Any] = field(default_factory=dict)
+    battery_start_pct: float | None = None
+    # Whether the battery alone powered the phone while it measured: energy is kept only then.
+    charging_disabled: bool | None = None
+    cooldown_waited_s: float | None = None
+    temperature_start_c: float | None = None
+    charging_restored: bool | None = None  # None: charging was never off
+    argv: tuple[str, ...] | None = None
+    environment: PhoneEnvironment | None = None
     metrics: list[Metric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+# Called once per finished attempt: (phone identity, the run as stored, how it ended, its next state).
+OnFinished = Callable[[str, StoredRun, RunResult, RunState], None]
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import farm
 from farm.device.session import DeviceSession
 from farm.engine import planner
 from farm.engine.lifecycle import probe_phone
+from farm.engine.model import OnFinished
 from farm.engine.recovery import backfill_metrics, recover_store, restore_charging_marker
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import FarmError
@@ -31,7 +31,7 @@ from farm.spec import Experiment, load
 from farm.store import RunState, Store, ownership
 from farm.store import devices as device_store
 from farm.store import runs as run_store
-from farm.store.runs import PlannedRun, StoredRun
+from farm.store.runs import PlannedRun
 
 STATUS_POLL_S = 0.25
 
@@ -64,19 +64,6 @@ class RunSummary:
     @property
     def exit_code(self) -> int:
         return 0 if self.failed == 0 and self.pending == 0 else 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "experiment": self.experiment,
-            "planned": self.planned,
-            "done": self.done,
-            "failed": self.failed,
-            "pending": self.pending,
-            "phones": list(self.phones),
-            "elapsed_s": round(self.elapsed_s, 3),
-            "exit_code": self.exit_code,
-            "problems": list(self.problems),
-        }
 
 
 def matches_selector(phone: Phone, selector: str) -> bool:
@@ -172,14 +159,11 @@ def _interrupt_on_signals() -> Callable[[], None]:
     return restore
 
 
-FinishedCallback = Callable[[str, StoredRun, Any, RunState], None]
-
-
 def run_experiment(
     options: RunOptions,
     *,
     on_started: Callable[[Sweep], None] | None = None,
-    on_finished: FinishedCallback | None = None,
+    on_finished: OnFinished | None = None,
     tick: Callable[[Sweep], None] | None = None,
 ) -> RunSummary:
     started = time.monotonic()

@@ -13,17 +13,26 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from farm.device.session import DeviceSession
-from farm.engine.baseline import IdleBaseline, idle_power_mw_of, measure_idle_baseline
-from farm.engine.collect import charging_disabled_of, compute_metrics
+from farm.engine.baseline import measure_idle_baseline
+from farm.engine.collect import compute_metrics, env_document
 from farm.engine.lifecycle import execute_run, prepare_phone
-from farm.engine.model import Gates, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
+from farm.engine.model import (
+    Gates,
+    IdleBaseline,
+    JsonObject,
+    OnFinished,
+    Phase,
+    PhaseUpdate,
+    PreparedPhone,
+    RunJob,
+    RunResult,
+)
 from farm.engine.recovery import recover_phone
 from farm.errors import DeviceTransientError, FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
@@ -33,7 +42,6 @@ from farm.spec.sections import RetryOn
 from farm.store import Outcome, RunState, Store, ownership, run_artifacts_dir
 from farm.store import runs as run_store
 from farm.store.runs import StoredRun
-from farm.telemetry.probe import Capabilities
 
 LOST_PHONE_WAIT_S = 120.0
 LOST_WAIT_SLICE_S = 5.0
@@ -105,9 +113,6 @@ class SweepReport:
     finished_here: list[str] = field(default_factory=list)
 
 
-ProgressCallback = Callable[[str, StoredRun, RunResult, RunState], None]
-
-
 class Sweep:
     """One `farm run` execution over the leased phones."""
 
@@ -121,7 +126,7 @@ class Sweep:
         results: Path,
         execution_id: int,
         cancel: threading.Event,
-        on_finished: ProgressCallback | None = None,
+        on_finished: OnFinished | None = None,
         lost_wait_s: float = LOST_PHONE_WAIT_S,
         endpoints: Mapping[str, LocalAdbEndpoint] | None = None,
     ) -> None:
@@ -176,7 +181,7 @@ class Sweep:
         *,
         run_id: str | None = None,
         device_id: str | None = None,
-        data: dict[str, Any] | None = None,
+        data: JsonObject | None = None,
     ) -> None:
         run_store.add_event(
             self.store, kind, message, experiment=self.key, run_id=run_id, device_id=device_id, data=data
@@ -252,8 +257,8 @@ class Sweep:
             else:
                 message = baseline.note or "no idle baseline"
             kind = "baseline" if baseline.power_mw is not None or baseline.note is None else "quality"
-            self._event(kind, message, device_id=device_id, data=baseline.as_dict())
-        return dataclasses.replace(prepared, idle_baseline=baseline.as_dict())
+            self._event(kind, message, device_id=device_id, data=baseline.to_json())
+        return dataclasses.replace(prepared, idle_baseline=baseline)
 
     def _wait_for_phone(self, phone: Phone, status: PhoneStatus) -> bool:
         """Wait (bounded) for a lost phone; stop waiting early when nothing is left for it (its
@@ -304,7 +309,6 @@ class Sweep:
         job = RunJob(
             run_id=run.run_id,
             experiment_key=self.key,
-            factors=run.factors,
             program_args=self.experiment.program_args(cell),
             program=self.experiment.benchmark.program,
             gpu_load=self.experiment.gpu_load_of(cell),
@@ -335,7 +339,7 @@ class Sweep:
             exit_code=result.exit_code,
             load_target=job.gpu_load,
             load_achieved=result.load_achieved,
-            env=result.env,
+            env=env_document(prepared, job, result),
             metrics=result.metrics,
         )
         if stored and next_state is RunState.DONE:
@@ -343,7 +347,7 @@ class Sweep:
             # leaves a DONE run without metrics, which the next start fills in (recovery).
             self._pending_metrics.append(
                 self._metrics_pool.submit(
-                    self._store_metrics, run.run_id, artifacts, job.gpu_load, prepared.caps, result.env
+                    self._store_metrics, run.run_id, artifacts, job.gpu_load, prepared, result
                 )
             )
         if result.outcome is Outcome.LOST:
@@ -369,17 +373,17 @@ class Sweep:
         status.run_started = None
 
     def _store_metrics(
-        self, run_id: str, artifacts: Path, gpu_load: float, caps: Capabilities, env: dict[str, Any]
+        self, run_id: str, artifacts: Path, gpu_load: float, prepared: PreparedPhone, result: RunResult
     ) -> None:
-        charging_disabled = charging_disabled_of(env)
+        baseline = prepared.idle_baseline
         try:
             metrics = compute_metrics(
                 artifacts,
                 gpu_load,
-                caps,
-                discharging=charging_disabled is True,
-                idle_power_mw=idle_power_mw_of(env),
-                charging_disabled=charging_disabled,
+                prepared.caps,
+                discharging=result.charging_disabled is True,
+                idle_power_mw=baseline.power_mw if baseline is not None else None,
+                charging_disabled=result.charging_disabled,
             )
         except Exception as error:  # a metrics bug must not lose a measured run
             self._event("note", f"metrics not computed: {error}", run_id=run_id)

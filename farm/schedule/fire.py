@@ -19,7 +19,8 @@ from datetime import datetime
 from pathlib import Path
 
 from farm.analysis.regression import Finding, RegressionPolicy, detect, regressions
-from farm.engine.runner import FinishedCallback, RunOptions, RunSummary, run_experiment
+from farm.engine.model import OnFinished
+from farm.engine.runner import RunOptions, RunSummary, run_experiment
 from farm.engine.scheduler import NoEligiblePhone
 from farm.errors import ConfigError, FarmError
 from farm.schedule import firings
@@ -47,7 +48,7 @@ class FireContext:
     adb_port: int | None = None
     config: Path | None = None
     policy: RegressionPolicy = field(default_factory=RegressionPolicy)
-    on_finished: FinishedCallback | None = None
+    on_finished: OnFinished | None = None
     log: Callable[[str], None] = lambda _line: None
     wait: Callable[[float], bool] = field(default=lambda seconds: _sleep(seconds))  # True: stop now
 

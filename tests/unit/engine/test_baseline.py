@@ -66,8 +66,8 @@ def test_no_power_source_and_no_calibration_are_notes_not_numbers() -> None:
 
 def test_runs_read_the_baseline_and_charging_state_from_env() -> None:
     baseline = IdleBaseline(812.5, 4, 5.0, 1, 2, True)
-    assert idle_power_mw_of({"idle_baseline": baseline.as_dict()}) == 812.5
-    assert idle_power_mw_of({"idle_baseline": IdleBaseline(None, note="x").as_dict()}) is None
+    assert idle_power_mw_of({"idle_baseline": baseline.to_json()}) == 812.5
+    assert idle_power_mw_of({"idle_baseline": IdleBaseline(None, note="x").to_json()}) is None
     assert idle_power_mw_of({}) is None
     assert charging_disabled_of({"charging_disabled": False, "charging_restored": True}) is False
     assert charging_disabled_of({"charging_restored": True}) is True  # older runs
