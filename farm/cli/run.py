@@ -12,6 +12,7 @@ import click
 
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
+from farm.cli.signals import cancel_on_signals
 from farm.engine.model import RunResult
 from farm.engine.runner import RunOptions, RunSummary, run_experiment
 from farm.engine.scheduler import Sweep
@@ -113,7 +114,10 @@ def run(
             view["live"].update(snapshot_of(sweep, started_at=started))
 
     try:
-        summary = run_experiment(options, on_started=on_started, on_finished=on_finished, tick=tick)
+        with cancel_on_signals() as cancel:
+            summary = run_experiment(
+                options, cancel=cancel, on_started=on_started, on_finished=on_finished, tick=tick
+            )
     finally:
         if "live" in view:
             view["live"].stop()

@@ -3,7 +3,6 @@ farm.yaml (farm.schedule.config)."""
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 from dataclasses import replace
@@ -16,6 +15,7 @@ import click
 from farm.analysis.regression import RegressionPolicy
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option
+from farm.cli.signals import cancel_on_signals
 from farm.engine.model import RunResult
 from farm.live.from_engine import progress_line
 from farm.safe_text import terminal
@@ -218,7 +218,8 @@ def run_now(
         log=lambda line: click.echo(terminal(f"farm: {line}"), err=True),
     )
     slot = datetime.now(UTC).replace(microsecond=0)
-    result = fire(chosen, slot, Trigger.MANUAL, context)
+    with cancel_on_signals(context.stop):
+        result = fire(chosen, slot, Trigger.MANUAL, context)
     _print_result(result, chosen)
     sys.exit(result.exit_code)
 
@@ -241,21 +242,15 @@ def daemon(
     leased, so the two never share one).
     """
     load_schedules(config)  # a broken config is an error now, not a log line later
-    context = _context(results, adb_port, config, threshold_pct)
     stop = threading.Event()
-
-    def request_stop(_signum: int, _frame: object) -> None:
-        stop.set()
-
-    # SIGTERM only: SIGINT stays Python's KeyboardInterrupt, which max_runtime_s also uses (to the
-    # runner it is Ctrl-C) and which must not stop the daemon when it ends a phone wait.
-    previous = signal.signal(signal.SIGTERM, request_stop)
 
     def log(line: str) -> None:
         click.echo(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {line}")
 
-    context = replace(context, log=log, wait=stop.wait)
-    try:
+    context = replace(_context(results, adb_port, config, threshold_pct), log=log, stop=stop)
+    # SIGTERM and Ctrl-C set `stop`: the daemon ends after the nightly in progress is interrupted
+    # (its phones restored); max_runtime_s cancels only that nightly (farm.schedule.fire.Deadline).
+    with cancel_on_signals(stop):
         fired = run_daemon(
             lambda: load_schedules(config),
             lambda s, slot, trigger: fire(s, slot, trigger, context),
@@ -265,8 +260,6 @@ def daemon(
             once=once,
             log=log,
         )
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     log("stopped" if stop.is_set() or not once else f"done: {len(fired)} schedule(s) fired")
     if once and any(r.exit_code != 0 for r in fired):
         sys.exit(1)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import signal
 import sys
 import threading
 import time
@@ -138,34 +137,30 @@ def _gpu_family_prober(endpoints: Sequence[LocalAdbEndpoint]) -> Callable[[Phone
     return family
 
 
-def _raise_interrupt(_signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
+class RunInterrupted(FarmError):
+    """The sweep was cancelled (its cancel event was set: Ctrl-C, SIGTERM, a nightly's deadline).
+    The runs in flight were stopped and are PENDING again, the phones restored."""
 
+    exit_code = 130
 
-def _interrupt_on_signals() -> Callable[[], None]:
-    """Ctrl-C and SIGTERM both stop the sweep the same way (runs interrupted, phones restored),
-    also when the shell started farm with SIGINT ignored (a background job)."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-
-    def restore() -> None:
-        for sig, handler in previous.items():
-            if handler is not None:
-                signal.signal(sig, handler)
-
-    return restore
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message)
 
 
 def run_experiment(
     options: RunOptions,
     *,
+    cancel: threading.Event | None = None,
     on_started: Callable[[Sweep], None] | None = None,
     on_finished: OnFinished | None = None,
     tick: Callable[[Sweep], None] | None = None,
 ) -> RunSummary:
+    """Run (or resume) the experiment of `options` on every eligible phone; returns the summary.
+
+    Setting `cancel` stops the sweep the clean way (runs in flight interrupted and requeued,
+    charging back on, leases released) and raises RunInterrupted. This function installs no
+    signal handlers: the CLI wires Ctrl-C and SIGTERM to the event (farm.cli.signals)."""
+    cancel = cancel if cancel is not None else threading.Event()
     started = time.monotonic()
     experiment = load(options.file, options.variant)
     key = experiment.qualified_name
@@ -198,6 +193,8 @@ def run_experiment(
                 time.monotonic() - started,
                 planner.render_plan(plan),
             )
+        if cancel.is_set():
+            raise RunInterrupted()
         if options.fresh:
             run_store.forget_experiment_runs(store, key)
         text, digest = spec_json(experiment)
@@ -208,7 +205,6 @@ def run_experiment(
         if not mine:
             ownership.finish_execution(store, execution_id, "finished")
             raise NoEligiblePhone(f"{options.file}: every eligible phone is leased by another farm process")
-        cancel = threading.Event()
         sweep = Sweep(
             experiment,
             key,
@@ -225,8 +221,6 @@ def run_experiment(
         stop_heartbeat = threading.Event()
         heart = threading.Thread(target=sweep.heartbeat_loop, args=(stop_heartbeat,), daemon=True)
         heart.start()
-        status = "finished"
-        restore_signals = _interrupt_on_signals()
         try:
             sweep.start()
             if on_started is not None:
@@ -236,16 +230,17 @@ def run_experiment(
                 if tick is not None:
                     tick(sweep)
         except KeyboardInterrupt:
-            status = "interrupted"
+            # A caller without signal handlers (the CLI has them): stop the same clean way.
             cancel.set()
             sweep.join()  # workers stop their runs and restore the phones
             raise
         finally:
-            restore_signals()
             stop_heartbeat.set()
             for phone in mine:
                 ownership.release_lease(store, phone.device_id, execution_id)
-            ownership.finish_execution(store, execution_id, status)
+            ownership.finish_execution(store, execution_id, "interrupted" if cancel.is_set() else "finished")
+        if cancel.is_set():
+            raise RunInterrupted()
         planned_ids = {r.run_id for r in plan.runs}
         states = {r.run_id: r.state for r in run_store.list_runs(store, key)}
         done = sum(1 for rid in planned_ids if states.get(rid) is RunState.DONE)

@@ -3,14 +3,14 @@ regressions against the previous nightlies. What `farm schedule run` and the dae
 
 The nightly runs through farm.engine.runner.run_experiment like `farm run`, so it takes phones
 through the same leases (an ad-hoc `farm run` on other phones goes on beside it) and restores
-phones the same way when stopped. max_runtime_s is enforced by interrupting the main thread
-(SIGINT to itself): the runner then stops the runs in flight and restores the phones, exactly as
-for Ctrl-C; the runs left over stay PENDING in that night's experiment.
+phones the same way when stopped. Stopping is one cancel event per firing, set by the caller's
+stop event (the daemon's SIGTERM, Ctrl-C) or by max_runtime_s (Deadline): the runner then stops
+the runs in flight and restores the phones; the runs left over stay PENDING in that night's
+experiment.
 """
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from farm.analysis.regression import Finding, RegressionPolicy, detect, regressions
 from farm.engine.model import OnFinished
-from farm.engine.runner import RunOptions, RunSummary, run_experiment
+from farm.engine.runner import RunInterrupted, RunOptions, RunSummary, run_experiment
 from farm.engine.scheduler import NoEligiblePhone
 from farm.errors import ConfigError, FarmError
 from farm.schedule import firings
@@ -35,11 +35,7 @@ PHONE_RETRY_S = 60.0  # while every eligible phone is leased (an ad-hoc `farm ru
 DEFAULT_PHONE_WAIT_S = 3600.0  # how long a nightly without max_runtime_s waits for phones
 SPECS_DIR = "schedules"  # results/schedules/<schedule>/<nightly name>.yaml: the spec each night ran
 REGRESSION_EVENT = "regression"
-
-
-def _sleep(seconds: float) -> bool:
-    time.sleep(seconds)
-    return False
+DEADLINE_POLL_S = 0.25  # how soon a set stop event or a passed deadline cancels the nightly
 
 
 @dataclass(frozen=True)
@@ -50,7 +46,8 @@ class FireContext:
     policy: RegressionPolicy = field(default_factory=RegressionPolicy)
     on_finished: OnFinished | None = None
     log: Callable[[str], None] = lambda _line: None
-    wait: Callable[[float], bool] = field(default=lambda seconds: _sleep(seconds))  # True: stop now
+    # Set by the caller to stop now (the daemon's SIGTERM, Ctrl-C): the nightly is interrupted.
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(frozen=True)
@@ -96,35 +93,35 @@ def write_nightly_spec(schedule: Schedule, nightly: NightlyName, results: Path) 
 
 
 class Deadline:
-    """Interrupts the main thread once `seconds` have passed, unless disarmed first."""
+    """Sets `cancel` once `seconds` have passed (then `fired` is True) or as soon as `stop` is
+    set, whichever comes first, while the `with` block runs; never after it."""
 
-    def __init__(self, seconds: float | None) -> None:
+    def __init__(self, seconds: float | None, stop: threading.Event, cancel: threading.Event) -> None:
         self.seconds = seconds
+        self.stop = stop
+        self.cancel = cancel
         self.fired = False
-        self._lock = threading.Lock()
-        self._armed = False
-        self._timer: threading.Timer | None = None
+        self._ended = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Deadline:
-        if self.seconds is not None and threading.current_thread() is threading.main_thread():
-            self._armed = True
-            self._timer = threading.Timer(self.seconds, self._expire, args=(threading.main_thread().ident,))
-            self._timer.daemon = True
-            self._timer.start()
+        self._thread = threading.Thread(target=self._watch, name="nightly-deadline", daemon=True)
+        self._thread.start()
         return self
 
-    def _expire(self, main_ident: int | None) -> None:
-        with self._lock:
-            if not self._armed or main_ident is None:
+    def _watch(self) -> None:
+        expires = None if self.seconds is None else time.monotonic() + self.seconds
+        while not self._ended.wait(DEADLINE_POLL_S):
+            if expires is not None and time.monotonic() >= expires:
+                self.fired = True
+            if self.fired or self.stop.is_set():
+                self.cancel.set()
                 return
-            self.fired = True
-            signal.pthread_kill(main_ident, signal.SIGINT)
 
     def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._armed = False
-        if self._timer is not None:
-            self._timer.cancel()
+        self._ended.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireContext) -> FireResult:
@@ -155,17 +152,19 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
         )
         summary: RunSummary | None = None
         error_exit_code = 2
-        deadline = Deadline(schedule.max_runtime_s)
+        cancel = threading.Event()
+        deadline = Deadline(schedule.max_runtime_s, context.stop, cancel)
         try:
             with deadline:
                 summary = run_when_phones_free(
-                    lambda: run_experiment(options, on_finished=context.on_finished),
-                    context,
+                    lambda: run_experiment(options, cancel=cancel, on_finished=context.on_finished),
+                    cancel.wait,
+                    context.log,
                     schedule.max_runtime_s or DEFAULT_PHONE_WAIT_S,
                 )
             outcome = Outcome.OK if summary.exit_code == 0 else Outcome.INCOMPLETE
             message = "; ".join(summary.problems)
-        except KeyboardInterrupt:
+        except (RunInterrupted, KeyboardInterrupt):
             outcome = Outcome.TIMEOUT if deadline.fired else Outcome.INTERRUPTED
             message = (
                 f"stopped after max_runtime_s={schedule.max_runtime_s:g}" if deadline.fired else "interrupted"
@@ -191,11 +190,16 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
 
 
 def run_when_phones_free(
-    run: Callable[[], RunSummary], context: FireContext, wait_limit_s: float, retry_s: float = PHONE_RETRY_S
+    run: Callable[[], RunSummary],
+    wait: Callable[[float], bool],
+    log: Callable[[str], None],
+    wait_limit_s: float,
+    retry_s: float = PHONE_RETRY_S,
 ) -> RunSummary:
     """`run()`, tried again every `retry_s` while no phone is free (NoEligiblePhone), up to
     `wait_limit_s`: a nightly waits out an ad-hoc sweep holding every phone instead of failing.
-    A stop request while waiting raises KeyboardInterrupt, as Ctrl-C during a run does."""
+    `wait(seconds)` returns True when the nightly is cancelled meanwhile: RunInterrupted, as when
+    it is cancelled during a run."""
     waited_s = 0.0
     while True:
         try:
@@ -203,9 +207,9 @@ def run_when_phones_free(
         except NoEligiblePhone as error:
             if waited_s + retry_s > wait_limit_s:
                 raise
-            context.log(f"no free phone yet ({error}); trying again in {retry_s:g} s")
-            if context.wait(retry_s):
-                raise KeyboardInterrupt from None
+            log(f"no free phone yet ({error}); trying again in {retry_s:g} s")
+            if wait(retry_s):
+                raise RunInterrupted() from None
             waited_s += retry_s
 
 

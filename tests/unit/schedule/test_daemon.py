@@ -3,11 +3,9 @@ SQLite store: it fires each slot once, remembers across restarts, catches up, st
 
 from __future__ import annotations
 
-import time
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-import pytest
 
 from farm.errors import ConfigError
 from farm.schedule import firings
@@ -149,13 +147,17 @@ def test_a_broken_config_on_reload_keeps_the_previous_schedules(tmp_path: Path) 
     )
 
 
-def test_deadline_interrupts_the_main_thread_and_a_disarmed_one_does_not() -> None:
-    deadline = Deadline(0.05)
-    with pytest.raises(KeyboardInterrupt), deadline:
-        time.sleep(5)
-    assert deadline.fired
-    quiet = Deadline(0.05)
-    with quiet:
-        pass
-    time.sleep(0.15)
-    assert not quiet.fired
+def test_the_deadline_or_a_stop_request_cancels_the_nightly_and_an_ended_one_never_does() -> None:
+    stop, cancel = threading.Event(), threading.Event()
+    with Deadline(0.05, stop, cancel) as deadline:
+        assert cancel.wait(60)  # the event itself, not a sleep
+    assert deadline.fired and not stop.is_set()  # the daemon goes on after a timed-out nightly
+    stop, cancel = threading.Event(), threading.Event()
+    with Deadline(None, stop, cancel) as asked:
+        stop.set()
+        assert cancel.wait(60)
+    assert not asked.fired
+    cancel = threading.Event()
+    with Deadline(0.0, threading.Event(), cancel) as quiet:
+        pass  # ended before its watcher looked: leaving the block joins the watcher
+    assert not quiet.fired and not cancel.is_set()

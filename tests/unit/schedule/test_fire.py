@@ -3,12 +3,13 @@ is fired once even with two daemons on one store; a night that cannot start is a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from farm.engine.runner import RunSummary
+from farm.engine.runner import RunInterrupted, RunSummary
 from farm.engine.scheduler import NoEligiblePhone
 from farm.schedule import firings
 from farm.schedule.fire import FireContext, fire, run_when_phones_free
@@ -30,39 +31,35 @@ class Runner:
         return SUMMARY
 
 
-def _context(waits: list[float], stop_on: int | None = None) -> tuple[FireContext, list[str]]:
-    lines: list[str] = []
-
+def _waiter(waits: list[float], stop_on: int | None = None) -> Callable[[float], bool]:
     def wait(seconds: float) -> bool:
         waits.append(seconds)
         return stop_on is not None and len(waits) >= stop_on
 
-    return FireContext(Path("results"), log=lines.append, wait=wait), lines
+    return wait
 
 
 def test_retries_until_a_phone_is_free() -> None:
     waits: list[float] = []
-    context, lines = _context(waits)
+    lines: list[str] = []
     runner = Runner(busy_times=2)
-    assert run_when_phones_free(runner, context, wait_limit_s=600, retry_s=60) is SUMMARY
+    assert run_when_phones_free(runner, _waiter(waits), lines.append, wait_limit_s=600, retry_s=60) is SUMMARY
     assert runner.calls == 3 and waits == [60, 60]
     assert "leased by another farm process" in lines[0] and "trying again in 60 s" in lines[0]
 
 
 def test_gives_up_at_the_limit_with_the_runner_error() -> None:
     waits: list[float] = []
-    context, _lines = _context(waits)
     runner = Runner(busy_times=99)
     with pytest.raises(NoEligiblePhone):
-        run_when_phones_free(runner, context, wait_limit_s=150, retry_s=60)
+        run_when_phones_free(runner, _waiter(waits), print, wait_limit_s=150, retry_s=60)
     assert runner.calls == 3 and sum(waits) == 120
 
 
 def test_a_stop_request_while_waiting_interrupts() -> None:
     waits: list[float] = []
-    context, _lines = _context(waits, stop_on=1)
-    with pytest.raises(KeyboardInterrupt):
-        run_when_phones_free(Runner(busy_times=99), context, wait_limit_s=600, retry_s=60)
+    with pytest.raises(RunInterrupted):
+        run_when_phones_free(Runner(busy_times=99), _waiter(waits, stop_on=1), print, 600, retry_s=60)
 
 
 def test_a_slot_another_daemon_claimed_is_not_run_twice(tmp_path: Path) -> None:
