@@ -23,7 +23,7 @@ from farm.engine.model import OnFinished
 from farm.engine.recovery import backfill_metrics, recover_store, restore_charging_marker
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import FarmError
-from farm.fleet.endpoint import LocalAdbEndpoint
+from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
@@ -105,9 +105,7 @@ def spec_json(experiment: Experiment) -> tuple[str, str]:
     return text, hashlib.sha256(text.encode()).hexdigest()
 
 
-def _restore_left_charging(
-    store: Store, endpoints: Sequence[LocalAdbEndpoint], phones: Sequence[Phone]
-) -> None:
+def _restore_left_charging(store: Store, endpoints: Sequence[Endpoint], phones: Sequence[Phone]) -> None:
     """Phones a dead farm process left with charging off get it back now, used or not."""
     marked = {m.device_id for m in device_store.charging_markers(store)}
     by_host = {endpoint.host: endpoint for endpoint in endpoints}
@@ -120,7 +118,7 @@ def _restore_left_charging(
                 continue  # recovery tries again when the phone is used
 
 
-def _gpu_family_prober(endpoints: Sequence[LocalAdbEndpoint]) -> Callable[[Phone], str | None]:
+def _gpu_family_prober(endpoints: Sequence[Endpoint]) -> Callable[[Phone], str | None]:
     """GPU family of a phone from farm-probe (deployed on first use), or None if it cannot tell."""
     by_host = {endpoint.host: endpoint for endpoint in endpoints}
 

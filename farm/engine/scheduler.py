@@ -35,7 +35,7 @@ from farm.engine.model import (
 )
 from farm.engine.recovery import recover_phone
 from farm.errors import DeviceTransientError, FarmError
-from farm.fleet.endpoint import LocalAdbEndpoint
+from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
 from farm.spec.model import Experiment
 from farm.spec.sections import RetryOn
@@ -121,14 +121,14 @@ class Sweep:
         experiment: Experiment,
         experiment_key: str,
         phones: Sequence[Phone],
-        endpoint: LocalAdbEndpoint,
+        endpoint: Endpoint,
         store: Store,
         results: Path,
         execution_id: int,
         cancel: threading.Event,
         on_finished: OnFinished | None = None,
         lost_wait_s: float = LOST_PHONE_WAIT_S,
-        endpoints: Mapping[str, LocalAdbEndpoint] | None = None,
+        endpoints: Mapping[str, Endpoint] | None = None,
     ) -> None:
         self.experiment = experiment
         self.key = experiment_key
@@ -193,7 +193,7 @@ class Sweep:
                 return run
         return None
 
-    def _endpoint_of(self, phone: Phone) -> LocalAdbEndpoint:
+    def _endpoint_of(self, phone: Phone) -> Endpoint:
         return self.endpoints.get(phone.host, self.endpoint)
 
     def _session(self, phone: Phone) -> DeviceSession:

@@ -47,13 +47,22 @@ class Listed:
 
 
 class Endpoint(Protocol):
-    host: str
+    """What the engine needs of an adb server (LocalAdbEndpoint, farm.remote.endpoint.SshAdbEndpoint,
+    or a test's own): list its phones, hand out a device for a session, nudge a dropped TCP phone,
+    and wait (bounded) until a lost phone is back."""
+
+    @property
+    def host(self) -> str: ...
 
     def list(self) -> list[Listed]: ...
 
     def device(self, adb_serial: str) -> adbutils.AdbDevice: ...
 
     def reconnect(self, adb_serial: str) -> None: ...
+
+    def wait_online(self, adb_serial: str, device_id: str, timeout_s: float, poll_s: float = 0.5) -> None:
+        """Return once the phone is listed as `device`; DeviceTransientError after timeout_s."""
+        ...
 
 
 def adb_port_from_env(explicit: int | None = None) -> int:
