@@ -12,7 +12,9 @@
         tags: [pixel, rack-a]
         start_adb: true              # run `adb -P 5037 start-server` there when none answers
 
-Parsed once, here, into frozen HostConfig values; every mistake is a ConfigError naming FILE:LINE.
+Parsed once, here, into frozen HostConfig values. Every section of farm.yaml (hosts here, schedules
+in farm.schedule.config) is a pydantic model validated through `validate_file`, the same path as
+experiment files (farm.spec.messages): every mistake is one ConfigError naming FILE:LINE.
 A config without a `local` entry gets one implicitly (the local adb server is a host too); a config
 with `local: false` at the top level has none. Passwords are refused: keys and agents only.
 
@@ -25,35 +27,179 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
-from yaml.nodes import Node, SequenceNode
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from farm.errors import ConfigError
 from farm.fleet.endpoint import DEFAULT_ADB_PORT, LOCAL_HOST
 from farm.safe_yaml import read_text
-from farm.spec.loader import compose, config_entry, to_python
+from farm.spec.loader import compose, line_of, to_python
+from farm.spec.messages import Problem, from_validation_error
+from farm.spec.sections import Frozen
 
 CONFIG_FILE_NAME = "farm.yaml"
 DEFAULT_SSH_PORT = 22
 KEEPALIVE_INTERVAL_S = 5.0
 
-HOST_KEYS = (
-    "name",
-    "address",
-    "port",
-    "user",
-    "identity_file",
-    "adb_port",
-    "tags",
-    "keepalive_s",
-    "start_adb",
-)
-# Top-level sections of farm.yaml that other modules parse (farm.schedule.config: schedules).
-OTHER_SECTIONS = ("schedules",)
 _SECRET_KEYS = ("password", "passphrase", "pass", "secret")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+_MISSING = "is required but missing"
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+# -- one reader for every section of farm.yaml: pydantic models, errors as FILE:LINE -----------
+
+
+def validate_file(root: MappingNode, filename: str, model: type[Model], entries: str | None = None) -> Model:
+    """The whole file (its root node) validated by `model`, or ConfigError naming FILE:LINE of the
+    first problem, exactly as experiment files report theirs (farm.spec.messages). `entries` names
+    the section whose list items are named in messages: by position (`hosts[0]`) for a key that is
+    unknown or missing, by their `name:` (`hosts.lab1`) for a wrong value."""
+    try:
+        return model.model_validate(to_python(root))
+    except ValidationError as error:
+        problems = from_validation_error(error, root, model)
+    if entries is not None:
+        names = _entry_names(root, entries)
+        problems = sorted((_label(p, entries, names) for p in problems), key=lambda p: p.line)
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+    raise ConfigError(f"{first.path}: {first.message}{more}", location=f"{filename}:{first.line}")
+
+
+def entry_location(root: MappingNode, filename: str, section: str, index: int) -> str:
+    """FILE:LINE of the index-th item of a section's list."""
+    return f"{filename}:{line_of(root, (section, index))}"
+
+
+def _entry_names(root: MappingNode, section: str) -> list[str | None]:
+    """Each list item's `name:` when it is a usable name, else None (it is then named by position)."""
+    names: list[str | None] = []
+    for key, value in root.value:
+        if isinstance(key, ScalarNode) and key.value == section and isinstance(value, SequenceNode):
+            for item in value.value:
+                name = None
+                if isinstance(item, MappingNode):
+                    for item_key, item_value in item.value:
+                        if item_key.value == "name" and isinstance(item_value, ScalarNode):
+                            name = item_value.value if _NAME_RE.match(item_value.value) else None
+                names.append(name)
+    return names
+
+
+def _label(problem: Problem, section: str, names: Sequence[str | None]) -> Problem:
+    match = re.match(rf"^{re.escape(section)}\[(\d+)\](.*)$", problem.path)
+    if match is None:
+        return problem
+    index, rest = int(match[1]), match[2]
+    if problem.message == _MISSING:
+        return Problem(problem.line, f"{section}[{index}]", f"{rest.lstrip('.')} is missing")
+    by_position = problem.message.startswith("unknown key") or rest.startswith(".name")
+    if by_position or index >= len(names) or names[index] is None:
+        return problem
+    return Problem(problem.line, f"{section}.{names[index]}{rest}", problem.message)
+
+
+def text_value(value: Any) -> str:
+    """Non-empty text, stripped (a config value that names something)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected text, got {value!r}")
+    return value.strip()
+
+
+def _port(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise ValueError(f"expected a port number 1-65535, got {value!r}")
+    return value
+
+
+def _positive_seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"expected a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _list_of(what: str) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list of {what}")
+        return value
+
+    return check
+
+
+Text = Annotated[str, BeforeValidator(text_value)]
+Port = Annotated[int, BeforeValidator(_port)]
+PositiveSeconds = Annotated[float, BeforeValidator(_positive_seconds)]
+
+
+# -- hosts: ------------------------------------------------------------------------------------
+
+
+def _host_name(value: Any) -> str:
+    if not isinstance(value, str) or not _NAME_RE.match(value):
+        raise ValueError(f"expected a short name (letters, digits, . _ -), got {value!r}")
+    return value
+
+
+def _tags(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
+        raise ValueError("expected a list of names")
+    return tuple(value)
+
+
+class HostEntry(Frozen):
+    """One `hosts:` item as written (farm.yaml's keys and their checks)."""
+
+    name: Annotated[str, BeforeValidator(_host_name)]
+    address: Text | None = None
+    port: Port | None = None
+    user: Text | None = None
+    identity_file: Text | None = None
+    adb_port: Port | None = None
+    tags: Annotated[tuple[str, ...], BeforeValidator(_tags)] = ()
+    keepalive_s: PositiveSeconds = KEEPALIVE_INTERVAL_S
+    start_adb: StrictBool = False
+
+    @field_validator("port", "user", "identity_file", "start_adb")
+    @classmethod
+    def _remote_only(cls, value: Any, info: ValidationInfo) -> Any:
+        # info.data holds the fields validated so far (name, address come first); an address that
+        # failed its own check is reported there, not here.
+        if value not in (None, False) and "address" in info.data and info.data["address"] is None:
+            raise ValueError("only for remote hosts (local has no address)")
+        return value
+
+    @model_validator(mode="after")
+    def _address_unless_local(self) -> HostEntry:
+        if self.address is None and self.name != LOCAL_HOST:
+            raise ValueError(
+                "address is missing (only the host named `local` is this machine); "
+                "add address: HOSTNAME (or an ~/.ssh/config alias)"
+            )
+        return self
+
+
+class _HostsFile(Frozen):
+    """farm.yaml as the hosts parser sees it; `schedules:` is farm.schedule.config's."""
+
+    hosts: Annotated[tuple[HostEntry, ...], BeforeValidator(_list_of("hosts (- name: lab1 ...)"))] = ()
+    local: StrictBool = True
+    schedules: Any = None
 
 
 @dataclass(frozen=True)
@@ -129,120 +275,45 @@ def load_config(explicit: Path | None = None, *, local_adb_port: int = DEFAULT_A
 def parse_config(text: str, filename: str, *, local_adb_port: int = DEFAULT_ADB_PORT) -> FarmConfig:
     """Config text -> FarmConfig (pure). `local_adb_port` is used for an implicit local host."""
     root = compose(text, filename)
-    include_local = True
-    hosts_node: Node | None = None
-    for key, value in root.value:
-        where = f"{filename}:{key.start_mark.line + 1}"
-        if key.value == "hosts":
-            hosts_node = value
-        elif key.value in OTHER_SECTIONS:
-            continue  # parsed by its own module
-        elif key.value == "local":
-            flag = to_python(value)
-            if not isinstance(flag, bool):
-                raise ConfigError("local: expected true or false", location=where)
-            include_local = flag
-        else:
-            raise ConfigError(f"{key.value}: unknown key (known: hosts, local, schedules)", location=where)
-    hosts: list[HostConfig] = []
-    if hosts_node is not None:
-        if not isinstance(hosts_node, SequenceNode):
-            raise ConfigError(
-                "hosts: expected a list of hosts (- name: lab1 ...)",
-                location=f"{filename}:{hosts_node.start_mark.line + 1}",
-            )
-        hosts = [_host(item, filename, index) for index, item in enumerate(hosts_node.value)]
-    _check_unique(hosts, filename)
-    if include_local and not any(h.is_local for h in hosts):
+    _refuse_secrets(root, filename)
+    parsed = validate_file(root, filename, _HostsFile, entries="hosts")
+    hosts = [
+        HostConfig(
+            name=entry.name,
+            address=entry.address,
+            port=entry.port,
+            user=entry.user,
+            identity_file=entry.identity_file,
+            adb_port=entry.adb_port or DEFAULT_ADB_PORT,
+            tags=entry.tags,
+            keepalive_s=entry.keepalive_s,
+            start_adb=entry.start_adb,
+            location=entry_location(root, filename, "hosts", index),
+        )
+        for index, entry in enumerate(parsed.hosts)
+    ]
+    _check_unique(hosts)
+    if parsed.local and not any(h.is_local for h in hosts):
         hosts.insert(0, HostConfig(LOCAL_HOST, adb_port=local_adb_port, location=filename, implicit=True))
     return FarmConfig(tuple(hosts), Path(filename))
 
 
-def _host(node: Node, filename: str, index: int) -> HostConfig:
-    def refuse_secrets(name: str, key_where: str) -> None:
-        if name.lower() in _SECRET_KEYS:
-            raise ConfigError(
-                f"hosts[{index}].{name}: no passwords in config files",
-                location=key_where,
-                hint="use identity_file (a key) or an ssh-agent",
-            )
-
-    entry = config_entry(
-        node, filename, f"hosts[{index}]", HOST_KEYS, "name:, address:, ...", check_key=refuse_secrets
-    )
-    values, lines, where = entry.values, entry.lines, entry.location
-    if "name" not in values:
-        raise ConfigError(f"hosts[{index}]: name is missing", location=where)
-    host_name = values["name"]
-    if not isinstance(host_name, str) or not _NAME_RE.match(host_name):
-        raise ConfigError(
-            f"hosts[{index}].name: expected a short name (letters, digits, . _ -), got {host_name!r}",
-            location=lines["name"],
-        )
-    label = f"hosts.{host_name}"
-    address = _optional_str(values, "address", label, lines)
-    if address is None and host_name != LOCAL_HOST:
-        raise ConfigError(
-            f"{label}: address is missing (only the host named `local` is this machine)",
-            location=where,
-            hint="add address: HOSTNAME (or an ~/.ssh/config alias)",
-        )
-    if address is None:
-        for remote_only in ("port", "user", "identity_file"):
-            if remote_only in values:
-                raise ConfigError(
-                    f"{label}.{remote_only}: only for remote hosts (local has no address)",
-                    location=lines[remote_only],
-                )
-    tags = values.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
-        raise ConfigError(f"{label}.tags: expected a list of names", location=lines.get("tags", where))
-    keepalive = values.get("keepalive_s", KEEPALIVE_INTERVAL_S)
-    if isinstance(keepalive, bool) or not isinstance(keepalive, int | float) or keepalive <= 0:
-        raise ConfigError(
-            f"{label}.keepalive_s: expected a positive number of seconds, got {keepalive!r}",
-            location=lines.get("keepalive_s", where),
-        )
-    start_adb = values.get("start_adb", False)
-    if not isinstance(start_adb, bool):
-        raise ConfigError(f"{label}.start_adb: expected true or false", location=lines["start_adb"])
-    if start_adb and address is None:
-        raise ConfigError(f"{label}.start_adb: only for remote hosts", location=lines["start_adb"])
-    return HostConfig(
-        name=host_name,
-        address=address,
-        port=_port(values, "port", label, lines),
-        user=_optional_str(values, "user", label, lines),
-        identity_file=_optional_str(values, "identity_file", label, lines),
-        adb_port=_port(values, "adb_port", label, lines) or DEFAULT_ADB_PORT,
-        tags=tuple(tags),
-        keepalive_s=float(keepalive),
-        start_adb=start_adb,
-        location=where,
-    )
+def _refuse_secrets(root: MappingNode, filename: str) -> None:
+    """A password in the file is refused before anything else is read: keys and agents only."""
+    for key, value in root.value:
+        if key.value != "hosts" or not isinstance(value, SequenceNode):
+            continue
+        for index, item in enumerate(value.value):
+            for item_key, _ in item.value if isinstance(item, MappingNode) else ():
+                if str(item_key.value).lower() in _SECRET_KEYS:
+                    raise ConfigError(
+                        f"hosts[{index}].{item_key.value}: no passwords in config files",
+                        location=f"{filename}:{item_key.start_mark.line + 1}",
+                        hint="use identity_file (a key) or an ssh-agent",
+                    )
 
 
-def _optional_str(values: dict[str, object], key: str, label: str, lines: dict[str, str]) -> str | None:
-    value = values.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{label}.{key}: expected text, got {value!r}", location=lines[key])
-    return value.strip()
-
-
-def _port(values: dict[str, object], key: str, label: str, lines: dict[str, str]) -> int | None:
-    value = values.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
-        raise ConfigError(
-            f"{label}.{key}: expected a port number 1-65535, got {value!r}", location=lines[key]
-        )
-    return value
-
-
-def _check_unique(hosts: list[HostConfig], filename: str) -> None:
+def _check_unique(hosts: list[HostConfig]) -> None:
     seen: dict[str, HostConfig] = {}
     for host in hosts:
         if host.name in seen:

@@ -10,7 +10,8 @@
         catch_up: run_once                           # skip (default) | run_once
         max_runtime_s: 7200                          # optional: stop the nightly after this long
 
-The file is found exactly as for lab hosts (farm.remote.config.find_config); every mistake is one
+The file is found exactly as for lab hosts (farm.remote.config.find_config) and validated the same
+way (ScheduleEntry, a pydantic model, through farm.remote.config.validate_file): every mistake is one
 ConfigError naming FILE:LINE.
 """
 
@@ -18,21 +19,86 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from yaml.nodes import Node, ScalarNode, SequenceNode
+from pydantic import BeforeValidator, ConfigDict
 
 from farm.errors import ConfigError
-from farm.remote.config import find_config
+from farm.remote.config import PositiveSeconds, Text, entry_location, find_config, text_value, validate_file
 from farm.safe_yaml import read_text
 from farm.schedule import cron
 from farm.schedule.model import CatchUp, Schedule
-from farm.spec.loader import compose, config_entry, to_python
+from farm.spec.loader import compose
+from farm.spec.sections import Frozen
 
 SECTION = "schedules"
-SCHEDULE_KEYS = ("name", "experiment", "variant", "cron", "timezone", "devices", "catch_up", "max_runtime_s")
-_REQUIRED = ("name", "experiment", "cron")
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not _NAME_RE.match(value):
+        raise ValueError(f"expected a short name (lower-case letters, digits, _ -), got {value!r}")
+    return value
+
+
+def _cron(value: Any) -> str:
+    expression = value.strip() if isinstance(value, str) else value
+    if not isinstance(expression, str) or not cron.is_valid(expression):
+        raise ValueError(f'{value!r} is not a cron expression of five fields (e.g. "0 2 * * *" for 02:00)')
+    return expression
+
+
+def _timezone(value: Any) -> str:
+    zone = text_value(value)
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {zone!r} (e.g. Europe/Zurich)") from None
+    return zone
+
+
+def _catch_up(value: Any) -> CatchUp:
+    try:
+        return CatchUp(text_value(value))
+    except ValueError:
+        raise ValueError(f"expected skip or run_once, got {value!r}") from None
+
+
+def _devices(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not all(isinstance(item, str) and item.strip() for item in items):
+        raise ValueError(f"expected selectors (host/serial, serial or model; globs), got {value!r}")
+    return tuple(part.strip() for item in items for part in str(item).split(",") if part.strip())
+
+
+def _schedule_list(value: Any) -> Any:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError("expected a list of schedules (- name: nightly ...)")
+    return value
+
+
+class ScheduleEntry(Frozen):
+    """One `schedules:` item as written (farm.yaml's keys and their checks)."""
+
+    name: Annotated[str, BeforeValidator(_name)]
+    experiment: Text
+    cron: Annotated[str, BeforeValidator(_cron)]
+    variant: Text | None = None
+    timezone: Annotated[str, BeforeValidator(_timezone)] = "UTC"
+    devices: Annotated[tuple[str, ...], BeforeValidator(_devices)] = ()
+    catch_up: Annotated[CatchUp, BeforeValidator(_catch_up)] = CatchUp.SKIP
+    max_runtime_s: PositiveSeconds | None = None
+
+
+class _SchedulesFile(Frozen):
+    """farm.yaml as the schedules parser sees it: the other sections are farm.remote.config's."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    schedules: Annotated[tuple[ScheduleEntry, ...], BeforeValidator(_schedule_list)] = ()
 
 
 def load_schedules(explicit: Path | None = None) -> tuple[Schedule, ...]:
@@ -58,106 +124,30 @@ def find_schedule(schedules: tuple[Schedule, ...], name: str) -> Schedule:
 def parse_schedules(text: str, filename: str) -> tuple[Schedule, ...]:
     """Config text -> its schedules (pure; other sections are left to their own parsers)."""
     root = compose(text, filename)
-    section: Node | None = None
-    for key, value in root.value:
-        if isinstance(key, ScalarNode) and key.value == SECTION:
-            section = value
-    if section is None or (isinstance(section, ScalarNode) and to_python(section) is None):
-        return ()
-    if not isinstance(section, SequenceNode):
-        raise ConfigError(
-            f"{SECTION}: expected a list of schedules (- name: nightly ...)",
-            location=f"{filename}:{section.start_mark.line + 1}",
-        )
+    parsed = validate_file(root, filename, _SchedulesFile, entries=SECTION)
     base = Path(filename).parent
-    schedules = [_schedule(item, filename, index, base) for index, item in enumerate(section.value)]
+    schedules = []
     seen: dict[str, str] = {}
-    for schedule in schedules:
-        if schedule.name in seen:
+    for index, entry in enumerate(parsed.schedules):
+        location = entry_location(root, filename, SECTION, index)
+        if entry.name in seen:
             raise ConfigError(
-                f"{SECTION}: schedule name {schedule.name!r} used twice (first at {seen[schedule.name]})",
-                location=schedule.location,
+                f"{SECTION}: schedule name {entry.name!r} used twice (first at {seen[entry.name]})",
+                location=location,
             )
-        seen[schedule.name] = schedule.location
+        seen[entry.name] = location
+        experiment = Path(entry.experiment).expanduser()
+        schedules.append(
+            Schedule(
+                name=entry.name,
+                experiment=experiment if experiment.is_absolute() else base / experiment,
+                cron=entry.cron,
+                variant=entry.variant,
+                devices=entry.devices,
+                catch_up=entry.catch_up,
+                max_runtime_s=entry.max_runtime_s,
+                timezone=entry.timezone,
+                location=location,
+            )
+        )
     return tuple(schedules)
-
-
-def _schedule(node: Node, filename: str, index: int, base: Path) -> Schedule:
-    entry = config_entry(
-        node, filename, f"{SECTION}[{index}]", SCHEDULE_KEYS, "name:, experiment:, cron: ..."
-    )
-    values, lines, where = entry.values, entry.lines, entry.location
-    for required in _REQUIRED:
-        if values.get(required) in (None, ""):
-            raise ConfigError(f"{SECTION}[{index}]: {required} is missing", location=where)
-    name = values["name"]
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ConfigError(
-            f"{SECTION}[{index}].name: expected a short name (lower-case letters, digits, _ -), got {name!r}",
-            location=lines["name"],
-        )
-    label = f"{SECTION}.{name}"
-
-    def text(key: str) -> str | None:
-        value = values.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{label}.{key}: expected text, got {value!r}", location=lines[key])
-        return value.strip()
-
-    expression = text("cron") or ""
-    if not cron.is_valid(expression):
-        raise ConfigError(
-            f"{label}.cron: {expression!r} is not a cron expression of five fields",
-            location=lines["cron"],
-            hint='e.g. "0 2 * * *" for 02:00 every day',
-        )
-    zone = text("timezone") or "UTC"
-    try:
-        ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(
-            f"{label}.timezone: unknown time zone {zone!r}",
-            location=lines["timezone"],
-            hint="e.g. Europe/Zurich",
-        ) from None
-    catch_up_text = text("catch_up") or CatchUp.SKIP.value
-    try:
-        catch_up = CatchUp(catch_up_text)
-    except ValueError:
-        raise ConfigError(
-            f"{label}.catch_up: expected skip or run_once, got {catch_up_text!r}", location=lines["catch_up"]
-        ) from None
-    max_runtime = values.get("max_runtime_s")
-    if max_runtime is not None and (
-        isinstance(max_runtime, bool) or not isinstance(max_runtime, int | float) or max_runtime <= 0
-    ):
-        raise ConfigError(
-            f"{label}.max_runtime_s: expected a positive number of seconds, got {max_runtime!r}",
-            location=lines["max_runtime_s"],
-        )
-    experiment = Path(text("experiment") or "").expanduser()
-    return Schedule(
-        name=name,
-        experiment=experiment if experiment.is_absolute() else base / experiment,
-        cron=expression,
-        variant=text("variant"),
-        devices=_devices(values.get("devices"), label, lines.get("devices", where)),
-        catch_up=catch_up,
-        max_runtime_s=float(max_runtime) if max_runtime is not None else None,
-        timezone=zone,
-        location=where,
-    )
-
-
-def _devices(value: object, label: str, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    items = value if isinstance(value, list) else [value]
-    if not all(isinstance(item, str) and item.strip() for item in items):
-        raise ConfigError(
-            f"{label}.devices: expected selectors (host/serial, serial or model; globs), got {value!r}",
-            location=where,
-        )
-    return tuple(part.strip() for item in items for part in str(item).split(",") if part.strip())
