@@ -12,8 +12,7 @@ PyYAML's silent last-one-wins.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -48,47 +47,6 @@ def compose(text: str, filename: str) -> MappingNode:
 def to_python(node: Node) -> Any:
     """Plain Python value of a node (dicts, lists, str, int, float, bool, None)."""
     return safe_yaml.construct(node)
-
-
-@dataclass(frozen=True)
-class ConfigEntry:
-    """One mapping of a config list (a host, a schedule): plain values, and where each key is."""
-
-    values: dict[str, Any]
-    lines: dict[str, str]  # key -> FILE:LINE of the key
-    location: str  # FILE:LINE of the entry
-
-
-def config_entry(
-    node: Node,
-    filename: str,
-    label: str,
-    known_keys: Collection[str],
-    expected: str,
-    check_key: Callable[[str, str], None] | None = None,
-) -> ConfigEntry:
-    """Read one list item of a farm.yaml section: a mapping whose keys must be `known_keys`.
-
-    `label` names the item in errors (`hosts[2]`); `expected` says what a mapping of it holds;
-    `check_key(name, FILE:LINE)` may refuse a key with a better message than "unknown key".
-    """
-    where = f"{filename}:{node.start_mark.line + 1}"
-    if not isinstance(node, MappingNode):
-        raise ConfigError(f"{label}: expected a mapping ({expected})", location=where)
-    values: dict[str, Any] = {}
-    lines: dict[str, str] = {}
-    for key, value in node.value:
-        key_where = f"{filename}:{key.start_mark.line + 1}"
-        name = key.value if isinstance(key, ScalarNode) else str(key)
-        if check_key is not None:
-            check_key(name, key_where)
-        if name not in known_keys:
-            raise ConfigError(
-                f"{label}.{name}: unknown key (known: {', '.join(known_keys)})", location=key_where
-            )
-        values[name] = to_python(value)
-        lines[name] = key_where
-    return ConfigEntry(values, lines, where)
 
 
 def line_of(root: Node, path: Sequence[PathPart]) -> int:
