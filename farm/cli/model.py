@@ -40,9 +40,7 @@ def _load(results: Path | None, experiment: str) -> ReportData:
 
 
 def _params(data: ReportData) -> Mapping[str, Any]:
-    benchmark = data.spec.get("benchmark")
-    params = benchmark.get("params") if isinstance(benchmark, Mapping) else None
-    return params if isinstance(params, Mapping) else {}
+    return data.spec.benchmark.params if data.spec is not None else {}
 
 
 @click.group("model")

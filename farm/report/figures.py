@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from farm.analysis.aggregate import GroupStat, Observation, aggregate
 from farm.report.model import OWN_CI, FigureSpec, ReportData
 from farm.safe_text import terminal
+from farm.spec.sections import FigureKind
 from farm.store.results import DEVICE, StoredResult
 
 _RC: dict[str, Any] = {
@@ -78,12 +79,12 @@ def default_figures(data: ReportData) -> list[FigureSpec]:
     if not specs:
         numeric = [f for f in factors if f != color and _numeric_levels(data, f)]
         x = numeric[0] if numeric else (factors[0] if factors else DEVICE)
-        kind = "line" if numeric else "bar"
+        kind = FigureKind.LINE if numeric else FigureKind.BAR
         by = color if x != color else None
         specs.append(FigureSpec(x=x, y="latency_median_ms", color=by, kind=kind))
         specs.append(FigureSpec(x=x, y=energy, color=by, kind=kind))
     if len({run.device_id for run in data.done_runs}) > 1:
-        specs.append(FigureSpec(x=DEVICE, y="latency_median_ms", color=color, kind="bar"))
+        specs.append(FigureSpec(x=DEVICE, y="latency_median_ms", color=color, kind=FigureKind.BAR))
     return specs
 
 
@@ -147,10 +148,10 @@ def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], n
         errors = [[g.median - g.ci_low for g in stats], [g.ci_high - g.median for g in stats]]
         legend = None if label is None else _label(f"{spec.color}={label}")
         positions = [categories.index(g.key[0]) + (index - (len(groups) - 1) / 2) * width for g in stats]
-        if spec.kind == "line" and numeric_x:
+        if spec.kind is FigureKind.LINE and numeric_x:
             xs = [float(g.key[0]) for g in stats]  # type: ignore[arg-type]
             ax.errorbar(xs, medians, yerr=errors, marker="o", capsize=3, label=legend)
-        elif spec.kind == "box":
+        elif spec.kind is FigureKind.BOX:
             color = f"C{index % 10}"
             ax.boxplot(
                 [list(g.values) for g in stats],
@@ -164,7 +165,7 @@ def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], n
                 ax.plot([], [], color=color, linewidth=6, alpha=0.5, label=legend)
         else:
             ax.bar(positions, medians, width=width, yerr=errors, capsize=3, label=legend)
-    if not (spec.kind == "line" and numeric_x):
+    if not (spec.kind is FigureKind.LINE and numeric_x):
         ax.set_xticks(range(len(categories)), [_label(c) for c in categories], rotation=20, ha="right")
 
 

@@ -5,10 +5,10 @@ are farm.store.results.StoredResult rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from farm.spec.model import Experiment
+from farm.spec.sections import FigureKind
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 
@@ -39,7 +39,7 @@ class FigureSpec:
     y: str = "latency_median_ms"
     color: str | None = None
     facet: str | None = None
-    kind: str = "line"  # line | bar | box
+    kind: FigureKind = FigureKind.LINE
     title: str | None = None
 
     @property
@@ -67,7 +67,7 @@ class PhoneInfo:
 class ReportData:
     experiment: str
     benchmark: str | None
-    spec: Mapping[str, Any]  # what was asked, as loaded (JSON-able)
+    spec: Experiment | None  # what was asked (the stored spec, validated again), None if unreadable
     factor_names: tuple[str, ...]
     phones: tuple[PhoneInfo, ...]
     runs: tuple[StoredResult, ...]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from typing import Any
+
+from pydantic import ValidationError
 
 from farm.errors import ConfigError
 from farm.report.environment import phone_info
 from farm.report.model import FigureSpec, PhoneInfo, ReportData
+from farm.spec.model import Experiment
 from farm.store.db import Store
 from farm.store.results import StoredResult
 from farm.store.runs import list_runs
@@ -32,23 +34,28 @@ def _json(text: str | None) -> Any:
         return None
 
 
-def figure_specs(spec: Mapping[str, Any]) -> tuple[FigureSpec, ...]:
-    report = spec.get("report") or {}
-    figures = report.get("figures") or () if isinstance(report, Mapping) else ()
-    result = []
-    for figure in figures:
-        if isinstance(figure, Mapping) and figure.get("x"):
-            result.append(
-                FigureSpec(
-                    x=str(figure["x"]),
-                    y=str(figure.get("y") or "latency_median_ms"),
-                    color=figure.get("color"),
-                    facet=figure.get("facet"),
-                    kind=str(figure.get("kind") or "line"),
-                    title=figure.get("title"),
-                )
-            )
-    return tuple(result)
+def figure_specs(experiment: Experiment) -> tuple[FigureSpec, ...]:
+    """The figures the experiment's report section declares."""
+    return tuple(
+        FigureSpec(x=f.x, y=f.y, color=f.color, facet=f.facet, kind=f.kind, title=f.title)
+        for f in experiment.report.figures
+    )
+
+
+def stored_spec(store: Store, experiment: str) -> tuple[Experiment | None, str | None]:
+    """The experiment's stored spec validated again into an Experiment, or None and why not (a
+    spec written by another farm version may not validate with this one)."""
+    rows = store.query("SELECT spec_json FROM experiments WHERE name = ?", (experiment,))
+    if not rows:
+        return None, None
+    try:
+        return Experiment.model_validate(json.loads(rows[0]["spec_json"])), None
+    except (ValueError, ValidationError, ConfigError) as error:
+        first = " ".join(str(error).split())[:200]
+        return None, (
+            f"The stored experiment spec does not validate with this farm ({first}); "
+            "factors are taken from the runs and no declared figure is drawn."
+        )
 
 
 def _phones(store: Store, device_ids: list[str], environments: dict[str, Any]) -> tuple[PhoneInfo, ...]:
@@ -70,16 +77,15 @@ def _phones(store: Store, device_ids: list[str], environments: dict[str, Any]) -
 
 def load_report_data(store: Store, experiment: str) -> ReportData:
     """Everything a report on `experiment` shows. ConfigError if the store has no such experiment."""
-    spec_rows = store.query("SELECT spec_json FROM experiments WHERE name = ?", (experiment,))
+    known_names = {row["name"] for row in store.query("SELECT name FROM experiments")}
     runs = list_runs(store, experiment)
-    if not spec_rows and not runs:
+    if experiment not in known_names and not runs:
         known = [row["name"] for row in store.query("SELECT name FROM experiments ORDER BY name")]
         raise ConfigError(
             f"no experiment named {experiment!r} in {store.path}",
             hint=f"known: {', '.join(known)}" if known else "run one first with `farm run FILE`",
         )
-    spec = _json(spec_rows[0]["spec_json"]) if spec_rows else None
-    spec = spec if isinstance(spec, Mapping) else {}
+    spec, spec_problem = stored_spec(store, experiment)
     metric_rows = store.query(
         "SELECT m.run_id, m.name, m.value, m.unit FROM metrics m JOIN runs r ON r.run_id = m.run_id "
         "WHERE r.experiment = ? AND m.value IS NOT NULL",
@@ -125,24 +131,23 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
     )
     notes = tuple(
         dict.fromkeys(
-            [f"{r['device_id'] + ': ' if r['device_id'] else ''}{r['message']}" for r in event_rows]
+            ([spec_problem] if spec_problem else [])
+            + [f"{r['device_id'] + ': ' if r['device_id'] else ''}{r['message']}" for r in event_rows]
             + run_notes
         )
     )
-    benchmark = spec.get("benchmark")
-    sweep = spec.get("sweep")
-    factor_names = tuple(sweep) if isinstance(sweep, Mapping) else ()
+    factor_names = spec.factor_names if spec is not None else ()
     if not factor_names:
         factor_names = tuple(sorted({name for r in results for name in r.factors}))
     return ReportData(
         experiment=experiment,
-        benchmark=str(benchmark.get("program")) if isinstance(benchmark, Mapping) else None,
+        benchmark=spec.benchmark.program.value if spec is not None else None,
         spec=spec,
         factor_names=factor_names,
         phones=_phones(store, device_ids, environments),
         runs=results,
-        figures=figure_specs(spec),
+        figures=figure_specs(spec) if spec is not None else (),
         notes=notes,
         generated_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        description=str(spec.get("description") or ""),
+        description=spec.description if spec is not None else "",
     )

@@ -9,7 +9,6 @@ Markdown, and matplotlib's SVG writer for text inside figures (labels pass safe_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from farm.report.export import tidy_csv
 from farm.report.figures import RenderedFigure, render_figures
 from farm.report.model import ReportData
 from farm.safe_text import markdown, printable
+from farm.spec.model import Experiment
 from farm.store.runs import RunState
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -44,12 +44,12 @@ def _printable(value: Any) -> Any:
     return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
-def _spec_text(spec: Any) -> str:
-    """The experiment as YAML, the way it was written (JSON-able values only)."""
-    try:
-        return yaml.safe_dump(json.loads(json.dumps(spec, default=str)), sort_keys=False, allow_unicode=True)
-    except yaml.YAMLError:
-        return json.dumps(spec, indent=2, default=str)
+def _spec_text(spec: Experiment | None) -> str:
+    """The experiment as YAML, with every default filled in (what the runs were measured with)."""
+    if spec is None:
+        return "# the stored spec could not be read by this farm (see Data quality)\n"
+    document = spec.model_dump(mode="json")
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
 
 def _environment(autoescape: bool) -> Environment:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from farm.report.model import FigureSpec, PhoneInfo, ReportData
+from farm.spec import load_text
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 
@@ -79,7 +80,10 @@ def build_report_data(*, declared: tuple[FigureSpec, ...] = ()) -> ReportData:
     return ReportData(
         experiment="lstm_gpu_load",
         benchmark="lstm",
-        spec={"name": "lstm_gpu_load", "sweep": {"backend": ["cpu", "gpu"], "hidden": [32, 128]}},
+        spec=load_text(
+            "name: lstm_gpu_load\nbenchmark: {program: lstm}\n"
+            "sweep: {backend: [cpu, gpu], hidden: [32, 128]}\n"
+        ),
         factor_names=("backend", "hidden", "gpu_load"),
         phones=(
             PhoneInfo(

@@ -7,6 +7,7 @@ from report_sample import DECLARED, EVIL, build_report_data
 from farm.report.figures import RenderedFigure, figures_for, render_figure, render_figures
 from farm.report.model import FigureSpec, ReportData
 from farm.report.render import render_html, render_markdown, write_report
+from farm.spec.sections import FigureKind
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,9 @@ def test_declared_and_default_figures(report_data: ReportData) -> None:
 
 
 def test_figure_svg_has_units_and_escaped_text(report_data: ReportData) -> None:
-    figure = render_figure(report_data, FigureSpec(x="device", y="latency_ms", color="backend", kind="bar"))
+    figure = render_figure(
+        report_data, FigureSpec(x="device", y="latency_ms", color="backend", kind=FigureKind.BAR)
+    )
     assert figure is not None
     assert "latency_median_ms [ms]" in figure.svg
     assert EVIL not in figure.svg
@@ -121,9 +124,11 @@ def test_energy_default_falls_back_to_gross_without_baseline(report_data: Report
 
 
 def test_box_and_bar_figures_order_numeric_levels(report_data: ReportData) -> None:
-    box = render_figure(report_data, FigureSpec(x="hidden", y="latency_ms", color="backend", kind="box"))
+    box = render_figure(
+        report_data, FigureSpec(x="hidden", y="latency_ms", color="backend", kind=FigureKind.BOX)
+    )
     assert box is not None and "latency_median_ms [ms]" in box.svg
-    bar = render_figure(report_data, FigureSpec(x="hidden", y="latency_ms", kind="bar"))
+    bar = render_figure(report_data, FigureSpec(x="hidden", y="latency_ms", kind=FigureKind.BAR))
     assert bar is not None
     # tick labels in numeric order: 32 before 128
     assert bar.svg.index(">32<") < bar.svg.index(">128<")
@@ -135,7 +140,11 @@ def test_spec_shown_as_yaml_and_tidy_columns_never_clash(report_data: ReportData
     from farm.report.export import tidy_csv
 
     markdown = render_markdown(report_data, [])
-    assert "```yaml\nname: lstm_gpu_load\nsweep:\n  backend:\n  - cpu" in markdown
+    # the stored spec as YAML, re-validated: every default filled in, in the model's order
+    shown = markdown.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert shown.startswith("name: lstm_gpu_load\n")
+    assert "benchmark:\n  program: lstm\n" in shown and "sweep:\n  backend:\n  - cpu\n  - gpu\n" in shown
+    assert "measurement:\n  warmup:" in shown
     clashing = replace(report_data, factor_names=("backend", "value"), runs=report_data.runs[:1])
     clashing = replace(clashing, runs=(replace(clashing.runs[0], factors={"backend": "cpu", "value": 7}),))
     header, first = tidy_csv(clashing).splitlines()[:2]
