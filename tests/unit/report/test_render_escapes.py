@@ -14,6 +14,7 @@ from farm.report.figures import render_figure
 from farm.report.model import FigureSpec, ReportData
 from farm.report.render import render_html, render_markdown
 from farm.safe_text import markdown, terminal
+from farm.spec.sections import FigureKind
 
 ESC = "\x1b[31mRED\x1b]0;owned\x07"
 MODEL = f"Pixel{ESC}"
@@ -32,13 +33,13 @@ def _hostile() -> ReportData:
         phones=phones,
         runs=runs,
         description=f"An ![image](http://evil.example/t.png) and {ESC}",
-        spec={**data.spec, "description": ESC},
+        spec=data.spec.model_copy(update={"description": ESC}) if data.spec is not None else None,
     )
 
 
 def test_html_and_markdown_show_escapes_not_control_characters() -> None:
     data = _hostile()
-    figure = render_figure(data, FigureSpec(x="hidden", y="latency_ms", color="backend", kind="bar"))
+    figure = render_figure(data, FigureSpec(x="hidden", y="latency_ms", color="backend", kind=FigureKind.BAR))
     assert figure is not None
     html = render_html(data, [figure])
     md = render_markdown(data, [figure])
@@ -51,7 +52,9 @@ def test_html_and_markdown_show_escapes_not_control_characters() -> None:
 
 
 def test_figures_are_valid_svg_with_the_level_escaped() -> None:
-    figure = render_figure(_hostile(), FigureSpec(x="hidden", y="latency_ms", color="backend", kind="bar"))
+    figure = render_figure(
+        _hostile(), FigureSpec(x="hidden", y="latency_ms", color="backend", kind=FigureKind.BAR)
+    )
     assert figure is not None
     ElementTree.fromstring(figure.svg)  # raw control characters are not allowed in XML
     assert "\x1b" not in figure.svg
