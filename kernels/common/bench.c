@@ -66,6 +66,12 @@ int farm_bench_run(const farm_common *c, farm_iter_fn fn, void *user, int has_sp
 int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int has_split,
                           farm_iter_fields_fn fields, farm_stats *out)
 {
+    return farm_bench_run_after(c, fn, NULL, user, has_split, fields, out);
+}
+
+int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn after, void *user, int has_split,
+                         farm_iter_fields_fn fields, farm_stats *out)
+{
     memset(out, 0, sizeof *out);
     const uint64_t max_ns = c->max_seconds > 0 ? (uint64_t)(c->max_seconds * 1e9) : UINT64_MAX;
     const uint64_t min_ns = (uint64_t)(c->min_seconds * 1e9);
@@ -75,6 +81,8 @@ int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int
     for (long i = 0; i < c->warmup && farm_now_ns() - w0 < max_ns; i++) {
         farm_split sp = {0, 0, 0};
         int rc = fn(user, &sp);
+        if (rc == FARM_EXIT_OK && after)
+            rc = after(user, &sp);
         if (rc != FARM_EXIT_OK)
             return rc;
     }
@@ -97,6 +105,8 @@ int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int
         int rc = fn(user, &sp);
         uint64_t t1 = farm_now_ns();
         last_t1 = t1;
+        if (rc == FARM_EXIT_OK && after)
+            rc = after(user, &sp);
         if (rc != FARM_EXIT_OK) {
             free(s.total), free(s.h2d), free(s.kern), free(s.d2h);
             return rc;

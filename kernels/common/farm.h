@@ -297,6 +297,11 @@ int farm_bench_run(const farm_common *c, farm_iter_fn fn, void *user, int has_sp
 typedef void (*farm_iter_fields_fn)(void *user, farm_json *j);
 int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int has_split,
                           farm_iter_fields_fn fields, farm_stats *out);
+/* Same, with `after` (may be NULL) called after every iteration's end time is taken, warm-up
+ * included, before its `iter` event: work that is measurement, not the workload (reading a
+ * program's per-kernel profiling events); it may add to the split and fail like fn. */
+int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn after, void *user, int has_split,
+                         farm_iter_fields_fn fields, farm_stats *out);
 
 /* Adds iterations, median_ms, mean_ms, min_ms, max_ms, p90_ms and the split medians. */
 void farm_json_stats(farm_json *j, const farm_stats *s);

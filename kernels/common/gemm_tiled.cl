@@ -24,6 +24,10 @@
 //                   this work-item loads, made once before the K loop from its column n (columns
 //                   do not move along K: an im2col loader keeps its pixel's window origin there)
 //                   and passed to the load instead of re-deriving it in every tile
+//   TILED_SELECT    optional: code at the kernel's start that defines M, K, A, lda and gy (this
+//                   work-group's row of tiles) from the parameters M_, K_, A_, lda_ and the group
+//                   id; one launch can so run several GEMMs of the same N side by side (cnn's
+//                   fused fire expand layers). Without it: the parameters and get_group_id(1).
 
 #define RTSM (TSM / WPTM)
 #define RTSN (TSN / WPTN)
@@ -76,14 +80,20 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
-    const int M, const int N, const int K, __global const tstore_t *A, const int lda,
+    const int M_, const int N, const int K_, __global const tstore_t *A_, const int lda_,
     __global const tstore_t *B, const int ldb, __global tstore_t *C, const int ldc TILED_EXTRA)
 {
+#ifdef TILED_SELECT
+    TILED_SELECT
+#else
+    const int M = M_, K = K_, lda = lda_, gy = (int)get_group_id(1);
+    __global const tstore_t *A = A_;
+#endif
     __local tvec_t As[2][TSK][LDA_L];
     __local tvec_t Bs[2][TSK][LDB_L];
     const int tn = get_local_id(0), tm = get_local_id(1);
     const int lid = tm * RTSN + tn;
-    const int gm0 = get_group_id(1) * TSM, gn0 = get_group_id(0) * TSN;
+    const int gm0 = gy * TSM, gn0 = get_group_id(0) * TSN;
     (void)M;
     (void)N;
     (void)ldb;
@@ -200,6 +210,7 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 #undef TILED_B_STATE_T
 #undef TILED_B_PREP
 #undef TILED_LOAD_B_ST
+#undef TILED_SELECT
 #undef B_LOAD
 #undef A_AT
 #undef A_COORD
