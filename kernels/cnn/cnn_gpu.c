@@ -16,6 +16,12 @@
  * input tensor as B directly. */
 static const char second_tiled[] = "#define TILED_NAME conv_1x1\n#define TILED_EXTRA CONV_EXTRA\n"
                                    "#define TILED_STORE CONV_STORE\n";
+/* Before the third: conv_fire, a fire module's two expand layers in one launch (conv_hooks.cl). */
+static const char third_tiled[] = "#define TILED_NAME conv_fire\n#define TILED_EXTRA FIRE_EXTRA\n"
+                                  "#define TILED_STORE FIRE_STORE\n#define TILED_SELECT FIRE_SELECT\n"
+                                  "#define TILED_B_STATE_T int4\n"
+                                  "#define TILED_B_PREP(n) ((n) < N ? ptab[(n)] : (int4)(0, -(1 << 20), 0, 0))\n"
+                                  "#define TILED_LOAD_B_ST FIRE_LOAD_B_ST\n";
 
 static void *to_storage(const float *x, size_t n, int fp16)
 {
@@ -36,6 +42,40 @@ static cl_mem upload(cnn_gpu *g, const float *x, size_t n)
     cl_mem m = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * g->elem_bytes, host);
     free(host);
     return m;
+}
+
+#define ARG(k, i, v) farm_cl_check(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
+
+static void *map_staging(cnn_gpu *g, size_t bytes, cl_mem *buf)
+{
+    cl_int err;
+    *buf = farm_cl_buffer(g->cl, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL);
+    void *p = clEnqueueMapBuffer(g->cl->queue, *buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL, NULL,
+                                 &err);
+    farm_cl_check(err, "clEnqueueMapBuffer (staging)");
+    return p;
+}
+
+/* Pool layers get a kernel object each with its arguments set once: an inference only enqueues. */
+static void bind_pools(cnn_gpu *g)
+{
+    for (int i = 0; i < g->net->nlayers; ++i) {
+        const cnn_layer *l = &g->net->layer[i];
+        if (l->kind == CNN_CONV)
+            continue;
+        cl_kernel k = g->lk[i] = farm_cl_kernel(&g->prog, l->kind == CNN_MAXPOOL ? "maxpool" : "avgpool");
+        ARG(k, 0, g->tensor[l->in]);
+        ARG(k, 1, g->tensor[l->out]);
+        if (l->kind == CNN_MAXPOOL) {
+            const int ints[] = {l->hin, l->win, l->hout, l->wout, l->k, l->stride};
+            for (cl_uint a = 0; a < 6; ++a)
+                ARG(k, 2 + a, ints[a]);
+        } else {
+            const int plane = l->hin * l->win;
+            ARG(k, 2, plane);
+            ARG(k, 3, l->cout);
+        }
+    }
 }
 
 void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const float *input,
@@ -66,11 +106,20 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
         g->w[i] = upload(g, l->w, (size_t)l->cout * l->cin * l->k * l->k);
         g->b[i] = upload(g, l->b, (size_t)l->cout);
     }
-    g->input_host = to_storage(input, cnn_tensor_count(net, 0), fp16);
+    /* The image and the result move through mapped host-allocated buffers, which drivers keep in
+     * pinned memory: the copy runs as DMA without a staging copy (NVIDIA's OpenCL guide). */
+    const size_t in_bytes = cnn_tensor_count(net, 0) * g->elem_bytes;
+    void *image = to_storage(input, cnn_tensor_count(net, 0), fp16);
+    g->input_host = map_staging(g, in_bytes, &g->pin_in);
+    memcpy(g->input_host, image, in_bytes);
+    free(image);
     snprintf(g->cache_dir, sizeof g->cache_dir, "%s", cache_dir ? cache_dir : "");
     g->tiled = (cl->device_type & CL_DEVICE_TYPE_GPU) != 0;
-    g->result_host = farm_alloc(cnn_result_count(net) * g->elem_bytes);
+    g->result_host = map_staging(g, cnn_result_count(net) * g->elem_bytes, &g->pin_out);
     g->result = farm_alloc(cnn_result_count(net) * sizeof(float));
+    for (int i = 0; i < net->nlayers; ++i)
+        g->fused_with[i] = -1;
+    bind_pools(g);
 }
 
 static size_t kernel_wg_limit(const cnn_gpu *g, cl_kernel k)
@@ -111,8 +160,6 @@ static cl_kernel conv_kernel(const cnn_gpu *g, int gran)
     farm_die(FARM_EXIT_ERROR, "internal: no conv kernel for g=%d", gran);
 }
 
-#define ARG(k, i, v) farm_cl_check(clSetKernelArg((k), (i), sizeof(v), &(v)), "clSetKernelArg")
-
 static void enqueue_gemm_conv(cnn_gpu *g, int index, cl_event *ev);
 
 /* ev has room for 2 events; returns how many it filled. */
@@ -124,7 +171,8 @@ static int enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
     size_t global[2];
     cl_uint dims = 2;
     if (l->kind == CNN_CONV && g->conv_gemm) {
-        enqueue_gemm_conv(g, index, ev);
+        if (g->launches[index] > 0)
+            enqueue_gemm_conv(g, index, ev);
         return g->launches[index];
     }
     if (l->kind == CNN_CONV) {
@@ -140,21 +188,11 @@ static int enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
         global[0] = round_up((size_t)l->hout * l->wout, g->wg);
         global[1] = (size_t)(l->cout / l->g);
     } else if (l->kind == CNN_MAXPOOL) {
-        k = g->maxpool;
-        ARG(k, 0, in);
-        ARG(k, 1, out);
-        const int ints[] = {l->hin, l->win, l->hout, l->wout, l->k, l->stride};
-        for (cl_uint a = 0; a < 6; ++a)
-            ARG(k, 2 + a, ints[a]);
+        k = g->lk[index];
         global[0] = round_up((size_t)l->hout * l->wout, g->wg);
         global[1] = (size_t)l->cout;
     } else {
-        k = g->avgpool;
-        const int plane = l->hin * l->win;
-        ARG(k, 0, in);
-        ARG(k, 1, out);
-        ARG(k, 2, plane);
-        ARG(k, 3, l->cout);
+        k = g->lk[index];
         global[0] = round_up((size_t)l->cout, g->wg);
         global[1] = 1;
         dims = 1;
@@ -174,24 +212,49 @@ static uint64_t event_ns(cl_event ev)
     return (uint64_t)(e - s);
 }
 
-void cnn_gpu_run(cnn_gpu *g, farm_split *split)
+void cnn_gpu_submit(cnn_gpu *g)
 {
     const cnn_net *net = g->net;
     cl_command_queue q = g->cl->queue;
-    farm_evlist xfer = {0};
-    cl_event layer_ev[CNN_MAX_LAYERS][2];
-    int nev[CNN_MAX_LAYERS];
+    farm_evlist *xfer = &g->xfer;
+    cl_event(*layer_ev)[2] = g->layer_ev;
+    int *nev = g->nev;
+    const uint64_t t0 = farm_now_ns();
     farm_cl_check(clEnqueueWriteBuffer(q, g->tensor[0], CL_FALSE, 0, cnn_tensor_count(net, 0) * g->elem_bytes,
-                                       g->input_host, 0, NULL, farm_ev_slot(&xfer, FARM_H2D)),
+                                       g->input_host, 0, NULL, farm_ev_slot(xfer, FARM_H2D)),
                   "upload input");
-    for (int i = 0; i < net->nlayers; ++i)
+    /* Drivers may hold commands until a flush: flushing every few launches starts the device on
+     * the first layers while the host still enqueues the rest (never a wait). */
+    if (g->flush_every)
+        clFlush(q);
+    int launched = 0;
+    for (int i = 0; i < net->nlayers; ++i) {
         nev[i] = enqueue_layer(g, i, layer_ev[i]);
+        launched += nev[i];
+        if (g->flush_every && nev[i] && launched % g->flush_every == 0)
+            clFlush(q);
+    }
     const size_t n = cnn_result_count(net);
     const cnn_layer *last = &net->layer[net->nlayers - 1];
     farm_cl_check(clEnqueueReadBuffer(q, g->tensor[last->out], CL_TRUE, 0, n * g->elem_bytes, g->result_host,
-                                      0, NULL, farm_ev_slot(&xfer, FARM_D2H)),
+                                      0, NULL, farm_ev_slot(xfer, FARM_D2H)),
                   "download result");
-    farm_cl_check(clFinish(q), "clFinish");
+    if (g->fp16) {
+        const uint16_t *h = g->result_host;
+        for (size_t i = 0; i < n; ++i)
+            g->result[i] = farm_f16_to_f32(h[i]);
+    } else {
+        memcpy(g->result, g->result_host, n * sizeof(float));
+    }
+    g->host_enqueue_ns = farm_now_ns() - t0;
+}
+
+void cnn_gpu_collect(cnn_gpu *g, farm_split *split)
+{
+    const cnn_net *net = g->net;
+    cl_event(*layer_ev)[2] = g->layer_ev;
+    const int *nev = g->nev;
+    const uint64_t t1 = farm_now_ns();
     for (int i = 0; i < net->nlayers; ++i) {
         g->layer_ns[i] = 0;
         g->im2col_ns[i] = nev[i] == 2 ? event_ns(layer_ev[i][0]) : 0;
@@ -201,19 +264,30 @@ void cnn_gpu_run(cnn_gpu *g, farm_split *split)
         }
         split->kernel_ns += g->layer_ns[i];
     }
-    farm_ev_collect(&xfer, split);
-    farm_ev_free(&xfer);
-    if (g->fp16) {
-        const uint16_t *h = g->result_host;
-        for (size_t i = 0; i < n; ++i)
-            g->result[i] = farm_f16_to_f32(h[i]);
-    } else {
-        memcpy(g->result, g->result_host, n * sizeof(float));
+    /* A fused pair's one launch is shared out by the layers' FLOPs (one event per layer stays). */
+    for (int i = 0; i < net->nlayers; ++i) {
+        const int j = g->fused_with[i];
+        if (j <= i)
+            continue;
+        const double fi = cnn_layer_flops(&net->layer[i]), fj = cnn_layer_flops(&net->layer[j]);
+        const uint64_t pair = g->layer_ns[i] + g->layer_ns[j];
+        g->fused_ns[i] = g->fused_ns[j] = pair;
+        g->layer_ns[i] = (uint64_t)((double)pair * fi / (fi + fj) + 0.5);
+        g->layer_ns[j] = pair - g->layer_ns[i];
     }
+    farm_ev_collect(&g->xfer, split);
+    g->host_collect_ns = farm_now_ns() - t1;
+}
+
+void cnn_gpu_run(cnn_gpu *g, farm_split *split)
+{
+    cnn_gpu_submit(g);
+    cnn_gpu_collect(g, split);
 }
 
 void cnn_gpu_free(cnn_gpu *g)
 {
+    farm_ev_free(&g->xfer);
     for (int i = 0; i < g->nprogs; ++i) {
         clReleaseKernel(g->k_main[i]);
         clReleaseKernel(g->k_aux[i]);
@@ -222,6 +296,8 @@ void cnn_gpu_free(cnn_gpu *g)
         farm_cl_program_release(&g->gprog[i]);
     }
     for (int i = 0; i < CNN_MAX_LAYERS; ++i) {
+        if (g->lk[i])
+            clReleaseKernel(g->lk[i]);
         if (g->ap[i])
             clReleaseMemObject(g->ap[i]);
         if (g->ktab[i])
@@ -248,8 +324,13 @@ void cnn_gpu_free(cnn_gpu *g)
     if (g->avgpool)
         clReleaseKernel(g->avgpool);
     farm_cl_program_release(&g->prog);
-    free(g->input_host);
-    free(g->result_host);
+    if (g->pin_in) {
+        clEnqueueUnmapMemObject(g->cl->queue, g->pin_in, g->input_host, 0, NULL, NULL);
+        clEnqueueUnmapMemObject(g->cl->queue, g->pin_out, g->result_host, 0, NULL, NULL);
+        clFinish(g->cl->queue);
+        clReleaseMemObject(g->pin_in);
+        clReleaseMemObject(g->pin_out);
+    }
     free(g->result);
     memset(g, 0, sizeof *g);
 }
@@ -334,8 +415,9 @@ static int same_cfg(const cnn_gemm_cfg *a, const cnn_gemm_cfg *b, int tiled, int
 
 uint64_t cnn_gpu_source_key(void)
 {
-    const char *parts[] = {conv_hooks_cl_source, conv_im2col_cl_source, gemm_packed_cl_source,
-                           tiled_types_cl_source, gemm_tiled_cl_source, second_tiled};
+    const char *parts[] = {conv_hooks_cl_source,  conv_im2col_cl_source, gemm_packed_cl_source,
+                           tiled_types_cl_source, gemm_tiled_cl_source,  second_tiled,
+                           third_tiled};
     uint64_t h = FARM_HASH_INIT;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i)
         h = farm_hash64(h, parts[i], strlen(parts[i]) + 1);
@@ -360,8 +442,8 @@ static int program_for(cnn_gpu *g, const cnn_gemm_cfg *c, int gather)
             snprintf(ksz, sizeof ksz, " -DKSZ=%d", c->ksz);
         snprintf(opts, sizeof opts, "%s %s -DGATHER=%d%s", prec, t, (int)c->gather, ksz);
         const char *parts[] = {tiled_types_cl_source, conv_hooks_cl_source, gemm_tiled_cl_source, second_tiled,
-                               gemm_tiled_cl_source};
-        char *src = farm_cl_concat(parts, 5);
+                               gemm_tiled_cl_source,  third_tiled,          gemm_tiled_cl_source};
+        char *src = farm_cl_concat(parts, 7);
         farm_cl_build(g->cl, "cnn_conv_tiled", src, opts, g->cache_dir[0] ? g->cache_dir : NULL, &g->gprog[i]);
         free(src);
         g->k_main[i] = farm_cl_kernel(&g->gprog[i], "conv_im2col");
@@ -438,6 +520,51 @@ static void make_tables(cnn_gpu *g, int index)
     free(pt);
 }
 
+/* GPU devices: layer `index`'s own kernel object (conv_im2col, conv_1x1, or conv_fire for an
+ * expand3x3 fused with its expand1x1) from its configuration's program, arguments set once. */
+static void bind_tiled(cnn_gpu *g, int index)
+{
+    const cnn_layer *l = &g->net->layer[index];
+    const int p = g->prog_of[index], pair = g->fused_with[index];
+    const cnn_layer *l1 = pair >= 0 ? &g->net->layer[pair] : NULL;
+    const char *name = l1 ? "conv_fire" : cnn_layer_is_1x1(l) ? "conv_1x1" : "conv_im2col";
+    if (g->lk[index])
+        clReleaseKernel(g->lk[index]);
+    cl_kernel kr = g->lk[index] = farm_cl_kernel(&g->gprog[p], name);
+    size_t m, n, k;
+    cnn_gemm_shape(l, &m, &n, &k);
+    const cl_int M = (cl_int)m, N = (cl_int)n, K = (cl_int)k, ld = N;
+    ARG(kr, 0, M);
+    ARG(kr, 1, N);
+    ARG(kr, 2, K);
+    ARG(kr, 3, g->w[index]);
+    ARG(kr, 4, K);
+    ARG(kr, 5, g->tensor[l->in]);
+    ARG(kr, 6, ld);
+    ARG(kr, 7, g->tensor[l->out]);
+    ARG(kr, 8, ld);
+    ARG(kr, 9, g->b[index]);
+    ARG(kr, 10, g->ktab[index]);
+    ARG(kr, 11, g->ptab[index]);
+    const int ints[] = {l->hin, l->win, l->out_c_offset, l->relu};
+    for (cl_uint a = 0; a < 4; ++a)
+        ARG(kr, 12 + a, ints[a]);
+    size_t rows = m;
+    const farm_tiled_cfg *t = &g->cfg[index].tiled;
+    if (l1) {
+        size_t m1, n1, k1;
+        cnn_gemm_shape(l1, &m1, &n1, &k1);
+        const cl_int M1 = (cl_int)m1, K1 = (cl_int)k1, coff1 = l1->out_c_offset;
+        ARG(kr, 16, g->w[pair]);
+        ARG(kr, 17, g->b[pair]);
+        ARG(kr, 18, M1);
+        ARG(kr, 19, K1);
+        ARG(kr, 20, coff1);
+        rows += round_up(m1, (size_t)t->tsm); /* the 1x1 layer's rows of tiles first */
+    }
+    farm_tiled_ranges(t, rows, n, g->lglobal[index], g->llocal[index]);
+}
+
 void cnn_gpu_set_layer(cnn_gpu *g, int index, const cnn_gemm_cfg *c)
 {
     g->cfg[index] = *c;
@@ -446,6 +573,34 @@ void cnn_gpu_set_layer(cnn_gpu *g, int index, const cnn_gemm_cfg *c)
         pack_weights(g, index);
     make_tables(g, index);
     g->launches[index] = g->tiled ? 1 : 2;
+    if (g->tiled && g->fused_with[index] > index) /* runs in its expand3x3's launch, with that tile */
+        g->launches[index] = 0;
+    else if (g->tiled)
+        bind_tiled(g, index);
+}
+
+int cnn_gpu_fuse_expand(cnn_gpu *g)
+{
+    if (!g->conv_gemm || !g->tiled)
+        return 0;
+    const cnn_net *net = g->net;
+    int pairs = 0;
+    for (int i = 0; i + 1 < net->nlayers; ++i) {
+        const cnn_layer *a = &net->layer[i], *b = &net->layer[i + 1];
+        if (a->kind != CNN_CONV || b->kind != CNN_CONV || !cnn_layer_is_1x1(a) || cnn_layer_is_1x1(b) || a->in != b->in ||
+            a->out != b->out || b->stride != 1 || b->hout != a->hout || b->wout != a->wout || a->relu != b->relu)
+            continue;
+        g->fused_with[i] = i + 1;
+        g->fused_with[i + 1] = i;
+        if (g->lk[i])
+            clReleaseKernel(g->lk[i]);
+        g->lk[i] = NULL;
+        g->launches[i] = 0;
+        bind_tiled(g, i + 1);
+        pairs++;
+        i++;
+    }
+    return pairs;
 }
 
 void cnn_gpu_use_gemm(cnn_gpu *g, const cnn_gemm_cfg *per_layer)
@@ -466,27 +621,9 @@ static void enqueue_gemm_conv(cnn_gpu *g, int index, cl_event *ev)
     cnn_gemm_shape(l, &m, &n, &k);
     const cl_int M = (cl_int)m, N = (cl_int)n, K = (cl_int)k;
     if (g->tiled) {
-        const int direct = cnn_layer_is_1x1(l);
-        cl_kernel kr = direct ? g->k_aux[p] : g->k_main[p];
-        const cl_int ld = N;
-        ARG(kr, 0, M);
-        ARG(kr, 1, N);
-        ARG(kr, 2, K);
-        ARG(kr, 3, g->w[index]);
-        ARG(kr, 4, K);
-        ARG(kr, 5, in);
-        ARG(kr, 6, ld);
-        ARG(kr, 7, out);
-        ARG(kr, 8, ld);
-        ARG(kr, 9, g->b[index]);
-        ARG(kr, 10, g->ktab[index]);
-        ARG(kr, 11, g->ptab[index]);
-        const int ints[] = {l->hin, l->win, l->out_c_offset, l->relu};
-        for (cl_uint a = 0; a < 4; ++a)
-            ARG(kr, 12 + a, ints[a]);
-        size_t global[2], local[2];
-        farm_tiled_ranges(&c->tiled, m, n, global, local);
-        farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, kr, 2, NULL, global, local, 0, NULL, ev), l->name);
+        farm_cl_check(clEnqueueNDRangeKernel(g->cl->queue, g->lk[index], 2, NULL, g->lglobal[index],
+                                             g->llocal[index], 0, NULL, ev),
+                      l->name);
         return;
     }
     const size_t pw = (size_t)c->vw * (size_t)c->vn, np = round_up_to(n, pw), mp = round_up_to(m, (size_t)c->tm);

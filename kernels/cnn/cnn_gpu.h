@@ -33,8 +33,8 @@ typedef struct {
     cl_mem w[CNN_MAX_LAYERS], b[CNN_MAX_LAYERS];
     cl_kernel conv[16]; /* indexed like cnn_g_values */
     cl_kernel maxpool, avgpool;
-    void *input_host;   /* input image in storage precision */
-    void *result_host;  /* last result in storage precision */
+    void *input_host;   /* input image in storage precision (mapped pin_in) */
+    void *result_host;  /* last result in storage precision (mapped pin_out) */
     float *result;      /* last result as float32 (cnn_result_count values) */
     uint64_t layer_ns[CNN_MAX_LAYERS]; /* kernel time of each layer in the last run */
     /* im2col-gemm path (cnn_gpu_use_gemm) */
@@ -53,7 +53,20 @@ typedef struct {
     cl_mem bp;                       /* B panels (CPU devices), sized for the largest layer */
     cl_mem ktab[CNN_MAX_LAYERS], ptab[CNN_MAX_LAYERS]; /* im2col index tables (conv_hooks.cl) */
     size_t bp_bytes;
-    int launches[CNN_MAX_LAYERS];    /* kernel launches of each layer */
+    int launches[CNN_MAX_LAYERS];    /* kernel launches of each layer (0: inside its fused partner's) */
+    /* GPU devices: each layer's own kernel object, arguments set once (an inference only enqueues) */
+    cl_kernel lk[CNN_MAX_LAYERS];
+    size_t lglobal[CNN_MAX_LAYERS][2], llocal[CNN_MAX_LAYERS][2];
+    int fused_with[CNN_MAX_LAYERS];  /* the other layer of a fused fire expand pair, or -1 */
+    uint64_t fused_ns[CNN_MAX_LAYERS]; /* a fused pair's launch time, last run (both layers) */
+    int flush_every;                 /* clFlush after every N launches of an inference (0: never) */
+    uint64_t host_enqueue_ns;        /* last run: host time from the upload to the result's arrival */
+    uint64_t host_collect_ns;        /* last run: host time reading the profiling events after it */
+    cl_mem pin_in, pin_out;          /* mapped host-allocated staging of the image and the result */
+    /* the events of the last submitted inference, until cnn_gpu_collect reads them */
+    farm_evlist xfer;
+    cl_event layer_ev[CNN_MAX_LAYERS][2];
+    int nev[CNN_MAX_LAYERS];
     uint64_t im2col_ns[CNN_MAX_LAYERS]; /* CPU devices: the im2col part of layer_ns */
     char cache_dir[1024];
 } cnn_gpu;
@@ -84,6 +97,10 @@ int cnn_gemm_parse(const char *text, int tiled, const cnn_layer *l, cnn_gemm_cfg
 void cnn_gpu_use_gemm(cnn_gpu *g, const cnn_gemm_cfg *per_layer);
 /* Sets the configuration of conv layer `index` (after cnn_gpu_use_gemm; builds what it needs). */
 void cnn_gpu_set_layer(cnn_gpu *g, int index, const cnn_gemm_cfg *c);
+/* GPU devices (tiled kernel): runs each fire module's expand1x1 and expand3x3 (same input, halves
+ * of one concat) as ONE conv_fire launch with the expand3x3 layer's configuration; returns the
+ * pairs fused. Call after the configurations are chosen (tuning runs the layers apart). */
+int cnn_gpu_fuse_expand(cnn_gpu *g);
 /* Hash of the OpenCL sources the im2col-gemm path builds from (tuning cache key). */
 uint64_t cnn_gpu_source_key(void);
 /* Runs only conv layer `index` (its input tensor as it is on the device) and returns its kernel ns. */
@@ -91,7 +108,13 @@ uint64_t cnn_gpu_run_layer(cnn_gpu *g, int index);
 /* Writes / reads a tensor in float32 (converted from/to the storage precision). */
 void cnn_gpu_write_tensor(cnn_gpu *g, int t, const float *x);
 void cnn_gpu_read_tensor(cnn_gpu *g, int t, float *x);
-/* One inference: input upload, every layer, result download; fills the split and layer_ns. */
+/* One inference: input upload, every layer, result download (one wait, for the result), result
+ * converted to float32; its profiling events stay pending. */
+void cnn_gpu_submit(cnn_gpu *g);
+/* Reads and releases the pending events: fills the split and layer_ns (a fused pair's launch
+ * shared out by FLOPs). Measurement, not inference: the benchmark runs it outside the timed window. */
+void cnn_gpu_collect(cnn_gpu *g, farm_split *split);
+/* cnn_gpu_submit, then cnn_gpu_collect. */
 void cnn_gpu_run(cnn_gpu *g, farm_split *split);
 void cnn_gpu_free(cnn_gpu *g);
 

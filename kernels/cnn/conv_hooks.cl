@@ -107,6 +107,29 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
 #define TILED_LOAD_B_ST(s, k, n) im2col_arith(B, (s), (k), hin, win)
 #endif
 #endif
+
+// A fire module's two expand layers in ONE launch (conv_fire): both read the squeeze output
+// (N pixels, hin x win), expand1x1 (M1 maps, K1 = its input channels) writes channels
+// [c_off1, c_off1 + M1) and expand3x3 (M_ maps, K_ = 9 x K1) channels [c_off, c_off + M_) of the
+// concat. Work-group rows [0, ceil(M1 / TSM)) compute the 1x1 GEMM (its input tensor read as B),
+// the rest the 3x3 GEMM (the im2col gather of GATHER); the branch is uniform per work-group.
+#define FIRE_EXTRA CONV_EXTRA, __global const cstore_t *A1, __global const cstore_t *bias1, const int M1, \
+                   const int K1, const int c_off1
+#define FIRE_SELECT                                                                                \
+    const int g1_ = (M1 + TSM - 1) / TSM;                                                          \
+    const int wide_ = (int)get_group_id(1) >= g1_; /* 1: this group computes the 3x3 layer */      \
+    const int gy = wide_ ? (int)get_group_id(1) - g1_ : (int)get_group_id(1);                      \
+    const int M = wide_ ? M_ : M1, K = wide_ ? K_ : K1, lda = K;                                   \
+    __global const tstore_t *A = wide_ ? A_ : A1;
+#if GATHER == 0
+#define FIRE_GATHER(s, k, n) im2col_tab(B, ktab, ptab, (k), (n), hin, win)
+#elif GATHER == 1
+#define FIRE_GATHER(s, k, n) im2col_hoist(B, ktab, (s), (k), hin, win)
+#else
+#define FIRE_GATHER(s, k, n) im2col_arith(B, (s), (k), hin, win)
+#endif
+#define FIRE_LOAD_B_ST(s, k, n) (wide_ ? FIRE_GATHER(s, k, n) : C_LD(B, (k) * N + (n)))
+#define FIRE_STORE(m, n, v) conv_out(C, wide_ ? bias : bias1, (m), (n), (v), wide_ ? c_off : c_off1, N, relu)
 #endif
 
 #ifdef TM

@@ -31,6 +31,7 @@ typedef struct {
     cnn_gpu gpu_state;
     cnn_tune tune;
     uint64_t *layer_ns; /* [call][layer], every call of the iteration function */
+    uint64_t *host_ns;  /* [call][2]: gpu host time enqueueing + waiting, reading events after */
     size_t calls, cap;
 } app;
 
@@ -40,20 +41,35 @@ static int iterate(void *user, farm_split *split)
     if (a->calls == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 64;
         a->layer_ns = realloc(a->layer_ns, a->cap * CNN_MAX_LAYERS * sizeof(uint64_t));
-        if (!a->layer_ns)
+        a->host_ns = realloc(a->host_ns, a->cap * 2 * sizeof(uint64_t));
+        if (!a->layer_ns || !a->host_ns)
             farm_die(FARM_EXIT_ERROR, "out of memory (layer times)");
     }
-    uint64_t *row = a->layer_ns + a->calls * CNN_MAX_LAYERS;
+    (void)split; /* gpu: filled by collect, from the profiling events */
     if (a->gpu) {
-        cnn_gpu_run(&a->gpu_state, split);
-        memcpy(row, a->gpu_state.layer_ns, sizeof(uint64_t) * (size_t)a->net->nlayers);
-    } else {
-        for (int i = 0; i < a->net->nlayers; ++i) {
-            const uint64_t t0 = farm_now_ns();
-            cnn_cpu_layer(&a->cpu, i);
-            row[i] = farm_now_ns() - t0;
-        }
+        cnn_gpu_submit(&a->gpu_state);
+        return FARM_EXIT_OK; /* collect counts the call */
     }
+    uint64_t *row = a->layer_ns + a->calls * CNN_MAX_LAYERS;
+    for (int i = 0; i < a->net->nlayers; ++i) {
+        const uint64_t t0 = farm_now_ns();
+        cnn_cpu_layer(&a->cpu, i);
+        row[i] = farm_now_ns() - t0;
+    }
+    a->calls++;
+    return FARM_EXIT_OK;
+}
+
+/* gpu: after each inference's end time is taken, its per-layer profiling events. */
+static int collect(void *user, farm_split *split)
+{
+    app *a = user;
+    if (!a->gpu)
+        return FARM_EXIT_OK;
+    cnn_gpu_collect(&a->gpu_state, split);
+    memcpy(a->layer_ns + a->calls * CNN_MAX_LAYERS, a->gpu_state.layer_ns, sizeof(uint64_t) * (size_t)a->net->nlayers);
+    a->host_ns[2 * a->calls] = a->gpu_state.host_enqueue_ns;
+    a->host_ns[2 * a->calls + 1] = a->gpu_state.host_collect_ns;
     a->calls++;
     return FARM_EXIT_OK;
 }
@@ -62,6 +78,21 @@ static int cmp_u64(const void *x, const void *y)
 {
     const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
     return (a > b) - (a < b);
+}
+
+/* Median over the measured calls (from `first`) of v[call * stride + a] (+ v[call * stride + b]
+ * when b >= 0). */
+static uint64_t median_of(const uint64_t *v, size_t first, long measured, size_t stride, int a, int b)
+{
+    uint64_t *w = farm_alloc((size_t)measured * sizeof(uint64_t));
+    for (long c = 0; c < measured; ++c) {
+        const uint64_t *row = v + (first + (size_t)c) * stride;
+        w[c] = row[a] + (b >= 0 ? row[b] : 0);
+    }
+    qsort(w, (size_t)measured, sizeof *w, cmp_u64);
+    const uint64_t med = measured % 2 ? w[measured / 2] : (w[measured / 2 - 1] + w[measured / 2]) / 2;
+    free(w);
+    return med;
 }
 
 /* One `layer` event per layer: median and minimum over the measured iterations (the last
@@ -98,12 +129,21 @@ static void emit_layers(const app *a, long measured, int elem_bytes)
             farm_json_int(&j, "gemm_k", (long long)gk);
         }
         if (l->kind == CNN_CONV && a->gpu && a->gpu_state.conv_gemm) {
+            /* a fused expand pair is one launch with the expand3x3 layer's configuration: each
+             * layer's time_ns is its FLOP share of that launch, fused_ns the launch itself */
+            const int pair = a->gpu_state.fused_with[i];
+            const int ran = pair > i ? pair : i;
             char params[256];
-            cnn_gemm_format(&a->gpu_state.cfg[i], a->gpu_state.tiled, params, sizeof params);
+            cnn_gemm_format(&a->gpu_state.cfg[ran], a->gpu_state.tiled, params, sizeof params);
             farm_json_str(&j, "gemm_kernel", a->gpu_state.tiled ? "local" : "packed");
             farm_json_str(&j, "gemm_params", params);
             farm_json_int(&j, "launches", a->gpu_state.launches[i]);
-            farm_json_str(&j, "tune_source", farm_tune_source_name(cnn_tune_layer(&a->tune, i)->source));
+            if (pair >= 0) {
+                farm_json_str(&j, "fused_with", a->net->layer[pair].name);
+                farm_json_u64(&j, "fused_ns", median_of(a->layer_ns, first, measured, CNN_MAX_LAYERS, i, pair));
+                farm_json_str(&j, "time_split", "flops");
+            }
+            farm_json_str(&j, "tune_source", farm_tune_source_name(cnn_tune_layer(&a->tune, ran)->source));
             if (!a->gpu_state.tiled) /* the im2col launch's share, last iteration */
                 farm_json_u64(&j, "im2col_ns", a->gpu_state.im2col_ns[i]);
         } else if (l->kind == CNN_CONV && a->gpu) {
@@ -209,7 +249,8 @@ int main(int argc, char **argv)
     static const char *const gathers[] = {"auto", "tab", "hoist", "arith", NULL};
     const char *gather = "auto";
     const char *model = "squeezenet1.0", *weights_dir = NULL, *input_path = NULL, *g_spec = "1";
-    long input_size = 0, layers_limit = 0, wg = 64;
+    long input_size = 0, layers_limit = 0, wg = 64, flush_every = 0;
+    int fuse_expand = 1;
     farm_opt opts[] = {
         FARM_OPTS_BENCH(&common),
         FARM_OPTS_CL(&common),
@@ -233,6 +274,13 @@ int main(int argc, char **argv)
          "im2col-gemm on GPUs: how the GEMM's B-tile loads gather im2col: index tables per load (tab), the "
          "pixel's table entry kept in registers (hoist), or that plus the window compiled in (arith; auto)",
          0, 0, gathers},
+        {"fuse-expand", FARM_OPT_FLAG, &fuse_expand,
+         "im2col-gemm on GPUs: each fire module's expand1x1 and expand3x3 as one launch (=0: a launch each)", 0, 0,
+         NULL},
+        {"flush-every", FARM_OPT_INT, &flush_every,
+         "gpu: clFlush after every N kernel launches of an inference, so the device starts while the host "
+         "enqueues (0: only the final wait submits)",
+         0, 1000, NULL},
         {"g", FARM_OPT_STRING, &g_spec,
          "output maps per work item: N for all conv layers and/or layer:N,... (must divide the maps)", 0, 0, NULL},
         {0},
@@ -280,10 +328,12 @@ int main(int argc, char **argv)
     farm_cl cl;
     farm_pool *pool = NULL;
     const char *mode = fp16 ? "fp16-storage" : "fp32";
+    int fused_pairs = 0;
     if (a.gpu) {
         farm_cl_open(&cl, common.cl_device);
         cnn_gpu_init(&a.gpu_state, &cl, &net, fp16, input, farm_cl_cache_dir(common.cl_cache));
         cnn_gpu_set_wg(&a.gpu_state, (size_t)wg);
+        a.gpu_state.flush_every = (int)flush_every;
         if (a.gpu_state.half_arith)
             mode = "fp16";
         if (!strcmp(conv, "auto"))
@@ -303,6 +353,8 @@ int main(int argc, char **argv)
             cnn_gpu_use_gemm(&a.gpu_state, cfg);
             const double vtol = !fp16 ? TOL_FP32 : a.gpu_state.half_arith ? TOL_FP16_ARITH : TOL_FP16_STORAGE;
             cnn_tune_choose(&a.tune, &a.gpu_state, &common, cfg, strcmp(gather, "auto") != 0, model, vtol);
+            if (fuse_expand)
+                fused_pairs = cnn_gpu_fuse_expand(&a.gpu_state);
         } else if (common.tune) {
             fprintf(stderr, "cnn: warning: --tune: the direct convolution kernel has no tuned parameters (use "
                             "--conv=im2col-gemm)\n");
@@ -341,6 +393,15 @@ int main(int argc, char **argv)
     if (a.gpu) {
         farm_json_str(&j, "conv", conv);
         farm_json_u64(&j, "wg", a.gpu_state.wg);
+        farm_json_int(&j, "flush_every", flush_every);
+        if (a.gpu_state.conv_gemm) {
+            farm_json_bool(&j, "fuse_expand", fused_pairs > 0);
+            farm_json_int(&j, "fused_pairs", fused_pairs);
+        }
+        int launches = 0;
+        for (int i = 0; i < net.nlayers; ++i)
+            launches += net.layer[i].kind != CNN_CONV || !a.gpu_state.conv_gemm ? 1 : a.gpu_state.launches[i];
+        farm_json_int(&j, "launches_per_inference", launches);
         farm_cl_info_fields(&j, &cl, &a.gpu_state.prog);
         if (a.gpu_state.conv_gemm)
             cnn_tune_info_fields(&j, &a.tune);
@@ -348,7 +409,7 @@ int main(int argc, char **argv)
     farm_json_end(&j);
 
     farm_stats stats;
-    int rc = farm_bench_run(&common, iterate, &a, a.gpu, &stats);
+    int rc = farm_bench_run_after(&common, iterate, collect, &a, a.gpu, NULL, &stats);
     if (rc != FARM_EXIT_OK)
         farm_die(rc, "benchmark iteration failed");
     const int elem_bytes = fp16 ? 2 : 4;
@@ -376,6 +437,11 @@ int main(int argc, char **argv)
     farm_json_num(&j, "flops", total_flops);
     farm_json_num(&j, "gflops", total_flops / (stats.median_ms * 1e6));
     farm_json_num(&j, "checksum", farm_checksum(result, n));
+    if (a.gpu) { /* where an inference's wall time goes on the host (medians over measured iterations) */
+        const size_t first = a.calls - (size_t)stats.iterations;
+        farm_json_num(&j, "median_host_enqueue_ms", (double)median_of(a.host_ns, first, stats.iterations, 2, 0, -1) / 1e6);
+        farm_json_num(&j, "median_host_collect_ms", (double)median_of(a.host_ns, first, stats.iterations, 2, 1, -1) / 1e6);
+    }
     if (net.nlayers == net.total_layers) {
         char top[512];
         top5_json(result, n, top, sizeof top);
@@ -405,5 +471,6 @@ int main(int argc, char **argv)
     cnn_free_weights(&net);
     free(input);
     free(a.layer_ns);
+    free(a.host_ns);
     return FARM_EXIT_OK;
 }

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from farm.analysis.cnn_descriptor import squeezenet
@@ -303,7 +304,47 @@ def test_im2col_gemm_convolutions_verify_and_report_their_gemm_shape(
         for e in convs
     )
     assert all(e["conv_path"] == "im2col-gemm" and e["gemm_kernel"] == gemm_kernel for e in convs)
-    assert all(e["launches"] == (1 if gemm_kernel == "local" else 2) for e in convs)
+    if gemm_kernel == "packed":  # CPU devices: im2col, then the GEMM
+        assert all(e["launches"] == 2 and "fused_with" not in e for e in convs)
+    else:  # one launch a layer, a fire module's two expand layers one launch together
+        fused = {e["name"]: e["fused_with"] for e in convs if "fused_with" in e}
+        assert fused == {
+            **{f"fire{f}/expand1x1": f"fire{f}/expand3x3" for f in range(2, 10)},
+            **{f"fire{f}/expand3x3": f"fire{f}/expand1x1" for f in range(2, 10)},
+        }
+        assert all(e["launches"] == (0 if e["name"].endswith("expand1x1") else 1) for e in convs)
+        assert run.one("info")["launches_per_inference"] == sum(e["launches"] for e in convs) + len(
+            [e for e in run.of("layer") if e["kind"] != "conv"]
+        )
+
+
+def test_fused_expand_pair_computes_what_two_launches_do(kernel_program, tmp_path):
+    """conv_fire (one launch for expand1x1 + expand3x3) against the two launches of --fuse-expand=0:
+    the same kernel arithmetic, so the same bits; the cpu path checks both (--verify)."""
+    prog = kernel_program("cnn")
+    common = ["--backend=gpu", "--gemm-kernel=local", "--model=squeezenet1.1", "--input-size=40",
+              "--layers-limit=5", "--iters=2", "--warmup=0", "--verify"]  # fmt: skip
+    runs = {}
+    for fuse in ("1", "0"):
+        r = prog.run(*common, f"--fuse-expand={fuse}", f"--dump-output={tmp_path / fuse}.npy", timeout_s=240)
+        assert r.returncode == 0, r.stderr
+        assert r.one("result")["verified"] is True
+        runs[fuse] = r
+    np.testing.assert_array_equal(np.load(tmp_path / "1.npy"), np.load(tmp_path / "0.npy"))
+    fused = {e["name"]: e for e in runs["1"].of("layer")}
+    apart = {e["name"]: e for e in runs["0"].of("layer")}
+    e1, e3 = fused["fire2/expand1x1"], fused["fire2/expand3x3"]
+    assert (e1["launches"], e3["launches"], e1["fused_ns"]) == (0, 1, e3["fused_ns"])
+    assert e1["time_split"] == e3["time_split"] == "flops"
+    # each layer keeps its own event: the pair's launch shared out by FLOPs (medians: within rounding)
+    assert abs(e1["time_ns"] + e3["time_ns"] - e1["fused_ns"]) <= 2
+    share = e1["flops"] / (e1["flops"] + e3["flops"])
+    assert e1["time_ns"] / e1["fused_ns"] == pytest.approx(share, rel=1e-3)
+    assert e1["gemm_params"] == e3["gemm_params"]  # the pair runs with the expand3x3's tile
+    assert "fused_with" not in apart["fire2/expand1x1"] and apart["fire2/expand1x1"]["launches"] == 1
+    assert runs["1"].one("info")["launches_per_inference"] == 4
+    assert runs["0"].one("info")["launches_per_inference"] == 5
+    assert runs["1"].one("info")["fused_pairs"] == 1 and runs["0"].one("info")["fuse_expand"] is False
 
 
 @pytest.mark.parametrize("model", ["squeezenet1.0", "squeezenet1.1"])
