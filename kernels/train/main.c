@@ -112,31 +112,93 @@ static farm_cmp compare_scaled(const float *got, const float *want, size_t n, do
     return farm_compare(got, want, n, tol, tol * scale);
 }
 
-/* Replays every step (warm-up included) on the single-thread cpu path from the initial weights;
- * compares weight changes and losses. */
-static farm_cmp verify(const app *a, const mlp *init, int fp16, double tol)
+/* What --verify found (see verify). */
+typedef struct {
+    farm_cmp cmp;           /* the worst step's weight changes, or its loss */
+    int bad_step;           /* first step that failed (-1: none) */
+    int mask_step;          /* first step with a ReLU decision mismatch (-1: none) */
+    mlp_guide_stats guide;  /* ReLU decisions over every step */
+    double replay_max_diff; /* replayed final weights against the measured run's (0: deterministic) */
+} verdict;
+
+/* Every step (warm-up included) again on the gpu from the initial weights, each one checked
+ * against a single-thread cpu step from the SAME weights (the gpu's before the step), its hidden
+ * ReLU decisions guided by the gpu's where rounding decides them (mlp_cpu_step_guided): weight and
+ * bias changes within tol of the largest, the loss within tol, no decision outside the rounding
+ * bound that differs. Checking step by step keeps a flipped near-zero decision from compounding
+ * over later steps (which a replay of the whole run on the cpu cannot tell from an error); the
+ * replay's final weights must equal the measured run's, so the check covers the weights reported. */
+static verdict verify(app *a, const mlp *init, int fp16, double tol, farm_pool *pool)
 {
-    mlp ref;
+    verdict v;
+    memset(&v, 0, sizeof v);
+    v.cmp.ok = 1;
+    v.bad_step = v.mask_step = -1;
+    mlp_gpu *g = &a->gpu_state;
+    mlp measured, before, ref;
+    clone(a->m, &measured);
+    clone(init, &before);
     clone(init, &ref);
+    mlp_gpu_write_weights(g, init);
     mlp_cpu cpu;
-    mlp_cpu_init(&cpu, &ref, fp16, NULL);
+    mlp_cpu_init(&cpu, &ref, fp16, pool);
+    float *act[MLP_MAX_LAYERS + 1] = {0};
+    for (int l = 1; l < ref.nlayers; ++l)
+        act[l] = farm_alloc((size_t)ref.batch * (size_t)ref.sizes[l] * sizeof(float));
+    const mlp_guide guide = {(const float *const *)act, g->half_arith ? 0x1p-11 : 0x1p-24, fp16 ? 0x1p-11 : 0.0};
     const size_t batches = a->data->n / (size_t)ref.batch;
-    float *ref_loss = farm_alloc(a->calls * sizeof(float)), *got_loss = farm_alloc(a->calls * sizeof(float));
     for (size_t s = 0; s < a->calls; ++s) {
         const size_t row = (s % batches) * (size_t)ref.batch;
-        ref_loss[s] = (float)mlp_cpu_step(&cpu, a->data->x + row * (size_t)ref.sizes[0], a->data->y + row, a->lr);
-        got_loss[s] = (float)a->loss[s];
+        farm_split sp = {0, 0, 0};
+        const char *x = (const char *)a->x_storage + row * (size_t)ref.sizes[0] * g->elem_bytes;
+        const float got_loss = (float)mlp_gpu_step(g, x, a->data->y + row, a->lr, &sp);
+        for (int l = 1; l < ref.nlayers; ++l)
+            mlp_gpu_read_act(g, l, act[l]);
+        mlp_gpu_read_weights(g);
+        for (int l = 0; l < ref.nlayers; ++l) {
+            memcpy(ref.w[l], before.w[l], mlp_weight_count(&ref, l) * sizeof(float));
+            memcpy(ref.b[l], before.b[l], (size_t)ref.sizes[l + 1] * sizeof(float));
+        }
+        const size_t mism = v.guide.mismatched;
+        const float want_loss = (float)mlp_cpu_step_guided(&cpu, a->data->x + row * (size_t)ref.sizes[0],
+                                                           a->data->y + row, a->lr, &guide, &v.guide);
+        size_t n;
+        float *want = deltas(&ref, &before, &n), *got = deltas(a->m, &before, &n);
+        farm_cmp w = compare_scaled(got, want, n, tol);
+        const farm_cmp l = compare_scaled(&got_loss, &want_loss, 1, tol);
+        if (w.ok && !l.ok)
+            w = l;
+        if (v.guide.mismatched > mism && v.mask_step < 0)
+            v.mask_step = (int)s;
+        if (w.ok && v.guide.mismatched > mism)
+            w.ok = 0, w.mismatches = v.guide.mismatched - mism;
+        if (!w.ok && v.cmp.ok)
+            v.cmp = w, v.bad_step = (int)s;
+        if (w.max_abs_err > v.cmp.max_abs_err && v.cmp.ok)
+            v.cmp.max_abs_err = w.max_abs_err;
+        free(want), free(got);
+        for (int k = 0; k < ref.nlayers; ++k) {
+            memcpy(before.w[k], a->m->w[k], mlp_weight_count(&ref, k) * sizeof(float));
+            memcpy(before.b[k], a->m->b[k], (size_t)ref.sizes[k + 1] * sizeof(float));
+        }
     }
-    size_t n;
-    float *want = deltas(&ref, init, &n), *got = deltas(a->m, init, &n);
-    farm_cmp w = compare_scaled(got, want, n, tol);
-    farm_cmp l = compare_scaled(got_loss, ref_loss, a->calls, tol);
-    if (w.ok && !l.ok)
-        w = l;
-    free(want), free(got), free(ref_loss), free(got_loss);
+    for (int l = 0; l < ref.nlayers; ++l) {
+        for (size_t i = 0; i < mlp_weight_count(&ref, l); ++i)
+            v.replay_max_diff = fmax(v.replay_max_diff, fabs((double)a->m->w[l][i] - measured.w[l][i]));
+        for (int i = 0; i < ref.sizes[l + 1]; ++i)
+            v.replay_max_diff = fmax(v.replay_max_diff, fabs((double)a->m->b[l][i] - measured.b[l][i]));
+        memcpy(a->m->w[l], measured.w[l], mlp_weight_count(&ref, l) * sizeof(float));
+        memcpy(a->m->b[l], measured.b[l], (size_t)ref.sizes[l + 1] * sizeof(float));
+    }
+    if (v.replay_max_diff > 0.0 && v.cmp.ok) /* the kernels are deterministic: a race, or worse */
+        v.cmp.ok = 0, v.bad_step = (int)a->calls;
+    for (int l = 1; l < ref.nlayers; ++l)
+        free(act[l]);
     mlp_cpu_free(&cpu);
     mlp_free(&ref);
-    return w;
+    mlp_free(&before);
+    mlp_free(&measured);
+    return v;
 }
 
 /* --tune (tiled fc kernels): the configuration of each GEMM kind in turn (forward, backward,
@@ -292,6 +354,8 @@ int main(int argc, char **argv)
     static const char *const buffer_modes[] = {"copy", "resident", "mapped", NULL};
     static const char *const fc_kernels[] = {"auto", "tiled", "simple", NULL};
     const char *fc_kernel = "auto";
+    static const char *const corrupt_choices[] = {"none", "weight", "activation", NULL};
+    const char *corrupt_what = "none";
     const char *layers = "784,256,128,16", *buffers = "copy", *data_dir = NULL, *init_dir = NULL, *dump_dir = NULL;
     long batch = 32, steps = 0, samples = 0;
     double lr = 0.1;
@@ -314,6 +378,10 @@ int main(int argc, char **argv)
         {"init-weights", FARM_OPT_STRING, &init_dir, "dir with fcN.weight.npy (out,in), fcN.bias.npy (out,)", 0, 0,
          NULL},
         {"dump-weights", FARM_OPT_STRING, &dump_dir, "write the trained fcN.*.npy here", 0, 0, NULL},
+        {"corrupt", FARM_OPT_CHOICE, &corrupt_what,
+         "test hook (gpu): every step writes one wrong weight or hidden activation on the device, for --verify "
+         "to catch (exit 4)",
+         0, 0, corrupt_choices},
         {0},
     };
     farm_parse_args(argc, argv, "train",
@@ -368,6 +436,9 @@ int main(int argc, char **argv)
     if (a.gpu) {
         farm_cl_open(&cl, common.cl_device);
         mlp_gpu_init(&a.gpu_state, &cl, &m, fp16, mode, farm_cl_cache_dir(common.cl_cache));
+        a.gpu_state.corrupt = !strcmp(corrupt_what, "weight")       ? MLP_CORRUPT_WEIGHT
+                              : !strcmp(corrupt_what, "activation") ? MLP_CORRUPT_ACTIVATION
+                                                                    : MLP_CORRUPT_NONE;
         if (!strcmp(fc_kernel, "auto"))
             fc_kernel = (cl.device_type & CL_DEVICE_TYPE_GPU) ? "tiled" : "simple";
         const double vtol = !fp16 ? TOL_FP32 : a.gpu_state.half_arith ? TOL_FP16_ARITH : TOL_FP16_STORAGE;
@@ -463,9 +534,15 @@ int main(int argc, char **argv)
         free(l);
     }
     const double tol = !fp16 ? TOL_FP32 : (a.gpu && a.gpu_state.half_arith) ? TOL_FP16_ARITH : TOL_FP16_STORAGE;
-    farm_cmp cmp = {1, 0, 0, 0.0, 0.0};
-    if (common.verify)
-        cmp = verify(&a, &init, fp16, tol);
+    verdict vd;
+    memset(&vd, 0, sizeof vd);
+    vd.cmp.ok = 1;
+    if (common.verify) { /* the cpu reference on --threads (outputs split, never a sum: same result) */
+        farm_pool *vpool = farm_pool_create((int)common.threads);
+        vd = verify(&a, &init, fp16, tol, vpool);
+        farm_pool_destroy(vpool);
+    }
+    const farm_cmp cmp = vd.cmp;
 
     farm_json_begin(&j, "result");
     farm_json_str(&j, "program", "train");
@@ -492,11 +569,24 @@ int main(int argc, char **argv)
         farm_json_num(&j, "tolerance", tol);
         farm_json_num(&j, "max_abs_err", cmp.max_abs_err);
         farm_json_u64(&j, "mismatches", cmp.mismatches);
+        farm_json_str(&j, "verify_method", "stepwise-guided");
+        farm_json_u64(&j, "verify_relu_ambiguous", vd.guide.ambiguous);
+        farm_json_u64(&j, "verify_relu_mismatched", vd.guide.mismatched);
+        farm_json_num(&j, "verify_replay_max_diff", vd.replay_max_diff);
+        if (vd.bad_step >= 0)
+            farm_json_int(&j, "verify_bad_step", vd.bad_step);
     }
     farm_json_end(&j);
+    if (!cmp.ok && vd.bad_step == (int)a.calls)
+        farm_die(FARM_EXIT_VERIFY, "verify: replaying the %zu steps on the gpu gave other weights (max diff %g): "
+                 "the kernels are not deterministic", a.calls, vd.replay_max_diff);
+    if (!cmp.ok && vd.guide.mismatched)
+        farm_die(FARM_EXIT_VERIFY, "verify: %zu ReLU decisions differ from the cpu path's beyond the rounding "
+                 "bound, the first at step %d (layer %d, element %zu)", vd.guide.mismatched, vd.mask_step,
+                 vd.guide.first_layer, vd.guide.first_index);
     if (!cmp.ok)
-        farm_die(FARM_EXIT_VERIFY, "verify: %zu values differ from the cpu path beyond %g (first at %zu)",
-                 cmp.mismatches, tol, cmp.first_bad);
+        farm_die(FARM_EXIT_VERIFY, "verify: step %d: %zu values differ from the cpu path beyond %g (first at %zu)",
+                 vd.bad_step, cmp.mismatches, tol, cmp.first_bad);
 
     if (a.gpu) {
         mlp_gpu_free(&a.gpu_state);

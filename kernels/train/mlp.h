@@ -65,4 +65,28 @@ void mlp_cpu_init(mlp_cpu *c, mlp *m, int fp16, farm_pool *pool);
 double mlp_cpu_step(mlp_cpu *c, const float *x, const int32_t *y, float lr);
 void mlp_cpu_free(mlp_cpu *c);
 
+/* One step checked against another implementation's (the gpu's) step from the same weights and
+ * batch. A hidden unit's ReLU decision is only meaningful where its pre-activation z is farther
+ * from zero than the two paths can disagree by rounding: |z| > gamma * sum|x*w| (+ the bound on
+ * how far their inputs already differ, propagated from the layer below). Within that bound the
+ * step takes the other path's activation (`act`, a ReLU output of each hidden layer); outside it,
+ * a different decision (mask) is counted as a mismatch, which is a real error. */
+typedef struct {
+    const float *const *act; /* act[l] for 1 <= l < nlayers: [batch][sizes[l]] as the other path made it */
+    double u_acc;            /* the other path's unit roundoff: 2^-24 (fp32 sums), 2^-11 (half) */
+    double u_store;          /* storage rounding of activations: 2^-11 (fp16), else 0 */
+} mlp_guide;
+
+typedef struct {
+    size_t ambiguous;  /* decisions taken from the other path (within the rounding bound) */
+    size_t mismatched; /* decisions outside the bound that differ: an error */
+    int first_layer;
+    size_t first_index;
+} mlp_guide_stats;
+
+/* mlp_cpu_step with the hidden layers' ReLU decisions guided as above (c's pool splits output units,
+ * so the result does not depend on the threads); adds to st. */
+double mlp_cpu_step_guided(mlp_cpu *c, const float *x, const int32_t *y, float lr, const mlp_guide *gd,
+                           mlp_guide_stats *st);
+
 #endif

@@ -186,3 +186,115 @@ double mlp_cpu_step(mlp_cpu *c, const float *x, const int32_t *y, float lr)
     }
     return loss;
 }
+
+/* Forward of hidden layer l guided by the gpu's activations (see mlp_cpu_step_guided). din bounds
+ * |gpu - cpu| of the layer's input per element (NULL: identical inputs); dout receives the same for
+ * its output. */
+static void forward_guided(mlp_cpu *c, int l, const mlp_guide *gd, const double *din, double *dout,
+                           mlp_guide_stats *st, int o0, int o1)
+{
+    const mlp *m = c->m;
+    const int nin = m->sizes[l], nout = m->sizes[l + 1];
+    const double n = (double)nin + 1.0;
+    /* both paths' dot products are within gamma_n * sum|x||w| of the exact one, in any summation
+     * order, fused or not (Higham, Accuracy and Stability, 3.1): their difference within twice that */
+    const double gamma = n * gd->u_acc / (1.0 - n * gd->u_acc) + n * 0x1p-24 / (1.0 - n * 0x1p-24);
+    const float *gpu = gd->act[l + 1];
+    for (int b = 0; b < m->batch; ++b) {
+        const float *x = c->act[l] + (size_t)b * nin;
+        const double *dx = din ? din + (size_t)b * nin : NULL;
+        for (int o = o0; o < o1; ++o) {
+            const float *w = m->w[l] + (size_t)o * nin;
+            float acc = 0.0f;
+            double mag = fabs((double)m->b[l][o]), spread = 0.0;
+            for (int i = 0; i < nin; ++i) {
+                acc += x[i] * w[i];
+                mag += fabs((double)x[i] * (double)w[i]);
+                if (dx)
+                    spread += fabs((double)w[i]) * dx[i];
+            }
+            acc += m->b[l][o];
+            const double bound = gamma * mag + spread;
+            const size_t at = (size_t)b * nout + (size_t)o;
+            const float theirs = gpu[at];
+            if (fabs((double)acc) <= bound) { /* the sign is rounding's: take the gpu's value */
+                st->ambiguous++;
+                c->act[l + 1][at] = theirs;
+                dout[at] = 0.0;
+                continue;
+            }
+            if ((theirs > 0.0f) != (acc > 0.0f) && st->mismatched++ == 0)
+                st->first_layer = l + 1, st->first_index = at;
+            c->act[l + 1][at] = acc > 0.0f ? store(c, acc) : 0.0f;
+            dout[at] = acc > 0.0f ? bound + 2.0 * gd->u_store * (fabs((double)acc) + bound) : 0.0;
+        }
+    }
+}
+
+#define GUIDE_MAX_THREADS 256
+
+typedef struct {
+    mlp_cpu *c;
+    int layer;
+    const mlp_guide *gd;
+    const double *din;
+    double *dout;
+    mlp_guide_stats st[GUIDE_MAX_THREADS];
+} guided_task;
+
+static void guided_worker(void *user, int tid, int nthreads)
+{
+    guided_task *t = user;
+    size_t lo, hi;
+    farm_range((size_t)t->c->m->sizes[t->layer + 1], tid, nthreads, &lo, &hi);
+    if (tid < GUIDE_MAX_THREADS)
+        forward_guided(t->c, t->layer, t->gd, t->din, t->dout, &t->st[tid], (int)lo, (int)hi);
+}
+
+/* Threads split output units (never a sum); their counts are merged in thread order, so the first
+ * mismatch reported is the one a single thread would find in that layer's unit order. */
+static void run_guided(mlp_cpu *c, int l, const mlp_guide *gd, const double *din, double *dout, mlp_guide_stats *st)
+{
+    static guided_task t;
+    memset(&t, 0, sizeof t);
+    t.c = c, t.layer = l, t.gd = gd, t.din = din, t.dout = dout;
+    if (c->pool && farm_pool_size(c->pool) <= GUIDE_MAX_THREADS)
+        farm_pool_run(c->pool, guided_worker, &t);
+    else
+        guided_worker(&t, 0, 1);
+    for (int i = 0; i < GUIDE_MAX_THREADS; ++i) {
+        if (t.st[i].mismatched && !st->mismatched)
+            st->first_layer = t.st[i].first_layer, st->first_index = t.st[i].first_index;
+        st->ambiguous += t.st[i].ambiguous;
+        st->mismatched += t.st[i].mismatched;
+    }
+}
+
+double mlp_cpu_step_guided(mlp_cpu *c, const float *x, const int32_t *y, float lr, const mlp_guide *gd,
+                           mlp_guide_stats *st)
+{
+    const mlp *m = c->m;
+    const size_t n0 = (size_t)m->batch * (size_t)m->sizes[0];
+    memcpy(c->act[0], x, n0 * sizeof(float));
+    if (c->fp16)
+        farm_round_f16(c->act[0], n0);
+    double *din = NULL;
+    for (int l = 0; l < m->nlayers; ++l) {
+        if (l + 1 == m->nlayers) {
+            run(c, PH_FORWARD, l, lr); /* the logits: no ReLU, no decision */
+            break;
+        }
+        double *dout = farm_alloc((size_t)m->batch * (size_t)m->sizes[l + 1] * sizeof(double));
+        run_guided(c, l, gd, din, dout, st);
+        free(din);
+        din = dout;
+    }
+    free(din);
+    const double loss = softmax_xent(c, y);
+    for (int l = m->nlayers - 1; l >= 0; --l) {
+        if (l > 0)
+            run(c, PH_BACKWARD_INPUT, l, lr);
+        run(c, PH_UPDATE, l, lr);
+    }
+    return loss;
+}

@@ -102,6 +102,17 @@ static cl_kernel tiled_args(mlp_gpu *g, int kind, cl_int M, cl_int N, cl_int K, 
     return k;
 }
 
+/* --corrupt test hook: one value written where no kernel would write it (not timed). */
+static void corrupt(mlp_gpu *g, cl_mem buf)
+{
+    static const float f32 = 10.0f;
+    static const uint16_t f16 = 0x4900; /* 10.0 as half */
+    farm_cl_check(clEnqueueWriteBuffer(g->cl->queue, buf, CL_FALSE, 0, g->elem_bytes, g->fp16 ? (const void *)&f16
+                                                                                                : (const void *)&f32,
+                                       0, NULL, NULL),
+                  "corrupt");
+}
+
 static void kernels_tiled(mlp_gpu *g, float lr, farm_evlist *evs)
 {
     const mlp *m = g->m;
@@ -112,6 +123,8 @@ static void kernels_tiled(mlp_gpu *g, float lr, farm_evlist *evs)
         ARG(k, 9, g->b[l]);
         ARG(k, 10, relu);
         enqueue_tiled(g, FC_FWD, (size_t)batch, (size_t)nout, evs);
+        if (l == 0 && relu && g->corrupt == MLP_CORRUPT_ACTIVATION)
+            corrupt(g, g->act[1]);
     }
     const int ncls = m->sizes[m->nlayers];
     ARG(g->xent, 0, g->act[m->nlayers]);
@@ -140,12 +153,20 @@ static void kernels_tiled(mlp_gpu *g, float lr, farm_evlist *evs)
     }
 }
 
+static void kernels_simple(mlp_gpu *g, float lr, farm_evlist *evs);
+
 static void kernels(mlp_gpu *g, float lr, farm_evlist *evs)
 {
-    if (g->tiled) {
+    if (g->tiled)
         kernels_tiled(g, lr, evs);
-        return;
-    }
+    else
+        kernels_simple(g, lr, evs);
+    if (g->corrupt == MLP_CORRUPT_WEIGHT)
+        corrupt(g, g->w[0]);
+}
+
+static void kernels_simple(mlp_gpu *g, float lr, farm_evlist *evs)
+{
     const mlp *m = g->m;
     const int batch = m->batch;
     for (int l = 0; l < m->nlayers; ++l) {
@@ -158,6 +179,8 @@ static void kernels(mlp_gpu *g, float lr, farm_evlist *evs)
         ARG(g->forward, 5, nout);
         ARG(g->forward, 6, relu);
         enqueue(g, g->forward, (size_t)nout, (size_t)batch, evs);
+        if (l == 0 && relu && g->corrupt == MLP_CORRUPT_ACTIVATION)
+            corrupt(g, g->act[1]);
     }
     const int ncls = m->sizes[m->nlayers];
     ARG(g->xent, 0, g->act[m->nlayers]);
@@ -278,6 +301,16 @@ void mlp_gpu_read_weights(mlp_gpu *g)
         from_storage(g->w_host[l], m->w[l], nw, g->fp16);
         from_storage(g->b_host[l], m->b[l], nb, g->fp16);
     }
+}
+
+void mlp_gpu_read_act(mlp_gpu *g, int l, float *out)
+{
+    const size_t n = (size_t)g->m->batch * (size_t)g->m->sizes[l];
+    void *host = farm_alloc(n * g->elem_bytes);
+    farm_cl_check(clEnqueueReadBuffer(g->cl->queue, g->act[l], CL_TRUE, 0, n * g->elem_bytes, host, 0, NULL, NULL),
+                  "read activations");
+    from_storage(host, out, n, g->fp16);
+    free(host);
 }
 
 void mlp_gpu_write_weights(mlp_gpu *g, const mlp *src)

@@ -16,9 +16,14 @@ typedef enum { MLP_COPY = 0, MLP_RESIDENT = 1, MLP_MAPPED = 2 } mlp_buffers;
 
 #define MLP_MAX_PROGS 64 /* tiled programs, one per configuration (--tune tries many) */
 
+/* Test hook (--corrupt): a wrong value on the device each step, for --verify to catch. */
+typedef enum { MLP_CORRUPT_NONE = 0, MLP_CORRUPT_WEIGHT = 1, MLP_CORRUPT_ACTIVATION = 2 } mlp_corrupt;
+
 typedef struct {
     mlp *m;
     farm_cl *cl;
+    mlp_corrupt corrupt; /* weight: w[0][0] = 10 after the update; activation: act[1][0] = 10 after
+                            the first layer's forward */
     farm_cl_program prog;
     mlp_buffers mode;
     int fp16, half_arith;
@@ -60,6 +65,8 @@ void mlp_gpu_init(mlp_gpu *g, farm_cl *cl, mlp *m, int fp16, mlp_buffers mode, c
 double mlp_gpu_step(mlp_gpu *g, const void *x, const int32_t *y, float lr, farm_split *split);
 /* Copies the device weights into m->w / m->b as float32 (for dumps and verification). */
 void mlp_gpu_read_weights(mlp_gpu *g);
+/* The device's activations act[l] ([batch][sizes[l]], float32) as the last step left them. */
+void mlp_gpu_read_act(mlp_gpu *g, int l, float *out);
 /* Sets the model's weights and biases, on the device and in g->m, to those of src (same sizes). */
 void mlp_gpu_write_weights(mlp_gpu *g, const mlp *src);
 void mlp_gpu_free(mlp_gpu *g);

@@ -252,3 +252,37 @@ def test_kernels_compile_in_every_precision(defines: list[str]) -> None:
     argv = [str(CLANG), *opencl_c, "-fsyntax-only", "-Werror", *defines, str(source)]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+def test_verify_checks_every_step_of_a_long_run(train) -> None:
+    """Many steps: each checked against a cpu step from the gpu's own weights before it, so a
+    near-zero ReLU decision that rounding flips cannot compound over later steps."""
+    r = train("--backend=gpu", "--layers=64,48,32,8", "--batch=16", "--steps=30", "--warmup=2", "--verify")
+    assert r.returncode == 0, r.stderr
+    (result,) = r.of("result")
+    assert result["verified"] is True and result["verify_method"] == "stepwise-guided"
+    assert result["verify_relu_mismatched"] == 0 and result["verify_replay_max_diff"] == 0
+    assert result["mismatches"] == 0 and result["max_abs_err"] < 1e-3
+
+
+@pytest.mark.parametrize(
+    ("what", "message"),
+    [
+        ("weight", r"train: verify: step 0: 1 values differ from the cpu path beyond 0\.001 \(first at 0\)"),
+        (
+            "activation",
+            r"train: verify: \d+ ReLU decisions differ from the cpu path's beyond the rounding bound, "
+            r"the first at step 0 \(layer 1, element 0\)",
+        ),
+    ],
+)
+def test_verify_catches_one_wrong_value_on_the_device(train, what: str, message: str) -> None:
+    """--corrupt writes one wrong weight (after the update) or hidden activation (after the first
+    layer's forward) every step: verification must fail with exit 4, naming step and place."""
+    r = train(
+        "--backend=gpu", "--layers=64,48,32,8", "--batch=16", "--steps=3", "--verify", f"--corrupt={what}"
+    )
+    assert r.returncode == 4, r.stderr
+    assert re.fullmatch(message, r.stderr.strip()), r.stderr
+    (result,) = r.of("result")
+    assert result["verified"] is False and result["verify_bad_step"] == 0
