@@ -14,9 +14,11 @@ APT_PACKAGES := adb pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo bub
                 iproute2 gcc make libclblast-dev
 # Cross compilers for the ARM device agents (static, no NDK); qemu-user and file to test them here.
 APT_PACKAGES += gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf qemu-user-static file
+# The virtual phones' userland (mksh, toybox, a few busybox applets) and their seccomp helper.
+APT_PACKAGES += mksh toybox busybox libseccomp-dev
 STAMP := $(VENV)/.farm-setup-stamp
 
-.PHONY: help setup system-packages venv kernels agents test test-unit lint bench demo clean
+.PHONY: help setup system-packages venv kernels agents native test test-unit lint bench demo clean
 
 help:
 	@echo "make demo    start virtual phones, run experiments/lstm_gpu_load.yaml (quick), write the report"
@@ -42,12 +44,16 @@ system-packages:
 $(STAMP): pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,clients]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
 
-setup: system-packages venv kernels
+setup: system-packages venv kernels native
+
+# The virtual phone's helpers (confined entry into a phone, the Android tools' client).
+native:
+	$(MAKE) -C farm/virtual/native
 
 # The device agents and the example external programs (kernels/examples) are plain C: without an
 # ABI on the command line they are also cross-built for arm64-v8a and armeabi-v7a with Debian's
@@ -79,4 +85,5 @@ clean:
 	-$(MAKE) -C kernels clean
 	-$(MAKE) -C device_agents clean
 	-$(MAKE) -C kernels/examples clean
+	-$(MAKE) -C farm/virtual/native clean
 	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -3,21 +3,27 @@
 <state_dir>/
   data/        /data (writable; data/local/tmp is shell's, executable)
   sdcard/      /storage/emulated/0 (= /sdcard), shell's, noexec
-  system/      /system (read-only): bin/ (sh -> host dash, Android tools), lib/farm/ (tool code)
+  system/      /system (read-only): bin/ (sh = mksh, toybox applets, a few busybox applets that
+               Debian's toybox lacks, farmtool and its tool links), lib/farm/ (the tools' code)
   vendor/      /vendor (read-only): lib64/libOpenCL.so unless the profile has no OpenCL
   etc/         passwd, group, hosts for the phone's /etc
   sys/         /sys telemetry (farm/virtual/nodes.py), driven by the physics
   ctl/         /dev/.farm: state shared by the tools and the world (farm/virtual/ctlfiles.py)
+  phone.json   whose data this is (serial, profile, layout version): data/, sdcard/ and ctl/ are
+               kept across down/up only when they match (a different profile is another phone)
   proc-meminfo bound over /proc/meminfo (the profile's RAM)
   init.log     bwrap's and the phone's init's output
   ground_truth.jsonl  the physics' ground truth (farm/virtual/groundtruth.py)
+
+Ownership: every tree belongs to the phone's host ids (farm/virtual/sandbox.py: phone uid U is host
+uid base + U), so the phone's root owns its own tree and nothing else on the host.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,9 +32,17 @@ from farm.virtual.profile import Profile
 
 SHELL_UID = 2000
 SHELL_GID = 2000
+LAYOUT_VERSION = 2  # 1: host-root-owned trees (before the phone had its own host uid range)
 TOOLS_SRC_DIR = Path(__file__).parent / "tools"
+NATIVE_BIN_DIR = Path(__file__).parent / "native" / "bin"
 TOOLS_PHONE_DIR = "/system/lib/farm"
-# Android tools this phone ships in /system/bin; each is a link to tools/farmtool.py.
+PHONE_PYTHON = f"{TOOLS_PHONE_DIR}/python3"  # bound to the host's Python; root-only directory
+HOST_PYTHON = "/usr/bin/python3"
+HOST_MKSH = "/bin/mksh"
+HOST_TOYBOX = "/usr/bin/toybox"
+HOST_BUSYBOX = "/bin/busybox"
+# Android tools this phone ships in /system/bin; each is a link to farmtool (native/farmtool.c),
+# whose requests the phone's init serves with tools/*.py.
 TOOL_NAMES = (
     "getprop",
     "setprop",
@@ -40,16 +54,29 @@ TOOL_NAMES = (
     "am",
     "wm",
     "reboot",
-    "ps",
     "su",
     "pm",
+    "logcat",
+    "log",
+    "getenforce",
+    "setenforce",
 )
+# Applets of Android's toybox (and its awk) that Debian's toybox build leaves out: busybox's.
+BUSYBOX_APPLETS = ("tr", "dd", "diff", "expr", "awk", "gzip", "bc")
 HOST_LIBOPENCL_CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libOpenCL.so.1",
     "/usr/lib/aarch64-linux-gnu/libOpenCL.so.1",
     "/usr/lib64/libOpenCL.so.1",
     "/usr/lib/libOpenCL.so.1",
 )
+
+
+@dataclass(frozen=True)
+class Owners:
+    """Host (uid, gid) pairs for the phone's root and shell users."""
+
+    root: tuple[int, int]
+    shell: tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -98,20 +125,27 @@ class StateLayout:
     def ground_truth(self) -> Path:
         return self.root / "ground_truth.jsonl"
 
-
-def tool_interpreter() -> str:
-    """A Python visible inside the sandbox (host /usr is bound; the venv's may live elsewhere)."""
-    for candidate in ("/usr/bin/python3",):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return os.path.realpath(sys.executable)
+    @property
+    def identity(self) -> Path:
+        return self.root / "phone.json"
 
 
-def _mkdir(path: Path, mode: int, uid: int, gid: int) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, mode)
-    if os.geteuid() == 0:
-        os.chown(path, uid, gid)
+def native_binary(name: str) -> Path:
+    """A helper built by `make setup` (farm/virtual/native/Makefile)."""
+    path = NATIVE_BIN_DIR / name
+    if not os.access(path, os.X_OK):
+        raise EnvironmentProblem(
+            f"{path} is missing", hint="build it: make -C farm/virtual/native (or make setup)"
+        )
+    return path
+
+
+def _host_file(path: str, package: str) -> str:
+    if not os.path.exists(path):
+        raise EnvironmentProblem(
+            f"{path} is missing", hint=f"install Debian's {package}: make system-packages"
+        )
+    return path
 
 
 def host_libopencl() -> str:
@@ -122,48 +156,115 @@ def host_libopencl() -> str:
     raise EnvironmentProblem("no libOpenCL.so.1 on this machine", hint="run `make system-packages`")
 
 
-def prepare_tree(profile: Profile, layout: StateLayout, *, privileged: bool) -> None:
-    """Create the state dir trees (idempotent; keeps data/, sdcard/ and ctl/ persist state)."""
+def _mkdir(path: Path, mode: int, owner: tuple[int, int]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, mode)
+    if os.geteuid() == 0:
+        os.chown(path, *owner)
+
+
+def chown_tree(top: Path, owner: tuple[int, int]) -> None:
+    """lchown everything under `top` (the daemon writes these trees; the phone's root owns them)."""
+    if os.geteuid() != 0 or not top.exists():
+        return
+    os.lchown(top, *owner)
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in (*dirnames, *filenames):
+            os.lchown(os.path.join(dirpath, name), *owner)
+
+
+def _fresh_identity(profile: Profile, serial: str) -> dict[str, object]:
+    return {"serial": serial, "profile": profile.name, "layout": LAYOUT_VERSION}
+
+
+def keeps_data(layout: StateLayout, profile: Profile, serial: str) -> bool:
+    """Whether the state dir holds this very phone's data (same serial, profile and layout)."""
+    try:
+        return bool(
+            json.loads(layout.identity.read_text(encoding="utf-8")) == _fresh_identity(profile, serial)
+        )
+    except (OSError, ValueError):
+        return False
+
+
+def prepare_tree(
+    profile: Profile, layout: StateLayout, serial: str, owners: Owners, *, keep_data: bool
+) -> None:
+    """Create the state dir trees. data/, sdcard/ and ctl/ survive only for the same phone
+    (keeps_data) or when `keep_data` says so; otherwise the phone starts clean, like a new one."""
     lay = layout
-    shell = (SHELL_UID, SHELL_GID) if privileged else (os.geteuid(), os.getegid())
-    root = (0, 0) if privileged else shell
     lay.root.mkdir(parents=True, exist_ok=True)
-    _mkdir(lay.data, 0o771, *root)
-    _mkdir(lay.data / "local", 0o751, *root)
-    _mkdir(lay.data / "local" / "tmp", 0o771, *shell)
-    _mkdir(lay.data / "vendor", 0o771, *root)
+    if not (keep_data or keeps_data(lay, profile, serial)):
+        for tree in (lay.data, lay.sdcard, lay.ctl):
+            shutil.rmtree(tree, ignore_errors=True)
+    elif keep_data:
+        # Another profile's or an older layout's files: hand them to this phone's users.
+        chown_tree(lay.data, owners.root)
+        chown_tree(lay.data / "local" / "tmp", owners.shell)
+        chown_tree(lay.sdcard, owners.shell)
+        chown_tree(lay.ctl, owners.shell)
+    root, shell = owners.root, owners.shell
+    _mkdir(lay.data, 0o771, root)
+    _mkdir(lay.data / "local", 0o751, root)
+    _mkdir(lay.data / "local" / "tmp", 0o771, shell)
+    _mkdir(lay.data / "vendor", 0o771, root)
     # PoCL's kernel cache (the "vendor driver cache"); kept across reboots like a real one.
-    _mkdir(lay.data / "vendor" / "pocl-cache", 0o770, *shell)
-    _mkdir(lay.sdcard, 0o770, *shell)
-    _mkdir(lay.ctl, 0o775, *shell)
+    _mkdir(lay.data / "vendor" / "pocl-cache", 0o770, shell)
+    _mkdir(lay.sdcard, 0o770, shell)
+    _mkdir(lay.ctl, 0o775, shell)
     lay.sys.mkdir(exist_ok=True)
-    for sub in ("props", "props/set", "props/persist", "battery", "settings"):
-        _mkdir(lay.ctl / sub, 0o775, *shell)
+    for sub in ("props", "props/set", "props/persist", "battery", "settings", "logcat"):
+        _mkdir(lay.ctl / sub, 0o775, shell)
     _prepare_system(profile, lay)
     _prepare_vendor(profile, lay)
     _prepare_etc(lay)
+    for tree in (lay.system, lay.vendor, lay.etc):
+        chown_tree(tree, root)
+    os.chmod(lay.system / "lib" / "farm", 0o700)  # the tools' Python is init's, not shell's
     lay.meminfo.touch()
+    lay.identity.write_text(json.dumps(_fresh_identity(profile, serial)) + "\n", encoding="utf-8")
+
+
+def _copy_exec(src: str | Path, dst: Path) -> None:
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o755)
+
+
+def _toybox_applets(toybox: Path) -> list[str]:
+    """The applets this toybox build has (`toybox` with no argument lists them)."""
+    import subprocess
+
+    out = subprocess.run([str(toybox)], capture_output=True, text=True, check=True, timeout=10).stdout
+    return [name for name in out.split() if name.isidentifier() or name.replace("-", "_").isalnum()]
 
 
 def _prepare_system(profile: Profile, layout: StateLayout) -> None:
     system = layout.system
     if system.exists():
         shutil.rmtree(system)
-    (system / "bin").mkdir(parents=True)
+    bin_dir = system / "bin"
+    bin_dir.mkdir(parents=True)
     (system / "xbin").mkdir()
     (system / "etc").mkdir()
     lib = system / "lib" / "farm"
     lib.mkdir(parents=True)
-    interpreter = tool_interpreter()
     for src in TOOLS_SRC_DIR.glob("*.py"):
-        text = src.read_text(encoding="utf-8")
-        if text.startswith("#!"):
-            text = f"#!{interpreter} -IS\n" + text.split("\n", 1)[1]
-        (lib / src.name).write_text(text, encoding="utf-8")
-        os.chmod(lib / src.name, 0o755)
-    (system / "bin" / "sh").symlink_to(os.path.realpath("/bin/sh"))
+        shutil.copyfile(src, lib / src.name)
+    (lib / "python3").touch()  # mount point of the host's python (sandbox.py binds it)
+    _copy_exec(_host_file(HOST_MKSH, "mksh"), bin_dir / "sh")
+    _copy_exec(_host_file(HOST_TOYBOX, "toybox"), bin_dir / "toybox")
+    _copy_exec(_host_file(HOST_BUSYBOX, "busybox"), bin_dir / "busybox")
+    _copy_exec(native_binary("farmtool"), bin_dir / "farmtool")
+    taken = {"sh", "toybox", "busybox", "farmtool", *TOOL_NAMES}
+    for name in BUSYBOX_APPLETS:
+        (bin_dir / name).symlink_to("busybox")
+        taken.add(name)
+    for name in _toybox_applets(bin_dir / "toybox"):
+        if name not in taken and name != "[":
+            (bin_dir / name).symlink_to("toybox")
+    (bin_dir / "[").symlink_to("toybox")
     for name in TOOL_NAMES:
-        (system / "bin" / name).symlink_to(f"{TOOLS_PHONE_DIR}/farmtool.py")
+        (bin_dir / name).symlink_to("farmtool")
     build_prop = "".join(f"{k}={v}\n" for k, v in sorted(profile.props.items()))
     (system / "build.prop").write_text(build_prop, encoding="utf-8")
 

@@ -8,8 +8,9 @@ Both code against this Protocol only.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
+
+from farm.virtual.phonefiles import PhoneFiles
 
 
 class PhoneWorld(Protocol):
@@ -38,11 +39,9 @@ class PhoneWorld(Protocol):
     def shell_env(self, term: str | None) -> dict[str, str]:
         """Environment for shell_argv, as adbd gives it (HOME, TMPDIR, USER=shell, TERM...)."""
 
-    def resolve(self, phone_path: str, *, for_write: bool) -> Path:
-        """Host path behind an absolute phone path for the sync service.
-
-        Raises OSError with errno set (ENOENT, EACCES, EROFS, ENOTDIR) the way the phone would
-        for the current adbd user. Trailing slashes are normalised."""
+    async def open_files(self) -> PhoneFiles:
+        """File access for one sync session as the current adbd user (shell, or root after
+        `adb root`), with the phone's own errors (farm/virtual/phonefiles.py); close() it."""
 
     def can_root(self) -> bool:
         """Whether `adb root` may succeed (userdebug/eng profile)."""
@@ -56,12 +55,3 @@ class PhoneWorld(Protocol):
 
     def set_property(self, key: str, value: str) -> None:
         """setprop from the adbd side (e.g. service.adb.tcp.port for tcpip:)."""
-
-
-class SyncOwner(Protocol):
-    """Optional for a PhoneWorld (looked up with getattr, so older worlds stay valid)."""
-
-    def sync_owner(self) -> tuple[int, int] | None:
-        """Host (uid, gid) that files, directories and symlinks created by the sync service
-        (`adb push`) must get: adbd's user, shell (2000) or root after `adb root`. None keeps
-        the daemon's own uid, for worlds that do not switch users."""

@@ -1,131 +1,255 @@
-"""One phone's sandbox: an Android-like filesystem in a bubblewrap mount + PID namespace.
+"""One phone's sandbox: its own user, PID, mount, network, IPC and UTS namespaces (bubblewrap).
 
-Design (why it looks like this):
-* A long-lived per-phone "init" (bwrap --unshare-pid running tools/init.py) owns the namespaces.
-  Every later command enters them with nsenter, so all commands of one phone share one PID
-  namespace (`cmd & echo $!` in one adb shell, `kill PID` in the next) while other phones'
-  processes stay invisible. When init dies the kernel kills the whole namespace.
-* The host argv is `nsenter ... /system/bin/sh -c CMD`; the caller starts it in a new session, and
-  nsenter's child stays in that process group, so killpg reaches the shell and its children.
-* As host root, shell commands run as uid/gid 2000 (nsenter -S/-G drops every capability), so
-  mode-000 nodes give EACCES and root-owned sysfs nodes are read-only, as on a phone; `adb root`
-  and `su` run as uid 0. Unprivileged hosts get a user namespace mapping the host user to 2000
-  (no root there).
-* Writable trees live in the phone's state dir on the host (farm/virtual/layout.py); paths for the
-  sync service are resolved by farm/virtual/phonepath.py.
+Threat model and confinement (also in farm/virtual/README.md):
+* Who reaches a phone: its ADB port has no authentication (like `adb tcpip`), so it listens on
+  127.0.0.1 only; every local user can open a shell on it. A shell runs as the phone's shell user;
+  on rooted profiles `su` and `adb root` give the phone's root. Neither may touch the host.
+* Own host uid range: when the daemon runs as host root, the phone's user namespace maps phone
+  ids 0..65535 to host ids base..base+65535 (host_uid_base: a per-serial slot at 2**27 or above,
+  far from real users and subordinate-id ranges). The phone's root is root only inside: the host's
+  files appear as nobody and are read-only to it, capabilities are those of its own namespace
+  (open_by_handle_at needs CAP_DAC_READ_SEARCH of the host's namespace), and its state dir on the
+  host is owned by base+0 (root's trees) and base+2000 (shell's).
+* Network: a namespace per phone with loopback only; phone code cannot listen on host interfaces.
+* Every process entering the phone (adb shell/exec, sync's file access, init and what it starts)
+  goes through native/vphone-exec.c or bwrap with the same limits: capabilities bounded to
+  ROOT_CAPS (none for shell), no_new_privs, RLIMIT_NPROC, and a seccomp filter refusing
+  open_by_handle_at, bpf, kexec, module loading, every mount call, setns and new namespaces.
+  ptrace and signals reach only this phone's processes: nothing else is in its PID namespace.
+* su and the Android tools are served by the phone's init (tools/init.py) on
+  /dev/.farm/tools.sock, which only this phone's processes see; init also checks that the peer
+  (SO_PEERCRED) is a process of its own PID namespace.
+* Unprivileged daemon (not host root): the phone's user namespace maps only shell (2000) to the
+  invoking user; there is no root (`su`, `adb root` refuse), the rest is the same.
+
+Commands enter the namespaces of init (pid 1 of the phone, host pid `init_pid`), so all commands of
+one phone share one PID namespace (`cmd & echo $!` in one adb shell, `kill PID` in the next). When
+init dies the kernel kills the whole namespace. The caller starts enter_argv in a new session; the
+helper's child stays in that process group, so killpg reaches the shell and its children.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 from farm.errors import EnvironmentProblem
 from farm.virtual.layout import (
+    HOST_PYTHON,
+    PHONE_PYTHON,
     SHELL_GID,
     SHELL_UID,
     TOOLS_PHONE_DIR,
+    Owners,
     StateLayout,
+    chown_tree,
+    native_binary,
     prepare_tree,
-    tool_interpreter,
 )
-from farm.virtual.phonepath import resolve_phone_path
+from farm.virtual.phonefiles import PhoneFileServer
 from farm.virtual.profile import Profile
 
 CTL_PHONE_DIR = "/dev/.farm"
-PHONE_PATH = "/system/bin:/system/xbin:/vendor/bin:/usr/bin:/bin"
+PHONE_PATH = "/system/bin:/system/xbin:/vendor/bin"
 POCL_CACHE_PHONE_DIR = "/data/vendor/pocl-cache"
 INIT_READY_TIMEOUT_S = 10.0
-# Root on the phone is root in the sandbox, not on the host: no mounts, device nodes, modules...
-ROOT_DROPPED_CAPS = "-sys_admin,-mknod,-sys_module,-sys_rawio,-sys_boot,-sys_time,-net_admin,-sys_ptrace"
-_HOST_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf")
+UID_COUNT = 65536
+_UID_SLOT_FIRST = 2048  # host uid 2048 * 65536 = 2**27: above real users and /etc/subuid ranges
+_UID_SLOTS = 63487  # the last slot's ids stay below 2**32 - 1 (the invalid uid)
+# Processes per phone user (RLIMIT_NPROC, counted per host uid, so per phone); the pids cgroup
+# of farm/virtual/cgroup.py, where present, bounds the phone as a whole.
+NPROC_PER_USER = 512
+# The phone's root keeps these (same list as ROOT_CAPS in native/vphone-exec.c; a test compares).
+ROOT_CAPS = (
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_AUDIT_WRITE",
+    "CAP_LEASE",
+)
+_HOST_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf")
+# The host's libraries stay reachable (PoCL, libc, libOpenCL); its executables (/usr/bin, /bin,
+# /sbin) do not: a phone has mksh, toybox and its own tools only.
+_HOST_LIB_DIRS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32", "/usr/share")
+_TOP_LIB_LINKS = ("lib", "lib64", "lib32", "libx32")
+_seccomp_bpf: bytes | None = None
+# Where vphone-exec launch shows bwrap the state dir (a bind on a private tmpfs, see its comment).
+STAGED_STATE_DIR = Path("/mnt/vphone")
+
+
+def host_uid_base(serial: str) -> int:
+    """First host uid of the phone `serial`: a slot of 65536 ids from a hash of the serial, so a
+    phone keeps its ids (and owns its kept data) across restarts. Two phones sharing a slot would
+    still not reach each other (separate mount, PID, IPC and network namespaces)."""
+    slot = int(hashlib.sha256(serial.encode()).hexdigest()[:8], 16) % _UID_SLOTS
+    return (_UID_SLOT_FIRST + slot) * UID_COUNT
+
+
+def seccomp_bpf() -> bytes:
+    """The compiled seccomp filter (vphone-exec seccomp-bpf), for bwrap --seccomp."""
+    global _seccomp_bpf
+    if _seccomp_bpf is None:
+        _seccomp_bpf = subprocess.run(
+            [str(native_binary("vphone-exec")), "seccomp-bpf"], capture_output=True, check=True, timeout=10
+        ).stdout
+    return _seccomp_bpf
 
 
 class Sandbox:
-    """The bwrap namespaces of one phone. `prepare` lays out the state dir; `start` runs init."""
+    """The namespaces of one phone. `prepare` lays out the state dir; `start` runs init."""
 
-    def __init__(self, profile: Profile, serial: str, state_dir: Path) -> None:
+    def __init__(self, profile: Profile, serial: str, state_dir: Path, *, keep_data: bool = False) -> None:
         self.profile = profile
         self.serial = serial
         self.layout = StateLayout(state_dir)
         self.privileged = os.geteuid() == 0
+        self.keep_data = keep_data
+        self.uid_base = host_uid_base(serial) if self.privileged else os.geteuid()
+        # Host cgroup files (cgroup.procs / tasks) every process of this phone joins before it
+        # enters the phone: set by the phone's cgroup owner (farm/virtual/cgroup.py) before start.
+        self.cgroup_files: tuple[str, ...] = ()
         self._bwrap: asyncio.subprocess.Process | None = None
         self._init_pid: int | None = None
         self._pidns: str | None = None
 
+    # -- ids ---------------------------------------------------------------------------------------
+
+    def host_uid(self, phone_uid: int) -> int:
+        """The host uid behind a phone uid (privileged daemon; unprivileged: the daemon's own)."""
+        return self.uid_base + phone_uid if self.privileged else self.uid_base
+
+    @property
+    def owners(self) -> Owners:
+        if not self.privileged:
+            mine = (os.geteuid(), os.getegid())
+            return Owners(root=mine, shell=mine)
+        return Owners(
+            root=(self.host_uid(0), self.host_uid(0)),
+            shell=(self.host_uid(SHELL_UID), self.host_uid(SHELL_GID)),
+        )
+
     # -- layout ----------------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """Lay out the state dir (idempotent; keeps data/, sdcard/ and persist props)."""
-        prepare_tree(self.profile, self.layout, privileged=self.privileged)
+        """Lay out the state dir (data/, sdcard/ and persist props kept for the same phone)."""
+        prepare_tree(self.profile, self.layout, self.serial, self.owners, keep_data=self.keep_data)
 
-    # -- bwrap / nsenter argv ----------------------------------------------------------------------
+    # -- argv --------------------------------------------------------------------------------------
 
-    def _bwrap_argv(self, info_fd: int) -> list[str]:
-        lay = self.layout
-        argv = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "localhost"]
-        argv += ["--die-with-parent", "--info-fd", str(info_fd)]
-        if not self.privileged:
-            argv += ["--unshare-user", "--uid", str(SHELL_UID), "--gid", str(SHELL_GID)]
-        argv += ["--ro-bind", "/usr", "/usr"]
-        for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+    def _mounts(self) -> list[str]:
+        lay = StateLayout(STAGED_STATE_DIR) if self.privileged else self.layout
+
+        def bind(kind: str, source: Path, dest: str) -> list[str]:
+            return [f"--{kind}", str(source), dest]
+
+        argv = ["--perms", "0755", "--dir", "/usr"]  # bwrap would make the parent 0700
+        for top in _HOST_LIB_DIRS:
+            if os.path.isdir(top) and not os.path.islink(top):
+                argv += ["--ro-bind", top, top]
+        for top in _TOP_LIB_LINKS:
             host = Path("/") / top
             if host.is_symlink():
                 argv += ["--symlink", os.readlink(host), f"/{top}"]
             elif host.is_dir():
                 argv += ["--ro-bind", str(host), f"/{top}"]
-        argv += ["--proc", "/proc", "--ro-bind", str(lay.meminfo), "/proc/meminfo"]
+        argv += ["--symlink", "/system/bin", "/bin"]  # as on Android 10+
+        argv += ["--proc", "/proc", *bind("ro-bind", lay.meminfo, "/proc/meminfo")]
         if self.privileged:
             argv += ["--dev", "/dev"]
         else:
-            # --dev needs devpts, for which bwrap nests a second user namespace; nsenter could
+            # --dev needs devpts, for which bwrap nests a second user namespace; vphone-exec could
             # then not enter the PID namespace (owned by the outer one). Bind the few nodes instead.
             argv += ["--tmpfs", "/dev"]
             for node in ("null", "zero", "full", "random", "urandom", "tty"):
                 argv += ["--dev-bind", f"/dev/{node}", f"/dev/{node}"]
-        argv += ["--bind", str(lay.ctl), CTL_PHONE_DIR]
+        argv += bind("bind", lay.ctl, CTL_PHONE_DIR)
         argv += ["--tmpfs", "/etc"]
         for name in ("passwd", "group", "hosts"):
-            argv += ["--ro-bind", str(lay.etc / name), f"/etc/{name}"]
+            argv += bind("ro-bind", lay.etc / name, f"/etc/{name}")
         for name in _HOST_ETC_FILES:
             if os.path.lexists(f"/etc/{name}"):
                 argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         if self.profile.has_opencl and os.path.isdir("/etc/OpenCL"):
             argv += ["--ro-bind", "/etc/OpenCL", "/etc/OpenCL"]
         argv += ["--remount-ro", "/etc"]
-        argv += ["--ro-bind", str(lay.system), "/system", "--ro-bind", str(lay.vendor), "/vendor"]
-        argv += ["--bind", str(lay.data), "/data", "--bind", str(lay.sys), "/sys"]
+        argv += bind("ro-bind", lay.system, "/system")
+        argv += ["--ro-bind", os.path.realpath(HOST_PYTHON), PHONE_PYTHON]
+        argv += bind("ro-bind", lay.vendor, "/vendor")
+        argv += [*bind("bind", lay.data, "/data"), *bind("bind", lay.sys, "/sys")]
         argv += ["--perms", "0755", "--dir", "/storage", "--perms", "0711", "--dir", "/storage/emulated"]
         argv += ["--perms", "0755", "--dir", "/storage/self"]
-        argv += ["--bind", str(lay.sdcard), "/storage/emulated/0"]
+        argv += bind("bind", lay.sdcard, "/storage/emulated/0")
         argv += ["--symlink", "/storage/emulated/0", "/storage/self/primary"]
         argv += ["--symlink", "/storage/self/primary", "/sdcard"]
         argv += ["--remount-ro", "/"]
-        argv += ["--chdir", "/", tool_interpreter(), "-IS", f"{TOOLS_PHONE_DIR}/init.py"]
         return argv
 
-    def enter_argv(self, argv: list[str], *, root: bool) -> list[str]:
-        """Host argv that runs `argv` inside this phone as shell (uid 2000) or root."""
-        pid = self.init_pid
-        cmd = ["nsenter", "-t", str(pid), "-m", "-p", "-r", "-w"]
-        if not self.privileged:
-            cmd += ["-U", "--preserve-credentials"]
-        elif not root:
-            cmd += ["-S", str(SHELL_UID), "-G", str(SHELL_GID)]
+    def _launch_argv(self, info_fd: int, seccomp_fd: int) -> list[str]:
+        argv: list[str] = []
+        if self.privileged:
+            argv += [str(native_binary("vphone-exec")), "launch", "--uid-base", str(self.uid_base)]
+            argv += ["--id-count", str(UID_COUNT), "--nproc", str(NPROC_PER_USER)]
+            argv += ["--state-dir", str(self.layout.root)]
+            for path in self.cgroup_files:
+                argv += ["--cgroup", path]
+            argv += ["--"]
+        argv += ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
+        argv += ["--unshare-cgroup-try", "--hostname", "localhost", "--as-pid-1"]
+        argv += ["--die-with-parent", "--info-fd", str(info_fd), "--seccomp", str(seccomp_fd)]
+        if self.privileged:
+            argv += ["--cap-drop", "ALL"]
+            for cap in ROOT_CAPS:
+                argv += ["--cap-add", cap]
         else:
-            cmd += ["--", "setpriv", "--bounding-set", ROOT_DROPPED_CAPS]
-        return [*cmd, "--", *argv]
+            argv += ["--unshare-user", "--uid", str(SHELL_UID), "--gid", str(SHELL_GID)]
+        argv += self._mounts()
+        argv += ["--chdir", "/", PHONE_PYTHON, "-I", "-S", f"{TOOLS_PHONE_DIR}/init.py"]
+        return argv
+
+    def enter_argv(self, argv: list[str], *, root: bool, cwd: str = "/") -> list[str]:
+        """Host argv that runs `argv` inside this phone as shell (uid 2000) or root, confined."""
+        return [*self._enter_prefix(root=root, cwd=cwd), "--", *argv]
+
+    def _enter_prefix(self, *, root: bool, cwd: str) -> list[str]:
+        if root and not self.privileged:
+            raise PermissionError(f"{self.serial}: no root in a phone of an unprivileged daemon")
+        uid, gid = (0, 0) if root else (SHELL_UID, SHELL_GID)
+        argv = [str(native_binary("vphone-exec")), "enter", "--pid", str(self.init_pid)]
+        argv += ["--uid", str(uid), "--gid", str(gid), "--nproc", str(NPROC_PER_USER), "--cwd", cwd]
+        if not self.privileged:
+            argv += ["--no-setgroups"]  # a one-id user namespace allows no setgroups
+        for path in self.cgroup_files:
+            argv += ["--cgroup", path]
+        return argv
+
+    async def open_files(self, *, root: bool) -> PhoneFileServer:
+        """A file server inside the phone as shell or root (the sync service's file access)."""
+        return await PhoneFileServer.start([*self._enter_prefix(root=root, cwd="/"), "--serve-files"])
 
     # -- lifecycle --------------------------------------------------------------------------------
 
     @property
     def init_pid(self) -> int:
-        """Host PID of the namespace's pid 1 (bwrap's reaper)."""
+        """Host PID of the phone's pid 1 (its init)."""
         if self._init_pid is None:
             raise EnvironmentProblem(f"{self.serial}: the phone is not started")
         return self._init_pid
@@ -144,28 +268,34 @@ class Sandbox:
     async def start(self) -> None:
         if self.running:
             return
-        if shutil.which("bwrap") is None or shutil.which("nsenter") is None:
+        if shutil.which("bwrap") is None:
             raise EnvironmentProblem(
-                "bubblewrap (bwrap) and nsenter are needed for virtual phones",
-                hint="run `make system-packages`",
+                "bubblewrap (bwrap) is needed for virtual phones", hint="run `make system-packages`"
             )
+        native_binary("vphone-exec")
+        # The physics wrote /sys as the daemon; the phone's root owns it (root-only nodes).
+        chown_tree(self.layout.sys, self.owners.root)
         ready = self.layout.ctl / "init.ready"
         with contextlib.suppress(FileNotFoundError):
             ready.unlink()
         info_r, info_w = os.pipe()
+        seccomp_fd = os.memfd_create("vphone-seccomp", 0)
+        os.write(seccomp_fd, seccomp_bpf())
+        os.lseek(seccomp_fd, 0, os.SEEK_SET)
         # bwrap's and init's stderr go to a file: a pipe nobody reads could fill up and block init.
         log = self.layout.init_log.open("ab")
         try:
             self._bwrap = await asyncio.create_subprocess_exec(
-                *self._bwrap_argv(info_w),
+                *self._launch_argv(info_w, seccomp_fd),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                pass_fds=(info_w,),
+                pass_fds=(info_w, seccomp_fd),
                 start_new_session=True,
             )
         finally:
-            os.close(info_w)
+            for fd in (info_w, seccomp_fd):
+                os.close(fd)
             log.close()
         loop = asyncio.get_running_loop()
         info = await loop.run_in_executor(None, _read_all, info_r)
@@ -184,7 +314,7 @@ class Sandbox:
                 raise EnvironmentProblem(
                     f"{self.serial}: the phone's init did not come up: {self._log_tail()}"
                 )
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.01)
         await self._sdcard_noexec()
 
     def _log_tail(self) -> str:
@@ -195,15 +325,22 @@ class Sandbox:
         return lines[-1] if lines else "no output"
 
     async def _sdcard_noexec(self) -> None:
-        """/sdcard is noexec on Android (bwrap has no such bind option): remount it from outside."""
-        argv = ["nsenter", "-t", str(self.init_pid), "-m"]
-        if not self.privileged:
-            argv += ["-U", "--preserve-credentials"]
-        argv += ["--", "mount", "-o", "remount,bind,noexec,nosuid,nodev", "/storage/emulated/0"]
+        """/sdcard is noexec on Android (bwrap has no such bind option): remount it with the
+        phone's own mount rights (its user namespace)."""
+        argv = [
+            str(native_binary("vphone-exec")),
+            "noexec",
+            "--pid",
+            str(self.init_pid),
+            "/storage/emulated/0",
+        ]
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
         )
-        await proc.wait()  # best effort: a phone whose sdcard allows exec is still usable
+        _out, err = await proc.communicate()
+        if proc.returncode != 0:
+            await self.stop()
+            raise EnvironmentProblem(f"{self.serial}: cannot make /sdcard noexec: {err.decode().strip()}")
 
     async def stop(self) -> None:
         """Kill the namespace (every process of this phone); idempotent."""
@@ -220,13 +357,6 @@ class Sandbox:
         self._init_pid = None
         self._pidns = None
 
-    # -- sync-service paths ------------------------------------------------------------------------
-
-    def resolve(self, phone_path: str, *, for_write: bool, root: bool) -> Path:
-        """Host path of `phone_path` as the phone's shell (or root) would reach it."""
-        ids = None if root or not self.privileged else (SHELL_UID, SHELL_GID)
-        return resolve_phone_path(self.init_pid, phone_path, for_write=for_write, ids=ids)
-
 
 def _read_all(fd: int) -> bytes:
     chunks = []
@@ -238,3 +368,6 @@ def _read_all(fd: int) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
+
+
+__all__ = ["CTL_PHONE_DIR", "PHONE_PATH", "POCL_CACHE_PHONE_DIR", "Sandbox", "StateLayout"]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from farm.errors import ConfigError
 from farm.virtual import ctlfiles
-from farm.virtual.layout import SHELL_GID, SHELL_UID
 from farm.virtual.phone_api import PhoneWorld
+from farm.virtual.phonefiles import PhoneFiles
 from farm.virtual.physics import Physics
 from farm.virtual.profile import Profile
 from farm.virtual.profiles import load_profile
@@ -88,7 +88,7 @@ class SandboxWorld:
         if os.geteuid() == 0:
             ctl = self.sandbox.layout.ctl
             for d in (ctl / ctlfiles.SET_PROPS, ctl / ctlfiles.PERSIST_PROPS):
-                os.chown(d, SHELL_UID, SHELL_GID)
+                os.chown(d, *self.sandbox.owners.shell)
 
     def _ro_props(self) -> dict[str, str]:
         props = dict(self.profile.props)
@@ -156,17 +156,10 @@ class SandboxWorld:
         }
         return env
 
-    def resolve(self, phone_path: str, *, for_write: bool) -> Path:
+    async def open_files(self) -> PhoneFiles:
         if not self.sandbox.running:
-            raise OSError(errno.ENODEV, "phone is not running", phone_path)
-        return self.sandbox.resolve(phone_path, for_write=for_write, root=self._adbd_root)
-
-    def sync_owner(self) -> tuple[int, int] | None:
-        """adbd's user for files `adb push` creates: shell (2000), or None (the daemon's own
-        uid) after `adb root` or when unprivileged (the user namespace maps it to shell)."""
-        if self._adbd_root or not self.sandbox.privileged:
-            return None
-        return SHELL_UID, SHELL_GID
+            raise OSError(errno.ENODEV, "phone is not running")
+        return await self.sandbox.open_files(root=self._adbd_root)
 
     def can_root(self) -> bool:
         return self.profile.rooted and self.sandbox.privileged

@@ -22,6 +22,8 @@ from farm.virtual.phone_api import PhoneWorld
 log = logging.getLogger(__name__)
 
 REBOOT_OFFLINE_S = 3.0
+# adb keeps one connection per phone and server; a few servers (tests, tools) may share a phone.
+MAX_CONNECTIONS = 16
 RESTART_DELAY_S = 0.2
 STOP_TIMEOUT_S = 5.0
 
@@ -104,6 +106,16 @@ class PhoneServer:
         if self.state in (PhoneState.OFFLINE, PhoneState.REBOOTING, PhoneState.STOPPED):
             writer.close()
             return
+        if len(self._connections) >= MAX_CONNECTIONS:
+            log.warning("%s: refusing a connection: %d already open", self.serial, len(self._connections))
+            writer.close()
+            return
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            # Small packets (OKAY, CLSE) must not wait for the host's delayed ACK: without this a
+            # round trip costs ~40 ms (asyncio sets it only for sockets created with IPPROTO_TCP).
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection = Connection(
             reader,
             writer,

@@ -2,8 +2,12 @@
 
 Rules (reference section 1.7/1.8): exactly one device WRTE in flight per stream until the host's
 OKAY; every host WRTE is answered with OKAY, but only once the service has taken the data, which
-is what applies backpressure to a push; CLSE/OKAY/WRTE for unknown ids are ignored, so duplicate
-CLSEs are harmless; a malformed packet ends this connection only.
+is what applies backpressure to a push. The host must obey the same rule: a second WRTE on a
+stream before our OKAY ends the connection (so a stream never buffers more than one payload).
+CLSE/OKAY/WRTE for unknown ids are ignored, so duplicate CLSEs are harmless; a malformed packet
+ends this connection only. Limits against hostile clients: MAX_STREAMS_PER_CONNECTION open streams
+(more OPENs are refused with CLSE), and a connection that sends no CNXN within CNXN_TIMEOUT_S is
+closed.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ OpenService = Callable[[str], Handler | None]
 
 READ_LIMIT_BYTES = 2 * p.MAX_PAYLOAD_BYTES
 CLOSE_TIMEOUT_S = 1.0
+CNXN_TIMEOUT_S = 10.0
+MAX_STREAMS_PER_CONNECTION = 64
 
 
 class StreamClosed(Exception):
@@ -88,6 +94,8 @@ class Stream:
 
     # Called by the connection's packet loop.
     def on_write(self, data: bytes) -> None:
+        if self._inbox:
+            raise p.ProtocolError(f"second WRTE on stream {self.local_id} before our OKAY")
         self._inbox.append(data)
         self._inbox_ready.set()
 
@@ -127,6 +135,7 @@ class Connection:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._next_id = 1
         self._closing = False
+        self.refused_streams = 0
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
@@ -191,19 +200,35 @@ class Connection:
 
     # Receiving --------------------------------------------------------------------------------------
     async def _packet_loop(self) -> None:
+        deadline = asyncio.get_running_loop().time() + CNXN_TIMEOUT_S
         while not self._closing:
             if not self._answering.is_set():
                 await self._wait_answering()
                 continue
-            raw = await self._reader.readexactly(p.HEADER_BYTES)
+            if self._connected:
+                raw = await self._reader.readexactly(p.HEADER_BYTES)
+            else:
+                raw = await self._read_before_cnxn(p.HEADER_BYTES, deadline)
             limit = self.max_payload if self._connected else p.MAX_PAYLOAD_BYTES
             header = p.parse_header(raw, max_payload=limit)
-            payload = await self._reader.readexactly(header.length) if header.length else b""
+            if not header.length:
+                payload = b""
+            elif self._connected:
+                payload = await self._reader.readexactly(header.length)
+            else:
+                payload = await self._read_before_cnxn(header.length, deadline)
             if not self._answering.is_set():
                 await self._wait_answering()  # hung while this packet was on its way: hold it
                 if self._closing:
                     return
             self._handle(header, payload)
+
+    async def _read_before_cnxn(self, count: int, deadline: float) -> bytes:
+        remaining = deadline - asyncio.get_running_loop().time()
+        try:
+            return await asyncio.wait_for(self._reader.readexactly(count), max(remaining, 0.0))
+        except TimeoutError:
+            raise p.ProtocolError(f"no CNXN within {CNXN_TIMEOUT_S:.0f} s") from None
 
     async def _wait_answering(self) -> None:
         # A hung phone neither reads nor answers; drop() must still be able to end us, so poll.
@@ -249,6 +274,11 @@ class Connection:
         if remote_id == 0:
             return
         name = p.service_name(payload)
+        if len(self._streams) >= MAX_STREAMS_PER_CONNECTION:
+            self.refused_streams += 1
+            log.warning("%s: refusing %r: %d streams already open", self.peer, name, len(self._streams))
+            self.send(p.A_CLSE, 0, remote_id)
+            return
         handler = self._open_service(name)
         if handler is None:
             log.info("%s: no service for %r", self.peer, name)

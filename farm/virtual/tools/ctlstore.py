@@ -41,3 +41,11 @@ def write_json(rel: str, value: Any) -> None:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def read_text(rel: str, default: str) -> str:
+    try:
+        with open(path(rel), encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return default

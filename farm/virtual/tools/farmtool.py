@@ -1,8 +1,8 @@
-#!/usr/bin/python3
-"""Entry point of the phone's Android tools: /system/bin/<tool> links here; dispatch on the name.
+"""The phone's Android tools, by name: what init (tools/init.py) runs for a farmtool request.
 
-Runs INSIDE the sandbox with the host's /usr/bin/python3 (stdlib only). State shared with the
-world lives in the control dir /dev/.farm (ctl/ in the phone's state dir on the host).
+Runs INSIDE the phone, in a child forked from init that already is the caller's user, with the
+caller's stdio as sys.stdin/stdout/stderr (stdlib only). State shared with the world lives in the
+control dir /dev/.farm (ctl/ in the phone's state dir on the host).
 """
 
 from __future__ import annotations
@@ -10,39 +10,56 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import ctlstore
+import t_dumpsys
+import t_logcat
+import t_misc
+import t_pm
+import t_props
+import t_settings
+import t_su
 
 TOOLS = {
-    "getprop": ("t_props", "getprop"),
-    "setprop": ("t_props", "setprop"),
-    "dumpsys": ("t_dumpsys", "dumpsys"),
-    "cmd": ("t_dumpsys", "cmd"),
-    "settings": ("t_settings", "settings"),
-    "svc": ("t_misc", "svc"),
-    "input": ("t_misc", "input_"),
-    "am": ("t_misc", "am"),
-    "wm": ("t_misc", "wm"),
-    "reboot": ("t_misc", "reboot"),
-    "ps": ("t_ps", "ps"),
-    "su": ("t_su", "su"),
-    "pm": ("t_pm", "pm"),
+    "getprop": t_props.getprop,
+    "setprop": t_props.setprop,
+    "dumpsys": t_dumpsys.dumpsys,
+    "cmd": t_dumpsys.cmd,
+    "settings": t_settings.settings,
+    "svc": t_misc.svc,
+    "input": t_misc.input_,
+    "am": t_misc.am,
+    "wm": t_misc.wm,
+    "reboot": t_misc.reboot,
+    "getenforce": t_misc.getenforce,
+    "setenforce": t_misc.setenforce,
+    "pm": t_pm.pm,
+    "logcat": t_logcat.logcat,
+    "log": t_logcat.log,
 }
 
 
-def main() -> int:
-    name = os.path.basename(sys.argv[0])
-    if name not in TOOLS:
+def rooted() -> bool:
+    return os.path.exists(ctlstore.path("rooted"))
+
+
+def su_argv(args: list[str]) -> list[str] | None:
+    return t_su.su_argv(args)
+
+
+def run(argv: list[str]) -> int:
+    """Exit status of tool argv[0] with arguments argv[1:]."""
+    name = os.path.basename(argv[0])
+    if name == "su":
+        # Production builds ship no su (rooted ones are served by init before this).
+        sys.stderr.write("/system/bin/sh: su: inaccessible or not found\n")
+        return 127
+    tool = TOOLS.get(name)
+    if tool is None:
         sys.stderr.write(f"{name}: inaccessible or not found\n")
         return 127
-    module_name, func_name = TOOLS[name]
-    module = __import__(module_name)
     try:
-        return int(getattr(module, func_name)(sys.argv[1:]))
+        return int(tool(argv[1:]))
     except BrokenPipeError:
         return 141
     except KeyboardInterrupt:
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

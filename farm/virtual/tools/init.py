@@ -1,129 +1,233 @@
-#!/usr/bin/python3
-"""The phone's init (runs inside the sandbox, as root on a privileged host).
+"""The phone's init: pid 1 of its PID namespace, root of the phone (not of the host).
 
-It keeps the phone's PID namespace alive, tells the world it is up (ctl/init.ready), and on rooted
-profiles serves `su` like Magisk's daemon: the su client passes its stdio fds over a unix socket and
-init runs the command as uid 0, forwarding signals and the exit status. (bwrap mounts everything
-nosuid, so a set-uid su binary cannot work.)
+It keeps the namespaces alive, reaps orphans, tells the world it is up (ctl/init.ready) and serves
+the Android tools: /system/bin/<tool> is farmtool (native/farmtool.c), which passes its argv,
+environment, working directory and stdio over /dev/.farm/tools.sock. For each request init forks
+(the tools' modules are imported once, here), the child becomes the caller's user and runs the
+tool on the caller's descriptors, and answers the exit status. On rooted profiles `su` is served
+the same way, like Magisk's daemon, running its command as uid 0 (bwrap mounts everything nosuid,
+so a set-uid su cannot exist). Only processes of this phone are served: the peer must be visible
+in our PID namespace (SO_PEERCRED pid > 0), so a host process that reaches the socket's path on
+the host gets nothing.
+
+Runs with the host's Python (stdlib only) as `python3 -I -S init.py`; bwrap already set
+no_new_privs, the seccomp filter and the capability set; init also trims its bounding set to that.
 """
 
 from __future__ import annotations
 
 import array
 import contextlib
-import json
+import ctypes
+import fcntl
 import os
 import signal
 import socket
-import subprocess
+import struct
 import sys
-import threading
+from collections.abc import Callable
 
-CTL = "/dev/.farm"
-SU_SOCKET = f"{CTL}/su.sock"
-MAX_FDS = 3
-# As for `adb root` (farm/virtual/sandbox.py): root here must not reach the host.
-DROP_CAPS = [
-    "setpriv",
-    "--bounding-set",
-    "-sys_admin,-mknod,-sys_module,-sys_rawio,-sys_boot,-sys_time,-net_admin,-sys_ptrace",
-    "--",
-]
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+
+import ctlstore
+import farmtool
+
+TOOLS_SOCKET = ctlstore.path("tools.sock")
+MAGIC = b"FARM1\n"
+MAX_REQUEST_BYTES = 1 << 20
+STATUS = struct.Struct("<i")
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+PR_SET_NAME = 15
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
-def _recv_request(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
+def _trim_capabilities() -> None:
+    """Bound what any later exec can get to the capabilities bwrap left us."""
+    permitted = 0
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("CapPrm:"):
+                permitted = int(line.split()[1], 16)
+    with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        if not permitted >> cap & 1:
+            _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+
+def _recv_request(conn: socket.socket) -> tuple[list[str], dict[str, str], str, list[int]]:
     fds = array.array("i")
-    msg, ancdata, _flags, _addr = conn.recvmsg(65536, socket.CMSG_SPACE(MAX_FDS * fds.itemsize))
-    for level, kind, data in ancdata:
+    data, ancdata, _flags, _addr = conn.recvmsg(65536, socket.CMSG_SPACE(3 * fds.itemsize))
+    for level, kind, payload in ancdata:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
-    return json.loads(msg.decode()), list(fds)
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 8:
+        raise ValueError("not a farmtool request")
+    argc, envc = struct.unpack_from("<II", data, len(MAGIC))
+    want = argc + envc + 1
+    buf = bytearray(data[len(MAGIC) + 8 :])
+    while buf.count(b"\0") < want:
+        if len(buf) > MAX_REQUEST_BYTES:
+            raise ValueError("request too long")
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ValueError("short request")
+        buf += chunk
+    strings = [s.decode("utf-8", errors="surrogateescape") for s in bytes(buf).split(b"\0")[:want]]
+    env = dict(item.partition("=")[::2] for item in strings[argc : argc + envc])
+    return strings[:argc], env, strings[-1], list(fds)
 
 
-def _serve_su(conn: socket.socket) -> None:
-    fds: list[int] = []
-    try:
-        request, fds = _recv_request(conn)
-        if len(fds) != MAX_FDS:
-            conn.sendall(b'{"exit": 1}\n')
-            return
-        argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
-        env = {str(k): str(v) for k, v in request["env"].items()}  # type: ignore[attr-defined]
-        env.update(USER="root", LOGNAME="root")
-        cwd = str(request.get("cwd", "/"))
-        if not os.path.isdir(cwd):
-            cwd = "/"
-        child = subprocess.Popen(
-            DROP_CAPS + argv,
-            stdin=fds[0],
-            stdout=fds[1],
-            stderr=fds[2],
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-        for fd in fds:
-            os.close(fd)
-        fds = []
+def _become(uid: int, gid: int) -> None:
+    if os.geteuid() == uid:
+        return
+    os.setgroups([gid])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
 
-        def watch() -> None:
-            # A signal number per line from the client; EOF means the client died: kill the command.
-            buf = b""
-            while True:
+
+def _watch_signals(conn: socket.socket, on_signal: Callable[[int], None]) -> None:
+    """Call on_signal(N) for each signal number the client forwards (one per line), and
+    on_signal(SIGHUP) when the client is gone. SIGIO-driven: a thread would cost milliseconds."""
+    conn.setblocking(False)
+    buf = bytearray()
+
+    def readable(_signum: int, _frame: object) -> None:
+        while True:
+            try:
                 data = conn.recv(64)
-                if not data:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(child.pid, signal.SIGKILL)
-                    return
-                buf += data
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    with contextlib.suppress(ProcessLookupError, ValueError):
-                        os.killpg(child.pid, int(line))
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                on_signal(signal.SIGHUP)
+                return
+            buf.extend(data)
+            while b"\n" in buf:
+                line, _, rest = bytes(buf).partition(b"\n")
+                buf[:] = rest
+                with contextlib.suppress(ValueError):
+                    on_signal(int(line))
 
-        threading.Thread(target=watch, daemon=True).start()
-        code = child.wait()
-        status = 128 - code if code < 0 else code
-        with contextlib.suppress(OSError):
-            conn.sendall(json.dumps({"exit": status}).encode() + b"\n")
-    except (OSError, ValueError, KeyError, TypeError):
-        with contextlib.suppress(OSError):
-            conn.sendall(b'{"exit": 1}\n')
-    finally:
-        for fd in fds:
-            os.close(fd)
-        conn.close()
+    signal.signal(signal.SIGIO, readable)
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETFL, fcntl.fcntl(conn.fileno(), fcntl.F_GETFL) | os.O_ASYNC)
+    readable(signal.SIGIO, None)  # anything that came before we asked
 
 
-def _name_self_init() -> None:
-    """Show as `init` in ps (comm), like Android's first process."""
-    try:
-        import ctypes
+def _answer(conn: socket.socket, status: int) -> None:
+    with contextlib.suppress(OSError):
+        conn.setblocking(True)
+        conn.sendall(STATUS.pack(status))
 
-        ctypes.CDLL(None).prctl(15, b"init", 0, 0, 0)  # PR_SET_NAME
-    except (OSError, AttributeError):
-        pass
+
+def _run_su(conn: socket.socket, argv: list[str], env: dict[str, str]) -> int:
+    command = farmtool.su_argv(argv[1:])
+    if command is None:
+        os.write(2, b"usage: su [WHO] [-c COMMAND | COMMAND...]\n")
+        return 1
+    env.update(USER="root", LOGNAME="root")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            os.execve(command[0], command, env)
+        finally:
+            os._exit(127)
+
+    def forward(signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL if signum == signal.SIGHUP else signum)
+
+    _watch_signals(conn, forward)
+    _pid, status = os.waitpid(pid, 0)
+    signal.signal(signal.SIGIO, signal.SIG_IGN)
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _serve(conn: socket.socket, uid: int, gid: int) -> None:
+    """In the forked child: run one tool for the peer, as the peer."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    argv, env, cwd, fds = _recv_request(conn)
+    if len(fds) != 3:
+        raise ValueError("a request needs stdin, stdout and stderr")
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    name = argv[0]
+    if name == "su" and farmtool.rooted():
+        _answer(conn, _run_su(conn, argv, env))
+        return
+    _become(uid, gid)
+    with contextlib.suppress(OSError):
+        os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+
+    def stop(signum: int) -> None:
+        _answer(conn, 128 + signum)
+        os._exit(128 + signum)
+
+    _watch_signals(conn, stop)
+    status = farmtool.run(argv)
+    signal.signal(signal.SIGIO, signal.SIG_IGN)
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    _answer(conn, status)
+
+
+def _reap(_signum: int, _frame: object) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
 
 
 def main() -> int:
-    _name_self_init()
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    server = None
-    if os.getuid() == 0 and os.path.exists(f"{CTL}/rooted"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(SU_SOCKET)
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(SU_SOCKET)
-        os.chmod(SU_SOCKET, 0o666)
-        server.listen(16)
-    with open(f"{CTL}/init.ready", "w") as ready:
+    _libc.prctl(PR_SET_NAME, b"init", 0, 0, 0)  # `init` in ps, like Android's first process
+    if os.geteuid() == 0:
+        _trim_capabilities()
+    signal.signal(signal.SIGCHLD, _reap)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(TOOLS_SOCKET)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(TOOLS_SOCKET)
+    os.chmod(TOOLS_SOCKET, 0o666)
+    server.listen(64)
+    with open(ctlstore.path("init.ready"), "w", encoding="ascii") as ready:
         ready.write(f"{os.getpid()}\n")
-    if server is None:
-        while True:
-            signal.pause()
     while True:
-        conn, _ = server.accept()
-        threading.Thread(target=_serve_su, args=(conn,), daemon=True).start()
+        try:
+            conn, _ = server.accept()
+        except InterruptedError:
+            continue
+        pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if pid <= 0:  # not a process of this phone (its PID namespace)
+            conn.close()
+            continue
+        child = os.fork()
+        if child == 0:
+            server.close()
+            code = 0
+            try:
+                _serve(conn, uid, gid)
+            except Exception as error:  # one request's failure must never reach init
+                with contextlib.suppress(OSError):
+                    os.write(2, f"farmtool: {error}\n".encode())
+                _answer(conn, 1)
+                code = 1
+            os._exit(code)
+        conn.close()
 
 
 if __name__ == "__main__":

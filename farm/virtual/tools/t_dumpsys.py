@@ -8,7 +8,15 @@ import time
 
 import ctlstore
 
-SERVICES = ("activity", "battery", "meminfo", "package", "power", "settings", "thermalservice", "window")
+BASE_SERVICES = ("activity", "battery", "meminfo", "package", "power", "settings", "window")
+THERMALSERVICE_SDK = 29  # Android 10
+CMD_POWER_SDK = 30  # Android 11: `cmd power` (fixed performance mode)
+THERMALSERVICE_FILE = "thermalservice.txt"  # written by the physics (host side)
+FIXED_PERFORMANCE_FILE = "fixed_performance"  # read by the physics: "1" on, absent or "0" off
+IDLE_THERMALSERVICE = (
+    "IsStatusOverride: false\nThermalEventListeners:\n\tcallbacks: 0\n"
+    "ThermalStatusListeners:\n\tcallbacks: 0\nThermal Status: 0\n"
+)
 BOOL_KEYS = {"ac": "ac", "usb": "usb", "wireless": "wireless", "dock": "dock", "present": "present"}
 INT_KEYS = {"status": "status", "level": "level", "counter": "charge_counter_uah", "temp": "temperature_dc"}
 
@@ -18,6 +26,30 @@ def _sdk() -> int:
         return int(ctlstore.read_json("props/ro.json", {}).get("ro.build.version.sdk", "34"))
     except ValueError:
         return 34
+
+
+def services() -> tuple[str, ...]:
+    """The services this Android release has, sorted as `dumpsys -l` lists them."""
+    extra = ("thermalservice",) if _sdk() >= THERMALSERVICE_SDK else ()
+    return tuple(sorted((*BASE_SERVICES, *extra)))
+
+
+def thermalservice() -> int:
+    sys.stdout.write(ctlstore.read_text(THERMALSERVICE_FILE, IDLE_THERMALSERVICE))
+    return 0
+
+
+def power(args: list[str]) -> int:
+    """`cmd power ...` (Android 11+): set-fixed-performance-mode-enabled true|false."""
+    if args[:1] == ["set-fixed-performance-mode-enabled"] and len(args) == 2 and args[1] in ("true", "false"):
+        ctlstore.write_text(FIXED_PERFORMANCE_FILE, "1\n" if args[1] == "true" else "0\n")
+        return 0
+    sys.stdout.write(
+        "Power manager (power) commands:\n  help\n    Print this help text.\n\n"
+        "  set-adaptive-power-saver-enabled [true|false]\n  set-mode MODE\n"
+        "  set-fixed-performance-mode-enabled [true|false]\n    enable or disable fixed performance mode\n"
+    )
+    return 0 if args[:1] == ["help"] else 255
 
 
 def _b(v: object) -> str:
@@ -169,34 +201,43 @@ def meminfo(args: list[str]) -> int:
 
 
 def dumpsys(args: list[str]) -> int:
+    known = services()
     if not args:
-        for s in SERVICES:
+        for s in known:
             sys.stdout.write(f"DUMP OF SERVICE {s}:\n")
         return 0
     if args[0] == "-l":
-        sys.stdout.write("Currently running services:\n" + "".join(f"  {s}\n" for s in SERVICES))
+        sys.stdout.write("Currently running services:\n" + "".join(f"  {s}\n" for s in known))
         return 0
     if args[0] == "battery":
         return battery(args[1:])
     if args[0] == "meminfo":
         return meminfo(args[1:])
-    if args[0] in SERVICES:
+    if args[0] == "thermalservice" and args[0] in known:
+        return thermalservice()
+    if args[0] in known:
         return 0
     sys.stderr.write(f"Can't find service: {args[0]}\n")
     return 0
 
 
 def cmd(args: list[str]) -> int:
+    known = services()
     if not args or args[0] == "-l":
-        sys.stdout.write("Currently running services:\n" + "".join(f"  {s}\n" for s in SERVICES))
+        sys.stdout.write("Currently running services:\n" + "".join(f"  {s}\n" for s in known))
         return 0
+    if args[0] == "power":
+        if _sdk() < CMD_POWER_SDK:
+            sys.stderr.write("cmd: Can't find service: power\n")
+            return 20
+        return power(args[1:])
     if args[0] == "battery":
         return battery(args[1:])
     if args[0] == "package":
         import t_pm
 
         return t_pm.pm(args[1:])
-    if args[0] in SERVICES:
+    if args[0] in known:
         return 0
     sys.stderr.write(f"cmd: Can't find service: {args[0]}\n")
     return 20

@@ -1,4 +1,5 @@
-"""svc, input, am, wm, reboot: the controls a benchmark harness uses, with state in /dev/.farm."""
+"""svc, input, am, wm, reboot, getenforce, setenforce: the controls a benchmark harness uses,
+with state in /dev/.farm."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 import time
 
 import ctlstore
+import t_logcat
 
 STAYON = {"true": 7, "false": 0, "ac": 1, "usb": 2, "wireless": 4}
 KEYCODES = {
@@ -25,6 +27,8 @@ REBOOT_WAIT_S = 30.0
 def _log(name: str, line: str) -> None:
     with open(ctlstore.path(name), "a", encoding="utf-8") as f:
         f.write(f"{time.monotonic_ns()} {line}\n")
+    # ActivityManager / InputDispatcher say the same in the phone's log
+    t_logcat.append("ActivityManager" if name == "am.log" else "InputDispatcher", line)
 
 
 def _power() -> dict[str, object]:
@@ -158,4 +162,22 @@ def reboot(args: list[str]) -> int:
     deadline = time.monotonic() + REBOOT_WAIT_S
     while time.monotonic() < deadline and os.path.exists(ctlstore.path("reboot")):
         time.sleep(0.2)
+    return 0
+
+
+def getenforce(args: list[str]) -> int:
+    mode = ctlstore.read_text("selinux", "Enforcing").strip() or "Enforcing"
+    sys.stdout.write(f"{mode}\n")
+    return 0
+
+
+def setenforce(args: list[str]) -> int:
+    modes = {"1": "Enforcing", "enforcing": "Enforcing", "0": "Permissive", "permissive": "Permissive"}
+    if len(args) != 1 or args[0].lower() not in modes:
+        sys.stderr.write("usage: setenforce [enforcing|permissive|1|0]\n")
+        return 1
+    if not ctlstore.is_root():
+        sys.stderr.write(f"setenforce: Couldn't set enforcing status to '{args[0]}': Permission denied\n")
+        return 1
+    ctlstore.write_text("selinux", modes[args[0].lower()] + "\n")
     return 0

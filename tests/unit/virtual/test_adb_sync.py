@@ -15,25 +15,21 @@ from farm.virtual.adb import packets as p
 from farm.virtual.adb.services.base import ServiceContext
 from farm.virtual.adb.services.sync import sync_service
 from farm.virtual.adb.transport import Stream
+from farm.virtual.phonefiles import HostDirFiles
 from tests.unit.virtual.test_adb_transport import Host, phone
 
 
 class DirWorld:
-    """Just enough PhoneWorld for sync: phone paths map into `root`."""
+    """Just enough PhoneWorld for sync: phone paths map into `root` (HostDirFiles)."""
 
     serial = "T1"
-    adbd_root = True  # keep the daemon's own uid for what is created
+    adbd_root = True
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def resolve(self, phone_path: str, *, for_write: bool) -> Path:
-        host = self.root.joinpath(*[part for part in phone_path.split("/") if part])
-        if not for_write and not host.exists() and not host.is_symlink():
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), phone_path)
-        if for_write and not host.parent.exists():
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), phone_path)
-        return host
+    async def open_files(self) -> HostDirFiles:
+        return HostDirFiles(self.root)
 
 
 def request(kind: bytes, data: bytes) -> bytes:
@@ -105,7 +101,7 @@ def test_send_split_across_writes_then_recv_and_stat(tmp_path: Path) -> None:
         )
         stat_reply = await replies.take(16)
         _, mode, size, mtime = struct.unpack("<4sIII", stat_reply)
-        assert (mode & 0o777, size, mtime) == (0o666, len(blob), 1_600_000_000)
+        assert (mode & 0o777, size, mtime) == (0o644, len(blob), 1_600_000_000)  # as sent
         received = b""
         while True:
             header = await replies.take(8)

@@ -1,7 +1,10 @@
 """`sync:` file transfer: STAT, STA2, LST2, LIST, LIS2, SEND, RECV, QUIT (reference 2.5).
 
 Requests are parsed as a byte stream (adb 29 packs SEND+DATA+DONE into one WRTE and splits DATA
-across WRTEs). Every reply is a full-size record. A FAIL ends the service, like adbd.
+across WRTEs). Every reply is a full-size record. A FAIL ends the service, like adbd. Files are
+reached through the world's PhoneFiles (a file server inside the phone, as adbd's user), which
+checks permissions, owns what it creates and hands back descriptors; no phone path is resolved
+here.
 """
 
 from __future__ import annotations
@@ -11,11 +14,10 @@ import errno
 import os
 import stat
 import struct
-from collections.abc import Callable
-from pathlib import Path
 
 from farm.virtual.adb.services.base import ByteReader, ServiceContext
 from farm.virtual.adb.transport import Stream
+from farm.virtual.phonefiles import FileStat, PhoneFiles
 
 MAX_PATH_BYTES = 1024
 SYNC_DATA_MAX_BYTES = 64 * 1024
@@ -40,28 +42,28 @@ def _u32(value: int) -> int:
     return value & 0xFFFFFFFF
 
 
-def stat_v1(st: os.stat_result | None) -> bytes:
+def stat_v1(st: FileStat | None) -> bytes:
     if st is None:
         return STAT_V1.pack(b"STAT", 0, 0, 0)
-    return STAT_V1.pack(b"STAT", _u32(st.st_mode), _u32(st.st_size), _u32(int(st.st_mtime)))
+    return STAT_V1.pack(b"STAT", _u32(st.mode), _u32(st.size), _u32(st.mtime))
 
 
-def _v2_fields(st: os.stat_result) -> tuple[int, ...]:
+def _v2_fields(st: FileStat) -> tuple[int, ...]:
     return (
-        st.st_dev,
-        st.st_ino,
-        _u32(st.st_mode),
-        _u32(st.st_nlink),
-        _u32(st.st_uid),
-        _u32(st.st_gid),
-        st.st_size,
-        int(st.st_atime),
-        int(st.st_mtime),
-        int(st.st_ctime),
+        st.dev,
+        st.ino,
+        _u32(st.mode),
+        _u32(st.nlink),
+        _u32(st.uid),
+        _u32(st.gid),
+        st.size,
+        st.atime,
+        st.mtime,
+        st.ctime,
     )
 
 
-def stat_v2(reply_id: bytes, st: os.stat_result | None, error: int = 0) -> bytes:
+def stat_v2(reply_id: bytes, st: FileStat | None, error: int = 0) -> bytes:
     if st is None:
         return STAT_V2.pack(reply_id, _u32(error), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     return STAT_V2.pack(reply_id, 0, *_v2_fields(st))
@@ -78,17 +80,19 @@ def parse_mode(text: str) -> int:
 
 
 def file_mode(mode: int) -> int:
-    """adbd keeps mode & 0777 and copies the user bits into group and other."""
-    user = mode & 0o700
-    return user | (user >> 3) | (user >> 6)
+    """adbd keeps the permission bits the host sent (mode & 0777): 0644 stays 0644."""
+    return mode & 0o777
+
+
+def _join(directory: str, name: str) -> str:
+    return directory.rstrip("/") + "/" + name if directory.rstrip("/") else "/" + name
 
 
 class SyncSession:
-    def __init__(self, stream: Stream, ctx: ServiceContext) -> None:
+    def __init__(self, stream: Stream, files: PhoneFiles) -> None:
         self._stream = stream
-        self._world = ctx.world
+        self._files = files
         self._reader = ByteReader(stream)
-        self._owner: Callable[[], tuple[int, int] | None] | None = getattr(ctx.world, "sync_owner", None)
 
     async def run(self) -> None:
         try:
@@ -112,14 +116,14 @@ class SyncSession:
         data = message.encode()
         await self._stream.write(REQUEST.pack(b"FAIL", len(data)) + data)
 
-    def _resolve(self, path: str, *, for_write: bool) -> Path:
-        return self._world.resolve(path, for_write=for_write)
-
     async def _handle(self, request: bytes, path: str) -> None:
         if request == b"STAT":
-            await self._stream.write(stat_v1(self._lstat(path)))
+            await self._stream.write(stat_v1(self._stat(path, follow=False)))
         elif request in (b"STA2", b"LST2"):
-            await self._stream.write(self._stat_v2(request, path))
+            try:
+                await self._stream.write(stat_v2(request, self._files.stat(path, follow=request == b"STA2")))
+            except OSError as error:
+                await self._stream.write(stat_v2(request, None, error.errno or errno.EIO))
         elif request == b"LIST":
             await self._list_v1(path)
         elif request == b"LIS2":
@@ -131,73 +135,32 @@ class SyncSession:
         else:
             raise SyncFailed(f"unknown command {int.from_bytes(request, 'little'):08x}")
 
-    def _owner_for(self, host: Path) -> tuple[int, int] | None:
-        """Who owns what we create: the world says (PhoneWorld.sync_owner), else, for worlds
-        without it, adbd as shell inherits the owner of the directory it writes into."""
-        if self._owner is not None:
-            return self._owner()
-        if self._world.adbd_root or os.geteuid() != 0:
-            return None
+    def _stat(self, path: str, *, follow: bool) -> FileStat | None:
         try:
-            parent = os.stat(host.parent)
+            return self._files.stat(path, follow=follow)
         except OSError:
             return None
-        return parent.st_uid, parent.st_gid
 
-    def _chown(self, host: Path) -> None:
-        owner = self._owner_for(host)
-        if owner is not None:
-            os.lchown(host, *owner)
-
-    def _resolve_creating_parents(self, path: str) -> Path:
-        """Host path for writing `path`, creating missing parent directories (0775) on the way,
-        each checked by the world as the phone would (mkdir -p as adbd's user)."""
-        try:
-            host = self._resolve(path, for_write=True)
-            if host.parent.is_dir():
-                return host
-        except FileNotFoundError:
-            pass
+    def _mkdirs(self, path: str) -> None:
+        """mkdir -p of `path`'s parents (0775), as adbd's user; existing ones are fine."""
         parts = [part for part in path.split("/") if part]
         for depth in range(1, len(parts)):
-            ancestor = "/" + "/".join(parts[:depth])
             try:
-                if self._resolve(ancestor, for_write=False).exists():
-                    continue
+                self._files.mkdir("/" + "/".join(parts[:depth]), DIR_MODE)
+            except FileExistsError:
+                continue
             except PermissionError:
-                continue  # exists, but only traversable for adbd's user (like /data for shell)
-            except FileNotFoundError:
-                pass
-            directory = self._resolve(ancestor, for_write=True)
-            os.mkdir(directory, DIR_MODE)
-            os.chmod(directory, DIR_MODE)
-            self._chown(directory)
-        return self._resolve(path, for_write=True)
+                continue  # exists but is not ours to create in (like /data for shell): try on
 
-    def _lstat(self, path: str) -> os.stat_result | None:
+    def _entries(self, path: str) -> list[tuple[str, FileStat | None, int]]:
         try:
-            return os.lstat(self._resolve(path, for_write=False))
-        except OSError:
-            return None
-
-    def _stat_v2(self, request: bytes, path: str) -> bytes:
-        try:
-            host = self._resolve(path, for_write=False)
-            st = os.stat(host) if request == b"STA2" else os.lstat(host)
-        except OSError as error:
-            return stat_v2(request, None, error.errno or errno.EIO)
-        return stat_v2(request, st)
-
-    def _entries(self, path: str) -> list[tuple[str, os.stat_result | None, int]]:
-        try:
-            host = self._resolve(path, for_write=False)
-            names = [".", "..", *sorted(os.listdir(host))]
+            names = [".", "..", *self._files.list_dir(path)]
         except OSError:
             return []
-        entries: list[tuple[str, os.stat_result | None, int]] = []
+        entries: list[tuple[str, FileStat | None, int]] = []
         for name in names:
             try:
-                entries.append((name, os.lstat(os.path.join(host, name)), 0))
+                entries.append((name, self._files.stat(_join(path, name), follow=False), 0))
             except OSError as error:
                 entries.append((name, None, error.errno or errno.EIO))
         return entries
@@ -208,7 +171,7 @@ class SyncSession:
             if st is None:
                 continue  # adbd skips entries it cannot lstat
             raw = name.encode("utf-8", errors="surrogateescape")
-            out += DENT_V1.pack(b"DENT", _u32(st.st_mode), _u32(st.st_size), _u32(int(st.st_mtime)), len(raw))
+            out += DENT_V1.pack(b"DENT", _u32(st.mode), _u32(st.size), _u32(st.mtime), len(raw))
             out += raw
         out += DENT_V1.pack(b"DONE", 0, 0, 0, 0)
         await self._stream.write(out)
@@ -242,6 +205,11 @@ class SyncSession:
         with contextlib.suppress(SyncFailed):
             await self._read_data_records()
 
+    async def _give_up(self, message: str, error: OSError) -> None:
+        await self._fail(f"{message}: {os.strerror(error.errno or errno.EIO)}")
+        await self._discard_until_done()
+        raise SyncEnded from error
+
     async def _send(self, spec: str) -> None:
         path, comma, mode_text = spec.rpartition(",")
         if not comma:
@@ -250,45 +218,42 @@ class SyncSession:
             mode = parse_mode(mode_text)
         except ValueError:
             mode = 0o100644
-        try:
-            host = self._resolve_creating_parents(path)
-        except OSError as error:
-            await self._fail(f"secure_mkdirs failed: {os.strerror(error.errno or errno.EIO)}")
-            await self._discard_until_done()
-            raise SyncEnded from error
         if stat.S_ISLNK(mode):
-            await self._send_symlink(host)
+            await self._send_symlink(path)
         else:
-            await self._send_file(host, file_mode(mode))
+            await self._send_file(path, file_mode(mode))
         await self._stream.write(REQUEST.pack(b"OKAY", 0))
 
-    async def _send_symlink(self, host: Path) -> None:
+    async def _send_symlink(self, path: str) -> None:
         chunks, _mtime = await self._read_data_records()
-        target = b"".join(chunks or []).rstrip(b"\0")
+        target = b"".join(chunks or []).rstrip(b"\0").decode("utf-8", errors="surrogateescape")
         try:
-            with contextlib.suppress(FileNotFoundError):
-                if not host.is_dir() or host.is_symlink():
-                    host.unlink()
-            os.symlink(target, host)
-            self._chown(host)
+            try:
+                self._files.symlink(target, path)
+            except FileNotFoundError:
+                self._mkdirs(path)
+                self._files.symlink(target, path)
         except OSError as error:
             raise SyncFailed(f"symlink failed: {os.strerror(error.errno or errno.EIO)}") from error
 
-    async def _send_file(self, host: Path, mode: int) -> None:
+    def _create(self, path: str, mode: int) -> int:
         try:
-            if host.is_symlink() or host.is_file():
-                host.unlink()
-            fd = os.open(host, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            return self._files.create(path, mode)
+        except FileNotFoundError:
+            self._mkdirs(path)
+            return self._files.create(path, mode)
+
+    async def _send_file(self, path: str, mode: int) -> None:
+        try:
+            fd = self._create(path, mode)
+        except (FileNotFoundError, NotADirectoryError) as error:
+            await self._give_up("secure_mkdirs failed", error)
+            return
         except OSError as error:
-            await self._fail(f"couldn't create file: {os.strerror(error.errno or errno.EIO)}")
-            await self._discard_until_done()
-            raise SyncEnded from error
+            await self._give_up("couldn't create file", error)
+            return
         complete = False
         try:
-            os.fchmod(fd, mode)
-            owner = self._owner_for(host)
-            if owner is not None:
-                os.fchown(fd, *owner)
             while True:
                 record, value = REQUEST.unpack(await self._reader.read_exactly(REQUEST.size))
                 if record == b"DONE":
@@ -308,12 +273,11 @@ class SyncSession:
             os.close(fd)
             if not complete:
                 with contextlib.suppress(OSError):
-                    host.unlink()
+                    self._files.unlink(path)
 
     async def _recv(self, path: str) -> None:
         try:
-            host = self._resolve(path, for_write=False)
-            fd = os.open(host, os.O_RDONLY | os.O_CLOEXEC)
+            fd = self._files.open_read(path)
         except OSError as error:
             raise SyncFailed(f"open failed: {os.strerror(error.errno or errno.EIO)}") from error
         try:
@@ -338,4 +302,13 @@ class SyncSession:
 
 
 async def sync_service(stream: Stream, ctx: ServiceContext) -> None:
-    await SyncSession(stream, ctx).run()
+    try:
+        files = await ctx.world.open_files()
+    except OSError as error:
+        data = f"the phone's files are not reachable: {error}".encode()
+        await stream.write(REQUEST.pack(b"FAIL", len(data)) + data)
+        return
+    try:
+        await SyncSession(stream, files).run()
+    finally:
+        files.close()

@@ -1,0 +1,544 @@
+/* vphone-exec: how every process gets into a virtual phone, confined (farm/virtual/sandbox.py).
+ *
+ *   vphone-exec launch --uid-base B --id-count N --state-dir DIR [--cgroup FILE]... [--nproc N]
+ *                      -- PROG ARG...
+ *       (host root) join the cgroups, bind DIR at /mnt/vphone in a private mount namespace,
+ *       create a user namespace mapping phone ids 0..N-1 to host ids B..B+N-1, become its uid 0
+ *       and exec PROG (bwrap, which makes the phone's other namespaces, all owned by this one:
+ *       the phone's root is root only there).
+ *   vphone-exec enter --pid P --uid U --gid G [--no-setgroups] [--cgroup FILE]... [--nproc N]
+ *                     [--cwd DIR] (-- PROG ARG... | --serve-files FD)
+ *       join the cgroups, then the user, ipc, uts, net, cgroup, pid and mount namespaces of the
+ *       phone whose init is host pid P, its root, fork (the child is in the phone's PID
+ *       namespace), become U/G, bound the capabilities to what the phone's root needs (none for
+ *       other users), set no_new_privs, load the seccomp filter and exec PROG, or serve file
+ *       requests on FD (the sync service's file access, done by the phone's own user). The
+ *       parent waits and exits as the child did, so the caller sees one process.
+ *   vphone-exec noexec --pid P PATH
+ *       remount PATH in the phone's mount namespace noexec (with the phone's own mount rights:
+ *       its user namespace), as Android mounts shared storage; bwrap binds have no such option.
+ *   vphone-exec seccomp-bpf
+ *       write the seccomp filter as BPF on stdout (for bwrap --seccomp, which starts init).
+ *
+ * Errors: one line on stderr "vphone-exec: WHAT: strerror", exit 126 (127: PROG not found).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_CGROUPS 16
+#define EXIT_FAIL 126
+
+/* What the phone's fake root keeps: file ownership and modes inside its own tree, signals,
+ * users, low ports and raw sockets in its own network namespace, priorities and its own limits.
+ * Everything else (mount, modules, raw I/O, ptrace bypass, net admin, bpf, time, boot...) goes. */
+static const int ROOT_CAPS[] = {
+    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, CAP_KILL,
+    CAP_SETGID, CAP_SETUID, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_NET_RAW, CAP_IPC_LOCK,
+    CAP_IPC_OWNER, CAP_SYS_NICE, CAP_SYS_RESOURCE, CAP_AUDIT_WRITE, CAP_LEASE,
+};
+
+/* Refused outright: handles into other mounts, kernel code, new filesystems, keys. */
+static const int REFUSED_SYSCALLS[] = {
+    SCMP_SYS(open_by_handle_at), SCMP_SYS(name_to_handle_at), SCMP_SYS(bpf),
+    SCMP_SYS(kexec_load), SCMP_SYS(kexec_file_load), SCMP_SYS(init_module),
+    SCMP_SYS(finit_module), SCMP_SYS(delete_module), SCMP_SYS(mount), SCMP_SYS(umount2),
+    SCMP_SYS(fsopen), SCMP_SYS(fsconfig), SCMP_SYS(fsmount), SCMP_SYS(fspick),
+    SCMP_SYS(move_mount), SCMP_SYS(open_tree), SCMP_SYS(mount_setattr), SCMP_SYS(pivot_root),
+    SCMP_SYS(swapon), SCMP_SYS(swapoff), SCMP_SYS(reboot), SCMP_SYS(acct), SCMP_SYS(quotactl),
+    SCMP_SYS(add_key), SCMP_SYS(request_key), SCMP_SYS(keyctl), SCMP_SYS(userfaultfd),
+    SCMP_SYS(iopl), SCMP_SYS(ioperm), SCMP_SYS(lookup_dcookie), SCMP_SYS(setns),
+};
+/* New namespaces would give a phone process a fresh CAP_SYS_ADMIN (a nested user namespace). */
+static const unsigned long NEW_NAMESPACE_FLAGS[] = {
+    CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUTS,
+    CLONE_NEWCGROUP,
+};
+/* In the order nsenter uses: the user namespace first gives the rights for the others. */
+static const char *const NAMESPACES[] = {"user", "ipc", "uts", "net", "cgroup", "pid", "mnt"};
+#define N_NAMESPACES (sizeof NAMESPACES / sizeof NAMESPACES[0])
+
+static void die(const char *fmt, ...) {
+    int saved = errno;
+    va_list ap;
+    fputs("vphone-exec: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, ": %s\n", strerror(saved));
+    _exit(EXIT_FAIL);
+}
+
+static long parse_long(const char *text, const char *what) {
+    char *end;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno || *end || end == text || value < 0) {
+        errno = EINVAL;
+        die("bad %s %s", what, text);
+    }
+    return value;
+}
+
+static void write_file(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) die("open %s", path);
+    ssize_t len = (ssize_t)strlen(text);
+    if (write(fd, text, (size_t)len) != len) die("write %s", path);
+    close(fd);
+}
+
+static void join_cgroups(char **files, int count) {
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    for (int i = 0; i < count; i++) write_file(files[i], pid);
+}
+
+static scmp_filter_ctx build_filter(void) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (ctx == NULL) {
+        errno = ENOMEM;
+        die("seccomp_init");
+    }
+    int rc = 0;
+    for (size_t i = 0; i < sizeof REFUSED_SYSCALLS / sizeof REFUSED_SYSCALLS[0]; i++)
+        rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), REFUSED_SYSCALLS[i], 0);
+    for (size_t i = 0; i < sizeof NEW_NAMESPACE_FLAGS / sizeof NEW_NAMESPACE_FLAGS[0]; i++) {
+        scmp_datum_t flag = NEW_NAMESPACE_FLAGS[i];
+        rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                               SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+        rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                               SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
+    }
+    /* clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc use clone. */
+    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    if (rc != 0) {
+        errno = -rc;
+        die("seccomp_rule_add");
+    }
+    return ctx;
+}
+
+static int last_cap(void) {
+    int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+    char buf[16] = {0};
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n > 0) return atoi(buf);
+    }
+    return CAP_LAST_CAP;
+}
+
+static int kept(int cap, int root) {
+    if (!root) return 0;
+    for (size_t i = 0; i < sizeof ROOT_CAPS / sizeof ROOT_CAPS[0]; i++)
+        if (ROOT_CAPS[i] == cap) return 1;
+    return 0;
+}
+
+/* Become uid/gid, keep only the phone's capabilities, no_new_privs, seccomp. */
+static void confine(uid_t uid, gid_t gid, int set_groups, long nproc) {
+    int root = uid == 0;
+    if (set_groups && setgroups(1, &gid) != 0) die("setgroups");
+    if (setresgid(gid, gid, gid) != 0) die("setresgid %u", gid);
+    int top = last_cap();
+    for (int cap = 0; cap <= top; cap++)
+        if (!kept(cap, root) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL)
+            die("drop capability %d", cap);
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+        die("clear ambient capabilities");
+    if (nproc > 0) {
+        struct rlimit limit = {(rlim_t)nproc, (rlim_t)nproc};
+        if (setrlimit(RLIMIT_NPROC, &limit) != 0) die("setrlimit NPROC");
+    }
+    if (setresuid(uid, uid, uid) != 0) die("setresuid %u", uid);
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    for (int cap = 0; cap <= top && cap < 64; cap++)
+        if (kept(cap, root)) {
+            data[cap / 32].effective |= 1u << (cap % 32);
+            data[cap / 32].permitted |= 1u << (cap % 32);
+        }
+    if (syscall(SYS_capset, &header, data) != 0) die("capset");
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
+    scmp_filter_ctx ctx = build_filter();
+    int rc = seccomp_load(ctx);
+    if (rc != 0) {
+        errno = -rc;
+        die("seccomp_load");
+    }
+    seccomp_release(ctx);
+}
+
+static void reset_signals(void) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+}
+
+/* Exit as the child did: its code, or the same signal. */
+static void mirror(pid_t child) {
+    int status;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) die("waitpid");
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        signal(sig, SIG_DFL);
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* no core file of ours */
+        kill(getpid(), sig);
+        _exit(128 + sig);
+    }
+    _exit(WEXITSTATUS(status));
+}
+
+/* --- file service (sync) ------------------------------------------------------------------
+ * Requests on FD (a SOCK_SEQPACKET socket), one per datagram-like message: 1 byte op, u32 arg, then a NUL-terminated
+ * path (and for 'Y' a second one, the link's target, before it). Reply: i32 errno (0: ok), then
+ * for 'S'/'L' the stat fields as 10 x u64, and for 'O'/'C'/'D' the descriptor by SCM_RIGHTS.
+ *   O flags path   open an existing file (flags: 0 read, 1 write)
+ *   C mode path    replace: unlink, create O_EXCL with exactly `mode`, open for writing
+ *   D 0 path       open a directory (O_DIRECTORY) for listing
+ *   S 0 path / L 0 path   stat / lstat
+ *   M mode path    mkdir, then chmod to exactly `mode`
+ *   Y 0 target path   symlink (an existing non-directory at path is replaced)
+ *   U 0 path       unlink
+ * The kernel checks every one against this process's phone user: no path is resolved outside. */
+static int FILES_FD = 3; /* --serve-files FD */
+#define REQUEST_MAX 8200
+
+static void reply(int err, const uint64_t *fields, int nfields, int fd) {
+    char buf[4 + 10 * 8];
+    int32_t code = err;
+    memcpy(buf, &code, 4);
+    size_t len = 4;
+    if (fields != NULL) {
+        memcpy(buf + 4, fields, (size_t)nfields * 8);
+        len += (size_t)nfields * 8;
+    }
+    struct iovec iov = {buf, len};
+    struct msghdr msg = {0};
+    char control[CMSG_SPACE(sizeof(int))];
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fd >= 0) {
+        memset(control, 0, sizeof control);
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+    }
+    if (sendmsg(FILES_FD, &msg, MSG_NOSIGNAL) < 0) _exit(0);
+    if (fd >= 0) close(fd);
+}
+
+static void reply_stat(int rc, const struct stat *st) {
+    if (rc != 0) {
+        reply(errno, NULL, 0, -1);
+        return;
+    }
+    uint64_t f[10] = {st->st_dev, st->st_ino, st->st_mode, st->st_nlink, st->st_uid, st->st_gid,
+                      (uint64_t)st->st_size, (uint64_t)st->st_atime, (uint64_t)st->st_mtime,
+                      (uint64_t)st->st_ctime};
+    reply(0, f, 10, -1);
+}
+
+static void serve_files(void) {
+    char buf[REQUEST_MAX + 1];
+    umask(0);
+    for (;;) {
+        ssize_t n = recv(FILES_FD, buf, REQUEST_MAX, 0);
+        if (n <= 0) _exit(0);
+        buf[n] = 0;
+        if (n < 6) {
+            reply(EINVAL, NULL, 0, -1);
+            continue;
+        }
+        char op = buf[0];
+        uint32_t arg;
+        memcpy(&arg, buf + 1, 4);
+        const char *path = buf + 5;
+        const char *second = path + strlen(path) + 1;
+        struct stat st;
+        int fd;
+        switch (op) {
+        case 'O':
+            fd = open(path, (arg ? O_WRONLY : O_RDONLY) | O_CLOEXEC | O_NOCTTY);
+            reply(fd < 0 ? errno : 0, NULL, 0, fd);
+            break;
+        case 'C':
+            if (unlink(path) != 0 && errno != ENOENT) {
+                reply(errno, NULL, 0, -1);
+                break;
+            }
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, arg & 07777);
+            if (fd >= 0 && fchmod(fd, arg & 07777) != 0) {
+                int err = errno;
+                close(fd);
+                unlink(path);
+                reply(err, NULL, 0, -1);
+                break;
+            }
+            reply(fd < 0 ? errno : 0, NULL, 0, fd);
+            break;
+        case 'D':
+            fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            reply(fd < 0 ? errno : 0, NULL, 0, fd);
+            break;
+        case 'S':
+            reply_stat(stat(path, &st), &st);
+            break;
+        case 'L':
+            reply_stat(lstat(path, &st), &st);
+            break;
+        case 'M':
+            if (mkdir(path, arg & 07777) != 0 || chmod(path, arg & 07777) != 0)
+                reply(errno, NULL, 0, -1);
+            else
+                reply(0, NULL, 0, -1);
+            break;
+        case 'Y':
+            /* path is the target here, second the link */
+            if (second >= buf + n) {
+                reply(EINVAL, NULL, 0, -1);
+                break;
+            }
+            if (lstat(second, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(second) != 0) {
+                reply(errno, NULL, 0, -1);
+                break;
+            }
+            reply(symlink(path, second) != 0 ? errno : 0, NULL, 0, -1);
+            break;
+        case 'U':
+            reply(unlink(path) != 0 ? errno : 0, NULL, 0, -1);
+            break;
+        default:
+            reply(EINVAL, NULL, 0, -1);
+        }
+    }
+}
+
+/* --- modes --------------------------------------------------------------------------------- */
+
+/* The phone's root must reach its state dir for bwrap's binds, but not the daemon's directories
+ * above it (a 0700 tmp dir, a home): in a private mount namespace of our own, the state dir is
+ * bound on a tmpfs over /mnt, so bwrap finds it at STAGE_DIR whatever the modes above it. */
+#define STAGE_PARENT "/mnt"
+#define STAGE_DIR "/mnt/vphone"
+
+static void stage_state_dir(const char *state_dir) {
+    if (unshare(CLONE_NEWNS) != 0) die("unshare mount namespace");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die("make mounts private");
+    if (mount("vphone-stage", STAGE_PARENT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
+        die("mount a tmpfs on " STAGE_PARENT);
+    if (mkdir(STAGE_DIR, 0755) != 0) die("mkdir " STAGE_DIR);
+    if (mount(state_dir, STAGE_DIR, NULL, MS_BIND, NULL) != 0) die("bind %s on " STAGE_DIR, state_dir);
+}
+
+static int cmd_launch(int argc, char **argv) {
+    long base = -1, count = 65536, nproc = 0;
+    const char *state_dir = NULL;
+    char *cgroups[MAX_CGROUPS];
+    int ncg = 0, i = 0;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (!strcmp(argv[i], "--uid-base") && i + 1 < argc) base = parse_long(argv[++i], "uid base");
+        else if (!strcmp(argv[i], "--id-count") && i + 1 < argc) count = parse_long(argv[++i], "id count");
+        else if (!strcmp(argv[i], "--nproc") && i + 1 < argc) nproc = parse_long(argv[++i], "nproc");
+        else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc) state_dir = argv[++i];
+        else if (!strcmp(argv[i], "--cgroup") && i + 1 < argc && ncg < MAX_CGROUPS) cgroups[ncg++] = argv[++i];
+        else {
+            errno = EINVAL;
+            die("launch: unknown option %s", argv[i]);
+        }
+    }
+    if (base <= 0 || state_dir == NULL || i + 1 >= argc) {
+        errno = EINVAL;
+        die("launch: needs --uid-base, --state-dir and -- PROG");
+    }
+    char **prog = argv + i + 1;
+    join_cgroups(cgroups, ncg);
+    stage_state_dir(state_dir);
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) die("pipe");
+    pid_t self = getpid();
+    pid_t writer = fork();
+    if (writer < 0) die("fork");
+    if (writer == 0) {
+        /* Writes the maps of its parent once the parent has its new user namespace. */
+        char c, path[64], map[64];
+        close(ready[1]);
+        if (read(ready[0], &c, 1) != 1) _exit(1);
+        snprintf(map, sizeof map, "0 %ld %ld\n", base, count);
+        snprintf(path, sizeof path, "/proc/%d/uid_map", (int)self);
+        write_file(path, map);
+        snprintf(path, sizeof path, "/proc/%d/gid_map", (int)self);
+        write_file(path, map);
+        _exit(0);
+    }
+    close(ready[0]);
+    if (unshare(CLONE_NEWUSER) != 0) die("unshare user namespace");
+    if (write(ready[1], "x", 1) != 1) die("signal the map writer");
+    close(ready[1]);
+    int status;
+    if (waitpid(writer, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        errno = EPERM;
+        die("write uid_map/gid_map");
+    }
+    if (setgroups(0, NULL) != 0) die("setgroups");
+    if (setresgid(0, 0, 0) != 0) die("setresgid 0");
+    if (nproc > 0) {
+        struct rlimit limit = {(rlim_t)nproc, (rlim_t)nproc};
+        if (setrlimit(RLIMIT_NPROC, &limit) != 0) die("setrlimit NPROC");
+    }
+    if (setresuid(0, 0, 0) != 0) die("setresuid 0");
+    execvp(prog[0], prog);
+    die("exec %s", prog[0]);
+    return EXIT_FAIL;
+}
+
+static int cmd_enter(int argc, char **argv) {
+    long pid = -1, uid = -1, gid = -1, nproc = 0;
+    int set_groups = 1, files = 0, ncg = 0, i = 0;
+    const char *cwd = "/";
+    char *cgroups[MAX_CGROUPS];
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = parse_long(argv[++i], "pid");
+        else if (!strcmp(argv[i], "--uid") && i + 1 < argc) uid = parse_long(argv[++i], "uid");
+        else if (!strcmp(argv[i], "--gid") && i + 1 < argc) gid = parse_long(argv[++i], "gid");
+        else if (!strcmp(argv[i], "--nproc") && i + 1 < argc) nproc = parse_long(argv[++i], "nproc");
+        else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) cwd = argv[++i];
+        else if (!strcmp(argv[i], "--cgroup") && i + 1 < argc && ncg < MAX_CGROUPS) cgroups[ncg++] = argv[++i];
+        else if (!strcmp(argv[i], "--no-setgroups")) set_groups = 0;
+        else if (!strcmp(argv[i], "--serve-files") && i + 1 < argc) {
+            files = 1;
+            FILES_FD = (int)parse_long(argv[++i], "file service fd");
+        }
+        else {
+            errno = EINVAL;
+            die("enter: unknown option %s", argv[i]);
+        }
+    }
+    if (pid <= 0 || uid < 0 || gid < 0 || (!files && i + 1 >= argc)) {
+        errno = EINVAL;
+        die("enter: needs --pid, --uid, --gid and -- PROG or --serve-files FD");
+    }
+    char **prog = files ? NULL : argv + i + 1;
+    join_cgroups(cgroups, ncg);
+    int fds[N_NAMESPACES];
+    char path[64];
+    for (size_t n = 0; n < N_NAMESPACES; n++) {
+        snprintf(path, sizeof path, "/proc/%ld/ns/%s", pid, NAMESPACES[n]);
+        fds[n] = open(path, O_RDONLY | O_CLOEXEC);
+        if (fds[n] < 0) die("open %s", path);
+    }
+    snprintf(path, sizeof path, "/proc/%ld/root", pid);
+    int root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) die("open %s", path);
+    for (size_t n = 0; n < N_NAMESPACES; n++) {
+        struct stat mine, theirs;
+        char self_ns[64];
+        snprintf(self_ns, sizeof self_ns, "/proc/self/ns/%s", NAMESPACES[n]);
+        /* setns into the namespace we are already in fails for the user namespace */
+        if (stat(self_ns, &mine) == 0 && fstat(fds[n], &theirs) == 0 && mine.st_ino == theirs.st_ino &&
+            mine.st_dev == theirs.st_dev) {
+            close(fds[n]);
+            continue;
+        }
+        if (setns(fds[n], 0) != 0) die("setns %s of pid %ld", NAMESPACES[n], pid);
+        close(fds[n]);
+    }
+    if (fchdir(root) != 0 || chroot(".") != 0) die("enter the phone's root");
+    close(root);
+    pid_t child = fork();
+    if (child < 0) die("fork");
+    if (child > 0) {
+        /* Only waits: no capability, no new privileges, the same filter. */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
+        if (files) close(FILES_FD);
+        mirror(child);
+    }
+    reset_signals();
+    confine((uid_t)uid, (gid_t)gid, set_groups, nproc);
+    if (chdir(cwd) != 0 && chdir("/") != 0) die("chdir");
+    if (files) serve_files();
+    execvp(prog[0], prog);
+    int err = errno;
+    fprintf(stderr, "%s: %s\n", prog[0], err == ENOENT ? "inaccessible or not found" : strerror(err));
+    _exit(err == ENOENT ? 127 : EXIT_FAIL);
+}
+
+static void enter_namespace(long pid, const char *name) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/ns/%s", pid, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, 0) != 0) die("setns %s", path);
+    close(fd);
+}
+
+static int cmd_noexec(int argc, char **argv) {
+    if (argc != 3 || strcmp(argv[0], "--pid") != 0) {
+        errno = EINVAL;
+        die("noexec: needs --pid P PATH");
+    }
+    long pid = parse_long(argv[1], "pid");
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/root", pid);
+    int root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) die("open %s", path);
+    struct stat mine, theirs;
+    snprintf(path, sizeof path, "/proc/%ld/ns/user", pid);
+    if (stat("/proc/self/ns/user", &mine) != 0 || stat(path, &theirs) != 0 || mine.st_ino != theirs.st_ino)
+        enter_namespace(pid, "user");
+    enter_namespace(pid, "mnt");
+    if (fchdir(root) != 0 || chroot(".") != 0) die("enter the phone's root");
+    unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOEXEC | MS_NOSUID | MS_NODEV | MS_RELATIME;
+    if (mount(NULL, argv[2], NULL, flags, NULL) != 0) die("remount %s noexec", argv[2]);
+    return 0;
+}
+
+static int cmd_seccomp_bpf(void) {
+    scmp_filter_ctx ctx = build_filter();
+    int rc = seccomp_export_bpf(ctx, STDOUT_FILENO);
+    if (rc != 0) {
+        errno = -rc;
+        die("seccomp_export_bpf");
+    }
+    seccomp_release(ctx);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "launch")) return cmd_launch(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "enter")) return cmd_enter(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "noexec")) return cmd_noexec(argc - 2, argv + 2);
+    if (argc == 2 && !strcmp(argv[1], "seccomp-bpf")) return cmd_seccomp_bpf();
+    fputs("usage: vphone-exec launch|enter|noexec|seccomp-bpf ... (see farm/virtual/native/vphone-exec.c)\n",
+          stderr);
+    return 2;
+}

@@ -1,0 +1,188 @@
+"""logcat and log: the phone's log buffers as test frameworks use them.
+
+Buffers are files /dev/.farm/logcat/<buffer> with one entry per line,
+`<epoch ns>\\t<pid>\\t<tid>\\t<priority>\\t<tag>\\t<message>`, appended by the tools (am, input,
+setprop, log...) and by the world (boot, adbd's shell commands, reboot; farm/virtual/ctlfiles.py).
+`logcat -c` empties them; `-d` dumps and exits; without -d logcat prints and then follows until
+its stream closes (adb hangs it up). Formats: threadtime (default), time, brief, tag, process, raw.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import ctlstore
+
+BUFFERS = ("main", "system", "crash", "events", "radio")
+DEFAULT_BUFFERS = ("main", "system", "crash")
+FORMATS = ("threadtime", "time", "brief", "tag", "process", "raw", "long")
+PRIORITIES = "VDIWEFS"
+FOLLOW_POLL_S = 0.1
+USAGE = "Usage: logcat [options] [filterspecs]\n"
+
+
+def _buffer_path(name: str) -> str:
+    return ctlstore.path("logcat", name)
+
+
+def append(tag: str, message: str, *, priority: str = "I", buffer: str = "main") -> None:
+    """One log entry from a tool (the caller's pid)."""
+    pid = os.getpid()
+    line = f"{time.time_ns()}\t{pid}\t{pid}\t{priority}\t{tag}\t{message.replace(chr(10), ' ')}\n"
+    try:
+        with open(_buffer_path(buffer), "a", encoding="utf-8") as f:
+            f.write(line)
+    except OSError:
+        pass
+
+
+def _format(fields: list[str], fmt: str) -> str:
+    t_ns, pid, tid, prio, tag, msg = fields
+    seconds = int(t_ns) / 1e9
+    stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(seconds)) + f".{int(t_ns) // 1_000_000 % 1000:03d}"
+    if fmt == "time":
+        return f"{stamp} {prio}/{tag}({pid:>5}): {msg}"
+    if fmt == "brief":
+        return f"{prio}/{tag}({pid:>5}): {msg}"
+    if fmt == "tag":
+        return f"{prio}/{tag}: {msg}"
+    if fmt == "process":
+        return f"{prio}({pid:>5}) {msg}  ({tag})"
+    if fmt == "raw":
+        return msg
+    if fmt == "long":
+        return f"[ {stamp} {pid:>5}:{tid:>5} {prio}/{tag} ]\n{msg}\n"
+    return f"{stamp} {pid:>5} {tid:>5} {prio} {tag:<8}: {msg}"
+
+
+def _wanted(fields: list[str], specs: list[tuple[str, str]]) -> bool:
+    if not specs:
+        return True
+    tag, prio = fields[4], fields[3]
+    for spec_tag, spec_prio in specs:
+        if spec_tag in ("*", tag):
+            return spec_prio != "S" and PRIORITIES.index(prio) >= PRIORITIES.index(spec_prio)
+    return True
+
+
+def _parse(args: list[str]) -> tuple[dict[str, object], list[tuple[str, str]]] | None:
+    opts: dict[str, object] = {
+        "buffers": [],
+        "format": "threadtime",
+        "dump": False,
+        "clear": False,
+        "tail": None,
+    }
+    specs: list[tuple[str, str]] = []
+    it = iter(args)
+    for arg in it:
+        if arg in ("-d",):
+            opts["dump"] = True
+        elif arg in ("-c", "--clear"):
+            opts["clear"] = True
+        elif arg in ("-b", "--buffer"):
+            opts["buffers"].extend(next(it, "").split(","))  # type: ignore[attr-defined]
+        elif arg.startswith("-b") and len(arg) > 2:
+            opts["buffers"].extend(arg[2:].split(","))  # type: ignore[attr-defined]
+        elif arg in ("-v", "--format"):
+            opts["format"] = next(it, "")
+        elif arg.startswith("-v") and len(arg) > 2:
+            opts["format"] = arg[2:]
+        elif arg == "-t" or arg == "-T":
+            value = next(it, "0")
+            opts["tail"] = int(value) if value.isdigit() else 0
+            opts["dump"] = opts["dump"] or arg == "-t"
+        elif arg in ("-s",):
+            specs.append(("*", "S"))
+        elif arg.startswith("-"):
+            continue  # -B, -n, -r, -f... accepted and ignored
+        else:
+            tag, _, prio = arg.rpartition(":") if ":" in arg else (arg, "", "V")
+            specs.insert(0, (tag, (prio or "V").upper()[:1]))
+    buffers = opts["buffers"] or list(DEFAULT_BUFFERS)
+    if "all" in buffers:  # type: ignore[operator]
+        buffers = list(BUFFERS)
+    for name in buffers:  # type: ignore[attr-defined]
+        if name not in BUFFERS:
+            sys.stderr.write(f"logcat: unknown buffer {name}\n")
+            return None
+    opts["buffers"] = buffers
+    if opts["format"] not in FORMATS:
+        sys.stderr.write(f"logcat: unknown format {opts['format']}\n")
+        return None
+    return opts, specs
+
+
+def _read(buffers: list[str], offsets: dict[str, int]) -> list[list[str]]:
+    entries: list[list[str]] = []
+    for name in buffers:
+        try:
+            with open(_buffer_path(name), encoding="utf-8", errors="replace") as f:
+                f.seek(offsets.get(name, 0))
+                data = f.read()
+                offsets[name] = f.tell()
+        except OSError:
+            continue
+        for line in data.splitlines():
+            fields = line.split("\t", 5)
+            if len(fields) == 6 and fields[3] in PRIORITIES:
+                entries.append(fields)
+    entries.sort(key=lambda e: int(e[0]))
+    return entries
+
+
+def logcat(args: list[str]) -> int:
+    parsed = _parse(args)
+    if parsed is None:
+        sys.stderr.write(USAGE)
+        return 1
+    opts, specs = parsed
+    buffers: list[str] = opts["buffers"]  # type: ignore[assignment]
+    if opts["clear"]:
+        for name in buffers:
+            try:
+                with open(_buffer_path(name), "w", encoding="utf-8"):
+                    pass
+            except OSError as error:
+                sys.stderr.write(f"failed to clear the '{name}' log: {error.strerror}\n")
+                return 1
+        return 0
+    fmt = str(opts["format"])
+    offsets: dict[str, int] = {}
+    entries = [e for e in _read(buffers, offsets) if _wanted(e, specs)]
+    if opts["tail"] is not None:
+        entries = entries[-int(opts["tail"]) :] if opts["tail"] else []  # type: ignore[call-overload]
+    out = sys.stdout
+    if len(buffers) > 0 and not opts["dump"]:
+        out.write(f"--------- beginning of {buffers[0]}\n")
+    for entry in entries:
+        out.write(_format(entry, fmt) + "\n")
+    out.flush()
+    if opts["dump"]:
+        return 0
+    while True:  # until the stream closes: init ends us when the client is hung up
+        time.sleep(FOLLOW_POLL_S)
+        for entry in _read(buffers, offsets):
+            if _wanted(entry, specs):
+                out.write(_format(entry, fmt) + "\n")
+        out.flush()
+
+
+def log(args: list[str]) -> int:
+    """`log [-p PRIORITY] [-t TAG] MESSAGE...`."""
+    priority, tag, words = "I", "log", []
+    it = iter(args)
+    for arg in it:
+        if arg == "-p":
+            priority = next(it, "i").upper()[:1]
+        elif arg == "-t":
+            tag = next(it, "log")
+        else:
+            words.append(arg)
+    if priority not in PRIORITIES:
+        sys.stderr.write(f"log: invalid priority {priority}\n")
+        return 1
+    append(tag, " ".join(words), priority=priority)
+    return 0
