@@ -89,9 +89,9 @@ def test_send_mode_parses_like_strtoul(text: str, mode: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "kept"), [(0o100644, 0o666), (0o100755, 0o777), (0o100600, 0o666), (0o4711, 0o777)]
+    ("mode", "kept"), [(0o100644, 0o644), (0o100755, 0o755), (0o100600, 0o600), (0o104711, 0o711)]
 )
-def test_file_mode_copies_user_bits(mode: int, kept: int) -> None:
+def test_file_mode_keeps_the_permission_bits_the_host_sent(mode: int, kept: int) -> None:
     assert sync.file_mode(mode) == kept
 
 

@@ -62,6 +62,17 @@ class Replies:
         data, self.buffer = self.buffer[:size], self.buffer[size:]
         return data
 
+    async def write(self, data: bytes) -> None:
+        """One WRTE, then wait for the device's OKAY as adb does (one WRTE in flight)."""
+        self.host.send(p.A_WRTE, 1, self.local_id, data)
+        while True:
+            command, _, _, payload, _ = await self.host.recv()
+            if command == p.A_OKAY:
+                return
+            assert command == p.A_WRTE, p.command_name(command)
+            self.buffer += payload
+            self.host.send(p.A_OKAY, 1, self.local_id)
+
 
 def run_with(tmp_path: Path, scenario) -> None:  # type: ignore[no-untyped-def]
     world = DirWorld(tmp_path)
@@ -89,7 +100,7 @@ def test_send_split_across_writes_then_recv_and_stat(tmp_path: Path) -> None:
         stream += b"DONE" + struct.pack("<I", 1_600_000_000)
         # cut at odd places: records straddle WRTEs
         for start in range(0, len(stream), 7777):
-            host.send(p.A_WRTE, 1, local_id, stream[start : start + 7777])
+            await replies.write(stream[start : start + 7777])
         assert await replies.take(8) == b"OKAY" + bytes(4)
 
         host.send(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -10,7 +11,8 @@ from contextlib import asynccontextmanager
 import pytest
 
 from farm.virtual.adb import packets as p
-from farm.virtual.adb.transport import Connection, Handler, Stream
+from farm.virtual.adb import transport
+from farm.virtual.adb.transport import MAX_STREAMS_PER_CONNECTION, Connection, Handler, Stream
 
 HOST_BANNER = b"host::features=shell_v2\0"
 TIMEOUT_S = 2.0
@@ -31,13 +33,6 @@ class Host:
         command, arg0, arg1, length, check, _magic = struct.unpack("<6I", raw)
         payload = await asyncio.wait_for(self.reader.readexactly(length), TIMEOUT_S) if length else b""
         return command, arg0, arg1, payload, check
-
-    async def nothing_for(self, seconds: float) -> bool:
-        try:
-            await asyncio.wait_for(self.reader.readexactly(1), seconds)
-        except TimeoutError:
-            return True
-        return False
 
     async def connect(self, version: int = p.A_VERSION, maxdata: int = p.MAX_PAYLOAD_BYTES) -> bytes:
         self.send(p.A_CNXN, version, maxdata, HOST_BANNER)
@@ -93,15 +88,28 @@ def run(coro: Awaitable[None]) -> None:
 
 
 def test_one_wrte_in_flight_until_okay_then_clse() -> None:
+    about_to_write_two = asyncio.Event()
+    wrote_two = asyncio.Event()
+
+    async def traced(stream: Stream) -> None:
+        await stream.write(b"one")
+        about_to_write_two.set()
+        await stream.write(b"two")
+        wrote_two.set()
+        await stream.write(b"three")
+
     async def scenario() -> None:
-        async with phone({"chatty:": chatty}) as open_host:
+        async with phone({"chatty:": traced}) as open_host:
             host = await open_host()
             assert (await host.connect()).startswith(b"device::")
             host.send(p.A_OPEN, 5, 0, b"chatty:\0")
             command, local_id, remote_id, _, _ = await host.recv()
             assert (command, remote_id) == (p.A_OKAY, 5) and local_id != 0
             assert (await host.recv())[::3] == (p.A_WRTE, b"one")
-            assert await host.nothing_for(0.3)  # no second WRTE before our OKAY
+            await asyncio.wait_for(about_to_write_two.wait(), TIMEOUT_S)
+            for _ in range(20):  # let the service run as far as it can without our OKAY
+                await asyncio.sleep(0)
+            assert not wrote_two.is_set()  # its second WRTE waits for our OKAY
             host.send(p.A_OKAY, 5, local_id)
             assert (await host.recv())[3] == b"two"
             host.send(p.A_OKAY, 5, local_id)
@@ -132,10 +140,66 @@ def test_host_wrte_is_acknowledged_when_the_service_takes_it() -> None:
             host.send(p.A_OPEN, 9, 0, b"slow:\0")
             _, local_id, _, _, _ = await host.recv()
             host.send(p.A_WRTE, 9, local_id, b"data")
-            assert await host.nothing_for(0.3)  # backpressure: no OKAY while the service is busy
+            # Packets are handled in order: the OPEN's OKAY comes back only after the WRTE was
+            # handled, so an OKAY for the WRTE (sent before the service took it) would come first.
+            host.send(p.A_OPEN, 10, 0, b"slow:\0")
+            command, _probe_id, remote_id, _, _ = await host.recv()
+            assert (command, remote_id) == (p.A_OKAY, 10)  # no OKAY for stream 9: backpressure
             release.set()
             assert (await host.recv())[:3] == (p.A_OKAY, local_id, 9)
             assert await asyncio.wait_for(taken.get(), TIMEOUT_S) == b"data"
+
+    run(scenario())
+
+
+def test_second_wrte_before_okay_closes_the_connection() -> None:
+    async def never_reads(stream: Stream) -> None:
+        await asyncio.Event().wait()
+
+    async def scenario() -> None:
+        async with phone({"hold:": never_reads}) as open_host:
+            host = await open_host()
+            await host.connect()
+            host.send(p.A_OPEN, 3, 0, b"hold:\0")
+            _, local_id, _, _, _ = await host.recv()
+            for _ in range(400):  # a flood that ignores flow control: 400 x 64 KiB
+                host.send(p.A_WRTE, 3, local_id, bytes(65536))
+            with contextlib.suppress(ConnectionError):
+                await host.writer.drain()
+            # closed after the second WRTE (reset: the flood was still unread)
+            with pytest.raises((asyncio.IncompleteReadError, ConnectionResetError)):
+                while True:
+                    await host.recv()
+
+    run(scenario())
+
+
+def test_open_beyond_the_stream_cap_is_refused() -> None:
+    async def hold(stream: Stream) -> None:
+        await asyncio.Event().wait()
+
+    async def scenario() -> None:
+        async with phone({"hold:": hold}) as open_host:
+            host = await open_host()
+            await host.connect()
+            for remote in range(1, MAX_STREAMS_PER_CONNECTION + 2):
+                host.send(p.A_OPEN, remote, 0, b"hold:\0")
+            replies = [await host.recv() for _ in range(MAX_STREAMS_PER_CONNECTION + 1)]
+            assert [r[0] for r in replies[:-1]] == [p.A_OKAY] * MAX_STREAMS_PER_CONNECTION
+            assert replies[-1][:3] == (p.A_CLSE, 0, MAX_STREAMS_PER_CONNECTION + 1)
+
+    run(scenario())
+
+
+def test_connection_without_cnxn_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "CNXN_TIMEOUT_S", 0.5)
+
+    async def scenario() -> None:
+        async with phone({}) as open_host:
+            host = await open_host()
+            host.send(p.A_OPEN, 1, 0, b"shell:\0")  # ignored: no CNXN yet
+            with pytest.raises(asyncio.IncompleteReadError):
+                await asyncio.wait_for(host.reader.readexactly(1), TIMEOUT_S)
 
     run(scenario())
 
