@@ -192,7 +192,9 @@ class PhoneFileServer:
         """Closing our end ends the server; a stuck one is killed (it is in its own session)."""
         self._sock.close()
         if self._process.returncode is None:
-            asyncio.get_running_loop().create_task(self._reap())
+            # Without a loop here (a test's thread) it ends on EOF and its own loop reaps it.
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().create_task(self._reap())
 
     async def _reap(self) -> None:
         try:

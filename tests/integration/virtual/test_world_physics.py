@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 import subprocess
 import time
@@ -53,12 +52,15 @@ def _gpubusy(w: WorldThread) -> float:
 
 
 def _install(w: WorldThread, binary: Path) -> None:
-    dest = w.world.resolve("/data/local/tmp/cl_busy", for_write=True)
-    shutil.copyfile(binary, dest)
-    owner = w.world.sync_owner()  # as adb push would leave it
-    if owner is not None:
-        os.chown(dest, *owner)
-    assert w.sh("chmod 755 /data/local/tmp/cl_busy").returncode == 0
+    """As adb push does: a file created by the phone's shell through the sync file service."""
+    files = w.call(w.world.open_files())
+    try:
+        fd = files.create("/data/local/tmp/cl_busy", 0o755)
+        with open(fd, "wb") as dest:
+            dest.write(binary.read_bytes())
+    finally:
+        files.close()
+    assert w.sh("test -x /data/local/tmp/cl_busy").returncode == 0
 
 
 def test_gpu_busy_follows_opencl_work_on_this_phone_only(

@@ -131,23 +131,29 @@ def test_mode_000_node_and_charging_node_are_root_only_for_shell(phone: WorldThr
         phone.world.set_adbd_root(True)
 
 
-def test_resolve_maps_paths_with_the_phones_errors(phone: WorldThread) -> None:
-    w = phone.world
-    host = w.resolve("/data/local/tmp/new.bin", for_write=True)
-    host.write_bytes(b"x")
-    assert phone.sh("cat /data/local/tmp/new.bin").stdout == "x"
-    assert w.resolve("/sdcard/", for_write=False).is_dir()
-    cases = [
-        ("/system/bin/newtool", True, errno.EROFS),
-        ("/data/nothing/here", False, errno.ENOENT),
-        ("/sys/class/kgsl/kgsl-3d0/devfreq/trans_stat", False, errno.EACCES),
-        ("/sys/class/power_supply/battery/capacity", True, errno.EACCES),
-        ("/data/local/tmp/new.bin/x", False, errno.ENOTDIR),
-    ]
-    for path, for_write, code in cases:
-        with pytest.raises(OSError) as info:
-            w.resolve(path, for_write=for_write)
-        assert info.value.errno == code, path
+def test_file_service_acts_as_shell_with_the_phones_errors(phone: WorldThread) -> None:
+    files = phone.call(phone.world.open_files())
+    try:
+        fd = files.create("/data/local/tmp/new.bin", 0o644)
+        os.write(fd, b"x")
+        os.close(fd)
+        assert phone.sh("cat /data/local/tmp/new.bin; stat -c '%U:%G %a' /data/local/tmp/new.bin").stdout == (
+            "xshell:shell 644\n"
+        )
+        assert files.stat("/sdcard/", follow=True).is_dir
+        cases = [
+            (lambda: files.create("/system/bin/newtool", 0o755), errno.EROFS),
+            (lambda: files.open_read("/data/nothing/here"), errno.ENOENT),
+            (lambda: files.open_read("/sys/class/kgsl/kgsl-3d0/devfreq/trans_stat"), errno.EACCES),
+            (lambda: files.create("/data/local/tmp/new.bin/x", 0o644), errno.ENOTDIR),
+            (lambda: files.list_dir("/data"), errno.EACCES),
+        ]
+        for attempt, code in cases:
+            with pytest.raises(OSError) as info:
+                attempt()
+            assert info.value.errno == code
+    finally:
+        files.close()
 
 
 def test_dumpsys_battery_layout_and_unplug(phone: WorldThread) -> None:
@@ -194,7 +200,7 @@ def test_rooted_profile_su_and_adb_root(tmp_path: Path) -> None:
             w.sh("id -u; echo 0 > /sys/class/power_supply/battery/charging_enabled; echo $?").stdout
             == "0\n0\n"
         )
-        assert world.resolve("/sys/class/power_supply/battery/charging_enabled", for_write=True).exists()
+        assert w.sh("cat /sys/class/power_supply/battery/charging_enabled").stdout == "0\n"
 
 
 def test_reboot_from_inside_kills_everything_and_forgets_volatile_state(phone: WorldThread) -> None:
