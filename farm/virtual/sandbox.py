@@ -91,6 +91,8 @@ _HOST_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "ns
 # /sbin) do not: a phone has mksh, toybox and its own tools only.
 _HOST_LIB_DIRS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32", "/usr/share")
 _TOP_LIB_LINKS = ("lib", "lib64", "lib32", "libx32")
+_HOST_LINKER_PATH = "/usr/bin:/bin"
+_HOST_GCC_DIR = "/usr/lib/gcc"
 _seccomp_bpf: bytes | None = None
 # Where vphone-exec launch shows bwrap the state dir (a bind on a private tmpfs, see its comment).
 STAGED_STATE_DIR = Path("/mnt/vphone")
@@ -102,6 +104,22 @@ def host_uid_base(serial: str) -> int:
     still not reach each other (separate mount, PID, IPC and network namespaces)."""
     slot = int(hashlib.sha256(serial.encode()).hexdigest()[:8], 16) % _UID_SLOTS
     return (_UID_SLOT_FIRST + slot) * UID_COUNT
+
+
+def _pocl_linker_binds() -> list[str]:
+    """PoCL (the phone's "GPU driver") links each kernel into a shared object with the host's `ld`,
+    which clang's driver looks up in PATH or in the GCC toolchain's /usr/<triple>/bin. The phone's
+    PATH has no host binaries, so `ld` goes to the toolchain directory only: PoCL finds it there,
+    the phone's shell does not (a vendor driver's compiler is just as private)."""
+    ld = shutil.which("ld", path=_HOST_LINKER_PATH)
+    if ld is None or not os.path.isdir(_HOST_GCC_DIR):
+        return []
+    argv = []
+    for triple in sorted(os.listdir(_HOST_GCC_DIR)):
+        for directory in (f"/usr/{triple}", f"/usr/{triple}/bin"):
+            argv += ["--perms", "0755", "--dir", directory]
+        argv += ["--ro-bind", os.path.realpath(ld), f"/usr/{triple}/bin/ld"]
+    return argv
 
 
 def seccomp_bpf() -> bytes:
@@ -129,6 +147,7 @@ class Sandbox:
         self.cgroup_files: tuple[str, ...] = ()
         self._bwrap: asyncio.subprocess.Process | None = None
         self._init_pid: int | None = None
+        self._booting_pid: int | None = None  # init before it is ready (start)
         self._pidns: str | None = None
 
     # -- ids ---------------------------------------------------------------------------------------
@@ -191,6 +210,8 @@ class Sandbox:
         if self.profile.has_opencl and os.path.isdir("/etc/OpenCL"):
             argv += ["--ro-bind", "/etc/OpenCL", "/etc/OpenCL"]
         argv += ["--remount-ro", "/etc"]
+        if self.profile.has_opencl:
+            argv += _pocl_linker_binds()
         argv += bind("ro-bind", lay.system, "/system")
         argv += ["--ro-bind", os.path.realpath(HOST_PYTHON), PHONE_PYTHON]
         argv += bind("ro-bind", lay.vendor, "/vendor")
@@ -300,13 +321,15 @@ class Sandbox:
         loop = asyncio.get_running_loop()
         info = await loop.run_in_executor(None, _read_all, info_r)
         try:
-            self._init_pid = int(json.loads(info)["child-pid"])
+            init_pid = int(json.loads(info)["child-pid"])
         except (ValueError, KeyError):
             await self.stop()
             raise EnvironmentProblem(
                 f"{self.serial}: bwrap failed to start the sandbox: {self._log_tail()}"
             ) from None
-        self._pidns = os.readlink(f"/proc/{self._init_pid}/ns/pid")
+        # init_pid is published only once init serves its tools: a caller that sees a new init
+        # (after a reboot) may use the phone at once.
+        self._booting_pid = init_pid
         deadline = loop.time() + INIT_READY_TIMEOUT_S
         while not ready.exists():
             if not self.running or loop.time() > deadline:
@@ -315,7 +338,9 @@ class Sandbox:
                     f"{self.serial}: the phone's init did not come up: {self._log_tail()}"
                 )
             await asyncio.sleep(0.01)
-        await self._sdcard_noexec()
+        await self._sdcard_noexec(init_pid)
+        self._pidns = os.readlink(f"/proc/{init_pid}/ns/pid")
+        self._init_pid = init_pid
 
     def _log_tail(self) -> str:
         try:
@@ -324,14 +349,14 @@ class Sandbox:
             return "no log"
         return lines[-1] if lines else "no output"
 
-    async def _sdcard_noexec(self) -> None:
+    async def _sdcard_noexec(self, init_pid: int) -> None:
         """/sdcard is noexec on Android (bwrap has no such bind option): remount it with the
         phone's own mount rights (its user namespace)."""
         argv = [
             str(native_binary("vphone-exec")),
             "noexec",
             "--pid",
-            str(self.init_pid),
+            str(init_pid),
             "/storage/emulated/0",
         ]
         proc = await asyncio.create_subprocess_exec(
@@ -344,9 +369,10 @@ class Sandbox:
 
     async def stop(self) -> None:
         """Kill the namespace (every process of this phone); idempotent."""
-        if self._init_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self._init_pid, signal.SIGKILL)
+        for pid in (self._init_pid, self._booting_pid):
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         if self._bwrap is not None:
             if self._bwrap.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -355,6 +381,7 @@ class Sandbox:
                 await self._bwrap.wait()
         self._bwrap = None
         self._init_pid = None
+        self._booting_pid = None
         self._pidns = None
 
 

@@ -38,7 +38,7 @@ def test_adbutils_shell_sync_getprop_battery(virtual_phones, tmp_path: Path) -> 
     assert device.sync.read_bytes("/data/local/tmp/dir/x.bin") == payload
     info = device.sync.stat("/data/local/tmp/dir/x.bin")
     assert info.size == len(payload)
-    assert stat.S_IMODE(info.mode) == 0o777  # adbd copies user bits to group and other
+    assert stat.S_IMODE(info.mode) == 0o755  # the mode the host sent, as adbd keeps it
     assert not device.sync.exists("/data/local/tmp/none")
     assert "x.bin" in {entry.path for entry in device.sync.list("/data/local/tmp/dir")}
     back = tmp_path / "x.bin"

@@ -75,17 +75,18 @@ def test_push_then_pull_20mb_keeps_the_bytes(
     phone = two_phones[0]
     source = tmp_path / "blob.bin"
     source.write_bytes(os.urandom(20 * 1024 * 1024))
+    source.chmod(0o644)
     pushed = adb_server.adb("-s", phone.adb_serial, "push", str(source), "/data/local/tmp/")
     assert pushed.returncode == 0, pushed.stderr
     back = tmp_path / "back.bin"
     pulled = adb_server.adb("-s", phone.adb_serial, "pull", "/data/local/tmp/blob.bin", str(back))
     assert pulled.returncode == 0, pulled.stderr
     assert sha256(back) == sha256(source)
-    # push keeps 0644 -> 0666 (user bits copied to group/other, like adbd)
+    # push keeps the host file's mode, as adbd does (issue #10: 0644 stays 0644)
     mode = adb_server.adb(
-        "-s", phone.adb_serial, "shell", "stat -c %a /data/local/tmp/blob.bin"
+        "-s", phone.adb_serial, "shell", "stat -c %a:%U:%G /data/local/tmp/blob.bin"
     ).stdout.strip()
-    assert mode == "666"
+    assert mode == "644:shell:shell"
 
 
 def test_push_a_directory_and_list_it(adb_server: AdbServer, two_phones: PhoneSet, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -260,11 +260,18 @@ def test_setsid_escapes_the_stream_group_like_on_a_phone(phone: WorldThread) -> 
         stdout=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 5
-    while "sleep 303" not in phone.sh("ps -A -o ARGS").stdout and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # Both must run before the kill: `sleep 302` shown means setsid already left the group.
+    assert _wait_for_ps(phone, lambda ps: "sleep 302" in ps and "sleep 303" in ps)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(5)
-    time.sleep(0.2)
-    left = phone.sh("ps -A -o ARGS").stdout
-    assert "sleep 302" in left and "sleep 303" not in left
+    assert _wait_for_ps(phone, lambda ps: "sleep 303" not in ps)
+    assert "sleep 302" in phone.sh("ps -A -o ARGS").stdout
+
+
+def _wait_for_ps(phone: WorldThread, ready: Callable[[str], bool], timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not ready(phone.sh("ps -A -o ARGS").stdout):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
