@@ -63,6 +63,12 @@ def virtual() -> None:
     "--port", type=int, default=None, help="TCP port of the first phone (default: free ports from 6520)"
 )
 @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
+@click.option(
+    "--keep-data",
+    is_flag=True,
+    help="keep each phone's /data and /sdcard even if it last ran with another profile "
+    "(default: only the same serial and profile keep them)",
+)
 @click.option("--world-factory", default=DEFAULT_WORLD_FACTORY, hidden=True)
 def up(
     count: int,
@@ -70,16 +76,23 @@ def up(
     adb_port: int | None,
     port: int | None,
     state_dir: Path | None,
+    keep_data: bool,
     world_factory: str,
 ) -> None:
     """Start --count virtual phones in a background daemon and connect them to the adb server.
 
     Returns once every phone shows `device` in `adb devices`. The daemon keeps running after the
-    terminal closes; stop it with `farm virtual down`.
+    terminal closes; stop it with `farm virtual down`. Needs root: each phone runs as its own
+    range of host uids.
+
+    A phone is its serial (VP<port>) plus its profile: its /data and /sdcard survive `down` and a
+    later `up` with the same port and profile. Another profile on that port is another phone and
+    starts with empty storage, unless --keep-data.
 
     \b
     Example:
       farm virtual up --count 3 --profile adreno-nexus6p
+      farm virtual up --port 6520 --profile adreno-sd865 --keep-data
     """
     state = control.up(
         _state_dir(state_dir),
@@ -88,6 +101,7 @@ def up(
         adb_port=_adb_port(adb_port),
         first_port=port,
         world_factory=world_factory,
+        keep_data=keep_data,
     )
     for phone in state.phones:
         click.echo(f"{phone.adb_serial}  {phone.serial}  {phone.profile}  {phone.state}")

@@ -221,6 +221,7 @@ def start_daemon(
     first_port: int | None = None,
     world_factory: str = DEFAULT_WORLD_FACTORY,
     adb_port: int | None = None,
+    keep_data: bool = False,
     timeout_s: float = START_TIMEOUT_S,
 ) -> DaemonState:
     """Start a detached daemon (new session, so it survives the terminal) and wait for its phones."""
@@ -244,6 +245,8 @@ def start_daemon(
         argv += ["--port", str(first_port)]
     if adb_port is not None:
         argv += ["--adb-port", str(adb_port)]
+    if keep_data:
+        argv += ["--keep-data"]
     with open(state_dir / LOG_FILE, "ab") as log:
         daemon = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, start_new_session=True
@@ -306,13 +309,19 @@ def up(
     adb_port: int,
     first_port: int | None = None,
     world_factory: str = DEFAULT_WORLD_FACTORY,
+    keep_data: bool = False,
 ) -> DaemonState:
     """Start phones and register them with the adb server; on any failure nothing stays running."""
     adb_path()
     checked = world_factory == DEFAULT_WORLD_FACTORY
     names = resolve_profiles(count, profiles, check=checked)
     state = start_daemon(
-        state_dir, names, first_port=first_port, world_factory=world_factory, adb_port=adb_port
+        state_dir,
+        names,
+        first_port=first_port,
+        world_factory=world_factory,
+        adb_port=adb_port,
+        keep_data=keep_data,
     )
     try:
         connect_phones(state.phones, adb_port)

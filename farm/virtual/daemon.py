@@ -6,6 +6,9 @@ line on stdout ({"ok": true, "state": {...}} or {"ok": false, "error": "..."}); 
 and stderr go to DIR/daemon.log. State (pid, control socket, phones) is DIR/state.json, rewritten
 on every phone state change and removed on a clean exit. Control requests are one JSON line each
 on the unix socket: {"op": "ping" | "list" | "stop"} or {"op": "fault", "serial", "kind", "seconds"}.
+
+A world factory is called as factory(profile, serial, state_dir, keep_data=bool): keep_data asks
+it to keep a phone's data even when the state dir holds another profile's (`--keep-data`).
 """
 
 from __future__ import annotations
@@ -24,10 +27,9 @@ import signal
 import socket
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from farm.errors import ConfigError, EnvironmentProblem, FarmError
 from farm.virtual import faults
@@ -44,7 +46,9 @@ LOG_FILE = "daemon.log"
 DEFAULT_WORLD_FACTORY = "farm.virtual.world:make_world"
 MAX_UNIX_PATH_BYTES = 100
 
-WorldFactory = Callable[[str, str, Path], PhoneWorld]
+
+class WorldFactory(Protocol):
+    def __call__(self, profile: str, serial: str, state_dir: Path, *, keep_data: bool) -> PhoneWorld: ...
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class DaemonConfig:
     first_port: int | None
     world_factory: str
     adb_port: int | None
+    keep_data: bool = False
 
 
 def control_socket_path(state_dir: Path) -> Path:
@@ -73,7 +78,7 @@ def phone_state_dir(state_dir: Path, serial: str) -> Path:
 def load_world_factory(spec: str) -> WorldFactory:
     module_name, _, attribute = spec.partition(":")
     try:
-        factory = getattr(importlib.import_module(module_name), attribute or "make_world")
+        factory: WorldFactory = getattr(importlib.import_module(module_name), attribute or "make_world")
     except (ImportError, AttributeError) as error:
         raise EnvironmentProblem(f"cannot load the virtual phone world {spec!r}: {error}") from error
     return factory
@@ -161,7 +166,8 @@ class Daemon:
         for listener, profile in zip(listeners, self._config.profiles, strict=True):
             port = listener.getsockname()[1]
             serial = f"VP{port}"
-            world = factory(profile, serial, phone_state_dir(self._config.state_dir, serial))
+            state_dir = phone_state_dir(self._config.state_dir, serial)
+            world = factory(profile, serial, state_dir, keep_data=self._config.keep_data)
             self._phones.append(PhoneServer(world, listener, profile))
         try:
             await asyncio.gather(*(phone.start() for phone in self._phones))
@@ -274,6 +280,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
     parser.add_argument("--port", type=int, default=None, help="first TCP port (default: 6520 upward)")
     parser.add_argument("--world-factory", default=DEFAULT_WORLD_FACTORY)
     parser.add_argument("--adb-port", type=int, default=None, help="recorded in the state file only")
+    parser.add_argument("--keep-data", action="store_true", help="keep data of another profile too")
     args = parser.parse_args(argv)
     return DaemonConfig(
         state_dir=args.state_dir,
@@ -281,6 +288,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
         first_port=args.port,
         world_factory=args.world_factory,
         adb_port=args.adb_port,
+        keep_data=args.keep_data,
     )
 
 

@@ -3,8 +3,9 @@
 <state_dir>/
   data/        /data (writable; data/local/tmp is shell's, executable)
   sdcard/      /storage/emulated/0 (= /sdcard), shell's, noexec
-  system/      /system (read-only): bin/ (sh = mksh, toybox applets, a few busybox applets that
-               Debian's toybox lacks, farmtool and its tool links), lib/farm/ (the tools' code)
+  system/      /system (read-only): bin/ (sh = mksh, toybox applets, awk = one-true-awk, the few
+               applets Android's toybox has and Debian's lacks, farmtool and its tool links),
+               lib/farm/ (the tools' code)
   vendor/      /vendor (read-only): lib64/libOpenCL.so unless the profile has no OpenCL
   etc/         passwd, group, hosts for the phone's /etc
   sys/         /sys telemetry (farm/virtual/nodes.py), driven by the physics
@@ -41,6 +42,7 @@ HOST_PYTHON = "/usr/bin/python3"
 HOST_MKSH = "/bin/mksh"
 HOST_TOYBOX = "/usr/bin/toybox"
 HOST_BUSYBOX = "/bin/busybox"
+HOST_ONE_TRUE_AWK = "/usr/bin/original-awk"  # Android's /system/bin/awk is one-true-awk too
 # Android tools this phone ships in /system/bin; each is a link to farmtool (native/farmtool.c),
 # whose requests the phone's init serves with tools/*.py.
 TOOL_NAMES = (
@@ -61,8 +63,10 @@ TOOL_NAMES = (
     "getenforce",
     "setenforce",
 )
-# Applets of Android's toybox (and its awk) that Debian's toybox build leaves out: busybox's.
-BUSYBOX_APPLETS = ("tr", "dd", "diff", "expr", "awk", "gzip", "bc")
+# Applets of Android's toybox that Debian's toybox build leaves out. busybox provides them, as hard
+# links named by the applet (busybox runs the applet its argv[0] names): a real phone has no
+# busybox, and tools such as devlib look for one and push their own when there is none.
+BUSYBOX_APPLETS = ("tr", "dd", "diff", "expr", "gzip", "bc")
 HOST_LIBOPENCL_CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libOpenCL.so.1",
     "/usr/lib/aarch64-linux-gnu/libOpenCL.so.1",
@@ -194,15 +198,16 @@ def prepare_tree(
     (keeps_data) or when `keep_data` says so; otherwise the phone starts clean, like a new one."""
     lay = layout
     lay.root.mkdir(parents=True, exist_ok=True)
-    if not (keep_data or keeps_data(lay, profile, serial)):
+    if keeps_data(lay, profile, serial):
+        pass
+    elif keep_data:
+        # Another profile's data, kept on request: what a rooted session left in shell's places
+        # (/data/local/tmp, /sdcard) would lock out an unrooted shell, so shell gets them back.
+        for tree in (lay.data / "local" / "tmp", lay.sdcard):
+            chown_tree(tree, owners.shell)
+    else:
         for tree in (lay.data, lay.sdcard, lay.ctl):
             shutil.rmtree(tree, ignore_errors=True)
-    elif keep_data:
-        # Another profile's or an older layout's files: hand them to this phone's users.
-        chown_tree(lay.data, owners.root)
-        chown_tree(lay.data / "local" / "tmp", owners.shell)
-        chown_tree(lay.sdcard, owners.shell)
-        chown_tree(lay.ctl, owners.shell)
     root, shell = owners.root, owners.shell
     _mkdir(lay.data, 0o771, root)
     _mkdir(lay.data / "local", 0o751, root)
@@ -253,12 +258,13 @@ def _prepare_system(profile: Profile, layout: StateLayout) -> None:
     (lib / "python3").touch()  # mount point of the host's python (sandbox.py binds it)
     _copy_exec(_host_file(HOST_MKSH, "mksh"), bin_dir / "sh")
     _copy_exec(_host_file(HOST_TOYBOX, "toybox"), bin_dir / "toybox")
-    _copy_exec(_host_file(HOST_BUSYBOX, "busybox"), bin_dir / "busybox")
+    _copy_exec(_host_file(HOST_ONE_TRUE_AWK, "original-awk"), bin_dir / "awk")
     _copy_exec(native_binary("farmtool"), bin_dir / "farmtool")
-    taken = {"sh", "toybox", "busybox", "farmtool", *TOOL_NAMES}
-    for name in BUSYBOX_APPLETS:
-        (bin_dir / name).symlink_to("busybox")
-        taken.add(name)
+    first, *others = BUSYBOX_APPLETS
+    _copy_exec(_host_file(HOST_BUSYBOX, "busybox"), bin_dir / first)
+    for name in others:
+        os.link(bin_dir / first, bin_dir / name)
+    taken = {"sh", "toybox", "awk", "farmtool", *TOOL_NAMES, *BUSYBOX_APPLETS}
     for name in _toybox_applets(bin_dir / "toybox"):
         if name not in taken and name != "[":
             (bin_dir / name).symlink_to("toybox")

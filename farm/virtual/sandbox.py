@@ -19,8 +19,10 @@ Threat model and confinement (also in farm/virtual/README.md):
 * su and the Android tools are served by the phone's init (tools/init.py) on
   /dev/.farm/tools.sock, which only this phone's processes see; init also checks that the peer
   (SO_PEERCRED) is a process of its own PID namespace.
-* Unprivileged daemon (not host root): the phone's user namespace maps only shell (2000) to the
-  invoking user; there is no root (`su`, `adb root` refuse), the rest is the same.
+* The daemon must run as host root: only root can map a phone's 65536 ids to a range of its own.
+  Without root, a user namespace could map just one id (the daemon's own), so the phone's shell,
+  its root and its "kernel" (the physics writing /sys) would all be one host user, and nothing would
+  keep shell from rewriting its own telemetry. Sandbox.prepare/start refuse that with one line.
 
 Commands enter the namespaces of init (pid 1 of the phone, host pid `init_pid`), so all commands of
 one phone share one PID namespace (`cmd & echo $!` in one adb shell, `kill PID` in the next). When
@@ -139,9 +141,9 @@ class Sandbox:
         self.profile = profile
         self.serial = serial
         self.layout = StateLayout(state_dir)
-        self.privileged = os.geteuid() == 0
+        self.privileged = os.geteuid() == 0  # start() refuses otherwise (module doc)
         self.keep_data = keep_data
-        self.uid_base = host_uid_base(serial) if self.privileged else os.geteuid()
+        self.uid_base = host_uid_base(serial)
         # Host cgroup files (cgroup.procs / tasks) every process of this phone joins before it
         # enters the phone: set by the phone's cgroup owner (farm/virtual/cgroup.py) before start.
         self.cgroup_files: tuple[str, ...] = ()
@@ -153,14 +155,11 @@ class Sandbox:
     # -- ids ---------------------------------------------------------------------------------------
 
     def host_uid(self, phone_uid: int) -> int:
-        """The host uid behind a phone uid (privileged daemon; unprivileged: the daemon's own)."""
-        return self.uid_base + phone_uid if self.privileged else self.uid_base
+        """The host uid (and gid) behind a phone uid or gid."""
+        return self.uid_base + phone_uid
 
     @property
     def owners(self) -> Owners:
-        if not self.privileged:
-            mine = (os.geteuid(), os.getegid())
-            return Owners(root=mine, shell=mine)
         return Owners(
             root=(self.host_uid(0), self.host_uid(0)),
             shell=(self.host_uid(SHELL_UID), self.host_uid(SHELL_GID)),
@@ -168,14 +167,23 @@ class Sandbox:
 
     # -- layout ----------------------------------------------------------------------------------
 
+    def _require_root(self) -> None:
+        if not self.privileged:
+            raise EnvironmentProblem(
+                f"{self.serial}: virtual phones need root (each phone runs as its own range of host "
+                "uids, which only root can map)",
+                hint="run `farm virtual up` as root, e.g. with sudo",
+            )
+
     def prepare(self) -> None:
         """Lay out the state dir (data/, sdcard/ and persist props kept for the same phone)."""
+        self._require_root()
         prepare_tree(self.profile, self.layout, self.serial, self.owners, keep_data=self.keep_data)
 
     # -- argv --------------------------------------------------------------------------------------
 
     def _mounts(self) -> list[str]:
-        lay = StateLayout(STAGED_STATE_DIR) if self.privileged else self.layout
+        lay = StateLayout(STAGED_STATE_DIR)
 
         def bind(kind: str, source: Path, dest: str) -> list[str]:
             return [f"--{kind}", str(source), dest]
@@ -191,15 +199,7 @@ class Sandbox:
             elif host.is_dir():
                 argv += ["--ro-bind", str(host), f"/{top}"]
         argv += ["--symlink", "/system/bin", "/bin"]  # as on Android 10+
-        argv += ["--proc", "/proc", *bind("ro-bind", lay.meminfo, "/proc/meminfo")]
-        if self.privileged:
-            argv += ["--dev", "/dev"]
-        else:
-            # --dev needs devpts, for which bwrap nests a second user namespace; vphone-exec could
-            # then not enter the PID namespace (owned by the outer one). Bind the few nodes instead.
-            argv += ["--tmpfs", "/dev"]
-            for node in ("null", "zero", "full", "random", "urandom", "tty"):
-                argv += ["--dev-bind", f"/dev/{node}", f"/dev/{node}"]
+        argv += ["--proc", "/proc", *bind("ro-bind", lay.meminfo, "/proc/meminfo"), "--dev", "/dev"]
         argv += bind("bind", lay.ctl, CTL_PHONE_DIR)
         argv += ["--tmpfs", "/etc"]
         for name in ("passwd", "group", "hosts"):
@@ -225,23 +225,17 @@ class Sandbox:
         return argv
 
     def _launch_argv(self, info_fd: int, seccomp_fd: int) -> list[str]:
-        argv: list[str] = []
-        if self.privileged:
-            argv += [str(native_binary("vphone-exec")), "launch", "--uid-base", str(self.uid_base)]
-            argv += ["--id-count", str(UID_COUNT), "--nproc", str(NPROC_PER_USER)]
-            argv += ["--state-dir", str(self.layout.root)]
-            for path in self.cgroup_files:
-                argv += ["--cgroup", path]
-            argv += ["--"]
-        argv += ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
+        argv = [str(native_binary("vphone-exec")), "launch", "--uid-base", str(self.uid_base)]
+        argv += ["--id-count", str(UID_COUNT), "--nproc", str(NPROC_PER_USER)]
+        argv += ["--state-dir", str(self.layout.root)]
+        for path in self.cgroup_files:
+            argv += ["--cgroup", path]
+        argv += ["--", "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
         argv += ["--unshare-cgroup-try", "--hostname", "localhost", "--as-pid-1"]
         argv += ["--die-with-parent", "--info-fd", str(info_fd), "--seccomp", str(seccomp_fd)]
-        if self.privileged:
-            argv += ["--cap-drop", "ALL"]
-            for cap in ROOT_CAPS:
-                argv += ["--cap-add", cap]
-        else:
-            argv += ["--unshare-user", "--uid", str(SHELL_UID), "--gid", str(SHELL_GID)]
+        argv += ["--cap-drop", "ALL"]
+        for cap in ROOT_CAPS:
+            argv += ["--cap-add", cap]
         argv += self._mounts()
         argv += ["--chdir", "/", PHONE_PYTHON, "-I", "-S", f"{TOOLS_PHONE_DIR}/init.py"]
         return argv
@@ -251,13 +245,9 @@ class Sandbox:
         return [*self._enter_prefix(root=root, cwd=cwd), "--", *argv]
 
     def _enter_prefix(self, *, root: bool, cwd: str) -> list[str]:
-        if root and not self.privileged:
-            raise PermissionError(f"{self.serial}: no root in a phone of an unprivileged daemon")
         uid, gid = (0, 0) if root else (SHELL_UID, SHELL_GID)
         argv = [str(native_binary("vphone-exec")), "enter", "--pid", str(self.init_pid)]
         argv += ["--uid", str(uid), "--gid", str(gid), "--nproc", str(NPROC_PER_USER), "--cwd", cwd]
-        if not self.privileged:
-            argv += ["--no-setgroups"]  # a one-id user namespace allows no setgroups
         for path in self.cgroup_files:
             argv += ["--cgroup", path]
         return argv
@@ -289,6 +279,7 @@ class Sandbox:
     async def start(self) -> None:
         if self.running:
             return
+        self._require_root()
         if shutil.which("bwrap") is None:
             raise EnvironmentProblem(
                 "bubblewrap (bwrap) is needed for virtual phones", hint="run `make system-packages`"

@@ -26,11 +26,11 @@ _ADBD_WRITABLE_PREFIXES = ("service.adb.", "persist.", "debug.", "sys.", "ctl.")
 class SandboxWorld:
     """A PhoneWorld backed by a bubblewrap sandbox and a physics task. No I/O until `start`."""
 
-    def __init__(self, profile: Profile, serial: str, state_dir: Path) -> None:
+    def __init__(self, profile: Profile, serial: str, state_dir: Path, *, keep_data: bool = False) -> None:
         self.profile = profile
         self.serial = serial
         self.state_dir = state_dir
-        self.sandbox = Sandbox(profile, serial, state_dir)
+        self.sandbox = Sandbox(profile, serial, state_dir, keep_data=keep_data)
         self.physics = Physics(
             profile, self.sandbox.layout, self.sandbox, on_reboot_request=self._reboot_soon
         )
@@ -192,8 +192,9 @@ class SandboxWorld:
         return ctlfiles.read_props(self.sandbox.layout.ctl)
 
 
-def make_world(profile_name: str, serial: str, state_dir: Path) -> PhoneWorld:
-    """The factory the daemon uses: a not-yet-started world of a shipped (or YAML-file) profile."""
+def make_world(profile_name: str, serial: str, state_dir: Path, *, keep_data: bool = False) -> PhoneWorld:
+    """The factory the daemon uses: a not-yet-started world of a shipped (or YAML-file) profile.
+    keep_data: keep /data and /sdcard even when they belong to another profile (layout.py)."""
     if not serial or any(c in serial for c in "/\\ \t\n:"):
         raise ConfigError(f"invalid virtual phone serial {serial!r}", hint="use letters, digits, - and _")
-    return SandboxWorld(load_profile(profile_name), serial, Path(state_dir))
+    return SandboxWorld(load_profile(profile_name), serial, Path(state_dir), keep_data=keep_data)

@@ -6,7 +6,7 @@
  *       create a user namespace mapping phone ids 0..N-1 to host ids B..B+N-1, become its uid 0
  *       and exec PROG (bwrap, which makes the phone's other namespaces, all owned by this one:
  *       the phone's root is root only there).
- *   vphone-exec enter --pid P --uid U --gid G [--no-setgroups] [--cgroup FILE]... [--nproc N]
+ *   vphone-exec enter --pid P --uid U --gid G [--cgroup FILE]... [--nproc N]
  *                     [--cwd DIR] (-- PROG ARG... | --serve-files FD)
  *       join the cgroups, then the user, ipc, uts, net, cgroup, pid and mount namespaces of the
  *       phone whose init is host pid P, its root, fork (the child is in the phone's PID
@@ -159,9 +159,9 @@ static int kept(int cap, int root) {
 }
 
 /* Become uid/gid, keep only the phone's capabilities, no_new_privs, seccomp. */
-static void confine(uid_t uid, gid_t gid, int set_groups, long nproc) {
+static void confine(uid_t uid, gid_t gid, long nproc) {
     int root = uid == 0;
-    if (set_groups && setgroups(1, &gid) != 0) die("setgroups");
+    if (setgroups(1, &gid) != 0) die("setgroups");
     if (setresgid(gid, gid, gid) != 0) die("setresgid %u", gid);
     int top = last_cap();
     for (int cap = 0; cap <= top; cap++)
@@ -424,7 +424,7 @@ static int cmd_launch(int argc, char **argv) {
 
 static int cmd_enter(int argc, char **argv) {
     long pid = -1, uid = -1, gid = -1, nproc = 0;
-    int set_groups = 1, files = 0, ncg = 0, i = 0;
+    int files = 0, ncg = 0, i = 0;
     const char *cwd = "/";
     char *cgroups[MAX_CGROUPS];
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
@@ -434,7 +434,6 @@ static int cmd_enter(int argc, char **argv) {
         else if (!strcmp(argv[i], "--nproc") && i + 1 < argc) nproc = parse_long(argv[++i], "nproc");
         else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) cwd = argv[++i];
         else if (!strcmp(argv[i], "--cgroup") && i + 1 < argc && ncg < MAX_CGROUPS) cgroups[ncg++] = argv[++i];
-        else if (!strcmp(argv[i], "--no-setgroups")) set_groups = 0;
         else if (!strcmp(argv[i], "--serve-files") && i + 1 < argc) {
             files = 1;
             FILES_FD = (int)parse_long(argv[++i], "file service fd");
@@ -484,7 +483,7 @@ static int cmd_enter(int argc, char **argv) {
         mirror(child);
     }
     reset_signals();
-    confine((uid_t)uid, (gid_t)gid, set_groups, nproc);
+    confine((uid_t)uid, (gid_t)gid, nproc);
     if (chdir(cwd) != 0 && chdir("/") != 0) die("chdir");
     if (files) serve_files();
     execvp(prog[0], prog);

@@ -5,16 +5,19 @@ the test cannot pass because the program never ran."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.phones import PhoneFactory, PhoneSet
+from tests.fixtures.phones import PhoneFactory, PhoneSet, free_tcp_port
 
 pytestmark = [
     pytest.mark.integration,
@@ -104,3 +107,32 @@ def test_tools_socket_refuses_host_processes(rooted: PhoneSet) -> None:
         except ConnectionResetError:
             answer = b""
         assert answer == b""  # closed without an answer
+
+
+# Imports first (the venv may be root's), then drop to an ordinary user and start the daemon.
+_AS_NOBODY = """
+import os, sys
+import farm.virtual.daemon as daemon
+import farm.virtual.world
+os.setgroups([]); os.setegid(65534); os.seteuid(65534)
+sys.exit(daemon.main(["--state-dir", sys.argv[1], "--profile", "adreno-sd8gen2", "--port", sys.argv[2]]))
+"""
+
+
+def test_a_daemon_without_root_refuses_with_one_line() -> None:
+    state_dir = Path(tempfile.mkdtemp(prefix="farm-nobody-"))  # pytest's tmp dirs are root's (0700)
+    try:
+        os.chown(state_dir, 65534, 65534)
+        result = subprocess.run(
+            [sys.executable, "-c", _AS_NOBODY, str(state_dir), str(free_tcp_port())],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        lines = result.stdout.splitlines()
+        assert result.returncode == 2 and len(lines) == 1, (result.stdout, result.stderr)
+        reply = json.loads(lines[0])
+        assert reply["ok"] is False and "virtual phones need root" in reply["error"]
+        assert not list(state_dir.glob("phones/*/data"))  # refused before laying anything out
+    finally:
+        shutil.rmtree(state_dir)

@@ -228,6 +228,9 @@ def test_sdcard_is_noexec_and_data_local_tmp_is_exec(phone: WorldThread) -> None
 
 
 def test_controls_settings_svc_input_pm(phone: WorldThread) -> None:
+    physics, screen_mw = phone.world.physics, phone.world.profile.power.screen_mw
+    assert _eventually(lambda: physics.last_power_mw > 0)  # a first tick, screen on
+    screen_on_mw = physics.last_power_mw
     script = (
         "settings put global stay_on_while_plugged_in 0; svc power stayon usb; "
         "settings get global stay_on_while_plugged_in; settings get system no_such_key; "
@@ -246,11 +249,20 @@ def test_controls_settings_svc_input_pm(phone: WorldThread) -> None:
         "Physical size: 1080x2400",
         "cmd=20",
     ]
-    time.sleep(1.2)  # the physics reads the screen state about once a second
-    screen_off_mw = phone.world.physics.last_power_mw
+    # The physics reads the screen state about once a second: wait for each step itself.
+    assert _eventually(lambda: physics.last_power_mw < screen_on_mw - screen_mw / 2)
+    screen_off_mw = physics.last_power_mw
     phone.sh("input keyevent KEYCODE_WAKEUP")
-    time.sleep(1.2)
-    assert phone.world.physics.last_power_mw >= screen_off_mw + phone.world.profile.power.screen_mw * 0.9
+    assert _eventually(lambda: physics.last_power_mw >= screen_off_mw + screen_mw * 0.9)
+
+
+def _eventually(condition: Callable[[], bool], timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_setsid_escapes_the_stream_group_like_on_a_phone(phone: WorldThread) -> None:
