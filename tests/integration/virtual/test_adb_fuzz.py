@@ -1,16 +1,20 @@
-"""Thousands of malformed and mutated packets against one phone over raw TCP (seeded): the
-daemon never dies, the fuzzed phone and its neighbour keep answering `adb shell echo`."""
+"""Thousands of malformed and mutated packets against one phone over raw TCP (seeded): every
+CNXN is answered, every framing error and every flow-control violation ends its connection, the
+daemon never dies, and the fuzzed phone and its neighbour keep answering `adb shell echo`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import socket
 import struct
+from dataclasses import dataclass
 
 import pytest
 
 from farm.virtual.adb import packets as p
+from tests.fixtures.adb_wire import WireHost
 from tests.fixtures.phones import AdbServer
 
 pytestmark = pytest.mark.integration
@@ -18,6 +22,8 @@ pytestmark = pytest.mark.integration
 SEED = 20261129
 CONNECTIONS = 250
 PACKETS_PER_CONNECTION = 12
+FLOW_CONTROL_VIOLATIONS = 5
+REPLY_TIMEOUT_S = 10.0
 # Services that do not restart the phone (reboot/root/usb/tcpip would only make the test slow).
 SERVICES = [b"shell,v2,raw:cat\0", b"shell:cat\0", b"sync:\0", b"exec:cat\0", b"bogus:\0", b"shell,v2,pty:\0"]
 
@@ -26,10 +32,9 @@ def packet(command: int, arg0: int, arg1: int, payload: bytes) -> bytes:
     return p.encode(command, arg0, arg1, payload, version=p.A_VERSION_MIN)
 
 
-def random_packet(rng: random.Random, *, well_formed: bool) -> bytes:
-    """A packet; with well_formed only framing-valid ones (random payloads, ids and services),
-    so the connection lives on and the services' byte-stream parsers get the garbage."""
-    choice = rng.randrange(4, 10) if well_formed else rng.randrange(10)
+def random_packet(rng: random.Random, choice: int) -> bytes:
+    """A packet of kind `choice` (0-9); 4-9 are framing-valid (random payloads, ids and
+    services), so the connection lives on and the services' byte-stream parsers get the garbage."""
     if choice == 0:
         return rng.randbytes(rng.randrange(1, 60))  # line noise
     if choice == 1:  # bad magic
@@ -60,36 +65,83 @@ def random_packet(rng: random.Random, *, well_formed: bool) -> bytes:
     return packet(p.A_CNXN, rng.getrandbits(32), rng.getrandbits(32), rng.randbytes(rng.randrange(0, 200)))
 
 
-def fuzz_connection(port: int, rng: random.Random) -> int:
+# Choices that end the connection for sure when the phone reaches them (bad magic, oversize,
+# unknown command), and those after which framing may be lost (noise, a flipped byte).
+_CLOSING = {1, 2, 3}
+_DESYNCING = {0, 8}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    had_cnxn: bool
+    must_close: bool  # a closing packet comes before anything that could desynchronise framing
+    banner: bool  # the phone's CNXN reached us
+    closed: bool  # the phone ended the connection (FIN or reset)
+
+
+def fuzz_connection(port: int, rng: random.Random) -> Outcome:
     data = b""
-    if rng.random() < 0.8:
+    had_cnxn = rng.random() < 0.8
+    if had_cnxn:
         data += packet(p.A_CNXN, p.A_VERSION, p.MAX_PAYLOAD_BYTES, b"host::features=shell_v2\0")
-    sent = 0
     well_formed = rng.random() < 0.5
-    for _ in range(PACKETS_PER_CONNECTION):
-        data += random_packet(rng, well_formed=well_formed)
-        sent += 1
+    choices = [
+        rng.randrange(4, 10) if well_formed else rng.randrange(10) for _ in range(PACKETS_PER_CONNECTION)
+    ]
+    data += b"".join(random_packet(rng, choice) for choice in choices)
+    first_risky = next((c for c in choices if c in _CLOSING | _DESYNCING), None)
+    must_close = first_risky in _CLOSING
+    received = b""
+    closed = False
     with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
         try:
             sock.sendall(data)
-            sock.settimeout(0.05)
-            while sock.recv(65536):
-                pass
+            # Wait for what is asserted (the banner, the end); only drain the rest.
+            sock.settimeout(REPLY_TIMEOUT_S if had_cnxn or must_close else 0.05)
+            while not (b"device::" in received or not had_cnxn) or (must_close and not closed):
+                chunk = sock.recv(65536)
+                received += chunk
+                closed = not chunk
+                if closed:
+                    break
+        except TimeoutError:
+            pass
         except OSError:
-            pass  # the phone dropped us: exactly what a malformed packet should do
-    return sent
+            closed = True  # reset: the phone dropped us with our bytes unread
+    return Outcome(had_cnxn, must_close, b"device::" in received, closed)
+
+
+def violate_flow_control(port: int, remote_id: int) -> tuple[bool, bool]:
+    """OPEN a stream, then two WRTEs without waiting for OKAY: (stream opened, connection ended)."""
+    with WireHost.connect(port) as host:
+        local = host.open(remote_id, "shell,v2,raw:cat")
+        if local is None:
+            return False, False
+        with contextlib.suppress(OSError):
+            host.sock.sendall(
+                packet(p.A_WRTE, remote_id, local, b"one") + packet(p.A_WRTE, remote_id, local, b"two")
+            )
+        return True, host.closed_by_phone(REPLY_TIMEOUT_S)
 
 
 def test_fuzzed_phone_survives_and_neighbour_answers(adb_server: AdbServer, virtual_phones) -> None:
     phones = virtual_phones(count=2)
     target, neighbour = phones
     rng = random.Random(SEED)
-    sent = sum(fuzz_connection(target.port, rng) for _ in range(CONNECTIONS))
-    assert sent >= 3000
+    outcomes = [fuzz_connection(target.port, rng) for _ in range(CONNECTIONS)]
+    # Every CNXN is answered unless the phone reset the connection first (a reset may drop the
+    # banner on our side); every closing packet ends its connection.
+    unanswered = [o for o in outcomes if o.had_cnxn and not (o.banner or o.closed)]
+    assert not unanswered, unanswered[:5]
+    assert sum(o.banner for o in outcomes) > CONNECTIONS // 4
+    must_close = [o for o in outcomes if o.must_close]
+    assert len(must_close) > CONNECTIONS // 4 and all(o.closed for o in must_close)
+    # A host that ignores one-WRTE-in-flight loses its connection, every time.
+    violations = [violate_flow_control(target.port, 40 + i) for i in range(FLOW_CONTROL_VIOLATIONS)]
+    assert violations == [(True, True)] * FLOW_CONTROL_VIOLATIONS
 
-    state = (phones.state_dir / "state.json").read_text()
-    pid = int(state.split('"pid":')[1].split(",")[0])
-    os.kill(pid, 0)  # the daemon is alive
+    assert phones.daemon_pid is not None
+    os.kill(phones.daemon_pid, 0)  # the daemon is alive
     for phone in (neighbour, target):
         result = adb_server.adb("-s", phone.adb_serial, "shell", "echo alive")
         assert result.stdout == "alive\n", result.stderr
