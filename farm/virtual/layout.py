@@ -13,6 +13,9 @@
   phone.json   whose data this is (serial, profile, layout version): data/, sdcard/ and ctl/ are
                kept across down/up only when they match (a different profile is another phone)
   proc-meminfo bound over /proc/meminfo (the profile's RAM)
+  proc-cgroups bound over /proc/cgroups: the cgroup controllers the phone has views of (none
+               unless the world's cgroup views add lines), not the host's: tools such as devlib
+               mount every controller listed there
   init.log     bwrap's and the phone's init's output
   ground_truth.jsonl  the physics' ground truth (farm/virtual/groundtruth.py)
 
@@ -31,6 +34,7 @@ from pathlib import Path
 from farm.errors import EnvironmentProblem
 from farm.virtual.profile import Profile
 
+PROC_CGROUPS_HEADER = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
 SHELL_UID = 2000
 SHELL_GID = 2000
 LAYOUT_VERSION = 2  # 1: host-root-owned trees (before the phone had its own host uid range)
@@ -120,6 +124,10 @@ class StateLayout:
     @property
     def meminfo(self) -> Path:
         return self.root / "proc-meminfo"
+
+    @property
+    def proc_cgroups(self) -> Path:
+        return self.root / "proc-cgroups"
 
     @property
     def init_log(self) -> Path:
@@ -227,6 +235,7 @@ def prepare_tree(
         chown_tree(tree, root)
     os.chmod(lay.system / "lib" / "farm", 0o700)  # the tools' Python is init's, not shell's
     lay.meminfo.touch()
+    lay.proc_cgroups.write_text(PROC_CGROUPS_HEADER, encoding="ascii")
     lay.identity.write_text(json.dumps(_fresh_identity(profile, serial)) + "\n", encoding="utf-8")
 
 
