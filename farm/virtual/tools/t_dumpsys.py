@@ -7,6 +7,7 @@ import sys
 import time
 
 import ctlstore
+import toolerrors
 
 BASE_SERVICES = ("activity", "battery", "meminfo", "package", "power", "settings", "window")
 THERMALSERVICE_SDK = 29  # Android 10
@@ -44,12 +45,13 @@ def power(args: list[str]) -> int:
     if args[:1] == ["set-fixed-performance-mode-enabled"] and len(args) == 2 and args[1] in ("true", "false"):
         ctlstore.write_text(FIXED_PERFORMANCE_FILE, "1\n" if args[1] == "true" else "0\n")
         return 0
-    sys.stdout.write(
+    if args and args[0] not in ("help", "-h", "set-fixed-performance-mode-enabled"):
+        return toolerrors.unknown_command(args[0])
+    return toolerrors.help_text(
         "Power manager (power) commands:\n  help\n    Print this help text.\n\n"
         "  set-adaptive-power-saver-enabled [true|false]\n  set-mode MODE\n"
         "  set-fixed-performance-mode-enabled [true|false]\n    enable or disable fixed performance mode\n"
     )
-    return 0 if args[:1] == ["help"] else 255
 
 
 def _b(v: object) -> str:
@@ -114,13 +116,14 @@ def battery(args: list[str]) -> int:
         except ValueError:
             sys.stdout.write(f"Bad value: {value}\n")
             return 1
-    else:
-        sys.stdout.write(
+    elif verb in ("help", "-h", "set"):
+        return toolerrors.help_text(
             "Battery service (battery) commands:\n  help\n"
             "  set [-f] [ac|usb|wireless|status|level|temp|present|invalid] <value>\n"
             "  unplug [-f]\n  reset [-f] [ac|usb|wireless]\n"
         )
-        return 0 if verb == "help" else 1
+    else:
+        return toolerrors.unknown_command(verb)
     ctlstore.write_json("battery/override.json", {"frozen": frozen, "set": changes})
     return 0
 
@@ -200,8 +203,42 @@ def meminfo(args: list[str]) -> int:
     return 0
 
 
+DUMPSYS_USAGE = (
+    "usage: dumpsys\n         To dump all services.\nor:\n"
+    "       dumpsys [-t TIMEOUT] [--priority LEVEL] [--pid] [--thread] [--help | -l | --skip SERVICES "
+    "| SERVICE [ARGS]]\n"
+    "         --help: shows this help\n         -l: only list services, do not dump them\n"
+    "         -t TIMEOUT_SEC: TIMEOUT to use in seconds instead of default 10 seconds\n"
+    "         --skip SERVICES: dumps all services but SERVICES (comma-separated list)\n"
+    "         SERVICE [ARGS]: dumps only service SERVICE, optionally passing ARGS to it\n"
+)
+# dumpsys' own options before the service name; the value-taking ones swallow the next word.
+DUMPSYS_FLAGS = {
+    "-l": 0,
+    "-t": 1,
+    "-T": 1,
+    "--priority": 1,
+    "--skip": 1,
+    "--proto": 0,
+    "--pid": 0,
+    "--thread": 0,
+    "--stability": 0,
+    "--clients": 0,
+    "--dump": 0,
+    "-c": 0,
+}
+
+
 def dumpsys(args: list[str]) -> int:
     known = services()
+    while args and args[0].startswith("-") and args[0] != "-l":
+        if args[0] in ("-h", "--help"):
+            sys.stderr.write(DUMPSYS_USAGE)
+            return 0
+        if args[0] not in DUMPSYS_FLAGS:
+            sys.stderr.write(f"dumpsys: unrecognized option '{args[0]}'\n\n" + DUMPSYS_USAGE)
+            return 255
+        args = args[1 + DUMPSYS_FLAGS[args[0]] :]
     if not args:
         for s in known:
             sys.stdout.write(f"DUMP OF SERVICE {s}:\n")
@@ -210,7 +247,8 @@ def dumpsys(args: list[str]) -> int:
         sys.stdout.write("Currently running services:\n" + "".join(f"  {s}\n" for s in known))
         return 0
     if args[0] == "battery":
-        return battery(args[1:])
+        battery(args[1:])
+        return 0  # dumpsys' status is its own, not the service's
     if args[0] == "meminfo":
         return meminfo(args[1:])
     if args[0] == "thermalservice" and args[0] in known:
@@ -223,7 +261,13 @@ def dumpsys(args: list[str]) -> int:
 
 def cmd(args: list[str]) -> int:
     known = services()
-    if not args or args[0] == "-l":
+    if not args:
+        sys.stderr.write(
+            "cmd: No service specified; use -l to list all running services. "
+            "Use -w to start and wait for a service.\n"
+        )
+        return 20
+    if args[0] == "-l":
         sys.stdout.write("Currently running services:\n" + "".join(f"  {s}\n" for s in known))
         return 0
     if args[0] == "power":

@@ -20,7 +20,64 @@ DEFAULT_BUFFERS = ("main", "system", "crash")
 FORMATS = ("threadtime", "time", "brief", "tag", "process", "raw", "long")
 PRIORITIES = "VDIWEFS"
 FOLLOW_POLL_S = 0.1
-USAGE = "Usage: logcat [options] [filterspecs]\n"
+USAGE = (
+    "Usage: logcat [options] [filterspecs]\n\nGeneral options:\n"
+    "  -b, --buffer=<buffer>       Request alternate ring buffer(s): main system radio events crash all\n"
+    "  -c, --clear                 Clear (flush) the entire log and exit\n"
+    "  -d                          Dump the log and then exit (don't block)\n"
+    "  -t <count>                  Print only the most recent <count> lines (implies -d)\n"
+    "  -T <count>                  Print only the most recent <count> lines (does not imply -d)\n"
+    "  -s                          Set default filter to silent\n"
+    "  -v, --format=<format>       Sets log print format: brief long process raw tag thread threadtime time\n"
+)
+# Options Android's logcat takes (those farm does not model are accepted and ignored); a value
+# follows the ones marked 1. Anything else is "Unrecognized Option", as logcat's getopt says.
+OPTIONS = {
+    "-c": 0,
+    "-d": 0,
+    "-D": 0,
+    "-h": 0,
+    "-L": 0,
+    "-g": 0,
+    "-s": 0,
+    "-B": 0,
+    "-S": 0,
+    "-Q": 0,
+    "-b": 1,
+    "-v": 1,
+    "-t": 1,
+    "-T": 1,
+    "-G": 1,
+    "-f": 1,
+    "-r": 1,
+    "-n": 1,
+    "-p": 0,
+    "-P": 1,
+    "-m": 1,
+    "-e": 1,
+}
+LONG_OPTIONS = (
+    "--clear",
+    "--buffer",
+    "--format",
+    "--dividers",
+    "--last",
+    "--pid",
+    "--wrap",
+    "--regex",
+    "--max-count",
+    "--print",
+    "--uid",
+    "--binary",
+    "--statistics",
+    "--prune",
+    "--file",
+    "--rotate-kbytes",
+    "--rotate-count",
+    "--buffer-size",
+    "--id",
+    "--help",
+)
 
 
 def _buffer_path(name: str) -> str:
@@ -86,6 +143,14 @@ def _parse(args: list[str]) -> tuple[dict[str, object], list[tuple[str, str]]] |
             opts["buffers"].extend(next(it, "").split(","))  # type: ignore[attr-defined]
         elif arg.startswith("-b") and len(arg) > 2:
             opts["buffers"].extend(arg[2:].split(","))  # type: ignore[attr-defined]
+        elif arg.startswith(("--buffer=", "--format=")):
+            key, _, value = arg.partition("=")
+            if key == "--buffer":
+                opts["buffers"].extend(value.split(","))  # type: ignore[attr-defined]
+            else:
+                opts["format"] = value
+        elif arg in ("-h", "--help"):
+            opts["help"] = True
         elif arg in ("-v", "--format"):
             opts["format"] = next(it, "")
         elif arg.startswith("-v") and len(arg) > 2:
@@ -96,8 +161,16 @@ def _parse(args: list[str]) -> tuple[dict[str, object], list[tuple[str, str]]] |
             opts["dump"] = opts["dump"] or arg == "-t"
         elif arg in ("-s",):
             specs.append(("*", "S"))
-        elif arg.startswith("-"):
-            continue  # -B, -n, -r, -f... accepted and ignored
+        elif arg.startswith("--"):
+            if arg.partition("=")[0] not in LONG_OPTIONS:
+                sys.stderr.write(f"logcat: unrecognized option '{arg}'\n")
+                return None
+        elif arg.startswith("-") and len(arg) > 1:
+            if arg[:2] not in OPTIONS:
+                sys.stderr.write(f"logcat: invalid option -- '{arg[1]}'\n")
+                return None
+            if OPTIONS[arg[:2]] and len(arg) == 2:
+                next(it, None)  # its value (an option farm does not model)
         else:
             tag, _, prio = arg.rpartition(":") if ":" in arg else (arg, "", "V")
             specs.insert(0, (tag, (prio or "V").upper()[:1]))
@@ -139,6 +212,9 @@ def logcat(args: list[str]) -> int:
         sys.stderr.write(USAGE)
         return 1
     opts, specs = parsed
+    if opts.get("help"):
+        sys.stderr.write(USAGE)
+        return 0
     buffers: list[str] = opts["buffers"]  # type: ignore[assignment]
     if opts["clear"]:
         for name in buffers:

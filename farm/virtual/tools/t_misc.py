@@ -9,6 +9,7 @@ import time
 
 import ctlstore
 import t_logcat
+import toolerrors
 
 STAYON = {"true": 7, "false": 0, "ac": 1, "usb": 2, "wireless": 4}
 KEYCODES = {
@@ -96,10 +97,21 @@ def _opt(args: list[str], flag: str) -> str | None:
     return None
 
 
+AM_HELP = (
+    "Activity manager (activity) commands:\n  help\n      Print this help text.\n"
+    "  start-activity [-W] [-n COMPONENT | -a ACTION] ...\n  start-service ...\n"
+    "  force-stop PACKAGE\n  broadcast [-a ACTION] ...\n"
+)
+WM_HELP = (
+    "Window manager (window) commands:\n  help\n      Print this help text.\n"
+    "  size [reset|WxH|WdpxHdp]\n    Return or override display size.\n"
+    "  density [reset|DENSITY]\n    Return or override display density.\n"
+)
+
+
 def am(args: list[str]) -> int:
-    if not args:
-        sys.stderr.write("usage: am [start|startservice|force-stop|broadcast] ...\n")
-        return 1
+    if not args or args[0] in ("help", "-h"):
+        return toolerrors.help_text(AM_HELP)
     verb, rest = args[0], args[1:]
     w = sys.stdout.write
     if verb in ("start", "start-activity", "startservice", "start-service"):
@@ -122,8 +134,7 @@ def am(args: list[str]) -> int:
         _log("am.log", f"broadcast {' '.join(rest)}")
         w(f"Broadcasting: Intent {{ act={action} flg=0x400000 }}\nBroadcast completed: result=0\n")
         return 0
-    sys.stderr.write(f"Error: Unknown command: {verb}\n")
-    return 1
+    return toolerrors.unknown_command(verb)
 
 
 def wm(args: list[str]) -> int:
@@ -152,8 +163,9 @@ def wm(args: list[str]) -> int:
             state["density"] = args[1]
         ctlstore.write_json("wm.json", state)
         return 0
-    sys.stderr.write("usage: wm [size|density] [VALUE|reset]\n")
-    return 1
+    if not args or args[0] in ("help", "-h"):
+        return toolerrors.help_text(WM_HELP)
+    return toolerrors.unknown_command(args[0])
 
 
 def reboot(args: list[str]) -> int:
@@ -166,6 +178,10 @@ def reboot(args: list[str]) -> int:
 
 
 def getenforce(args: list[str]) -> int:
+    usage = "usage: getenforce\n\nShows whether SELinux is disabled, enforcing, or permissive.\n"
+    status = toolerrors.toybox_check("getenforce", args, usage=usage, most=0)
+    if status is not None:
+        return status
     mode = ctlstore.read_text("selinux", "Enforcing").strip() or "Enforcing"
     sys.stdout.write(f"{mode}\n")
     return 0
@@ -173,8 +189,12 @@ def getenforce(args: list[str]) -> int:
 
 def setenforce(args: list[str]) -> int:
     modes = {"1": "Enforcing", "enforcing": "Enforcing", "0": "Permissive", "permissive": "Permissive"}
-    if len(args) != 1 or args[0].lower() not in modes:
-        sys.stderr.write("usage: setenforce [enforcing|permissive|1|0]\n")
+    usage = "usage: setenforce [enforcing|permissive|1|0]\n\nSets SELinux to enforcing or permissive.\n"
+    status = toolerrors.toybox_check("setenforce", args, usage=usage, least=1, most=1)
+    if status is not None:
+        return status
+    if args[0].lower() not in modes:
+        sys.stderr.write(f"setenforce: Invalid state: {args[0]}\n")
         return 1
     if not ctlstore.is_root():
         sys.stderr.write(f"setenforce: Couldn't set enforcing status to '{args[0]}': Permission denied\n")

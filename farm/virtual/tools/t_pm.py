@@ -13,8 +13,14 @@ import sys
 import zipfile
 
 import ctlstore
+import toolerrors
 
 BUILTIN = ("android", "com.android.shell", "com.android.settings", "com.android.systemui")
+HELP = (
+    "Package manager (package) commands:\n  help\n    Print this help text.\n\n"
+    "  path [--user USER_ID] PACKAGE\n  list packages [-3] [FILTER]\n"
+    "  install [-r] [-t] [-S BYTES] [PATH|-]\n  uninstall [-k] [--user USER_ID] PACKAGE\n"
+)
 
 
 def _installed() -> dict[str, str]:
@@ -69,9 +75,8 @@ def _install(args: list[str]) -> int:
 
 
 def pm(args: list[str]) -> int:
-    if not args:
-        sys.stderr.write("usage: pm [list packages|path|install|uninstall] ...\n")
-        return 1
+    if not args or args[0] in ("help", "-h"):
+        return toolerrors.help_text(HELP)
     verb, rest = args[0], args[1:]
     packages = _installed()
     if verb == "list" and rest[:1] == ["packages"]:
@@ -95,5 +100,4 @@ def pm(args: list[str]) -> int:
         ctlstore.write_json("packages.json", packages)
         sys.stdout.write("Success\n")
         return 0
-    sys.stderr.write(f"Unknown command: {verb}\n")
-    return 1
+    return toolerrors.unknown_command(verb)

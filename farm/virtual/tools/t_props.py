@@ -6,9 +6,12 @@ import os
 import sys
 
 import ctlstore
+import toolerrors
 
 SHELL_PREFIXES = ("debug.", "log.tag.", "persist.")
 MAX_VALUE_LEN = 91  # PROP_VALUE_MAX - 1; ro.* may be longer
+GETPROP_USAGE = "usage: getprop [NAME [DEFAULT]]\n\nGets an Android system property, or lists them all.\n"
+SETPROP_USAGE = "usage: setprop NAME VALUE\n\nSets an Android system property.\n"
 
 
 def all_props() -> dict[str, str]:
@@ -31,7 +34,10 @@ def all_props() -> dict[str, str]:
 
 
 def getprop(args: list[str]) -> int:
-    args = [a for a in args if a not in ("-Z", "-T")]
+    status = toolerrors.toybox_check("getprop", args, usage=GETPROP_USAGE, flags="TZ", most=2)
+    if status is not None:
+        return status
+    args = [a for a in args if not a.startswith("-")]
     props = all_props()
     if not args:
         for key in sorted(props):
@@ -48,10 +54,10 @@ def _fail(key: str, value: str) -> int:
 
 
 def setprop(args: list[str]) -> int:
-    if len(args) != 2:
-        sys.stderr.write("usage: setprop NAME VALUE\n\nSets an Android system property.\n")
-        return 1
-    key, value = args
+    status = toolerrors.toybox_check("setprop", args, usage=SETPROP_USAGE, least=2, most=2)
+    if status is not None:
+        return status
+    key, value = (a for a in args if a != "--")
     props = all_props()
     if not key or "/" in key or key.startswith("."):
         return _fail(key, value)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from farm.virtual import control
-from tests.fixtures.phones import AdbServer
+from tests.fixtures.phones import AdbServer, free_tcp_port
 
 pytestmark = pytest.mark.integration
 
@@ -87,3 +87,41 @@ def test_missing_adb_is_one_clear_line(tmp_path: Path) -> None:
         "farm: adb not found on PATH (install it: apt-get install adb)"
     ]
     assert control.read_state(tmp_path / "s") is None
+
+
+def test_data_is_kept_for_the_same_phone_only_unless_keep_data(adb_server: AdbServer, tmp_path: Path) -> None:
+    """A phone is its serial (port) and profile: `up` again keeps its /data and /sdcard; another
+    profile on that serial starts clean; --keep-data keeps them anyway, usable by shell."""
+    state_dir = tmp_path / "vstate"
+    port = str(free_tcp_port())
+    adb = ["--adb-port", str(adb_server.port)]
+
+    def up_then(profile: str, script: str, *, keep_data_cli: bool = False) -> str:
+        if keep_data_cli:  # the option as a user gives it
+            up = farm("up", "--port", port, "--profile", profile, *adb, "--keep-data", state_dir=state_dir)
+            assert up.returncode == 0, up.stderr
+        else:  # in-process: faster, the same control.up
+            control.up(state_dir, 1, [profile], adb_port=adb_server.port, first_port=int(port))
+        try:
+            return adb_server.adb("-s", f"127.0.0.1:{port}", "shell", script).stdout
+        finally:
+            assert control.down(state_dir) is not None
+
+    mark = "echo kept > /data/local/tmp/mark; echo kept > /sdcard/mark"
+    look = "cat /data/local/tmp/mark /sdcard/mark 2>/dev/null; echo end"
+    assert (
+        up_then("adreno-sd865", f"{mark}; su -c 'touch /data/local/tmp/rootfile'; {look}")
+        == "kept\nkept\nend\n"
+    )
+    assert up_then("adreno-sd865", look) == "kept\nkept\nend\n"  # same serial and profile
+    assert up_then("adreno-sd8gen2", look) == "end\n"  # another profile: a new phone
+    up_then("adreno-sd865", f"{mark}; su -c 'touch /data/local/tmp/rootfile'")
+    owned = "chmod 600 /data/local/tmp/rootfile && stat -c %U /data/local/tmp/rootfile"
+    kept = up_then("adreno-sd8gen2", f"{look}; {owned}", keep_data_cli=True)
+    assert kept == "kept\nkept\nend\nshell\n"  # root's leftovers in shell's places go to shell
+
+
+def test_up_help_teaches_keep_data(tmp_path: Path) -> None:
+    result = farm("up", "--help", state_dir=tmp_path)
+    assert result.returncode == 0
+    assert "--keep-data" in result.stdout and "another profile" in result.stdout
