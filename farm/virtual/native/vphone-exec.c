@@ -18,7 +18,8 @@
  *       remount PATH in the phone's mount namespace noexec (with the phone's own mount rights:
  *       its user namespace), as Android mounts shared storage; bwrap binds have no such option.
  *   vphone-exec seccomp-bpf
- *       write the seccomp filter as BPF on stdout (for bwrap --seccomp, which starts init).
+ *       write the seccomp filter as BPF on stdout (for bwrap --seccomp, which starts init). The
+ *       filter is compiled in (bin/seccomp_filter.h, from seccomp-gen.c).
  *
  * Errors: one line on stderr "vphone-exec: WHAT: strerror", exit 126 (127: PROG not found).
  */
@@ -28,8 +29,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -47,6 +49,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "seccomp_filter.h"
+
 #define MAX_CGROUPS 16
 #define EXIT_FAIL 126
 
@@ -59,22 +63,6 @@ static const int ROOT_CAPS[] = {
     CAP_IPC_OWNER, CAP_SYS_NICE, CAP_SYS_RESOURCE, CAP_AUDIT_WRITE, CAP_LEASE,
 };
 
-/* Refused outright: handles into other mounts, kernel code, new filesystems, keys. */
-static const int REFUSED_SYSCALLS[] = {
-    SCMP_SYS(open_by_handle_at), SCMP_SYS(name_to_handle_at), SCMP_SYS(bpf),
-    SCMP_SYS(kexec_load), SCMP_SYS(kexec_file_load), SCMP_SYS(init_module),
-    SCMP_SYS(finit_module), SCMP_SYS(delete_module), SCMP_SYS(mount), SCMP_SYS(umount2),
-    SCMP_SYS(fsopen), SCMP_SYS(fsconfig), SCMP_SYS(fsmount), SCMP_SYS(fspick),
-    SCMP_SYS(move_mount), SCMP_SYS(open_tree), SCMP_SYS(mount_setattr), SCMP_SYS(pivot_root),
-    SCMP_SYS(swapon), SCMP_SYS(swapoff), SCMP_SYS(reboot), SCMP_SYS(acct), SCMP_SYS(quotactl),
-    SCMP_SYS(add_key), SCMP_SYS(request_key), SCMP_SYS(keyctl), SCMP_SYS(userfaultfd),
-    SCMP_SYS(iopl), SCMP_SYS(ioperm), SCMP_SYS(lookup_dcookie), SCMP_SYS(setns),
-};
-/* New namespaces would give a phone process a fresh CAP_SYS_ADMIN (a nested user namespace). */
-static const unsigned long NEW_NAMESPACE_FLAGS[] = {
-    CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUTS,
-    CLONE_NEWCGROUP,
-};
 /* In the order nsenter uses: the user namespace first gives the rights for the others. */
 static const char *const NAMESPACES[] = {"user", "ipc", "uts", "net", "cgroup", "pid", "mnt"};
 #define N_NAMESPACES (sizeof NAMESPACES / sizeof NAMESPACES[0])
@@ -115,30 +103,11 @@ static void join_cgroups(char **files, int count) {
     for (int i = 0; i < count; i++) write_file(files[i], pid);
 }
 
-static scmp_filter_ctx build_filter(void) {
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    if (ctx == NULL) {
-        errno = ENOMEM;
-        die("seccomp_init");
-    }
-    int rc = 0;
-    for (size_t i = 0; i < sizeof REFUSED_SYSCALLS / sizeof REFUSED_SYSCALLS[0]; i++)
-        rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), REFUSED_SYSCALLS[i], 0);
-    for (size_t i = 0; i < sizeof NEW_NAMESPACE_FLAGS / sizeof NEW_NAMESPACE_FLAGS[0]; i++) {
-        scmp_datum_t flag = NEW_NAMESPACE_FLAGS[i];
-        rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-                               SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
-        rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                               SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
-    }
-    /* clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc use clone. */
-    rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-    if (rc != 0) {
-        errno = -rc;
-        die("seccomp_rule_add");
-    }
-    return ctx;
-}
+/* The filter seccomp-gen compiled at build time (seccomp-gen.c says what it refuses). */
+static const struct sock_fprog PHONE_PROG = {
+    .len = sizeof PHONE_FILTER / sizeof PHONE_FILTER[0],
+    .filter = (struct sock_filter *)PHONE_FILTER,
+};
 
 static int last_cap(void) {
     int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
@@ -184,13 +153,7 @@ static void confine(uid_t uid, gid_t gid, long nproc) {
         }
     if (syscall(SYS_capset, &header, data) != 0) die("capset");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
-    scmp_filter_ctx ctx = build_filter();
-    int rc = seccomp_load(ctx);
-    if (rc != 0) {
-        errno = -rc;
-        die("seccomp_load");
-    }
-    seccomp_release(ctx);
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &PHONE_PROG, 0, 0) != 0) die("load the seccomp filter");
 }
 
 static void reset_signals(void) {
@@ -522,13 +485,14 @@ static int cmd_noexec(int argc, char **argv) {
 }
 
 static int cmd_seccomp_bpf(void) {
-    scmp_filter_ctx ctx = build_filter();
-    int rc = seccomp_export_bpf(ctx, STDOUT_FILENO);
-    if (rc != 0) {
-        errno = -rc;
-        die("seccomp_export_bpf");
+    const char *at = (const char *)PHONE_FILTER;
+    size_t left = sizeof PHONE_FILTER;
+    while (left > 0) {
+        ssize_t n = write(STDOUT_FILENO, at, left);
+        if (n <= 0) die("write the filter");
+        at += n;
+        left -= (size_t)n;
     }
-    seccomp_release(ctx);
     return 0;
 }
 

@@ -2,13 +2,14 @@
 
 It keeps the namespaces alive, reaps orphans, tells the world it is up (ctl/init.ready) and serves
 the Android tools: /system/bin/<tool> is farmtool (native/farmtool.c), which passes its argv,
-environment, working directory and stdio over /dev/.farm/tools.sock. For each request init forks
-(the tools' modules are imported once, here), the child becomes the caller's user and runs the
-tool on the caller's descriptors, and answers the exit status. On rooted profiles `su` is served
-the same way, like Magisk's daemon, running its command as uid 0 (bwrap mounts everything nosuid,
-so a set-uid su cannot exist). Only processes of this phone are served: the peer must be visible
-in our PID namespace (SO_PEERCRED pid > 0), so a host process that reaches the socket's path on
-the host gets nothing.
+environment, working directory and stdio over /dev/.farm/tools.sock. Each request is served by a
+child of init (the tools' modules are imported once, here) that becomes the caller's user, runs
+the tool on the caller's descriptors and answers the exit status; two such children are forked
+ahead and wait in accept() (`_spare`), so a call pays no fork on its way. On rooted profiles `su`
+is served the same way, like Magisk's daemon, running its command as uid 0 (bwrap mounts
+everything nosuid, so a set-uid su cannot exist). Only processes of this phone are served: the
+peer must be visible in our PID namespace (SO_PEERCRED pid > 0), so a host process that reaches
+the socket's path on the host gets nothing.
 
 Runs with the host's Python (stdlib only) as `python3 -I -S init.py`; bwrap already set
 no_new_privs, the seccomp filter and the capability set; init also trims its bounding set to that.
@@ -40,6 +41,7 @@ PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 PR_SET_NAME = 15
+SPARES = 2  # children waiting in accept(): concurrent tool calls beyond this wait for a fork
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -161,6 +163,7 @@ def _serve(conn: socket.socket, uid: int, gid: int) -> None:
         os.dup2(fd, target)
         os.close(fd)
     name = argv[0]
+    _libc.prctl(PR_SET_NAME, os.path.basename(name).encode()[:15], 0, 0, 0)  # ps shows the tool
     if name == "su" and farmtool.rooted():
         _answer(conn, _run_su(conn, argv, env))
         return
@@ -193,6 +196,41 @@ def _reap(_signum: int, _frame: object) -> None:
             pass
 
 
+def _serve_connection(conn: socket.socket) -> None:
+    """In a child: serve one request for a process of this phone, then exit."""
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    del pid
+    code = 0
+    try:
+        _serve(conn, uid, gid)
+    except Exception as error:  # one request's failure must never reach init
+        with contextlib.suppress(OSError):
+            os.write(2, f"farmtool: {error}\n".encode())
+        _answer(conn, 1)
+        code = 1
+    os._exit(code)
+
+
+def _spare(server: socket.socket, taken_fd: int) -> None:
+    """A child forked ahead of time that waits in accept(): a request costs no fork of init on
+    its way. On taking a connection it tells init (one byte), which forks the next spare."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _libc.prctl(PR_SET_NAME, b"farm-toolsd", 0, 0, 0)
+    while True:
+        try:
+            conn, _ = server.accept()
+        except InterruptedError:
+            continue
+        pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+        if pid <= 0:  # not a process of this phone (its PID namespace)
+            conn.close()
+            continue
+        os.write(taken_fd, b"x")
+        os.close(taken_fd)
+        server.close()
+        _serve_connection(conn)
+
+
 def main() -> int:
     _libc.prctl(PR_SET_NAME, b"init", 0, 0, 0)  # `init` in ps, like Android's first process
     if os.geteuid() == 0:
@@ -204,30 +242,20 @@ def main() -> int:
     server.bind(TOOLS_SOCKET)
     os.chmod(TOOLS_SOCKET, 0o666)
     server.listen(64)
+    taken_r, taken_w = os.pipe()
+
+    def fork_spare() -> None:
+        if os.fork() == 0:
+            os.close(taken_r)
+            _spare(server, taken_w)
+
+    for _ in range(SPARES):
+        fork_spare()
     with open(ctlstore.path("init.ready"), "w", encoding="ascii") as ready:
         ready.write(f"{os.getpid()}\n")
     while True:
-        try:
-            conn, _ = server.accept()
-        except InterruptedError:
-            continue
-        pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        if pid <= 0:  # not a process of this phone (its PID namespace)
-            conn.close()
-            continue
-        child = os.fork()
-        if child == 0:
-            server.close()
-            code = 0
-            try:
-                _serve(conn, uid, gid)
-            except Exception as error:  # one request's failure must never reach init
-                with contextlib.suppress(OSError):
-                    os.write(2, f"farmtool: {error}\n".encode())
-                _answer(conn, 1)
-                code = 1
-            os._exit(code)
-        conn.close()
+        for _ in os.read(taken_r, 64):  # EINTR (SIGCHLD) is retried by Python
+            fork_spare()
 
 
 if __name__ == "__main__":
