@@ -1,28 +1,12 @@
 """One phone's sandbox: its own user, PID, mount, network, IPC and UTS namespaces (bubblewrap).
 
-Threat model and confinement (also in farm/virtual/README.md):
-* Who reaches a phone: its ADB port has no authentication (like `adb tcpip`), so it listens on
-  127.0.0.1 only; every local user can open a shell on it. A shell runs as the phone's shell user;
-  on rooted profiles `su` and `adb root` give the phone's root. Neither may touch the host.
-* Own host uid range: when the daemon runs as host root, the phone's user namespace maps phone
-  ids 0..65535 to host ids base..base+65535 (host_uid_base: a per-serial slot at 2**27 or above,
-  far from real users and subordinate-id ranges). The phone's root is root only inside: the host's
-  files appear as nobody and are read-only to it, capabilities are those of its own namespace
-  (open_by_handle_at needs CAP_DAC_READ_SEARCH of the host's namespace), and its state dir on the
-  host is owned by base+0 (root's trees) and base+2000 (shell's).
-* Network: a namespace per phone with loopback only; phone code cannot listen on host interfaces.
-* Every process entering the phone (adb shell/exec, sync's file access, init and what it starts)
-  goes through native/vphone-exec.c or bwrap with the same limits: capabilities bounded to
-  ROOT_CAPS (none for shell), no_new_privs, RLIMIT_NPROC, and a seccomp filter refusing
-  open_by_handle_at, bpf, kexec, module loading, every mount call, setns and new namespaces.
-  ptrace and signals reach only this phone's processes: nothing else is in its PID namespace.
-* su and the Android tools are served by the phone's init (tools/init.py) on
-  /dev/.farm/tools.sock, which only this phone's processes see; init also checks that the peer
-  (SO_PEERCRED) is a process of its own PID namespace.
-* The daemon must run as host root: only root can map a phone's 65536 ids to a range of its own.
-  Without root, a user namespace could map just one id (the daemon's own), so the phone's shell,
-  its root and its "kernel" (the physics writing /sys) would all be one host user, and nothing would
-  keep shell from rewriting its own telemetry. Sandbox.prepare/start refuse that with one line.
+The threat model (who reaches a phone port, what the phone's root can and cannot do, why the
+daemon must be root) is in farm/virtual/README.md. In short: phone ids 0..65535 map to a host uid
+range of the phone's own (host_uid_base); every process entering the phone goes through
+native/vphone-exec.c or bwrap with the same limits (capabilities bounded to ROOT_CAPS, none for
+shell; no_new_privs; RLIMIT_NPROC; the seccomp filter of native/seccomp-gen.c); the network
+namespace has loopback only; su and the tools are served by the phone's init on
+/dev/.farm/tools.sock, which only this phone's processes see.
 
 Commands enter the namespaces of init (pid 1 of the phone, host pid `init_pid`), so all commands of
 one phone share one PID namespace (`cmd & echo $!` in one adb shell, `kill PID` in the next). When
@@ -147,6 +131,10 @@ class Sandbox:
         # Host cgroup files (cgroup.procs / tasks) every process of this phone joins before it
         # enters the phone: set by the phone's cgroup owner (farm/virtual/cgroup.py) before start.
         self.cgroup_files: tuple[str, ...] = ()
+        # More binds into the phone, (host path, phone path), set before start (the world's
+        # cgroup views: /dev/cpuset...). Host paths under the state dir are bound from its
+        # staged copy; others must be reachable by the phone's root (its host uid).
+        self.extra_binds: tuple[tuple[Path, str], ...] = ()
         self._bwrap: asyncio.subprocess.Process | None = None
         self._init_pid: int | None = None
         self._booting_pid: int | None = None  # init before it is ready (start)
@@ -222,8 +210,17 @@ class Sandbox:
         argv += bind("bind", lay.sdcard, "/storage/emulated/0")
         argv += ["--symlink", "/storage/emulated/0", "/storage/self/primary"]
         argv += ["--symlink", "/storage/self/primary", "/sdcard"]
+        for host, phone in self.extra_binds:
+            argv += bind("bind", self._staged(host, lay), phone)
         argv += ["--remount-ro", "/"]
         return argv
+
+    def _staged(self, host: Path, staged: StateLayout) -> Path:
+        """Where bwrap (inside vphone-exec launch's mount namespace) finds a host path."""
+        try:
+            return staged.root / host.resolve().relative_to(self.layout.root.resolve())
+        except ValueError:
+            return host
 
     def _launch_argv(self, info_fd: int, seccomp_fd: int) -> list[str]:
         argv = [str(native_binary("vphone-exec")), "launch", "--uid-base", str(self.uid_base)]

@@ -287,3 +287,15 @@ def _wait_for_ps(phone: WorldThread, ready: Callable[[str], bool], timeout_s: fl
             return False
         time.sleep(0.05)
     return True
+
+
+def test_extra_binds_show_the_worlds_views_inside(tmp_path: Path) -> None:
+    # How the world mounts its cgroup views (/dev/cpuset...): a tree under the state dir.
+    world = make_world("adreno-sd865", "VTEST0005", tmp_path / "p5")
+    assert isinstance(world, SandboxWorld)
+    view = tmp_path / "p5" / "devcg" / "cpuset"
+    view.mkdir(parents=True)
+    (view / "cpus").write_text("0-7\n")
+    world.sandbox.extra_binds = ((view, "/dev/cpuset"),)
+    with WorldThread(world) as w:
+        assert w.sh("cat /dev/cpuset/cpus").stdout == "0-7\n"
