@@ -73,3 +73,16 @@ def test_bad_faults_are_config_errors(kind: str, seconds: float | None, error: s
 def test_good_faults_parse() -> None:
     assert faults.parse_fault("hang", None) == faults.Fault(faults.FaultKind.HANG, None)
     assert faults.parse_fault("offline", 2.5) == faults.Fault(faults.FaultKind.OFFLINE, 2.5)
+
+
+def test_root_capabilities_agree_between_bwrap_and_vphone_exec() -> None:
+    # init gets them from bwrap --cap-add, every later root process from vphone-exec: one list.
+    import re
+
+    from farm.virtual.sandbox import ROOT_CAPS
+
+    source = (Path(daemon.__file__).parent / "native" / "vphone-exec.c").read_text()
+    block = source[
+        source.index("static const int ROOT_CAPS[] = {") : source.index("};", source.index("ROOT_CAPS[]"))
+    ]
+    assert tuple(re.findall(r"CAP_[A-Z_]+", block)) == ROOT_CAPS
