@@ -16,7 +16,7 @@ APT_PACKAGES := adb pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo bub
 APT_PACKAGES += gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf qemu-user-static file
 # The virtual phones' userland (mksh, toybox, one-true-awk, a few busybox applets), their seccomp
 # helper, and aapt for devlib (a third-party client the tests run against them).
-APT_PACKAGES += mksh toybox busybox original-awk libseccomp-dev
+APT_PACKAGES += mksh toybox busybox original-awk libseccomp-dev aapt
 STAMP := $(VENV)/.farm-setup-stamp
 
 .PHONY: help setup system-packages venv kernels agents native test test-unit lint bench demo clean

@@ -3,8 +3,8 @@ rooted (adreno-sd865) and an unrooted (adreno-sd8gen2) phone: each is run throug
 functions over adb, and its effect is checked on the phone.
 
 What farm runs through DeviceSession.shell/script, by module, and where it is covered:
-  engine/lifecycle.py  probe_phone, prepare_phone (deploy, stay_awake), read_temperature_c,
-                       battery_pct (unplug)                                        here
+  engine/lifecycle.py  read_probe, prepare_phone (deploy, stay_awake)               here
+  engine/conditions.py read_temperature_c, battery_pct (unplug), charging control   here
   engine/collect.py    environment_snapshot's governors/thermal/charging script     here
   device/controls.py   write_as_root (direct, su -c, su 0), charging, stay_awake   here
   engine/onphone.py    RunDir.create, Background start/wait/exit/stop             here
@@ -26,16 +26,17 @@ import pytest
 
 from farm.device import controls
 from farm.device.session import DeviceSession
-from farm.engine import lifecycle
+from farm.engine import conditions, lifecycle
 from farm.engine.collect import environment_snapshot
-from farm.engine.lifecycle import PreparedPhone, RunJob, RunResult
+from farm.engine.deploy import deploy
+from farm.engine.model import PreparedPhone
 from farm.engine.onphone import Background, RunDir
 from farm.engine.recovery import kill_stale_processes, recover_phone
 from farm.errors import DevicePermanentError
 from farm.fleet.endpoint import AdbState, LocalAdbEndpoint
 from farm.fleet.inventory import PhoneState, identify
+from farm.spec.programs import Program
 from farm.store import Store
-from farm.store.runs import Outcome
 from tests.fixtures.phones import PhoneFactory
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,7 @@ def phones(
             session = DeviceSession(
                 endpoint.device(phone.adb_serial), identity.device_id, default_timeout_s=30
             )
-            made[kind] = Prepared(lifecycle.prepare_phone(session, identity, "idle", store), store)
+            made[kind] = Prepared(lifecycle.prepare_phone(session, identity, Program.GPULOAD, store), store)
         yield made
     finally:
         store.close()
@@ -77,10 +78,11 @@ def phones(
 @pytest.mark.parametrize("kind", PROFILES)
 def test_probe_sees_the_phone_as_it_is(phones: dict[str, Prepared], kind: str) -> None:
     caps = phones[kind].prepared.caps
-    assert caps.rooted is (kind == "rooted")
-    assert caps.opencl and caps.gpu_family == "adreno"
-    assert (caps.charging is not None) is (kind == "rooted")  # the node needs root to write
-    assert caps.thermal and caps.battery
+    assert caps.root.available is (kind == "rooted")
+    assert caps.has_opencl and caps.gpu.family.value == "adreno"
+    control = conditions.charging_control(caps)
+    assert (control is not None) is (kind == "rooted")  # the node needs root to write
+    assert conditions.temperature_nodes(caps)
 
 
 @pytest.mark.parametrize("kind", PROFILES)
@@ -95,24 +97,23 @@ def test_temperature_battery_gate_and_snapshot_scripts(
     phones: dict[str, Prepared], kind: str, tmp_path: Path
 ) -> None:
     prepared = phones[kind].prepared
-    temp = lifecycle.read_temperature_c(prepared)
+    temp = conditions.read_temperature_c(prepared)
     assert temp is not None and 15.0 < temp < 70.0
-    level = lifecycle.battery_pct(prepared, unplug=True)
+    level = conditions.battery_pct(prepared, unplug=True)
     assert level is not None and 0 <= level <= 100
     assert "AC powered: false" in prepared.session.shell(["dumpsys", "battery"]).stdout
-    job = RunJob("r1", "commands", {}, (), "idle", 0.0, tmp_path)
-    env = environment_snapshot(prepared, job, RunResult(Outcome.DONE))
-    assert "snapshot_error" not in env
-    assert env["thermal_raw"] and all(value.lstrip("-").isdigit() for value in env["thermal_raw"].values())
+    env = environment_snapshot(prepared)
+    assert env.error is None
+    assert env.thermal_raw and all(value.lstrip("-").isdigit() for value in env.thermal_raw.values())
     if kind == "rooted":
-        assert env["charging_node_value"] in ("0", "1")
+        assert env.charging_node_value in ("0", "1")
     recover_phone(phones[kind].store, prepared.session, prepared.phone.device_id)
     assert "(UPDATES STOPPED" not in prepared.session.shell(["dumpsys", "battery"]).stdout
 
 
 def test_charging_control_as_root_round_trips(phones: dict[str, Prepared]) -> None:
     prepared = phones["rooted"].prepared
-    control = prepared.caps.charging
+    control = conditions.charging_control(prepared.caps)
     assert control is not None
     try:
         controls.set_charging(prepared.session, control, enabled=False)
@@ -136,7 +137,7 @@ def test_a_background_program_runs_in_its_run_folder_and_reports(
     prepared = phones[kind].prepared
     run_dir = RunDir.of(f"commands-{kind}")
     run_dir.create(prepared.session)
-    idle = prepared.programs["idle"].phone_path
+    idle = deploy(prepared.session, ["idle"], prepared.phone.abis)["idle"].phone_path
     with Background(prepared.session, run_dir, "idle", [idle, "--seconds=0.2"]) as program:
         assert program.wait(timeout_s=30) == 0
         events = [json.loads(line) for line in program.read_stdout().splitlines() if line.startswith("{")]
