@@ -5,9 +5,6 @@ phone (same daemon) and the flooded one keep serving, and the daemon's memory st
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import pytest
 
 from farm.virtual.adb import packets as p
@@ -15,6 +12,7 @@ from farm.virtual.adb.server import MAX_CONNECTIONS
 from farm.virtual.adb.transport import MAX_STREAMS_PER_CONNECTION
 from tests.fixtures.adb_wire import WireHost
 from tests.fixtures.phones import AdbServer, PhoneFactory, PhoneSet, VirtualPhone
+from tests.fixtures.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -51,15 +49,6 @@ def both_answer(adb_server: AdbServer, phones: PhoneSet) -> bool:
 def sleepers(adb_server: AdbServer, phone: VirtualPhone) -> int:
     listing = adb_server.adb("-s", phone.adb_serial, "shell", "ps -A -o ARGS").stdout.splitlines()
     return sum(line.strip() == SLEEPER for line in listing)
-
-
-def eventually(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def test_stream_flood_is_capped_per_connection_and_its_processes_end(

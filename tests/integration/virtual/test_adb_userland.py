@@ -9,14 +9,13 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-import time
-from collections.abc import Callable
 
 import adbutils
 import pytest
 
 from farm.virtual.layout import HOST_MKSH
 from tests.fixtures.phones import PhoneFactory, PhoneSet
+from tests.fixtures.waiting import eventually
 
 pytestmark = [
     pytest.mark.integration,
@@ -47,15 +46,6 @@ def phone(devices: dict[str, adbutils.AdbDevice]) -> adbutils.AdbDevice:
 def run(device: adbutils.AdbDevice, command: str) -> tuple[int, str, str]:
     result = device.shell2(command, v2=True, rstrip=False)
     return result.returncode, result.stdout, result.stderr
-
-
-def eventually(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 # -- userland -----------------------------------------------------------------------------------

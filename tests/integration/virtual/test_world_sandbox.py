@@ -18,6 +18,7 @@ import pytest
 from farm.errors import EnvironmentProblem
 from farm.virtual.world import SandboxWorld, make_world
 from farm.virtual.worldthread import WorldThread
+from tests.fixtures.waiting import eventually
 
 pytestmark = [
     pytest.mark.integration,
@@ -229,7 +230,7 @@ def test_sdcard_is_noexec_and_data_local_tmp_is_exec(phone: WorldThread) -> None
 
 def test_controls_settings_svc_input_pm(phone: WorldThread) -> None:
     physics, screen_mw = phone.world.physics, phone.world.profile.power.screen_mw
-    assert _eventually(lambda: physics.last_power_mw > 0)  # a first tick, screen on
+    assert eventually(lambda: physics.last_power_mw > 0)  # a first tick, screen on
     screen_on_mw = physics.last_power_mw
     script = (
         "settings put global stay_on_while_plugged_in 0; svc power stayon usb; "
@@ -250,19 +251,10 @@ def test_controls_settings_svc_input_pm(phone: WorldThread) -> None:
         "cmd=20",
     ]
     # The physics reads the screen state about once a second: wait for each step itself.
-    assert _eventually(lambda: physics.last_power_mw < screen_on_mw - screen_mw / 2)
+    assert eventually(lambda: physics.last_power_mw < screen_on_mw - screen_mw / 2)
     screen_off_mw = physics.last_power_mw
     phone.sh("input keyevent KEYCODE_WAKEUP")
-    assert _eventually(lambda: physics.last_power_mw >= screen_off_mw + screen_mw * 0.9)
-
-
-def _eventually(condition: Callable[[], bool], timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    assert eventually(lambda: physics.last_power_mw >= screen_off_mw + screen_mw * 0.9)
 
 
 def test_setsid_escapes_the_stream_group_like_on_a_phone(phone: WorldThread) -> None:
@@ -281,21 +273,4 @@ def test_setsid_escapes_the_stream_group_like_on_a_phone(phone: WorldThread) -> 
 
 
 def _wait_for_ps(phone: WorldThread, ready: Callable[[str], bool], timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not ready(phone.sh("ps -A -o ARGS").stdout):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def test_extra_binds_show_the_worlds_views_inside(tmp_path: Path) -> None:
-    # How the world mounts its cgroup views (/dev/cpuset...): a tree under the state dir.
-    world = make_world("adreno-sd865", "VTEST0005", tmp_path / "p5")
-    assert isinstance(world, SandboxWorld)
-    view = tmp_path / "p5" / "devcg" / "cpuset"
-    view.mkdir(parents=True)
-    (view / "cpus").write_text("0-7\n")
-    world.sandbox.extra_binds = ((view, "/dev/cpuset"),)
-    with WorldThread(world) as w:
-        assert w.sh("cat /dev/cpuset/cpus").stdout == "0-7\n"
+    return eventually(lambda: ready(phone.sh("ps -A -o ARGS").stdout), timeout_s)
