@@ -57,8 +57,14 @@ def test_root_in_a_rooted_phone_cannot_reach_the_host(
     device = rooted[0].device(rooted.client())
     device.sync.push(str(escape_binary), "/data/local/tmp/escape", mode=0o755)
     probe = tmp_path / "created-by-the-phone"
-    outside_pid = os.getppid()  # a host process (the test runner's parent), not in the phone
-    out = device.shell(f"su -c '/data/local/tmp/escape {probe} {outside_pid} {host_listener}'")
+    # A host process of our own to attach to (not the runner's parent: that may be pid 1, which
+    # inside the phone is the phone's own init). Its pid must not also name a phone process.
+    with subprocess.Popen(["sleep", "120"]) as outside:
+        try:
+            assert device.shell(f"test -d /proc/{outside.pid} && echo seen || echo unseen") == "unseen"
+            out = device.shell(f"su -c '/data/local/tmp/escape {probe} {outside.pid} {host_listener}'")
+        finally:
+            outside.kill()
     results = dict(line.split(" ", 1) for line in out.strip().splitlines())
     assert set(results) == {
         "handle",
