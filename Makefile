@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 FARM := $(VENV)/bin/farm
 ABI ?= $(shell uname -m)
 APT_PACKAGES := adb pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo bubblewrap openssh-server \
-                iproute2 gcc make libclblast-dev
+                iproute2 gcc make libclblast-dev postgresql
 # Cross compilers for the ARM device agents (static, no NDK); qemu-user and file to test them here.
 APT_PACKAGES += gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf qemu-user-static file
 # The virtual phones' userland (mksh, toybox, one-true-awk, a few busybox applets), their seccomp

@@ -84,3 +84,43 @@ class EnvironmentProblem(FarmError):
     """Something on this machine is missing or in the way (adb not installed, port in use)."""
 
     exit_code = 2
+
+
+class StoreError(EnvironmentProblem):
+    """The results store failed. `where` names it: the SQLite file, or the PostgreSQL URL with
+    the password left out. The subclass says what to do; nothing below the store catches these
+    except to stop a sweep cleanly."""
+
+    def __init__(self, where: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"{where}: {message}", hint=hint)
+        self.where = where
+
+
+class StoreCorrupt(StoreError):
+    """Not a farm database, or a damaged one: retrying cannot help."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(where, message, hint="restore it from a backup or move it aside")
+
+
+class StoreReadOnly(StoreError):
+    """A write was refused: the file, its folder or the database session is read-only."""
+
+
+class StoreFull(StoreError):
+    """The disk (or the database server's) is full: free space, then resume the sweep."""
+
+
+class StoreSchemaNewer(StoreError):
+    """The database was migrated by a newer farm; this one must not write to it."""
+
+
+class StoreAccessDenied(StoreError):
+    """The database server refused us: wrong user or password, no such database, no privilege."""
+
+
+class StoreUnavailable(StoreError):
+    """The database server cannot be reached or went away mid-work: the data is fine and a later
+    retry (server back up, network back) can help."""
+
+    retryable = True

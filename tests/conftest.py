@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.sshd",
     "tests.fixtures.netns",
     "tests.fixtures.opencl",
+    "tests.fixtures.postgres",
 ]

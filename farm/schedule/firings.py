@@ -50,7 +50,7 @@ def _row(r: Any) -> Firing:
 
 _INSERT = (
     "INSERT INTO schedule_firings (schedule, slot_at, trigger, experiment, base_experiment, started_at, "
-    "outcome) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "outcome) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"
 )
 
 
@@ -73,7 +73,7 @@ def start(
         Outcome.RUNNING.value,
     )
     with store.transaction() as conn:
-        return int(conn.execute(_INSERT, row).lastrowid or 0)
+        return int(conn.execute(_INSERT, row).fetchone()[0])
 
 
 def claim(store: Store, schedule: str, slot: datetime, trigger: Trigger) -> int | None:
@@ -86,7 +86,7 @@ def claim(store: Store, schedule: str, slot: datetime, trigger: Trigger) -> int 
         ).fetchone()
         if taken is not None:
             return None
-        return int(conn.execute(_INSERT, row).lastrowid or 0)
+        return int(conn.execute(_INSERT, row).fetchone()[0])
 
 
 def finish(

@@ -1,76 +1,102 @@
-"""The SQLite connection: WAL mode, busy timeout, migrations, one lock for the threads of a process.
+"""The Store: one process's handle on the results database, whichever backend holds it.
 
-Several farm processes share one database (a sweep and `farm status` in another terminal, two
-sweeps on different phones); WAL lets readers go on while one writer commits, and every write
-transaction is BEGIN IMMEDIATE so two writers queue on the busy timeout instead of deadlocking.
+`Store(location)` picks the backend: a StoreLocation with a `postgresql://` URL is the shared
+PostgreSQL store (farm.store.backend.postgres), a folder or a file path the embedded SQLite file
+(farm.store.backend.sqlite). Everything above talks to Store only: `query`, `execute` and
+`transaction` take farm's SQL (qmark `?` placeholders, the dialect SQLite and PostgreSQL share)
+and give rows readable by position and by name.
+
+Every driver or OS error leaves here as a farm StoreError (corrupt, read-only, full, unavailable,
+schema newer...) naming the file or the URL (password left out) and what to do; errors that are
+bugs (bad SQL) propagate as they are.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from farm.errors import EnvironmentProblem
+from farm.errors import StoreError
+from farm.store.backend import Backend, Connection, Params, Row
+from farm.store.backend.sqlite import SqliteBackend
+from farm.store.location import DB_NAME, StoreLocation, resolve, results_dir, run_artifacts_dir
 from farm.store.schema import MIGRATIONS
 
-BUSY_TIMEOUT_S = 30.0
-DEFAULT_RESULTS_DIR = "results"
-DB_NAME = "farm.db"
-
-
-def results_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The results folder: an explicit --results DIR, else $FARM_RESULTS, else ./results."""
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("FARM_RESULTS") or DEFAULT_RESULTS_DIR)
-
-
-def run_artifacts_dir(results: Path, experiment: str, run_id: str) -> Path:
-    """Where one run's artifacts live: results/<experiment>/<run-id>/."""
-    return results / experiment / run_id
+__all__ = ["DB_NAME", "Store", "StoreLocation", "results_dir", "run_artifacts_dir"]
 
 
 class Store:
-    """One process's handle on the database; thread-safe (one connection behind a lock).
+    """Thread-safe (one connection behind a lock). Constructing does no I/O: `open()` (or
+    `with Store(...) as store:`) connects and migrates. `read_only=True` never writes: SQLite
+    opens the file read-only (and never creates it), PostgreSQL sessions are read-only."""
 
-    Constructing does no I/O: `open()` (or `with Store(path) as store:`) connects and migrates.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._conn: sqlite3.Connection | None = None
+    def __init__(self, location: Path | StoreLocation, *, read_only: bool = False) -> None:
+        if isinstance(location, StoreLocation):
+            self.location = location
+            self.path = location.sqlite_path
+        else:  # a SQLite file path (tests, tools)
+            self.location = StoreLocation(location.parent)
+            self.path = location
+        self.read_only = read_only
+        self._backend: Backend = self._make_backend(read_only)
         self._lock = threading.RLock()
 
+    def _make_backend(self, read_only: bool) -> Backend:
+        if self.location.url is None:
+            return SqliteBackend(self.path, read_only=read_only)
+        from farm.store.backend.postgres import PostgresBackend  # psycopg only when a URL is used
+
+        return PostgresBackend(self.location.url, read_only=read_only)
+
     @classmethod
-    def in_results(cls, results: Path) -> Store:
-        return cls(results / DB_NAME)
+    def in_results(
+        cls, results: str | os.PathLike[str] | StoreLocation | None, *, read_only: bool = False
+    ) -> Store:
+        """The store of a results folder (farm.db inside), a URL, or a resolved StoreLocation."""
+        return cls(resolve(results), read_only=read_only)
+
+    @property
+    def label(self) -> str:
+        """How messages name this store: the SQLite file, or the URL without its password."""
+        return self._backend.label
+
+    @property
+    def results(self) -> Path:
+        """The local folder run artifacts go to."""
+        return self.location.artifacts
+
+    @property
+    def skip_locked(self) -> str:
+        """Suffix for a SELECT that picks rows to claim (see Backend.skip_locked)."""
+        return self._backend.skip_locked
+
+    # -- lifecycle -------------------------------------------------------------------------------
 
     def open(self) -> Store:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-        except (OSError, sqlite3.Error) as error:
-            raise EnvironmentProblem(f"{self.path}: cannot open the results database: {error}") from error
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        self._conn = conn
-        self.migrate()
+        with self._lock, self._errors():
+            self._backend.connect()
+            if self._backend.schema_version() != len(MIGRATIONS):
+                if self.read_only:
+                    self._migrate_with_a_writer()
+                else:
+                    self._backend.migrate(MIGRATIONS)
         return self
+
+    def _migrate_with_a_writer(self) -> None:
+        """A read-only command on a store an older farm wrote: migrate it once (or say why not)."""
+        writer = self._make_backend(read_only=False)
+        writer.connect()
+        try:
+            writer.migrate(MIGRATIONS)
+        finally:
+            writer.close()
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._backend.close()
 
     def __enter__(self) -> Store:
         return self.open()
@@ -80,55 +106,53 @@ class Store:
 
     @property
     def version(self) -> int:
-        return int(self._connection().execute("PRAGMA user_version").fetchone()[0])
+        with self._lock, self._errors():
+            return self._backend.schema_version()
 
     def migrate(self) -> int:
         """Apply the migrations this database lacks; returns how many were applied."""
-        if self.version == len(MIGRATIONS):
-            return 0  # the common case: no write lock taken (readers like `farm status` open often)
-        with self.transaction() as conn:
-            current = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            if current > len(MIGRATIONS):
-                raise EnvironmentProblem(
-                    f"{self.path}: database schema version {current} is newer than this farm "
-                    f"({len(MIGRATIONS)})",
-                    hint="upgrade farm or use another --results folder",
-                )
-            for index in range(current, len(MIGRATIONS)):
-                for statement in _statements(MIGRATIONS[index]):
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
-            return len(MIGRATIONS) - current
+        with self._lock, self._errors():
+            if self._backend.schema_version() == len(MIGRATIONS):
+                return 0  # the common case: no write lock taken (readers like `farm status` open often)
+            return self._backend.migrate(MIGRATIONS)
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise RuntimeError("Store used before open()")
-        return self._conn
+    # -- statements ------------------------------------------------------------------------------
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE): committed on success, rolled back on error."""
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as error:
+            translated = self._backend.store_error(error)
+            if translated is None:
                 raise
-            conn.execute("COMMIT")
+            raise translated from error
 
-    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
-        """One write statement in its own transaction; returns the number of rows changed."""
+    @contextmanager
+    def transaction(self, *, exclusive: bool = True) -> Iterator[Connection]:
+        """A write transaction: committed on success, rolled back on error.
+
+        `exclusive` (the default) queues it behind every other exclusive write transaction of
+        every process on this store, so a read-then-write inside it is atomic on both backends.
+        Pass `exclusive=False` only for bodies whose atomicity is in each statement (a conditional
+        UPDATE, INSERT ... ON CONFLICT, a SELECT with `skip_locked`): on PostgreSQL they then run
+        in parallel with other coordinators' transactions.
+        """
+        with self._lock, self._errors(), self._backend.transaction(exclusive=exclusive) as conn:
+            yield conn
+
+    def execute(self, sql: str, params: Params = ()) -> int:
+        """One write statement in its own (exclusive) transaction; returns the rows changed."""
         with self.transaction() as conn:
-            return conn.execute(sql, params).rowcount
+            return int(conn.execute(sql, params).rowcount)
 
-    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            return list(self._connection().execute(sql, params).fetchall())
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
+        with self._lock, self._errors():
+            return self._backend.query(sql, params)
 
-
-def _statements(script: str) -> list[str]:
-    """Split a migration into statements (our migrations have no ';' inside literals)."""
-    lines = [line.split("--", 1)[0] for line in script.splitlines()]
-    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
+    def now(self) -> float:
+        """UNIX seconds on the database's clock (the server's for PostgreSQL): lease times use it so
+        coordinators with skewed clocks agree on when a heartbeat is stale."""
+        return self._backend.now()

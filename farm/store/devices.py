@@ -36,12 +36,14 @@ def record_device(
     store.execute(
         "INSERT INTO devices (device_id, host, serial, adb_serial, model, abi, capabilities_json, state, "
         "battery_pct, temperature_c, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (device_id) DO UPDATE SET adb_serial = COALESCE(excluded.adb_serial, adb_serial), "
-        "model = COALESCE(excluded.model, model), abi = COALESCE(excluded.abi, abi), "
-        "capabilities_json = COALESCE(excluded.capabilities_json, capabilities_json), "
-        "state = COALESCE(excluded.state, state), "
-        "battery_pct = COALESCE(excluded.battery_pct, battery_pct), "
-        "temperature_c = COALESCE(excluded.temperature_c, temperature_c), last_seen = excluded.last_seen",
+        "ON CONFLICT (device_id) DO UPDATE SET "
+        "adb_serial = COALESCE(excluded.adb_serial, devices.adb_serial), "
+        "model = COALESCE(excluded.model, devices.model), abi = COALESCE(excluded.abi, devices.abi), "
+        "capabilities_json = COALESCE(excluded.capabilities_json, devices.capabilities_json), "
+        "state = COALESCE(excluded.state, devices.state), "
+        "battery_pct = COALESCE(excluded.battery_pct, devices.battery_pct), "
+        "temperature_c = COALESCE(excluded.temperature_c, devices.temperature_c), "
+        "last_seen = excluded.last_seen",
         (
             device_id,
             host,
@@ -62,7 +64,8 @@ def mark_charging_disabled(store: Store, device_id: str, node: str, enable_value
     """Written BEFORE charging is switched off, so a crash in between still gets it restored."""
     with store.transaction() as conn:
         conn.execute(
-            "INSERT OR IGNORE INTO devices (device_id, host, serial, last_seen) VALUES (?, ?, ?, ?)",
+            "INSERT INTO devices (device_id, host, serial, last_seen) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (device_id) DO NOTHING",
             (device_id, *device_id.split("/", 1), time.time()),
         )
         conn.execute(

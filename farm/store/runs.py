@@ -1,7 +1,9 @@
 """Runs, attempts, metrics and events: the queries the engine and `farm status` use.
 
 Every state change is one conditional UPDATE, so a run can only move PENDING -> RUNNING when it is
-still PENDING, and a result is stored at most once (metrics are keyed by (run_id, name)).
+still PENDING, and a result is stored at most once (metrics are keyed by (run_id, name)). These
+hold on PostgreSQL with several coordinators too: a conditional UPDATE takes the row's lock and
+re-checks its condition, so the claim paths need no store-wide lock (exclusive=False).
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from __future__ import annotations
 import enum
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from farm.store.backend import Connection, Row
 from farm.store.db import Store
 
 
@@ -69,7 +72,7 @@ class Metric:
     unit: str
 
 
-def _row_to_run(row: Any) -> StoredRun:
+def _row_to_run(row: Row) -> StoredRun:
     return StoredRun(
         run_id=row["run_id"],
         experiment=row["experiment"],
@@ -114,8 +117,9 @@ def insert_planned(store: Store, experiment: str, runs: Sequence[PlannedRun]) ->
     with store.transaction() as conn:
         for run in runs:
             cursor = conn.execute(
-                "INSERT OR IGNORE INTO runs (run_id, experiment, cell_id, factors_json, repetition, "
-                "device_id, seq, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?)",
+                "INSERT INTO runs (run_id, experiment, cell_id, factors_json, repetition, device_id, seq, "
+                "state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?) "
+                "ON CONFLICT (run_id) DO NOTHING",
                 (
                     run.run_id,
                     experiment,
@@ -160,29 +164,63 @@ def count_states(store: Store, experiment: str) -> dict[RunState, int]:
 
 
 def claim(store: Store, run_id: str, execution_id: int, device_id: str, artifacts_dir: str) -> int | None:
-    """PENDING -> RUNNING on `device_id`; returns the attempt number, or None if not PENDING."""
-    now = time.time()
-    with store.transaction() as conn:
-        changed = conn.execute(
-            "UPDATE runs SET state = 'RUNNING', attempts = attempts + 1, execution_id = ?, ran_on = ?, "
-            "artifacts_dir = ?, started_at = ? WHERE run_id = ? AND state = 'PENDING'",
-            (execution_id, device_id, artifacts_dir, now, run_id),
-        ).rowcount
-        if not changed:
+    """PENDING -> RUNNING on `device_id`; returns the attempt number, or None if not PENDING.
+
+    One conditional UPDATE: of several claimants (threads, processes, coordinators on other
+    machines) exactly one sees the row change; the others get None."""
+    with store.transaction(exclusive=False) as conn:
+        return _claim_in(conn, run_id, execution_id, device_id, artifacts_dir, store.now())
+
+
+def claim_next(
+    store: Store,
+    experiment: str,
+    execution_id: int,
+    device_id: str,
+    artifacts_dir_of: Callable[[str], str],
+) -> tuple[StoredRun, int] | None:
+    """Claim the first PENDING run (planned order) this phone may take: bound to it or to any
+    phone. Returns the run (as it was before the claim) and the attempt number, or None.
+
+    On PostgreSQL the pick is `FOR UPDATE SKIP LOCKED`: coordinators picking at the same moment
+    pass over each other's candidate instead of queueing on it, and still never share one."""
+    with store.transaction(exclusive=False) as conn:
+        row = conn.execute(
+            "SELECT * FROM runs WHERE experiment = ? AND state = 'PENDING' "
+            "AND (device_id IS NULL OR device_id = ?) ORDER BY seq, run_id LIMIT 1" + store.skip_locked,
+            (experiment, device_id),
+        ).fetchone()
+        if row is None:
             return None
-        # Attempt numbers never repeat (an interrupted attempt keeps its row), while runs.attempts
-        # counts only the tries that count against max_attempts.
-        attempt = int(
-            conn.execute(
-                "SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts WHERE run_id = ?", (run_id,)
-            ).fetchone()[0]
+        run = _row_to_run(row)
+        attempt = _claim_in(
+            conn, run.run_id, execution_id, device_id, artifacts_dir_of(run.run_id), store.now()
         )
+        return (run, attempt) if attempt is not None else None
+
+
+def _claim_in(
+    conn: Connection, run_id: str, execution_id: int, device_id: str, artifacts_dir: str, now: float
+) -> int | None:
+    changed = conn.execute(
+        "UPDATE runs SET state = 'RUNNING', attempts = attempts + 1, execution_id = ?, ran_on = ?, "
+        "artifacts_dir = ?, started_at = ? WHERE run_id = ? AND state = 'PENDING'",
+        (execution_id, device_id, artifacts_dir, now, run_id),
+    ).rowcount
+    if not changed:
+        return None
+    # Attempt numbers never repeat (an interrupted attempt keeps its row), while runs.attempts
+    # counts only the tries that count against max_attempts.
+    attempt = int(
         conn.execute(
-            "INSERT INTO attempts (run_id, attempt, device_id, execution_id, started_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (run_id, attempt, device_id, execution_id, now),
-        )
-        return attempt
+            "SELECT COALESCE(MAX(attempt), 0) + 1 FROM attempts WHERE run_id = ?", (run_id,)
+        ).fetchone()[0]
+    )
+    conn.execute(
+        "INSERT INTO attempts (run_id, attempt, device_id, execution_id, started_at) VALUES (?, ?, ?, ?, ?)",
+        (run_id, attempt, device_id, execution_id, now),
+    )
+    return attempt
 
 
 def finish(
@@ -204,8 +242,8 @@ def finish(
     `next_state` PENDING requeues it (retry); an INTERRUPTED attempt does not count as a try.
     Returns False when the run was no longer RUNNING (another process reset it): nothing stored.
     """
-    now = time.time()
-    with store.transaction() as conn:
+    now = store.now()
+    with store.transaction(exclusive=False) as conn:
         uncount = 1 if outcome is Outcome.INTERRUPTED else 0
         finished = now if next_state in (RunState.DONE, RunState.FAILED, RunState.SKIPPED) else None
         changed = conn.execute(
@@ -237,7 +275,7 @@ def finish(
 
 def put_metrics(store: Store, run_id: str, metrics: Sequence[Metric]) -> None:
     """Insert or replace metrics of a run: storing the same result twice leaves one row each."""
-    with store.transaction() as conn:
+    with store.transaction(exclusive=False) as conn:
         _put_metrics(conn, run_id, metrics)
 
 
@@ -257,8 +295,9 @@ def get_metrics(store: Store, run_id: str) -> list[Metric]:
 def reset_orphans(store: Store, experiment: str | None, live_execution_ids: Iterable[int]) -> list[str]:
     """RUNNING runs held by executions not in `live_execution_ids` -> PENDING (resume after a crash).
 
-    The attempt that was in flight is closed as `interrupted` and does not count as a try.
-    """
+    The attempt that was in flight is closed as `interrupted` and does not count as a try. A run
+    is reset only while the dead execution still holds it (never one a live coordinator claimed
+    again in between)."""
     live = set(live_execution_ids)
     sql = "SELECT run_id, execution_id FROM runs WHERE state = 'RUNNING'"
     params: list[Any] = []
@@ -266,16 +305,18 @@ def reset_orphans(store: Store, experiment: str | None, live_execution_ids: Iter
         sql += " AND experiment = ?"
         params.append(experiment)
     reset: list[str] = []
-    now = time.time()
+    now = store.now()
     with store.transaction() as conn:
         for row in conn.execute(sql, params).fetchall():
             if row["execution_id"] in live:
                 continue
-            conn.execute(
+            changed = conn.execute(
                 "UPDATE runs SET state = 'PENDING', attempts = attempts - 1, execution_id = NULL "
-                "WHERE run_id = ? AND state = 'RUNNING'",
-                (row["run_id"],),
-            )
+                "WHERE run_id = ? AND state = 'RUNNING' AND execution_id IS NOT DISTINCT FROM ?",
+                (row["run_id"], row["execution_id"]),
+            ).rowcount
+            if not changed:
+                continue
             conn.execute(
                 "UPDATE attempts SET finished_at = ?, outcome = 'interrupted', "
                 "error = 'farm process died' WHERE run_id = ? AND outcome IS NULL",
@@ -283,6 +324,28 @@ def reset_orphans(store: Store, experiment: str | None, live_execution_ids: Iter
             )
             reset.append(row["run_id"])
     return reset
+
+
+def requeue_failed(store: Store, experiment: str, *, lost_only: bool = True) -> list[str]:
+    """FAILED runs -> PENDING with a fresh attempt budget (runs.attempts back to 0); DONE runs are
+    never touched. `lost_only`: only runs whose last attempt ended `lost` (the phone went away,
+    nothing wrong with the run), which a resume retries by itself; otherwise every FAILED run
+    (`farm run --retry-failed`). Returns the run ids requeued."""
+    last_outcome = (
+        "(SELECT a.outcome FROM attempts a WHERE a.run_id = runs.run_id ORDER BY a.attempt DESC LIMIT 1)"
+    )
+    sql = "SELECT run_id FROM runs WHERE experiment = ? AND state = 'FAILED'"
+    if lost_only:
+        sql += f" AND {last_outcome} = 'lost'"
+    with store.transaction() as conn:
+        ids = [r[0] for r in conn.execute(sql + " ORDER BY seq, run_id", (experiment,)).fetchall()]
+        for run_id in ids:
+            conn.execute(
+                "UPDATE runs SET state = 'PENDING', attempts = 0, reason = NULL, finished_at = NULL "
+                "WHERE run_id = ? AND state = 'FAILED'",
+                (run_id,),
+            )
+    return ids
 
 
 def add_event(

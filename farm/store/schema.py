@@ -1,14 +1,17 @@
-"""The store's schema: one SQLite database (results/farm.db, WAL mode), versioned by migrations.
+"""The store's schema: the same tables on SQLite (results/farm.db, WAL) and PostgreSQL, versioned by
+migrations.
 
 Other packages (analysis, report, live, status) read these tables; keep them stable. A change is a
-NEW migration appended to MIGRATIONS (never edit a shipped one): `PRAGMA user_version` holds the
-number of migrations applied.
+NEW migration appended to MIGRATIONS (never edit a shipped one), written in SQLite's DDL with the
+types both backends take (TEXT, INTEGER, REAL; REAL becomes DOUBLE PRECISION on PostgreSQL). The
+number of migrations applied is `PRAGMA user_version` on SQLite, the farm_schema table on
+PostgreSQL.
 
 Tables (the doc of each is in TABLE_DOCS, and repeated as SQL comments):
 
 - experiments: one row per experiment name; the last loaded spec (JSON) and its hash.
-- executions: one row per `farm run` process (pid, hostname, heartbeat); owner of leases and
-  RUNNING runs, so a restarted farm can tell a dead process's work from a live one's.
+- executions: one row per `farm run` process (pid, hostname, heartbeat, results folder); owner of
+  leases and RUNNING runs, so a restarted farm can tell a dead process's work from a live one's.
 - runs: one row per planned run (stable run_id from the planner); state PENDING, RUNNING, DONE,
   FAILED or SKIPPED; written before any phone is touched.
 - attempts: one row per try of a run on a phone (outcome, error, achieved load, environment).
@@ -29,7 +32,10 @@ from __future__ import annotations
 
 TABLE_DOCS: dict[str, str] = {
     "experiments": "One row per experiment name: the last spec loaded (JSON) and its sha256.",
-    "executions": "One row per `farm run` process: pid, hostname, start/heartbeat/finish, status.",
+    "executions": (
+        "One row per `farm run` process: pid, hostname, start/heartbeat/finish, status, and "
+        "results_dir, the absolute folder on that hostname its runs' artifacts_dir are relative to."
+    ),
     "runs": (
         "One row per planned run, keyed by the planner's stable run_id. state is PENDING, RUNNING, "
         "DONE, FAILED or SKIPPED; attempts counts tries; reason says why FAILED/SKIPPED; "
@@ -47,7 +53,11 @@ TABLE_DOCS: dict[str, str] = {
     ),
     "metrics": "Per-run metrics: (run_id, name) unique; value REAL; unit text (ms, mJ, mW, ratio...).",
     "events": "Append-only log: time, experiment, run, phone, kind (fault, retry, state...), message.",
-    "leases": "Which execution holds which phone, with heartbeat_at; stale leases may be taken over.",
+    "leases": (
+        "Which execution holds which phone, with heartbeat_at (database clock); a lease whose "
+        "execution stopped heartbeating for HEARTBEAT_STALE_S (or whose process is gone) expires "
+        "and may be taken over, by exactly one claimant."
+    ),
     "schedule_firings": (
         "One row per cron slot a schedule handled: schedule name, slot_at, trigger (cron, catch_up, "
         "manual), the experiment name the nightly's runs are stored under, outcome (running, ok, "
@@ -192,7 +202,15 @@ CREATE TABLE schedule_firings (
 CREATE INDEX schedule_firings_by_schedule ON schedule_firings (schedule, slot_at);
 """
 
-# Append only. Index i holds the SQL that takes user_version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# Migration 3 (additive): where each execution writes run folders, so a report on another machine
+# can say which runs' artifacts live elsewhere (runs.artifacts_dir is relative to that folder).
+_V3 = """
+-- executions.results_dir: absolute local results folder of that farm process (on its hostname).
+ALTER TABLE executions ADD COLUMN results_dir TEXT;
+"""
+
+# Append only. Index i holds the SQL that takes schema version i to i + 1 (on both backends:
+# farm.store.backend.sql.postgres_ddl renders the two type names that differ).
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,26 +1,16 @@
-"""The store against a real SQLite file: migrations, idempotent results, run state transitions."""
+"""The store on both backends (SQLite file, PostgreSQL server): idempotent results, run state
+transitions, leases."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from farm.errors import EnvironmentProblem
 from farm.store import Metric, Outcome, RunState, Store, ownership
 from farm.store import devices as devs
 from farm.store import runs as rq
-from farm.store.schema import MIGRATIONS, TABLE_DOCS
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    with Store(tmp_path / "farm.db") as s:
-        yield s
 
 
 def _planned(n: int, device: str = "local/A") -> list[rq.PlannedRun]:
@@ -28,25 +18,6 @@ def _planned(n: int, device: str = "local/A") -> list[rq.PlannedRun]:
         rq.PlannedRun(f"r{i}", f"c{i % 2}", (("hidden", 32 * (i + 1)), ("backend", "gpu")), 0, device, i)
         for i in range(n)
     ]
-
-
-def test_fresh_database_is_at_latest_version_in_wal_mode(store: Store) -> None:
-    assert store.version == len(MIGRATIONS)
-    assert store.query("PRAGMA journal_mode")[0][0] == "wal"
-    tables = {r[0] for r in store.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert set(TABLE_DOCS) <= tables
-
-
-def test_migrate_applies_only_missing_migrations(tmp_path: Path) -> None:
-    path = tmp_path / "farm.db"
-    with Store(path) as s:
-        assert s.migrate() == 0
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA user_version = 99")
-    conn.commit()
-    conn.close()
-    with pytest.raises(EnvironmentProblem, match="newer than this farm"):
-        Store(path).open()
 
 
 def test_planned_runs_are_inserted_once_and_keep_their_state(store: Store) -> None:
@@ -150,3 +121,125 @@ def test_events_are_listed_oldest_first(store: Store) -> None:
     for i in range(5):
         rq.add_event(store, "fault", f"m{i}", experiment="exp", device_id="local/A")
     assert [e.message for e in rq.recent_events(store, "exp", limit=3)] == ["m2", "m3", "m4"]
+
+
+def test_claim_next_takes_planned_order_and_only_runs_this_phone_may_run(store: Store) -> None:
+    planned = [
+        rq.PlannedRun("b0", "c", (), 0, "local/B", 0),
+        rq.PlannedRun("a1", "c", (), 0, "local/A", 1),
+        rq.PlannedRun("any2", "c", (), 0, None, 2),
+    ]
+    rq.insert_planned(store, "exp", planned)
+    taken = []
+    while (claimed := rq.claim_next(store, "exp", 1, "local/A", lambda run_id: f"exp/{run_id}")) is not None:
+        run, attempt = claimed
+        assert attempt == 1 and run.state is RunState.PENDING  # as it was before the claim
+        taken.append(run.run_id)
+    assert taken == ["a1", "any2"]  # local/B's run is left for local/B
+    stored = rq.get_run(store, "a1")
+    assert stored is not None and stored.state is RunState.RUNNING and stored.artifacts_dir == "exp/a1"
+    assert stored.ran_on == "local/A"
+
+
+def test_requeue_failed_retries_lost_runs_with_a_fresh_budget_and_never_done_ones(store: Store) -> None:
+    rq.insert_planned(store, "exp", _planned(4))
+    endings = {
+        "r0": (Outcome.DONE, RunState.DONE),
+        "r1": (Outcome.LOST, RunState.FAILED),
+        "r2": (Outcome.FAILED, RunState.FAILED),
+        "r3": (Outcome.TIMEOUT, RunState.FAILED),
+    }
+    for run_id, (outcome, state) in endings.items():
+        attempt = rq.claim(store, run_id, 1, "local/A", "d")
+        assert attempt is not None
+        rq.finish(store, run_id, attempt, outcome, next_state=state, error=str(outcome))
+    assert rq.requeue_failed(store, "exp") == ["r1"]
+    r1 = rq.get_run(store, "r1")
+    assert r1 is not None and r1.state is RunState.PENDING and r1.attempts == 0 and r1.reason is None
+    assert rq.requeue_failed(store, "exp") == []  # nothing lost is left
+    assert rq.requeue_failed(store, "exp", lost_only=False) == ["r2", "r3"]
+    states = {r.run_id: r.state for r in rq.list_runs(store, "exp")}
+    assert states == {
+        "r0": RunState.DONE,
+        "r1": RunState.PENDING,
+        "r2": RunState.PENDING,
+        "r3": RunState.PENDING,
+    }
+    # The next try gets a new attempt number (history kept).
+    assert rq.claim(store, "r1", 1, "local/A", "d") == 2
+
+
+def test_reset_orphans_leaves_a_run_a_live_execution_claimed_again(store: Store) -> None:
+    rq.insert_planned(store, "exp", _planned(2))
+    rq.claim(store, "r0", 5, "local/A", "d")  # held by dead execution 5
+    rq.claim(store, "r1", 6, "local/A", "d")  # held by live execution 6
+    assert rq.reset_orphans(store, "exp", live_execution_ids=[6]) == ["r0"]
+    states = {r.run_id: r.state for r in rq.list_runs(store, "exp")}
+    assert states == {"r0": RunState.PENDING, "r1": RunState.RUNNING}
+
+
+def test_heartbeat_reports_the_leases_still_held(store: Store) -> None:
+    mine = ownership.start_execution(store, "exp", ["farm"], "0")
+    other = ownership.start_execution(store, "exp", ["farm"], "0")
+    assert ownership.acquire_lease(store, "local/A", mine)
+    assert ownership.acquire_lease(store, "local/B", mine)
+    assert ownership.heartbeat(store, mine) == {"local/A", "local/B"}
+    # `mine` stalls past the stale limit (its pid lives on: only the heartbeat tells): B is taken.
+    store.execute(
+        "UPDATE executions SET heartbeat_at = heartbeat_at - ? WHERE id = ?",
+        (ownership.HEARTBEAT_STALE_S + 1, mine),
+    )
+    store.execute(
+        "UPDATE leases SET heartbeat_at = heartbeat_at - ? WHERE execution_id = ?",
+        (ownership.HEARTBEAT_STALE_S + 1, mine),
+    )
+    assert ownership.acquire_lease(store, "local/B", other)
+    assert ownership.heartbeat(store, mine) == {"local/A"}
+    assert ownership.leased_devices(store) == {"local/A": mine, "local/B": other}
+
+
+def test_lease_of_a_fresh_execution_is_not_expired(store: Store) -> None:
+    holder = ownership.start_execution(store, "exp", ["farm"], "0")
+    assert ownership.acquire_lease(store, "local/A", holder)
+    store.execute(
+        "UPDATE executions SET heartbeat_at = heartbeat_at - ? WHERE id = ?",
+        (ownership.HEARTBEAT_STALE_S - 5, holder),
+    )
+    other = ownership.start_execution(store, "exp", ["farm"], "0")
+    assert not ownership.acquire_lease(store, "local/A", other)
+    assert [lease.execution_id for lease in ownership.leases(store)] == [holder]
+
+
+def test_finished_execution_frees_its_leases(store: Store) -> None:
+    holder = ownership.start_execution(store, "exp", ["farm"], "0")
+    assert ownership.acquire_lease(store, "local/A", holder)
+    ownership.finish_execution(store, holder, "finished")
+    assert ownership.leased_devices(store) == {}
+    assert ownership.acquire_lease(store, "local/A", ownership.start_execution(store, "exp", ["f"], "0"))
+
+
+def test_artifact_locations_name_the_machine_and_folder_of_the_last_attempt(
+    store: Store, tmp_path: Path
+) -> None:
+    from farm.store.artifacts import artifact_locations, unreadable_here
+
+    rq.insert_planned(store, "exp", _planned(2))
+    here = tmp_path / "here"
+    execution = ownership.start_execution(store, "exp", ["farm"], "0", results=here)
+    for run_id in ("r0", "r1"):
+        attempt = rq.claim(store, run_id, execution, "local/A", f"exp/{run_id}")
+        assert attempt is not None
+        rq.finish(store, run_id, attempt, Outcome.DONE, next_state=RunState.DONE)
+    # r1 was written by another coordinator, on another machine.
+    store.execute(
+        "UPDATE executions SET hostname = 'lab-b', results_dir = '/srv/farm' WHERE id = ?", (execution,)
+    )
+    (here / "exp" / "r0").mkdir(parents=True)
+    locations = artifact_locations(store, "exp")
+    assert [(loc.run_id, loc.hostname, loc.relative) for loc in locations] == [
+        ("r0", "lab-b", "exp/r0"),
+        ("r1", "lab-b", "exp/r1"),
+    ]
+    missing = unreadable_here(locations, here)
+    assert [loc.run_id for loc in missing] == ["r1"]
+    assert missing[0].where == "lab-b:/srv/farm/exp/r1"
