@@ -210,7 +210,7 @@ class PostgresBackend:
             return StoreFull(
                 where,
                 "the database server's disk is full",
-                hint="free space on the server, then run again (finished runs are kept)",
+                hint="free space on the server and run again; finished runs are kept",
             )
         if isinstance(error, pg_errors.InsufficientPrivilege):
             return StoreAccessDenied(

@@ -9,6 +9,7 @@ That queueing also makes every write transaction exclusive, so `exclusive` chang
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -28,6 +29,7 @@ from farm.store.backend import Connection, Params
 from farm.store.backend.sql import statements
 
 BUSY_TIMEOUT_S = 30.0
+FULL_BELOW_BYTES = 64 * 1024  # less free space than this is a full disk to SQLite (pages, -shm)
 
 # sqlite3 primary result codes (the low byte of sqlite_errorcode): https://sqlite.org/rescode.html
 _SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
@@ -167,6 +169,12 @@ class SqliteBackend:
             return _full(where, folder)
         if code in (_SQLITE_READONLY, _SQLITE_PERM):
             return _read_only(where, text)
+        if code in (_SQLITE_IOERR, _SQLITE_CANTOPEN):
+            # SQLite reports a read-only or full disk met while making -wal/-shm as an I/O error.
+            if _read_only_folder(folder):
+                return _read_only(where, text)
+            if _disk_full(folder):
+                return _full(where, folder)
         if code == _SQLITE_CANTOPEN:
             return StoreError(
                 where,
@@ -190,11 +198,26 @@ def _code(error: sqlite3.Error) -> int:
     return int(getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF
 
 
+def _read_only_folder(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY) or not os.access(folder, os.W_OK)
+    except OSError:
+        return False
+
+
+def _disk_full(folder: Path) -> bool:
+    try:
+        stat = os.statvfs(folder)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < FULL_BELOW_BYTES
+
+
 def _full(where: str, folder: Path) -> StoreFull:
     return StoreFull(
         where,
         "disk full: nothing more can be written",
-        hint=f"free space on the disk holding {folder}, then run again (finished runs are kept)",
+        hint=f"free space on the disk holding {folder} and run again; finished runs are kept",
     )
 
 
