@@ -11,12 +11,14 @@
         adb_port: 5037               # the adb server port on lab1 (as lab1 sees it)
         tags: [pixel, rack-a]
         start_adb: true              # run `adb -P 5037 start-server` there when none answers
+    store: postgresql://farm@db.lab:5432/farm   # the lab's shared results store (default: ./results)
 
 Parsed once, here, into frozen HostConfig values. Every section of farm.yaml (hosts here, schedules
 in farm.schedule.config) is a pydantic model validated through `validate_file`, the same path as
 experiment files (farm.spec.messages): every mistake is one ConfigError naming FILE:LINE.
 A config without a `local` entry gets one implicitly (the local adb server is a host too); a config
-with `local: false` at the top level has none. Passwords are refused: keys and agents only.
+with `local: false` at the top level has none. Passwords are refused: keys and agents only (and
+for `store:`, ~/.pgpass or $PGPASSWORD).
 
 Where the file is: `--config PATH`, else `$FARM_CONFIG`, else `./farm.yaml`, else
 `$FARM_CONFIG_DIR/farm.yaml` (default `~/.config/farm/farm.yaml`). No file at all means "only the
@@ -31,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -194,12 +197,21 @@ class HostEntry(Frozen):
         return self
 
 
+def _store(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected a results folder or a postgresql://USER@HOST[:PORT]/DATABASE URL")
+    if "://" in value and urlsplit(value).password is not None:
+        raise ValueError("no passwords in config files: drop it from the URL, use ~/.pgpass or $PGPASSWORD")
+    return value.strip()
+
+
 class _HostsFile(Frozen):
     """farm.yaml as the hosts parser sees it; `schedules:` is farm.schedule.config's."""
 
     hosts: Annotated[tuple[HostEntry, ...], BeforeValidator(_list_of("hosts (- name: lab1 ...)"))] = ()
     local: StrictBool = True
     schedules: Any = None
+    store: Annotated[str, BeforeValidator(_store)] | None = None  # a results folder or a URL
 
 
 @dataclass(frozen=True)
@@ -227,6 +239,8 @@ class HostConfig:
 class FarmConfig:
     hosts: tuple[HostConfig, ...] = field(default=())
     path: Path | None = None
+    store: str | None = None  # `store:`: a results folder or a postgresql:// URL
+    store_location: str | None = None  # FILE:LINE of `store:`
 
     @property
     def remote_hosts(self) -> tuple[HostConfig, ...]:
@@ -295,7 +309,8 @@ def parse_config(text: str, filename: str, *, local_adb_port: int = DEFAULT_ADB_
     _check_unique(hosts)
     if parsed.local and not any(h.is_local for h in hosts):
         hosts.insert(0, HostConfig(LOCAL_HOST, adb_port=local_adb_port, location=filename, implicit=True))
-    return FarmConfig(tuple(hosts), Path(filename))
+    store_at = f"{filename}:{line_of(root, ('store',))}" if parsed.store is not None else None
+    return FarmConfig(tuple(hosts), Path(filename), parsed.store, store_at)
 
 
 def _refuse_secrets(root: MappingNode, filename: str) -> None:
