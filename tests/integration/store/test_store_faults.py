@@ -187,3 +187,28 @@ def test_server_going_away_is_retryable_and_the_store_reconnects(
             postgres_server.start()
         rq.add_event(store, "note", "after")
         assert [e.message for e in rq.recent_events(store, None)] == ["before", "after"]
+
+
+def test_a_result_finished_while_the_server_is_down_is_kept_and_stored_when_it_is_back(
+    postgres_server: PostgresServer, pg_url: str, tmp_path: Path
+) -> None:
+    from farm.store import Metric, Outcome, RunState, outbox
+
+    with _pg(pg_url, tmp_path) as store:
+        rq.insert_planned(store, "exp", [rq.PlannedRun("r0", "c", (), 0, None, 0)])
+        attempt = rq.claim(store, "r0", 1, "local/A", "exp/r0")
+        assert attempt is not None
+        measured = outbox.PendingResult(
+            "r0", attempt, Outcome.DONE, RunState.DONE, metrics=(Metric("latency_median_ms", 3.0, "ms"),)
+        )
+        postgres_server.stop()
+        try:
+            with pytest.raises(StoreUnavailable):
+                outbox.finish_or_keep(store, tmp_path / "exp" / "r0", measured)
+        finally:
+            postgres_server.start()
+        assert (tmp_path / "exp" / "r0" / outbox.PENDING_NAME).is_file()
+    with _pg(pg_url, tmp_path) as store:  # the next start
+        assert outbox.replay(store, tmp_path, "exp") == ["r0"]
+        assert [m.value for m in rq.get_metrics(store, "r0")] == [3.0]
+        assert rq.count_states(store, "exp")[RunState.DONE] == 1
