@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.device.session import DeviceSession
 from farm.engine.lifecycle import probe_phone
 from farm.errors import FarmError
@@ -18,7 +18,7 @@ from farm.fleet.endpoint import LocalAdbEndpoint
 from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.remote.fleet import open_fleet
 from farm.safe_text import terminal
-from farm.store import Store, ownership, results_dir
+from farm.store import Store, ownership
 from farm.telemetry.probe import Capabilities
 
 
@@ -79,7 +79,7 @@ def _fmt(value: Any, suffix: str = "") -> str:
     help="farm config with lab hosts (default ./farm.yaml, then ~/.config/farm/farm.yaml).",
 )
 def devices(
-    as_json: bool, adb_port: int | None, no_probe: bool, results: Path | None, config: Path | None
+    as_json: bool, adb_port: int | None, no_probe: bool, results: str | None, config: Path | None
 ) -> None:
     """List every phone the adb server sees: identity host/serial, state (online, offline,
     unauthorized, leased), model, ABI, battery, temperature and capabilities from farm-probe.
@@ -90,9 +90,9 @@ def devices(
       farm devices --json | jq '.[] | select(.opencl) | .id'
     """
     leased: dict[str, int] = {}
-    db = results_dir(results)
-    if (db / "farm.db").exists():
-        with Store.in_results(db) as store:
+    location = store_location(results, config)
+    if location.url is not None or location.sqlite_path.exists():
+        with Store(location, read_only=True) as store:
             leased = ownership.leased_devices(store)
     with open_fleet(config, adb_port) as fleet:  # the local adb server + lab hosts (farm.yaml)
         endpoint = fleet.endpoints[0] if fleet.endpoints else LocalAdbEndpoint(adb_port)

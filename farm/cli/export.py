@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.report.export import tidy_csv
 from farm.report.query import load_report_data
-from farm.store.db import Store, results_dir
+from farm.store.db import Store
 
 
 @click.command("export")
@@ -25,7 +25,7 @@ from farm.store.db import Store, results_dir
     help="File to write (default: stdout).",
 )
 @results_option
-def export(experiment: str, as_csv: bool, out_file: Path | None, results: Path | None) -> None:
+def export(experiment: str, as_csv: bool, out_file: Path | None, results: str | None) -> None:
     """Export the metrics of EXPERIMENT as tidy CSV: one row per run and metric, with columns
     experiment, run_id, cell_id, repetition, device, state, one per factor, metric, value, unit.
 
@@ -35,12 +35,7 @@ def export(experiment: str, as_csv: bool, out_file: Path | None, results: Path |
       python -c "import pandas as pd; d = pd.read_csv('lstm.csv'); \\
                  print(d[d.metric == 'latency_median_ms'].groupby(['backend', 'gpu_load']).value.median())"
     """
-    database = Store.in_results(results_dir(results))
-    if not database.path.exists():
-        raise ConfigError(
-            f"no results database at {database.path}", hint="run an experiment first, or pass --results DIR"
-        )
-    with database as store:
+    with Store(store_location(results), read_only=True) as store:
         text = tidy_csv(load_report_data(store, experiment))
     if out_file is None:
         sys.stdout.write(text)

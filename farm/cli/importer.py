@@ -11,9 +11,9 @@ import click
 
 from farm.analysis.metrics import Metric, metrics_by_name
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
-from farm.store.db import Store, results_dir
+from farm.store.db import Store
 from farm.store.runs import Metric as StoredMetric
 from farm.store.runs import PlannedRun, insert_planned, put_metrics, save_experiment
 from farm.telemetry.trepn import TrepnExport, read_trepn_csv, trepn_power_metrics
@@ -112,7 +112,7 @@ def trepn(
     inferences: int | None,
     experiment: str | None,
     phone: str,
-    results: Path | None,
+    results: str | None,
     allow_truncated: bool,
     as_json: bool,
 ) -> None:
@@ -143,7 +143,7 @@ def trepn(
             raise ConfigError(f"{path}: no Battery Power, GPU Load or GPU Frequency samples in this export")
         parsed.append((path, metrics))
     if experiment:
-        with Store.in_results(results_dir(results)) as store:
+        with Store(store_location(results)) as store:
             _store_runs(store, experiment, phone, parsed)
     if as_json:
         doc = [

@@ -22,20 +22,15 @@ from farm.analysis.network_model import NetworkPrediction, pool_rate, predict_ne
 from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmSample, select_model
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.report.model import ReportData
 from farm.report.query import load_report_data
-from farm.store import Store, results_dir
+from farm.store import Store
 
 
-def _load(results: Path | None, experiment: str) -> ReportData:
-    folder = results_dir(results)
-    if not (folder / "farm.db").exists():
-        raise ConfigError(
-            f"{folder}/farm.db: no results yet", hint="run `farm run FILE` first, or pass --results"
-        )
-    with Store.in_results(folder) as store:
+def _load(results: str | None, experiment: str) -> ReportData:
+    with Store(store_location(results), read_only=True) as store:
         return load_report_data(store, experiment)
 
 
@@ -83,7 +78,7 @@ def fit(
     all_repetitions: bool,
     networks: tuple[str, ...],
     as_json: bool,
-    results: Path | None,
+    results: str | None,
 ) -> None:
     """Fit GEMM time = a + b*GFLOP + c*MB per phone, backend and precision from EXPERIMENT, and
     report the error on shapes left out of the fit. EXPERIMENT ran the gemm program over shapes
@@ -116,7 +111,7 @@ def fit(
         except ConfigError as error:
             raise ConfigError(f"{key.label()}: {error}") from None
     document = resource_data.model_file(experiment, inputs.time_metric, models, inputs.source)
-    path = out or results_dir(results) / experiment / "resource_model.json"
+    path = out or store_location(results).artifacts / experiment / "resource_model.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
     if as_json:
@@ -257,7 +252,7 @@ def predict(
     backends: tuple[str, ...],
     compare: str | None,
     as_json: bool,
-    results: Path | None,
+    results: str | None,
 ) -> None:
     """Predict NETWORK's per-layer and total latency (convolutions as GEMMs) and its peak memory
     (weights + feature maps + im2col workspace) on every phone of the model file.

@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
+from farm.remote.config import find_config, load_config
+from farm.store.location import RESULTS_ENV, StoreLocation, resolve
+
 results_option = click.option(
     "--results",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=str,
     default=None,
-    help="Results folder holding farm.db (default $FARM_RESULTS or ./results).",
+    metavar="DIR|URL",
+    help=(
+        "Where results live: a folder holding farm.db (SQLite) and the run folders, or a shared "
+        "postgresql://USER@HOST[:PORT]/DATABASE store (password from ~/.pgpass or $PGPASSWORD), "
+        "whose run folders still go to a local folder: $FARM_RESULTS if it is one, else ./results. "
+        "Default: $FARM_RESULTS, else `store:` in farm.yaml, else ./results."
+    ),
 )
+
+
+def store_location(results: str | None, config: Path | None = None) -> StoreLocation:
+    """The store a command uses: --results, else $FARM_RESULTS, else farm.yaml `store:` (read only
+    when the first two are unset), else ./results."""
+    if results or os.environ.get(RESULTS_ENV) or find_config(config) is None:
+        return resolve(results)
+    farm_config = load_config(config)
+    return resolve(
+        None, configured=farm_config.store, configured_at=farm_config.store_location or "farm.yaml"
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -19,12 +18,11 @@ from farm.analysis.regression import (
     detect,
 )
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.safe_text import terminal
 from farm.schedule.history import comparable_nightlies, load_points
-from farm.store import Store, results_dir
-from farm.store.db import DB_NAME
+from farm.store import Store
 
 _ROW = "  {:<12} {:<22} {:<26} {:>11} {:>11} {:>8}  {}"
 
@@ -69,7 +67,7 @@ def regress(
     window: int,
     metrics: tuple[str, ...],
     show_all: bool,
-    results: Path | None,
+    results: str | None,
 ) -> None:
     """Compare the newest nightly of EXPERIMENT (its name, or name.variant) with the previous
     nightlies, per cell, phone and metric, and list the cells that got worse.
@@ -83,19 +81,15 @@ def regress(
     --noise-k robust standard deviations of the history, in the bad direction (latency or energy
     up). At least 5 earlier nightlies are needed. Exit codes: 0 none, 1 regressions, 2 bad input.
     """
-    folder = results_dir(results)
-    if not (folder / DB_NAME).exists():
-        raise ConfigError(
-            f"{folder}/{DB_NAME}: no results yet", hint="pass --results, or run a schedule first"
-        )
+    location = store_location(results)
     policy = RegressionPolicy(
         metrics=metrics or DEFAULT_METRICS, threshold_pct=threshold_pct, noise_k=noise_k, window=window
     )
-    with Store.in_results(folder) as store:
+    with Store(location, read_only=True) as store:
         nights, changed = comparable_nightlies(store, experiment)
         if not nights:
             raise ConfigError(
-                f"no nightlies of {experiment!r} in {folder}/{DB_NAME}",
+                f"no nightlies of {experiment!r} in {store.label}",
                 hint="name the experiment as in its file (name or name.variant); see `farm schedule list`",
             )
         findings = detect(load_points(store, experiment, policy.metrics, nights), policy)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.report.query import load_report_data
 from farm.report.render import FORMATS, write_report
-from farm.store.db import Store, results_dir
+from farm.store.db import Store
 
 
 def parse_formats(value: str) -> tuple[str, ...]:
@@ -38,7 +38,7 @@ def parse_formats(value: str) -> tuple[str, ...]:
     help="Comma-separated: html, md, csv (tidy data).",
 )
 @results_option
-def report(experiment: str, out_dir: Path | None, formats: str, results: Path | None) -> None:
+def report(experiment: str, out_dir: Path | None, formats: str, results: str | None) -> None:
     """Write the report of EXPERIMENT: a single-file HTML page (figures inline, opens offline), a
     Markdown summary, the tidy data as CSV, and every figure as SVG and PDF.
 
@@ -52,15 +52,10 @@ def report(experiment: str, out_dir: Path | None, formats: str, results: Path | 
       farm report lstm_gpu_load --out /tmp/lstm-report --format html
     """
     chosen = parse_formats(formats)
-    folder = results_dir(results)
-    database = Store.in_results(folder)
-    if not database.path.exists():
-        raise ConfigError(
-            f"no results database at {database.path}", hint="run an experiment first, or pass --results DIR"
-        )
-    with database as store:
+    location = store_location(results)
+    with Store(location, read_only=True) as store:
         data = load_report_data(store, experiment)
-    target = out_dir or folder / experiment
+    target = out_dir or location.artifacts / experiment
     try:
         written = write_report(data, target, chosen)
     except OSError as error:

@@ -14,7 +14,7 @@ import click
 
 from farm.analysis.regression import RegressionPolicy
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.cli.signals import cancel_on_signals
 from farm.engine.model import RunResult
 from farm.live.from_engine import progress_line
@@ -26,7 +26,6 @@ from farm.schedule.daemon import SystemClock, run_daemon
 from farm.schedule.fire import FireContext, FireResult, describe, fire
 from farm.schedule.model import Outcome, Schedule, Trigger
 from farm.store import RunState, Store, results_dir
-from farm.store.db import DB_NAME
 from farm.store.runs import StoredRun
 
 _COMMON = [
@@ -133,7 +132,7 @@ def _describe_schedule(schedule: Schedule, store: Store | None, now: datetime) -
 @schedule.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @_options(_COMMON)
-def list_(as_json: bool, config: Path | None, results: Path | None) -> None:
+def list_(as_json: bool, config: Path | None, results: str | None) -> None:
     """Each schedule with its next fire time and its last execution's outcome.
 
     \b
@@ -142,9 +141,9 @@ def list_(as_json: bool, config: Path | None, results: Path | None) -> None:
     """
     schedules = load_schedules(config)
     now = datetime.now(UTC)
-    folder = results_dir(results)
-    if (folder / DB_NAME).exists():
-        with Store.in_results(folder) as store:
+    location = store_location(results, config)
+    if location.url is not None or location.sqlite_path.exists():
+        with Store(location, read_only=True) as store:
             rows = [_describe_schedule(s, store, now) for s in schedules]
     else:
         rows = [_describe_schedule(s, None, now) for s in schedules]

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.safe_text import terminal
-from farm.store import RunState, Store, ownership, results_dir
+from farm.store import RunState, Store, ownership
 from farm.store import runs as run_store
 
 
@@ -45,7 +44,7 @@ def experiment_status(store: Store, name: str, events: int) -> dict[str, Any]:
 @click.option("--watch", is_flag=True, help="Keep showing the live view until every run has finished.")
 @click.option("--events", default=10, show_default=True, help="How many recent events to show.")
 @results_option
-def status(experiment: str | None, as_json: bool, watch: bool, events: int, results: Path | None) -> None:
+def status(experiment: str | None, as_json: bool, watch: bool, events: int, results: str | None) -> None:
     """Progress of experiments in the store: runs per state and per phone, failures, recent events.
     Works from another terminal while `farm run` goes on.
 
@@ -55,16 +54,11 @@ def status(experiment: str | None, as_json: bool, watch: bool, events: int, resu
       farm status smoke --json   # one experiment in detail
       farm status smoke --watch  # the live view, from the store
     """
-    folder = results_dir(results)
-    if not (folder / "farm.db").exists():
-        raise ConfigError(
-            f"{folder}/farm.db: no results yet", hint="run `farm run FILE` first, or pass --results"
-        )
-    with Store.in_results(folder) as store:
+    with Store(store_location(results), read_only=True) as store:
         names = [r["name"] for r in store.query("SELECT name FROM experiments ORDER BY updated_at DESC")]
         if experiment is not None and experiment not in names:
             known = ", ".join(names) or "none"
-            raise ConfigError(f"no experiment {experiment!r} in {folder}/farm.db (known: {known})")
+            raise ConfigError(f"no experiment {experiment!r} in {store.label} (known: {known})")
         if watch:
             _watch(store, experiment or (names[0] if names else ""))
             return

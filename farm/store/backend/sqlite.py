@@ -67,7 +67,9 @@ class SqliteBackend:
     def _connect_read_only(self) -> sqlite3.Connection:
         if not self.path.is_file():
             raise StoreError(
-                self.label, "no results database here", hint="run an experiment first, or pass --results"
+                self.label,
+                "no results database here: no results yet",
+                hint="run `farm run FILE` first, or pass --results",
             )
         uri = self.path.resolve().as_uri()
         # mode=ro still needs the -shm file, which a read-only folder cannot get; immutable=1 then
