@@ -29,7 +29,8 @@ __all__ = ["DB_NAME", "Store", "StoreLocation", "results_dir", "run_artifacts_di
 
 
 class Store:
-    """Thread-safe (one connection behind a lock). Constructing does no I/O: `open()` (or
+    """Thread-safe (each backend says how: SQLite one connection behind a lock, PostgreSQL a small
+    pool). Constructing does no I/O: `open()` (or
     `with Store(...) as store:`) connects and migrates. `read_only=True` never writes: SQLite
     opens the file read-only (and never creates it), PostgreSQL sessions are read-only."""
 
@@ -42,7 +43,7 @@ class Store:
             self.path = location
         self.read_only = read_only
         self._backend: Backend = self._make_backend(read_only)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # open/close only: statements are the backend's to order
 
     def _make_backend(self, read_only: bool) -> Backend:
         if self.location.url is None:
@@ -106,7 +107,7 @@ class Store:
 
     @property
     def version(self) -> int:
-        with self._lock, self._errors():
+        with self._errors():
             return self._backend.schema_version()
 
     def migrate(self) -> int:
@@ -140,7 +141,7 @@ class Store:
         UPDATE, INSERT ... ON CONFLICT, a SELECT with `skip_locked`): on PostgreSQL they then run
         in parallel with other coordinators' transactions.
         """
-        with self._lock, self._errors(), self._backend.transaction(exclusive=exclusive) as conn:
+        with self._errors(), self._backend.transaction(exclusive=exclusive) as conn:
             yield conn
 
     def execute(self, sql: str, params: Params = ()) -> int:
@@ -149,7 +150,7 @@ class Store:
             return int(conn.execute(sql, params).rowcount)
 
     def query(self, sql: str, params: Params = ()) -> list[Row]:
-        with self._lock, self._errors():
+        with self._errors():
             return self._backend.query(sql, params)
 
     def now(self) -> float:

@@ -9,10 +9,16 @@ statement itself, so coordinators on several machines claim in parallel.
 
 Times written by the lease code come from `now()`: the server's clock (measured once per
 connection as an offset), so coordinators whose clocks disagree still agree on expiry.
+
+Connections come from a small pool (psycopg_pool), so the phone threads of one coordinator wait
+on the server in parallel rather than on one connection's lock. A thread inside a transaction
+keeps its connection for anything it runs meanwhile (same view, no self-deadlock). A server that
+went away and came back is reconnected by the pool; meanwhile calls fail with StoreUnavailable.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -20,6 +26,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool
 
 from farm.errors import (
     StoreAccessDenied,
@@ -35,6 +42,8 @@ from farm.store.backend.sqlite import newer_schema
 from farm.store.location import redact
 
 CONNECT_TIMEOUT_S = 10
+POOL_SIZE = 8  # connections per coordinator process: its phone threads share them
+POOL_WAIT_S = 15.0  # how long a call waits for a free (or re-made) connection
 LOCK_TIMEOUT_S = 30  # like SQLite's busy timeout: how long a writer queues before giving up
 # libpq keepalives: a server (or the network to it) that vanishes is noticed in ~30 s, not hours.
 TCP_USER_TIMEOUT_MS = 30_000
@@ -90,7 +99,8 @@ class PostgresBackend:
         self.url = url
         self.label = redact(url)
         self.read_only = read_only
-        self._conn: psycopg.Connection[Any] | None = None
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._held = threading.local()  # .conn: the connection of this thread's open transaction
         self._clock_offset_s = 0.0
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -99,55 +109,73 @@ class PostgresBackend:
         settings = f"-c lock_timeout={LOCK_TIMEOUT_S * 1000}"
         if self.read_only:
             settings += " -c default_transaction_read_only=on"
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "row_factory": _pg_row,
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "application_name": "farm",
+            "options": settings,
+            "tcp_user_timeout": TCP_USER_TIMEOUT_MS,
+            "keepalives": 1,
+            "keepalives_idle": KEEPALIVE_IDLE_S,
+            "keepalives_interval": KEEPALIVE_INTERVAL_S,
+            "keepalives_count": KEEPALIVE_COUNT,
+        }
+        # One direct connection first: its failure says why (the pool's would only time out).
         try:
-            conn = psycopg.connect(
-                self.url,
-                autocommit=True,
-                row_factory=_pg_row,
-                connect_timeout=CONNECT_TIMEOUT_S,
-                application_name="farm",
-                options=settings,
-                tcp_user_timeout=TCP_USER_TIMEOUT_MS,
-                keepalives=1,
-                keepalives_idle=KEEPALIVE_IDLE_S,
-                keepalives_interval=KEEPALIVE_INTERVAL_S,
-                keepalives_count=KEEPALIVE_COUNT,
-            )
+            probe = psycopg.connect(self.url, **kwargs)
         except psycopg.ProgrammingError as error:  # the URL itself does not parse
             raise StoreError(
                 self.label, f"not a usable database URL ({_first_line(error)})", hint=URL_FORM
             ) from error
         except psycopg.Error as error:
             raise self.store_error(error) or _unavailable(self.label, error) from error
-        sent = time.time()
-        server = float(_one(conn.execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"))[0])
-        self._clock_offset_s = server - (sent + time.time()) / 2
-        self._conn = conn
+        with probe:
+            sent = time.time()
+            server = float(_one(probe.execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"))[0])
+            self._clock_offset_s = server - (sent + time.time()) / 2
+        pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.url,
+            kwargs=kwargs,
+            min_size=1,
+            max_size=POOL_SIZE,
+            timeout=POOL_WAIT_S,
+            name="farm-store",
+            open=False,
+        )
+        pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        self._pool = pool
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
-    def _connection(self) -> psycopg.Connection[Any]:
-        """The connection, reconnected when the server went away and came back."""
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            self.connect()
-        assert self._conn is not None
-        return self._conn
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """This thread's connection: the one of its open transaction, else one from the pool."""
+        held = getattr(self._held, "conn", None)
+        if held is not None:
+            yield held
+            return
+        if self._pool is None:
+            raise RuntimeError("Store used before open()")
+        with self._pool.connection() as conn:
+            self._held.conn = conn
+            try:
+                yield conn
+            finally:
+                self._held.conn = None
 
     # -- schema ----------------------------------------------------------------------------------
 
     def schema_version(self) -> int:
-        conn = self._connection()
-        exists = _one(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (VERSION_TABLE,)))[0]
-        if not exists:
-            return 0
-        row = conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
-        return int(row[0]) if row is not None else 0
+        with self._connection() as conn:
+            exists = _one(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (VERSION_TABLE,)))[0]
+            if not exists:
+                return 0
+            row = conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
+            return int(row[0]) if row is not None else 0
 
     def migrate(self, migrations: Sequence[str]) -> int:
         with self.transaction(exclusive=True) as conn:
@@ -182,14 +210,14 @@ class PostgresBackend:
 
     @contextmanager
     def transaction(self, *, exclusive: bool) -> Iterator[Connection]:
-        conn = self._connection()
-        with conn.transaction():
+        with self._connection() as conn, conn.transaction():
             if exclusive:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITERS_LOCK_KEY,))
             yield _Translated(conn)
 
     def query(self, sql: str, params: Params) -> list[Any]:
-        return list(self._connection().execute(to_pyformat(sql), params).fetchall())
+        with self._connection() as conn:
+            return list(conn.execute(to_pyformat(sql), params).fetchall())
 
     def now(self) -> float:
         return time.time() + self._clock_offset_s

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ class SqliteBackend:
         self.label = str(path)
         self.read_only = read_only
         self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()  # one connection shared by the phone threads of a process
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -96,9 +98,10 @@ class SqliteBackend:
         raise self._opening_error(last) from last
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -108,7 +111,8 @@ class SqliteBackend:
     # -- schema ----------------------------------------------------------------------------------
 
     def schema_version(self) -> int:
-        return int(self._connection().execute("PRAGMA user_version").fetchone()[0])
+        with self._lock:
+            return int(self._connection().execute("PRAGMA user_version").fetchone()[0])
 
     def migrate(self, migrations: Sequence[str]) -> int:
         with self.transaction(exclusive=True) as conn:
@@ -125,22 +129,24 @@ class SqliteBackend:
 
     @contextmanager
     def transaction(self, *, exclusive: bool) -> Iterator[Connection]:
-        conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error:
-            if conn.in_transaction:  # a COMMIT that failed (disk full) leaves the transaction open
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
                 conn.execute("ROLLBACK")
-            raise
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error:
+                if conn.in_transaction:  # a COMMIT that failed (disk full) leaves it open
+                    conn.execute("ROLLBACK")
+                raise
 
     def query(self, sql: str, params: Params) -> list[Any]:
-        return list(self._connection().execute(sql, params).fetchall())
+        with self._lock:
+            return list(self._connection().execute(sql, params).fetchall())
 
     def now(self) -> float:
         return time.time()
