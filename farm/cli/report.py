@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -10,6 +12,8 @@ from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.report.query import load_report_data
 from farm.report.render import FORMATS, write_report
+from farm.safe_text import terminal
+from farm.store.artifacts import ArtifactLocation, artifact_locations, unreadable_here
 from farm.store.db import Store
 
 
@@ -19,6 +23,16 @@ def parse_formats(value: str) -> tuple[str, ...]:
     if unknown or not formats:
         raise ConfigError(f"--format {value!r}: choose from {', '.join(FORMATS)} (comma-separated)")
     return formats
+
+
+def artifacts_note(elsewhere: Sequence[ArtifactLocation], shown: int = 3) -> str:
+    """One line saying which run folders this machine cannot read, and where they are (pure)."""
+    listed = ", ".join(loc.where for loc in elsewhere[:shown])
+    more = f" and {len(elsewhere) - shown} more" if len(elsewhere) > shown else ""
+    return (
+        f"{len(elsewhere)} run folder(s) are not on this machine ({listed}{more}); the report uses "
+        "the metrics stored in the database, only raw traces and logs are there"
+    )
 
 
 @click.command("report")
@@ -55,6 +69,11 @@ def report(experiment: str, out_dir: Path | None, formats: str, results: str | N
     location = store_location(results)
     with Store(location, read_only=True) as store:
         data = load_report_data(store, experiment)
+        elsewhere = unreadable_here(artifact_locations(store, experiment), location.artifacts)
+    if elsewhere:  # another coordinator's disk (a shared store): the metrics are all in the database
+        note = artifacts_note(elsewhere)
+        click.echo(terminal(f"farm: {note}"), err=True)
+        data = dataclasses.replace(data, notes=(*data.notes, note))
     target = out_dir or location.artifacts / experiment
     try:
         written = write_report(data, target, chosen)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option
+from farm.cli.options import results_option, store_location
 from farm.cli.signals import cancel_on_signals
 from farm.engine.model import RunResult
 from farm.engine.runner import RunOptions, RunSummary, run_experiment
@@ -39,6 +39,12 @@ from farm.store.runs import StoredRun
     default=True,
     help="Continue the stored runs of this experiment (default) or forget them and start over.",
 )
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="Also retry runs that FAILED (benchmark error, timeouts used up) with a fresh attempt budget; "
+    "a resume always retries runs FAILED because their phone was lost.",
+)
 @click.option("--no-live", is_flag=True, help="Plain progress lines instead of the live view.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary at the end.")
 @results_option
@@ -57,9 +63,10 @@ def run(
     selectors: tuple[str, ...],
     dry_run: bool,
     resume: bool,
+    retry_failed: bool,
     no_live: bool,
     as_json: bool,
-    results: Path | None,
+    results: str | None,
     adb_port: int | None,
     config: Path | None,
 ) -> None:
@@ -71,7 +78,8 @@ def run(
       farm run experiments/smoke.yaml                # run (or resume) it
       farm run experiments/lstm_gpu_load.yaml --variant quick --devices 'local/*'
 
-    Running the same file again resumes: DONE runs are kept, the rest is run. Exit codes: 0 all
+    Running the same file again resumes: DONE runs are kept, the rest is run (runs FAILED because
+    their phone went away too; --retry-failed retries every FAILED run). Exit codes: 0 all
     runs done, 1 some failed or could not run, 2 bad input, 3 no eligible phone.
     """
     options = RunOptions(
@@ -80,7 +88,8 @@ def run(
         selectors=tuple(part.strip() for value in selectors for part in value.split(",") if part.strip()),
         dry_run=dry_run,
         fresh=not resume,
-        results=results_dir(results),
+        retry_failed=retry_failed,
+        results=store_location(results, config),
         adb_port=adb_port,
         config=config,
     )
@@ -141,7 +150,7 @@ def run(
         click.echo(
             f"farm: {summary.experiment}: {summary.done} done, {summary.failed} failed, "
             f"{summary.pending} not run, of {summary.planned} planned ({summary.elapsed_s:.1f} s); "
-            f"results in {options.results}/{summary.experiment}/"
+            f"run folders in {results_dir(options.results)}/{summary.experiment}/"
         )
     sys.exit(summary.exit_code)
 

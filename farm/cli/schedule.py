@@ -25,7 +25,7 @@ from farm.schedule.cron import next_slot
 from farm.schedule.daemon import SystemClock, run_daemon
 from farm.schedule.fire import FireContext, FireResult, describe, fire
 from farm.schedule.model import Outcome, Schedule, Trigger
-from farm.store import RunState, Store, results_dir
+from farm.store import RunState, Store
 from farm.store.runs import StoredRun
 
 _COMMON = [
@@ -90,10 +90,10 @@ def schedule() -> None:
 
 
 def _context(
-    results: Path | None, adb_port: int | None, config: Path | None, threshold_pct: float
+    results: str | None, adb_port: int | None, config: Path | None, threshold_pct: float
 ) -> FireContext:
     return FireContext(
-        results=results_dir(results),
+        results=store_location(results, config),
         adb_port=adb_port,
         config=config,
         policy=RegressionPolicy(threshold_pct=threshold_pct),
@@ -192,7 +192,7 @@ def _print_result(result: FireResult, schedule: Schedule) -> None:
 @click.argument("name")
 @_options(_COMMON + _RUNNING)
 def run_now(
-    name: str, config: Path | None, results: Path | None, adb_port: int | None, threshold_pct: float
+    name: str, config: Path | None, results: str | None, adb_port: int | None, threshold_pct: float
 ) -> None:
     """Run schedule NAME now, as the daemon would: a new nightly of its experiment, recorded, with
     regressions flagged against the nightlies before it.
@@ -227,7 +227,7 @@ def run_now(
 @click.option("--once", is_flag=True, help="Run what is due now (on time or catch-up), then exit.")
 @_options(_COMMON + _RUNNING)
 def daemon(
-    once: bool, config: Path | None, results: Path | None, adb_port: int | None, threshold_pct: float
+    once: bool, config: Path | None, results: str | None, adb_port: int | None, threshold_pct: float
 ) -> None:
     """Run every schedule at its cron time until stopped (SIGTERM or Ctrl-C stop it cleanly: a
     nightly in progress is interrupted like `farm run`, its phones restored).

@@ -40,7 +40,7 @@ from farm.engine.onphone import (
     load_argv,
     trace_sampler,
 )
-from farm.errors import DevicePermanentError, DeviceTransientError, FarmError
+from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
 from farm.fleet.inventory import Phone
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
@@ -164,6 +164,8 @@ def execute_run(
         _run_measured(prepared, job, gates, run_dir, result, cancel, notify)
     except DeviceTransientError as error:
         result.outcome, result.error = Outcome.LOST, str(error)
+    except StoreError:
+        raise  # the store failed, not the run: the sweep stops (the phone is restored below)
     except FarmError as error:
         result.outcome, result.error = Outcome.FAILED, str(error)
     finally:

@@ -5,6 +5,7 @@ The CLI (farm/cli/run.py) only parses options and renders; everything with an ef
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -22,12 +23,12 @@ from farm.engine.lifecycle import probe_phone
 from farm.engine.model import OnFinished
 from farm.engine.recovery import backfill_metrics, recover_store, restore_charging_marker
 from farm.engine.scheduler import NoEligiblePhone, Sweep
-from farm.errors import FarmError
+from farm.errors import FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
-from farm.store import RunState, Store, ownership
+from farm.store import RunState, Store, StoreLocation, outbox, ownership, results_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store
 from farm.store.runs import PlannedRun
@@ -42,7 +43,8 @@ class RunOptions:
     selectors: tuple[str, ...] = ()
     dry_run: bool = False
     fresh: bool = False
-    results: Path = Path("results")
+    results: Path | StoreLocation = Path("results")  # a folder (SQLite inside) or a resolved store
+    retry_failed: bool = False  # also requeue FAILED runs that were not lost (a fresh attempt budget)
     adb_port: int | None = None
     config: Path | None = None  # farm.yaml with lab hosts (default: found as farm.remote.config says)
     lost_wait_s: float = 120.0
@@ -145,6 +147,20 @@ class RunInterrupted(FarmError):
         super().__init__(message)
 
 
+def _requeue_failed(store: Store, experiment: str, *, retry_failed: bool) -> None:
+    """A resume retries runs FAILED because their phone was lost (fresh attempt budget); with
+    --retry-failed every FAILED run. DONE runs are never redone."""
+    requeued = run_store.requeue_failed(store, experiment, lost_only=not retry_failed)
+    if requeued:
+        why = "failed" if retry_failed else "lost (phone gone)"
+        run_store.add_event(
+            store,
+            "retry",
+            f"{len(requeued)} {why} run(s) requeued with a fresh attempt budget",
+            experiment=experiment,
+        )
+
+
 def run_experiment(
     options: RunOptions,
     *,
@@ -163,7 +179,9 @@ def run_experiment(
     experiment = load(options.file, options.variant)
     key = experiment.qualified_name
     fleet = open_fleet(options.config, options.adb_port)  # the local adb server + lab hosts' tunnels
+    artifacts = results_dir(options.results)  # run folders: local, whatever the database
     with fleet, Store.in_results(options.results) as store:
+        outbox.replay(store, artifacts, key)  # results kept while the store was away, before resets
         recover_store(store, key)
         leased = ownership.leased_devices(store)
         phones = discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
@@ -178,7 +196,7 @@ def run_experiment(
                 hint="check `farm devices`, --devices and the experiment's devices: section",
             )
         _restore_left_charging(store, fleet.endpoints, phones)
-        backfill_metrics(store, options.results, key)
+        backfill_metrics(store, artifacts, key)
         plan = planner.plan(experiment, [p.device_id for p in eligible])
         if options.dry_run:
             return RunSummary(
@@ -198,7 +216,8 @@ def run_experiment(
         text, digest = spec_json(experiment)
         run_store.save_experiment(store, key, text, digest, str(options.file))
         run_store.insert_planned(store, key, planned_rows(plan))
-        execution_id = ownership.start_execution(store, key, sys.argv, farm.__version__)
+        _requeue_failed(store, key, retry_failed=options.retry_failed)
+        execution_id = ownership.start_execution(store, key, sys.argv, farm.__version__, results=artifacts)
         mine = [p for p in eligible if ownership.acquire_lease(store, p.device_id, execution_id)]
         if not mine:
             ownership.finish_execution(store, execution_id, "finished")
@@ -209,7 +228,7 @@ def run_experiment(
             mine,
             fleet.endpoints[0],
             store,
-            options.results,
+            artifacts,
             execution_id,
             cancel,
             on_finished=on_finished,
@@ -234,9 +253,16 @@ def run_experiment(
             raise
         finally:
             stop_heartbeat.set()
-            for phone in mine:
-                ownership.release_lease(store, phone.device_id, execution_id)
-            ownership.finish_execution(store, execution_id, "interrupted" if cancel.is_set() else "finished")
+            # A broken store cannot take these (each try would wait on it): the leases then
+            # expire by their stale heartbeat, and the next start resets the runs left RUNNING.
+            if sweep.store_error is None:
+                with contextlib.suppress(StoreError):
+                    for phone in mine:
+                        ownership.release_lease(store, phone.device_id, execution_id)
+                    status = "interrupted" if cancel.is_set() else "finished"
+                    ownership.finish_execution(store, execution_id, status)
+        if sweep.store_error is not None:
+            raise sweep.store_error  # the sweep stopped cleanly because of it: say so, one line
         if cancel.is_set():
             raise RunInterrupted()
         planned_ids = {r.run_id for r in plan.runs}

@@ -34,12 +34,12 @@ from farm.engine.model import (
     RunResult,
 )
 from farm.engine.recovery import recover_phone
-from farm.errors import DeviceTransientError, FarmError
+from farm.errors import DeviceTransientError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
 from farm.spec.model import Experiment
 from farm.spec.sections import RetryOn
-from farm.store import Outcome, RunState, Store, ownership, run_artifacts_dir
+from farm.store import Outcome, RunState, Store, outbox, ownership, run_artifacts_dir
 from farm.store import runs as run_store
 from farm.store.runs import StoredRun
 
@@ -147,6 +147,7 @@ class Sweep:
         self._threads: list[threading.Thread] = []
         self._done = {p.device_id: threading.Event() for p in phones}
         self.problems: list[str] = []  # phones that could not be used, and why (for the summary)
+        self.store_error: StoreError | None = None  # the first store failure; it stopped the sweep
         self._metrics_pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics")
         self._pending_metrics: list[futures.Future[None]] = []
         self.baselines: dict[str, IdleBaseline] = {}  # device_id -> this session's idle power
@@ -228,6 +229,8 @@ class Sweep:
                     if not self._wait_for_phone(phone, status):
                         return
                     prepared = None  # re-probe and re-check the deployment on a phone that came back
+        except StoreError as error:
+            self._store_failed(phone, status, error)
         except DeviceTransientError as error:
             self._event("fault", f"phone lost while preparing: {error}", device_id=phone.device_id)
             status.state = Phase.LOST
@@ -241,6 +244,16 @@ class Sweep:
             if status.state not in (Phase.LOST, Phase.FAILED):
                 status.state = Phase.IDLE
             status.cell = None
+
+    def _store_failed(self, phone: Phone, status: PhoneStatus, error: StoreError) -> None:
+        """The store failed (full, read-only, server gone): stop the whole sweep the clean way
+        (the other phones interrupt their runs and are restored); nothing more is written here.
+        A finished attempt was kept in its run folder (farm.store.outbox) for the next start."""
+        status.state = Phase.FAILED
+        if self.store_error is None:
+            self.store_error = error
+        self.problems.append(f"{phone.device_id}: {error}")
+        self.cancel.set()
 
     def _with_baseline(self, prepared: PreparedPhone, status: PhoneStatus) -> PreparedPhone:
         """The phone's idle baseline, measured before its first run of this `farm run` (a phone
@@ -319,6 +332,8 @@ class Sweep:
 
         try:
             result = execute_run(prepared, job, self.gates, self.store, self.cancel, status.apply)
+        except StoreError:
+            raise  # not the run's fault: the sweep stops, the run is requeued at the next start
         except Exception as error:  # a bug in farm: record it on the run rather than leave it RUNNING
             result = RunResult(Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error}")
         status.gpu_load_achieved = result.load_achieved
@@ -329,19 +344,19 @@ class Sweep:
             self.experiment.retries.max_attempts,
             self.experiment.retries.on,
         )
-        stored = run_store.finish(
-            self.store,
+        ended = outbox.PendingResult(
             run.run_id,
             attempt,
             result.outcome,
-            next_state=next_state,
+            next_state,
             error=result.error,
             exit_code=result.exit_code,
             load_target=job.gpu_load,
             load_achieved=result.load_achieved,
             env=env_document(prepared, job, result),
-            metrics=result.metrics,
+            metrics=tuple(result.metrics),
         )
+        stored = outbox.finish_or_keep(self.store, artifacts, ended)  # kept on disk if the store fails
         if stored and next_state is RunState.DONE:
             # Metrics are computed off the phone's critical path; a crash before they are stored
             # leaves a DONE run without metrics, which the next start fills in (recovery).
@@ -388,7 +403,8 @@ class Sweep:
         except Exception as error:  # a metrics bug must not lose a measured run
             self._event("note", f"metrics not computed: {error}", run_id=run_id)
             return
-        run_store.put_metrics(self.store, run_id, metrics)
+        if self.store_error is None:  # else the next start computes them (recovery.backfill_metrics)
+            run_store.put_metrics(self.store, run_id, metrics)
 
     def heartbeat_loop(self, stop: threading.Event) -> None:
         while not stop.wait(ownership.HEARTBEAT_INTERVAL_S):

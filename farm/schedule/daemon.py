@@ -24,7 +24,7 @@ from farm.schedule import firings
 from farm.schedule.cron import Decision, decide
 from farm.schedule.fire import FireResult
 from farm.schedule.model import Outcome, Schedule, Trigger
-from farm.store import Store
+from farm.store import Store, StoreLocation
 
 MAX_SLEEP_S = 60.0  # re-read the schedules and the clock at least this often
 
@@ -59,7 +59,7 @@ Log = Callable[[str], None]
 
 
 def due_now(
-    schedules: tuple[Schedule, ...], results: Path, now: datetime, since: datetime
+    schedules: tuple[Schedule, ...], results: Path | StoreLocation, now: datetime, since: datetime
 ) -> list[tuple[Schedule, Decision]]:
     """Decisions for every schedule at `now`; skipped slots are recorded in the store here."""
     decisions = []
@@ -74,7 +74,7 @@ def due_now(
 def run_daemon(
     load_schedules: Callable[[], tuple[Schedule, ...]],
     fire_slot: FireSlot,
-    results: Path,
+    results: Path | StoreLocation,
     *,
     stop: _StopFlag,
     clock: Clock,

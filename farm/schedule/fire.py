@@ -28,7 +28,7 @@ from farm.schedule.history import load_points
 from farm.schedule.model import Outcome, Schedule, Trigger
 from farm.schedule.nightly import NightlyName, nightly_name, rename_spec
 from farm.spec import load
-from farm.store import RunState, Store
+from farm.store import RunState, Store, StoreLocation, results_dir
 from farm.store import runs as run_store
 
 PHONE_RETRY_S = 60.0  # while every eligible phone is leased (an ad-hoc `farm run`) or absent
@@ -40,7 +40,7 @@ DEADLINE_POLL_S = 0.25  # how soon a set stop event or a passed deadline cancels
 
 @dataclass(frozen=True)
 class FireContext:
-    results: Path
+    results: Path | StoreLocation  # the store; nightly specs and run folders go to its local folder
     adb_port: int | None = None
     config: Path | None = None
     policy: RegressionPolicy = field(default_factory=RegressionPolicy)
@@ -136,7 +136,7 @@ def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireCont
             base = load(schedule.experiment, schedule.variant)
             nightly = _free_name(store, base.name, slot, schedule.variant)
             firings.attach_experiment(store, firing_id, nightly.qualified_name, nightly.base_qualified_name)
-            spec = write_nightly_spec(schedule, nightly, context.results)
+            spec = write_nightly_spec(schedule, nightly, results_dir(context.results))
         except FarmError as error:
             firings.finish(store, firing_id, Outcome.ERROR, message=str(error))
             return FireResult(

@@ -10,6 +10,7 @@ not applied twice, and its file is kept as `pending-result.stale.json` for a per
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -66,8 +67,12 @@ def keep(folder: Path, result: PendingResult) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / PENDING_NAME
     scratch = path.with_suffix(".tmp")
-    scratch.write_text(result.to_json())
-    os.replace(scratch, path)
+    try:
+        scratch.write_text(result.to_json())
+        os.replace(scratch, path)
+    except OSError:
+        scratch.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -93,7 +98,8 @@ def finish_or_keep(store: Store, folder: Path, result: PendingResult) -> bool:
     try:
         return apply(store, result)
     except StoreError:
-        keep(folder, result)
+        with contextlib.suppress(OSError):  # the same full disk: the run is redone instead
+            keep(folder, result)
         raise
 
 

@@ -43,7 +43,7 @@ from farm.store.location import redact
 
 CONNECT_TIMEOUT_S = 10
 POOL_SIZE = 8  # connections per coordinator process: its phone threads share them
-POOL_WAIT_S = 15.0  # how long a call waits for a free (or re-made) connection
+POOL_WAIT_S = 5.0  # how long a call waits for a free (or re-made) connection: transactions take ms
 LOCK_TIMEOUT_S = 30  # like SQLite's busy timeout: how long a writer queues before giving up
 # libpq keepalives: a server (or the network to it) that vanishes is noticed in ~30 s, not hours.
 TCP_USER_TIMEOUT_MS = 30_000
