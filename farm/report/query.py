@@ -82,7 +82,7 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
     if experiment not in known_names and not runs:
         known = [row["name"] for row in store.query("SELECT name FROM experiments ORDER BY name")]
         raise ConfigError(
-            f"no experiment named {experiment!r} in {store.path}",
+            f"no experiment named {experiment!r} in {store.label}",
             hint=f"known: {', '.join(known)}" if known else "run one first with `farm run FILE`",
         )
     spec, spec_problem = stored_spec(store, experiment)
