@@ -18,6 +18,7 @@ went away and came back is reconnected by the pool; meanwhile calls fail with St
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -43,6 +44,7 @@ from farm.store.location import redact
 
 CONNECT_TIMEOUT_S = 10
 POOL_SIZE = 8  # connections per coordinator process: its phone threads share them
+RETRY_AFTER_OUTAGE_S = 2.0  # after the server was found gone, calls fail at once for this long
 POOL_WAIT_S = 5.0  # how long a call waits for a free (or re-made) connection: transactions take ms
 LOCK_TIMEOUT_S = 30  # like SQLite's busy timeout: how long a writer queues before giving up
 # libpq keepalives: a server (or the network to it) that vanishes is noticed in ~30 s, not hours.
@@ -51,6 +53,10 @@ KEEPALIVE_IDLE_S, KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT = 10, 5, 3
 WRITERS_LOCK_KEY = 0x6661726D  # "farm": the advisory lock exclusive write transactions queue on
 VERSION_TABLE = "farm_schema"
 URL_FORM = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+
+# The pool logs each failed reconnect as a warning; with no logging set up Python would print
+# them on stderr. farm reports the outage itself, as one StoreUnavailable line.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 
 class PgRow(tuple[Any, ...]):
@@ -102,6 +108,7 @@ class PostgresBackend:
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._held = threading.local()  # .conn: the connection of this thread's open transaction
         self._clock_offset_s = 0.0
+        self._outage_at: float | None = None  # monotonic time the server was last found gone
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -160,7 +167,16 @@ class PostgresBackend:
             return
         if self._pool is None:
             raise RuntimeError("Store used before open()")
+        if self._outage_at is not None and time.monotonic() - self._outage_at < RETRY_AFTER_OUTAGE_S:
+            # Fail at once while the server is known gone: a stopping sweep (restoring phones,
+            # keeping results) must not wait POOL_WAIT_S on every write.
+            raise StoreUnavailable(
+                self.label,
+                "database server not reachable (it went away moments ago)",
+                hint="check that the server is up and the host/port in the URL, then retry",
+            )
         with self._pool.connection() as conn:
+            self._outage_at = None
             self._held.conn = conn
             try:
                 yield conn
@@ -269,6 +285,7 @@ class PostgresBackend:
             | psycopg.OperationalError
             | psycopg.InterfaceError,
         ):
+            self._outage_at = time.monotonic()
             return _unavailable(where, error)
         return None
 
