@@ -53,6 +53,7 @@ class SqliteBackend:
         if self.read_only:
             self._conn = self._connect_read_only()
             return
+        conn: sqlite3.Connection | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
@@ -63,6 +64,8 @@ class SqliteBackend:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
         except (OSError, sqlite3.Error) as error:
+            if conn is not None:  # a file left open would keep its disk busy (and unmountable)
+                conn.close()
             raise self._opening_error(error) from error
         self._conn = conn
 
@@ -78,6 +81,7 @@ class SqliteBackend:
         # reads the file as it is (nobody can be writing it where we cannot write either).
         last: sqlite3.Error | None = None
         for query in ("?mode=ro", "?immutable=1"):
+            conn: sqlite3.Connection | None = None
             try:
                 conn = sqlite3.connect(
                     uri + query,
@@ -91,6 +95,8 @@ class SqliteBackend:
                 conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
                 return conn
             except sqlite3.Error as error:
+                if conn is not None:
+                    conn.close()
                 last = error
                 if _code(error) not in (_SQLITE_CANTOPEN, _SQLITE_READONLY, _SQLITE_IOERR):
                     break

@@ -44,7 +44,9 @@ def tiny_tmpfs() -> Iterator[Callable[[str], Tmpfs]]:
         yield mount
     finally:
         for fs in mounted:
-            with contextlib.suppress(subprocess.CalledProcessError):
+            try:
                 subprocess.run(["umount", str(fs.path)], check=True, capture_output=True)
+            except subprocess.CalledProcessError:  # still busy: detach it now, freed when let go
+                subprocess.run(["umount", "--lazy", str(fs.path)], check=True, capture_output=True)
             with contextlib.suppress(OSError):
                 fs.path.rmdir()
