@@ -30,6 +30,9 @@ from tests.integration.remote.labs import (
 
 pytestmark = pytest.mark.integration
 UNPLUGGED_S = 6.0
+# Runs per phone: enough that the local phone still has some ahead when the far one's first
+# run starts (its SSH set-up and deploy take a few seconds the local phone spends running).
+HIDDEN = [8, 16, 24, 32, 40, 48]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,7 @@ def test_pulled_cable_mid_sweep_waits_and_finishes(far, virtual_phones, tmp_path
     write_config(config, [far])
     results = tmp_path / "results"
     env = cli_env(config, tmp_path / "home", local.adb_port, results)
-    spec = write_experiment(tmp_path, "cable", fast_lstm([8, 16, 24], max_attempts=4))
+    spec = write_experiment(tmp_path, "cable", fast_lstm(HIDDEN, max_attempts=4))
     far_id, local_id = f"far/{far.phones[0].serial}", f"local/{local[0].serial}"
 
     farm = subprocess.Popen(
@@ -64,6 +67,7 @@ def test_pulled_cable_mid_sweep_waits_and_finishes(far, virtual_phones, tmp_path
         try:
             time.sleep(1.0)  # a run whose last adb call just finished may still be storing its result
             before = done_by_phone(results, "cable")
+            assert before[local_id] < len(HIDDEN), f"the local phone finished before the unplug: {before}"
             wait_for(
                 lambda: done_by_phone(results, "cable")[local_id] > before[local_id],
                 60,
@@ -82,10 +86,13 @@ def test_pulled_cable_mid_sweep_waits_and_finishes(far, virtual_phones, tmp_path
             farm.wait()
     assert farm.returncode == 0, out + err
     assert "Traceback" not in err, err
-    assert json.loads(out)["done"] == 6
+    assert json.loads(out)["done"] == 2 * len(HIDDEN)
     with open_store(results) as store:
         runs = run_store.list_runs(store, "cable")
-        assert Counter(r.ran_on for r in runs if r.state is RunState.DONE) == {far_id: 3, local_id: 3}
+        assert Counter(r.ran_on for r in runs if r.state is RunState.DONE) == {
+            far_id: len(HIDDEN),
+            local_id: len(HIDDEN),
+        }
         events = run_store.recent_events(store, "cable", 200)
         assert "recovered" in {e.kind for e in events if e.device_id == far_id}
         assert not [e for e in events if e.device_id == local_id and e.kind == "fault"]

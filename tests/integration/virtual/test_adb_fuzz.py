@@ -16,6 +16,7 @@ import pytest
 from farm.virtual.adb import packets as p
 from tests.fixtures.adb_wire import WireHost
 from tests.fixtures.phones import AdbServer
+from tests.fixtures.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -111,9 +112,23 @@ def fuzz_connection(port: int, rng: random.Random) -> Outcome:
     return Outcome(had_cnxn, must_close, b"device::" in received, closed)
 
 
+def connect_when_a_slot_is_free(port: int) -> WireHost:
+    """A connection with its banner, once the phone has one free: a fuzzed connection keeps its
+    slot (MAX_CONNECTIONS) until its streams' processes are ended, which takes a while under load."""
+    hosts: list[WireHost] = []
+
+    def connected() -> bool:
+        with contextlib.suppress(ConnectionError, OSError):
+            hosts.append(WireHost.connect(port))
+        return bool(hosts)
+
+    assert eventually(connected, timeout_s=60), f"the phone on port {port} never took a connection again"
+    return hosts[0]
+
+
 def violate_flow_control(port: int, remote_id: int) -> tuple[bool, bool]:
     """OPEN a stream, then two WRTEs without waiting for OKAY: (stream opened, connection ended)."""
-    with WireHost.connect(port) as host:
+    with connect_when_a_slot_is_free(port) as host:
         local = host.open(remote_id, "shell,v2,raw:cat")
         if local is None:
             return False, False

@@ -18,6 +18,7 @@ import termios
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 KILL_GRACE_S = 0.5
 READ_CHUNK_BYTES = 1 << 20
@@ -51,12 +52,36 @@ class Child:
             os.close(self.master_fd)
 
 
+async def _create(argv: list[str], **options: Any) -> asyncio.subprocess.Process:
+    """create_subprocess_exec that a cancel cannot cut in half. Cancelled while asyncio connects
+    the child's pipes, its clean-up can wait forever for an exit it is never told of (the fuzz
+    test's connections kept their slots for good that way, until the phone refused everyone). So
+    the creation always finishes; a cancel that came meanwhile kills and reaps the child, then
+    goes on."""
+    creation = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, **options))
+    cancelled = False
+    while True:
+        try:
+            process = await asyncio.shield(creation)
+            break
+        except asyncio.CancelledError:
+            if creation.done():
+                raise  # the creation itself was cancelled (loop shutdown)
+            cancelled = True
+    if cancelled:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await asyncio.shield(process.wait())
+        raise asyncio.CancelledError
+    return process
+
+
 async def spawn(argv: list[str], env: dict[str, str], *, pty: bool, merge_stderr: bool) -> Child:
     if pty:
         master, slave = os.openpty()
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+            process = await _create(
+                argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
             )
         except BaseException:
             os.close(master)
@@ -65,8 +90,8 @@ async def spawn(argv: list[str], env: dict[str, str], *, pty: bool, merge_stderr
             os.close(slave)
         os.set_blocking(master, False)
         return Child(process, master)
-    process = await asyncio.create_subprocess_exec(
-        *argv,
+    process = await _create(
+        argv,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
