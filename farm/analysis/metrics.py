@@ -94,7 +94,7 @@ def energy_metrics(
     return metrics
 
 
-def _as_fraction(busy: np.ndarray, source_format: str | None = None) -> np.ndarray:
+def busy_fraction(busy: np.ndarray, source_format: str | None = None) -> np.ndarray:
     """GPU busy as 0..1. The sampler's `pct` sources hold percentages and `kgsl` ones fractions;
     without that knowledge, values above 1.5 can only be percentages."""
     if source_format == "pct":
@@ -140,7 +140,7 @@ def gpu_load_metrics(
     readings = busy.readings(period)
     if len(readings) == 0 or end_ns <= start_ns:
         return []
-    load = Series(readings.t_ns, _as_fraction(readings.values, source_format))
+    load = Series(readings.t_ns, busy_fraction(readings.values, source_format))
     achieved = step_mean(load, start_ns, end_ns, trailing=True)
     after = np.flatnonzero(load.t_ns >= end_ns)
     last = int(after[0]) if after.size else len(load) - 1
@@ -186,7 +186,7 @@ def throttling_metrics(
     under_load = np.ones(mhz.size, dtype=bool)
     if busy is not None and len(busy) > 0:
         index = np.clip(np.searchsorted(busy.t_ns, window.t_ns, side="right") - 1, 0, len(busy) - 1)
-        under_load = _as_fraction(busy.values, busy_format)[index] >= UNDER_LOAD_BUSY
+        under_load = busy_fraction(busy.values, busy_format)[index] >= UNDER_LOAD_BUSY
     ratios = np.where(under_load & (running_max > 0), mhz / np.where(running_max > 0, running_max, 1), 1.0)
     drop = float(1.0 - np.min(ratios))
     return [
@@ -203,7 +203,7 @@ def _value_at(series: Series, t_ns: int) -> float:
     return float(series.values[max(index, 0)])
 
 
-def _to_celsius(values: np.ndarray) -> np.ndarray:
+def to_celsius(values: np.ndarray) -> np.ndarray:
     """Thermal zones report m°C (ABI), 0.1 °C (battery temp) or °C; phones live in 0..150 °C."""
     top = float(np.max(np.abs(values))) if values.size else 0.0
     if top > 1500:
@@ -214,7 +214,7 @@ def _to_celsius(values: np.ndarray) -> np.ndarray:
 
 
 def temperature_metrics(temp: Series, start_ns: int, end_ns: int) -> list[Metric]:
-    celsius = Series(temp.t_ns, _to_celsius(temp.values))
+    celsius = Series(temp.t_ns, to_celsius(temp.values))
     inside = celsius.within(start_ns, end_ns).values
     start_c = _value_at(celsius, start_ns)
     end_c = _value_at(celsius, end_ns)

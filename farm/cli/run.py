@@ -82,6 +82,7 @@ def run(
     their phone went away too; --retry-failed retries every FAILED run). Exit codes: 0 all
     runs done, 1 some failed or could not run, 2 bad input, 3 no eligible phone.
     """
+    live = not no_live and not as_json and sys.stdout.isatty()
     options = RunOptions(
         file=file,
         variant=variant,
@@ -92,8 +93,8 @@ def run(
         results=store_location(results, config),
         adb_port=adb_port,
         config=config,
+        live_telemetry=live,
     )
-    live = not no_live and not as_json and sys.stdout.isatty()
     started = time.time()
     finished = {"n": 0}
     view: dict[str, Any] = {}

@@ -11,6 +11,7 @@
 - conditions: the temperature and battery gates, charging off for a measurement and back on;
 - onphone: the run folder and the programs of a run on the phone (sampler, load, benchmark);
 - baseline: the idle power of each phone, once per sweep;
+- watch: the running sampler's newest readings for the live view (its own session, ~1 Hz);
 - deploy: programs by (name, ABI), content-addressed on the phone;
 - recovery: what a restarted farm repairs (dead executions, RUNNING runs, charging left off,
   stale processes on phones);

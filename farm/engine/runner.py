@@ -48,6 +48,7 @@ class RunOptions:
     adb_port: int | None = None
     config: Path | None = None  # farm.yaml with lab hosts (default: found as farm.remote.config says)
     lost_wait_s: float = 120.0
+    live_telemetry: bool = False  # read each running phone's newest readings for a live view (~1 Hz)
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,7 @@ def run_experiment(
             on_finished=on_finished,
             lost_wait_s=options.lost_wait_s,
             endpoints=fleet.by_host,
+            live_telemetry=options.live_telemetry,
         )
         stop_heartbeat = threading.Event()
         heart = threading.Thread(target=sweep.heartbeat_loop, args=(stop_heartbeat,), daemon=True)

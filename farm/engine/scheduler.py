@@ -10,17 +10,20 @@ through the store first, so a killed farm resumes where it was.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
 from concurrent import futures
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from farm.analysis.latest import Readings
 from farm.device.session import DeviceSession
 from farm.engine.baseline import measure_idle_baseline
-from farm.engine.collect import compute_metrics, env_document
+from farm.engine.collect import calibration_of, compute_metrics, env_document
 from farm.engine.lifecycle import execute_run, prepare_phone
 from farm.engine.model import (
     Gates,
@@ -33,7 +36,9 @@ from farm.engine.model import (
     RunJob,
     RunResult,
 )
+from farm.engine.onphone import TRACE, RunDir
 from farm.engine.recovery import recover_phone
+from farm.engine.watch import TraceWatcher
 from farm.errors import DeviceTransientError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
@@ -93,6 +98,10 @@ class PhoneStatus:
     temperature_c: float | None = None
     battery_pct: float | None = None
     gpu_load_achieved: float | None = None
+    live: Readings | None = None  # the running sampler's newest readings (farm.engine.watch)
+
+    def show_readings(self, readings: Readings) -> None:
+        self.live = readings
 
     def apply(self, update: PhaseUpdate) -> None:
         """An attempt's step: its phase, and whatever it read on the phone."""
@@ -129,6 +138,7 @@ class Sweep:
         on_finished: OnFinished | None = None,
         lost_wait_s: float = LOST_PHONE_WAIT_S,
         endpoints: Mapping[str, Endpoint] | None = None,
+        live_telemetry: bool = False,
     ) -> None:
         self.experiment = experiment
         self.key = experiment_key
@@ -141,6 +151,7 @@ class Sweep:
         self.cancel = cancel
         self.on_finished = on_finished
         self.lost_wait_s = lost_wait_s
+        self.live_telemetry = live_telemetry  # poll each running phone's trace for the live view
         self.gates = gates_of(experiment)
         self.status = {p.device_id: PhoneStatus(p.device_id) for p in phones}
         self._cells = {cell.cell_id: cell for cell in experiment.cells()}
@@ -331,12 +342,20 @@ class Sweep:
         status.run_started = time.time()
 
         try:
-            result = execute_run(prepared, job, self.gates, self.store, self.cancel, status.apply)
+            with self._watcher(prepared, run.run_id, status) as watcher:
+
+                def on_phase(update: PhaseUpdate) -> None:
+                    status.apply(update)
+                    if watcher is not None:
+                        watcher.follow(update.phase)
+
+                result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_phase)
         except StoreError:
             raise  # not the run's fault: the sweep stops, the run is requeued at the next start
         except Exception as error:  # a bug in farm: record it on the run rather than leave it RUNNING
             result = RunResult(Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error}")
         status.gpu_load_achieved = result.load_achieved
+        status.live = None
         attempts_after = run.attempts + 1
         next_state = retry_decision(
             result.outcome,
@@ -386,6 +405,16 @@ class Sweep:
         if stored and self.on_finished is not None:
             self.on_finished(device_id, run, result, next_state)
         status.run_started = None
+
+    def _watcher(
+        self, prepared: PreparedPhone, run_id: str, status: PhoneStatus
+    ) -> AbstractContextManager[TraceWatcher | None]:
+        """A TraceWatcher on its own session when the live view asked for live telemetry."""
+        if not self.live_telemetry:
+            return contextlib.nullcontext()
+        session = self._session(prepared.phone)
+        trace = RunDir.of(run_id).file(TRACE)
+        return TraceWatcher(session, trace, calibration_of(prepared.caps), status.show_readings)
 
     def _store_metrics(
         self, run_id: str, artifacts: Path, gpu_load: float, prepared: PreparedPhone, result: RunResult

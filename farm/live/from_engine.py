@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from farm.analysis.latest import Readings
 from farm.engine.scheduler import Sweep
 from farm.live.snapshot import Event, PhoneRow, Progress, Snapshot, event_level
 from farm.safe_text import terminal
@@ -35,6 +36,7 @@ def snapshot_of(sweep: Sweep, *, started_at: float, events: int = 8) -> Snapshot
     rows = []
     for phone in sweep.phones:
         status = sweep.status[phone.device_id]
+        live = status.live or Readings()  # the running sampler's newest values win
         elapsed = now - status.run_started if status.run_started else None
         budget = sweep.gates.run_timeout_s
         rows.append(
@@ -44,9 +46,10 @@ def snapshot_of(sweep: Sweep, *, started_at: float, events: int = 8) -> Snapshot
                 state=status.state,
                 cell=status.cell,
                 run_progress=min(1.0, elapsed / budget) if elapsed is not None and budget > 0 else None,
-                temperature_c=status.temperature_c,
+                temperature_c=_first(live.temperature_c, status.temperature_c),
                 battery_pct=status.battery_pct if status.battery_pct is not None else phone.battery_pct,
-                gpu_load_achieved=status.gpu_load_achieved,
+                gpu_load_achieved=_first(live.gpu_busy, status.gpu_load_achieved),
+                power_mw=live.power_mw,
             )
         )
     recent = tuple(
@@ -54,6 +57,10 @@ def snapshot_of(sweep: Sweep, *, started_at: float, events: int = 8) -> Snapshot
         for e in run_store.recent_events(sweep.store, sweep.key, events)
     )
     return Snapshot(sweep.key, tuple(rows), progress, recent, now)
+
+
+def _first(*values: float | None) -> float | None:
+    return next((value for value in values if value is not None), None)
 
 
 def progress_line(count: int, device_id: str, run_id: str, cell: str, outcome: str) -> str:
