@@ -34,6 +34,9 @@ DEFAULT_THRESHOLD_PCT = 5.0
 DEFAULT_NOISE_K = 3.0
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution x this = its standard deviation
 DEFAULT_METRICS: tuple[str, ...] = ("latency_median_ms", "energy_per_inference_mj")
+# The store event kind a flagged regression is recorded as (on the nightly it was found in), by
+# the schedule and by `farm regress`; `farm report` of that nightly lists them.
+REGRESSION_EVENT = "regression"
 
 
 class Direction(enum.StrEnum):
@@ -198,3 +201,15 @@ def detect(points: Iterable[Point], policy: RegressionPolicy | None = None) -> l
 
 def regressions(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.verdict is Verdict.REGRESSION]
+
+
+def describe(finding: Finding) -> str:
+    """One line: metric, verdict, phone, cell, old median -> new value (change, threshold)."""
+    cell = " ".join(f"{k}={v}" for k, v in sorted(finding.factors.items())) or finding.cell_id
+    change = f"{finding.change_pct:+.1f}%" if finding.change_pct is not None else "n/a"
+    baseline = f"{finding.baseline:.4g}" if finding.baseline is not None else "n/a"
+    threshold = f"{finding.threshold:.3g}" if finding.threshold is not None else "n/a"
+    return (
+        f"{finding.metric} {finding.verdict.value} on {finding.device} [{cell}]: "
+        f"{baseline} -> {finding.new_value:.4g} ({change}, threshold {threshold})"
+    )

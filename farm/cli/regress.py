@@ -21,7 +21,7 @@ from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.safe_text import terminal
-from farm.schedule.history import comparable_nightlies, load_points
+from farm.schedule.history import comparable_nightlies, load_points, record_regressions
 from farm.store import Store
 
 _ROW = "  {:<12} {:<22} {:<26} {:>11} {:>11} {:>8}  {}"
@@ -93,7 +93,13 @@ def regress(
                 hint="name the experiment as in its file (name or name.variant); see `farm schedule list`",
             )
         findings = detect(load_points(store, experiment, policy.metrics, nights), policy)
-    flagged = [f for f in findings if f.verdict is Verdict.REGRESSION]
+        flagged = [f for f in findings if f.verdict is Verdict.REGRESSION]
+        newest = nights[-1][0]
+    if flagged:
+        # Kept on the newest nightly, where `farm report NEWEST` lists them with the schedule's own;
+        # the store is known to exist by now, so opening it for writing creates nothing.
+        with Store(location) as store:
+            record_regressions(store, newest, flagged)
     if as_json:
         document = {
             "experiment": experiment,
@@ -107,6 +113,7 @@ def regress(
                 "min_history": policy.min_history,
             },
             "regressions": [f.as_dict() for f in flagged],
+            "recorded_on": newest,
             "findings": [f.as_dict() for f in findings],
         }
         echo_json(document)
@@ -116,6 +123,8 @@ def regress(
             click.echo(
                 f"  {len(changed)} earlier nightlies left out: measured with other settings (file edited)"
             )
+        if flagged:
+            click.echo(f"  recorded on {newest}: `farm report {newest}` lists them")
     sys.exit(1 if flagged else 0)
 
 

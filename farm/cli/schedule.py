@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from farm.analysis.regression import RegressionPolicy
+from farm.analysis.regression import RegressionPolicy, describe
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.cli.signals import cancel_on_signals
@@ -23,7 +23,7 @@ from farm.schedule import firings
 from farm.schedule.config import find_schedule, load_schedules
 from farm.schedule.cron import next_slot
 from farm.schedule.daemon import SystemClock, run_daemon
-from farm.schedule.fire import FireContext, FireResult, describe, fire
+from farm.schedule.fire import FireContext, FireResult, fire
 from farm.schedule.model import Outcome, Schedule, Trigger
 from farm.store import RunState, Store
 from farm.store.runs import StoredRun

@@ -73,6 +73,8 @@ class ReportData:
     runs: tuple[StoredResult, ...]
     figures: tuple[FigureSpec, ...] = ()  # declared in the experiment's report section
     notes: tuple[str, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
+    # Regressions flagged on this experiment (a nightly) by its schedule or `farm regress`, one line each.
+    regressions: tuple[str, ...] = ()
     generated_at: str = ""
     description: str = ""
 

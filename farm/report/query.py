@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from farm.analysis.regression import REGRESSION_EVENT
 from farm.errors import ConfigError
 from farm.report.environment import phone_info
 from farm.report.model import FigureSpec, PhoneInfo, ReportData
@@ -136,6 +137,10 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
             + run_notes
         )
     )
+    regression_rows = store.query(
+        "SELECT message FROM events WHERE experiment = ? AND kind = ? ORDER BY ts",
+        (experiment, REGRESSION_EVENT),
+    )
     factor_names = spec.factor_names if spec is not None else ()
     if not factor_names:
         factor_names = tuple(sorted({name for r in results for name in r.factors}))
@@ -148,6 +153,7 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
         runs=results,
         figures=figure_specs(spec) if spec is not None else (),
         notes=notes,
+        regressions=tuple(dict.fromkeys(row["message"] for row in regression_rows)),
         generated_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         description=spec.description if spec is not None else "",
     )

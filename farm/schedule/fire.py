@@ -24,7 +24,7 @@ from farm.engine.runner import RunInterrupted, RunOptions, RunSummary, run_exper
 from farm.engine.scheduler import NoEligiblePhone
 from farm.errors import ConfigError, FarmError
 from farm.schedule import firings
-from farm.schedule.history import load_points
+from farm.schedule.history import load_points, record_regressions
 from farm.schedule.model import Outcome, Schedule, Trigger
 from farm.schedule.nightly import NightlyName, nightly_name, rename_spec
 from farm.spec import load
@@ -34,7 +34,6 @@ from farm.store import runs as run_store
 PHONE_RETRY_S = 60.0  # while every eligible phone is leased (an ad-hoc `farm run`) or absent
 DEFAULT_PHONE_WAIT_S = 3600.0  # how long a nightly without max_runtime_s waits for phones
 SPECS_DIR = "schedules"  # results/schedules/<schedule>/<nightly name>.yaml: the spec each night ran
-REGRESSION_EVENT = "regression"
 DEADLINE_POLL_S = 0.25  # how soon a set stop event or a passed deadline cancels the nightly
 
 
@@ -224,22 +223,5 @@ def _flag_regressions(store: Store, nightly: NightlyName, policy: RegressionPoli
     """Regressions of this nightly against the ones before it, each recorded as an event."""
     points = load_points(store, nightly.base_qualified_name, policy.metrics)
     flagged = [f for f in regressions(detect(points, policy)) if f.new_series == nightly.qualified_name]
-    for finding in flagged:
-        run_store.add_event(
-            store,
-            REGRESSION_EVENT,
-            describe(finding),
-            experiment=nightly.qualified_name,
-            device_id=None if finding.device == "*" else finding.device,
-            data=finding.as_dict(),
-        )
+    record_regressions(store, nightly.qualified_name, flagged)
     return flagged
-
-
-def describe(finding: Finding) -> str:
-    cell = " ".join(f"{k}={v}" for k, v in sorted(finding.factors.items())) or finding.cell_id
-    change = f"{finding.change_pct:+.1f}%" if finding.change_pct is not None else "n/a"
-    return (
-        f"{finding.metric} {finding.verdict.value} on {finding.device} [{cell}]: "
-        f"{finding.baseline:.4g} -> {finding.new_value:.4g} ({change}, threshold {finding.threshold:.3g})"
-    )
