@@ -87,6 +87,9 @@ def run_daemon(
     schedules: tuple[Schedule, ...] = ()
     announced = ""
     while not stop.is_set():
+        with Store.in_results(results) as store:  # slots a killed daemon left running
+            for left in firings.recover_abandoned(store):
+                log(firings.abandoned_line(left))
         try:
             schedules = load_schedules()
         except FarmError as error:

@@ -35,6 +35,7 @@ PHONE_RETRY_S = 60.0  # while every eligible phone is leased (an ad-hoc `farm ru
 DEFAULT_PHONE_WAIT_S = 3600.0  # how long a nightly without max_runtime_s waits for phones
 SPECS_DIR = "schedules"  # results/schedules/<schedule>/<nightly name>.yaml: the spec each night ran
 DEADLINE_POLL_S = 0.25  # how soon a set stop event or a passed deadline cancels the nightly
+_TAKEN = "slot already handled (another `farm schedule` on this store?)"
 
 
 @dataclass(frozen=True)
@@ -126,66 +127,97 @@ class Deadline:
 def fire(schedule: Schedule, slot: datetime, trigger: Trigger, context: FireContext) -> FireResult:
     """Run `schedule` for `slot` now; never raises FarmError (the outcome says what happened)."""
     with Store.in_results(context.results) as store:
-        firing_id = firings.claim(store, schedule.name, slot, trigger)
-        if firing_id is None:
-            message = "slot already handled (another `farm schedule` on this store?)"
-            return FireResult(schedule.name, slot, Outcome.SKIPPED, None, message=message)
-        nightly: NightlyName | None = None
+        for left in firings.recover_abandoned(store):
+            context.log(firings.abandoned_line(left))
         try:
             base = load(schedule.experiment, schedule.variant)
             nightly = _free_name(store, base.name, slot, schedule.variant)
-            firings.attach_experiment(store, firing_id, nightly.qualified_name, nightly.base_qualified_name)
-            spec = write_nightly_spec(schedule, nightly, results_dir(context.results))
         except FarmError as error:
-            firings.finish(store, firing_id, Outcome.ERROR, message=str(error))
-            return FireResult(
-                schedule.name, slot, Outcome.ERROR, None, message=str(error), error_exit_code=error.exit_code
-            )
-        options = RunOptions(
-            file=spec,
-            variant=schedule.variant,
-            selectors=schedule.devices,
-            results=context.results,
-            adb_port=context.adb_port,
-            config=context.config,
-        )
-        summary: RunSummary | None = None
-        error_exit_code = 2
-        cancel = threading.Event()
-        deadline = Deadline(schedule.max_runtime_s, context.stop, cancel)
-        try:
-            with deadline:
-                summary = run_when_phones_free(
-                    lambda: run_experiment(options, cancel=cancel, on_finished=context.on_finished),
-                    cancel.wait,
-                    context.log,
-                    schedule.max_runtime_s or DEFAULT_PHONE_WAIT_S,
-                )
-            outcome = Outcome.OK if summary.exit_code == 0 else Outcome.INCOMPLETE
-            message = "; ".join(summary.problems)
-        except (RunInterrupted, KeyboardInterrupt):
-            outcome = Outcome.TIMEOUT if deadline.fired else Outcome.INTERRUPTED
-            message = (
-                f"stopped after max_runtime_s={schedule.max_runtime_s:g}" if deadline.fired else "interrupted"
-            )
-        except FarmError as error:
-            outcome, message, error_exit_code = Outcome.ERROR, str(error), error.exit_code
-        except Exception as error:  # a bug: the slot must not stay "running" forever
-            firings.finish(store, firing_id, Outcome.ERROR, message=f"internal error: {error!r}")
-            raise
-        flagged = _flag_regressions(store, nightly, context.policy) if outcome is not Outcome.ERROR else []
-        counts = _counts(store, nightly.qualified_name)
-        firings.finish(store, firing_id, outcome, regressions=len(flagged), message=message or None, **counts)
+            return _refused(store, schedule, slot, trigger, error)
+        # The slot is owned by this process (an execution with a heartbeat) from before it is
+        # claimed until it is finished: a kill -9 leaves it to firings.recover_abandoned.
+        with firings.owned(store, nightly.qualified_name):
+            return _fire_owned(schedule, slot, trigger, context, store, nightly)
+
+
+def _refused(
+    store: Store, schedule: Schedule, slot: datetime, trigger: Trigger, error: FarmError
+) -> FireResult:
+    """A night that cannot start (bad file, name too long): an error of its slot, if it is ours."""
+    firing_id = firings.claim(store, schedule.name, slot, trigger)
+    if firing_id is None:
+        return FireResult(schedule.name, slot, Outcome.SKIPPED, None, message=_TAKEN)
+    firings.finish(store, firing_id, Outcome.ERROR, message=str(error))
+    return FireResult(
+        schedule.name, slot, Outcome.ERROR, None, message=str(error), error_exit_code=error.exit_code
+    )
+
+
+def _fire_owned(
+    schedule: Schedule,
+    slot: datetime,
+    trigger: Trigger,
+    context: FireContext,
+    store: Store,
+    nightly: NightlyName,
+) -> FireResult:
+    firing_id = firings.claim(
+        store, schedule.name, slot, trigger, nightly.qualified_name, nightly.base_qualified_name
+    )
+    if firing_id is None:
+        return FireResult(schedule.name, slot, Outcome.SKIPPED, None, message=_TAKEN)
+    try:
+        spec = write_nightly_spec(schedule, nightly, results_dir(context.results))
+    except FarmError as error:
+        firings.finish(store, firing_id, Outcome.ERROR, message=str(error))
         return FireResult(
-            schedule.name,
-            slot,
-            outcome,
-            nightly.qualified_name,
-            summary,
-            tuple(flagged),
-            message,
-            error_exit_code,
+            schedule.name, slot, Outcome.ERROR, None, message=str(error), error_exit_code=error.exit_code
         )
+    options = RunOptions(
+        file=spec,
+        variant=schedule.variant,
+        selectors=schedule.devices,
+        results=context.results,
+        adb_port=context.adb_port,
+        config=context.config,
+    )
+    summary: RunSummary | None = None
+    error_exit_code = 2
+    cancel = threading.Event()
+    deadline = Deadline(schedule.max_runtime_s, context.stop, cancel)
+    try:
+        with deadline:
+            summary = run_when_phones_free(
+                lambda: run_experiment(options, cancel=cancel, on_finished=context.on_finished),
+                cancel.wait,
+                context.log,
+                schedule.max_runtime_s or DEFAULT_PHONE_WAIT_S,
+            )
+        outcome = Outcome.OK if summary.exit_code == 0 else Outcome.INCOMPLETE
+        message = "; ".join(summary.problems)
+    except (RunInterrupted, KeyboardInterrupt):
+        outcome = Outcome.TIMEOUT if deadline.fired else Outcome.INTERRUPTED
+        message = (
+            f"stopped after max_runtime_s={schedule.max_runtime_s:g}" if deadline.fired else "interrupted"
+        )
+    except FarmError as error:
+        outcome, message, error_exit_code = Outcome.ERROR, str(error), error.exit_code
+    except Exception as error:  # a bug: the slot must not stay "running" forever
+        firings.finish(store, firing_id, Outcome.ERROR, message=f"internal error: {error!r}")
+        raise
+    flagged = _flag_regressions(store, nightly, context.policy) if outcome is not Outcome.ERROR else []
+    counts = firings.run_counts(store, nightly.qualified_name)
+    firings.finish(store, firing_id, outcome, regressions=len(flagged), message=message or None, **counts)
+    return FireResult(
+        schedule.name,
+        slot,
+        outcome,
+        nightly.qualified_name,
+        summary,
+        tuple(flagged),
+        message,
+        error_exit_code,
+    )
 
 
 def run_when_phones_free(
@@ -210,13 +242,6 @@ def run_when_phones_free(
             if wait(retry_s):
                 raise RunInterrupted() from None
             waited_s += retry_s
-
-
-def _counts(store: Store, experiment: str) -> dict[str, int]:
-    states = run_store.count_states(store, experiment)
-    done = states[RunState.DONE]
-    failed = states[RunState.FAILED] + states[RunState.SKIPPED]
-    return {"done": done, "failed": failed, "pending": sum(states.values()) - done - failed}
 
 
 def _flag_regressions(store: Store, nightly: NightlyName, policy: RegressionPolicy) -> list[Finding]:

@@ -1,14 +1,27 @@
-"""The schedule_firings table (store migration 2): what each schedule did for each slot."""
+"""The schedule_firings table (store migration 2): what each schedule did for each slot.
+
+A slot being run is owned by an execution (farm.store.ownership: pid, host, heartbeat) whose
+experiment is the nightly's name, held for the whole firing (`owned`), so a farm process killed
+with -9 leaves a slot that the next start recognises as abandoned (`recover_abandoned`) instead of
+one that stays "running" forever.
+"""
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import farm
+from farm.engine.recovery import recover_store
 from farm.schedule.model import Outcome, Trigger
-from farm.store import Store
+from farm.store import RunState, Store, ownership
+from farm.store import runs as run_store
 
 
 @dataclass(frozen=True)
@@ -76,10 +89,25 @@ def start(
         return int(conn.execute(_INSERT, row).fetchone()[0])
 
 
-def claim(store: Store, schedule: str, slot: datetime, trigger: Trigger) -> int | None:
+def claim(
+    store: Store,
+    schedule: str,
+    slot: datetime,
+    trigger: Trigger,
+    experiment: str | None = None,
+    base_experiment: str | None = None,
+) -> int | None:
     """A new firing row for `slot`, or None when the slot has one already (another daemon on the
     same store got there first: the check and the insert are one write transaction)."""
-    row = (schedule, slot.timestamp(), trigger.value, None, None, time.time(), Outcome.RUNNING.value)
+    row = (
+        schedule,
+        slot.timestamp(),
+        trigger.value,
+        experiment,
+        base_experiment,
+        time.time(),
+        Outcome.RUNNING.value,
+    )
     with store.transaction() as conn:
         taken = conn.execute(
             "SELECT 1 FROM schedule_firings WHERE schedule = ? AND slot_at = ?", (schedule, slot.timestamp())
@@ -141,8 +169,80 @@ def experiment_names(store: Store) -> set[str]:
     }
 
 
-def attach_experiment(store: Store, firing_id: int, experiment: str, base_experiment: str) -> None:
-    store.execute(
-        "UPDATE schedule_firings SET experiment = ?, base_experiment = ? WHERE id = ?",
-        (experiment, base_experiment, firing_id),
+def run_counts(store: Store, experiment: str) -> dict[str, int]:
+    """done / failed / pending runs of a nightly, as its firing records them."""
+    states = run_store.count_states(store, experiment)
+    done = states[RunState.DONE]
+    failed = states[RunState.FAILED] + states[RunState.SKIPPED]
+    return {"done": done, "failed": failed, "pending": sum(states.values()) - done - failed}
+
+
+@contextmanager
+def owned(store: Store, experiment: str) -> Iterator[int]:
+    """An execution that owns the firing of `experiment` while the block runs, heartbeating."""
+    execution_id = ownership.start_execution(store, experiment, sys.argv, farm.__version__)
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(ownership.HEARTBEAT_INTERVAL_S):
+            try:
+                ownership.heartbeat(store, execution_id)
+            except Exception:  # a busy database must not end the heartbeat
+                continue
+
+    thread = threading.Thread(target=beat, name="firing-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield execution_id
+    finally:
+        stop.set()
+        thread.join()
+        ownership.finish_execution(store, execution_id, "finished")
+
+
+def _live_experiments(store: Store) -> set[str]:
+    rows = store.query(
+        "SELECT id, pid, hostname, heartbeat_at, status, experiment FROM executions WHERE status = 'running'"
+    )
+    return {
+        row["experiment"]
+        for row in rows
+        if row["experiment"]
+        and ownership.is_alive(
+            ownership.Execution(row["id"], row["pid"], row["hostname"], row["heartbeat_at"], row["status"])
+        )
+    }
+
+
+def recover_abandoned(store: Store) -> list[Firing]:
+    """Slots left "running" by a farm process that is gone: recorded as abandoned, with the run
+    counts of their nightly (whose RUNNING runs go back to PENDING). Returns them as they were."""
+    live = _live_experiments(store)
+    stale_before = time.time() - ownership.HEARTBEAT_STALE_S
+    rows = store.query("SELECT * FROM schedule_firings WHERE outcome = ?", (Outcome.RUNNING.value,))
+    abandoned = []
+    for firing in map(_row, rows):
+        if firing.experiment in live or (firing.experiment is None and firing.started_at > stale_before):
+            continue  # its owner is alive (or it was claimed a moment ago)
+        counts: dict[str, int] = {}
+        if firing.experiment is not None:
+            recover_store(store, firing.experiment)
+            counts = run_counts(store, firing.experiment)
+        finish(
+            store,
+            firing.id,
+            Outcome.ABANDONED,
+            message="the farm process running this slot died (killed?); its unfinished runs are PENDING "
+            "and finish when its spec runs again",
+            **counts,
+        )
+        abandoned.append(firing)
+    return abandoned
+
+
+def abandoned_line(firing: Firing) -> str:
+    where = f" ({firing.experiment})" if firing.experiment else ""
+    return (
+        f"{firing.schedule}: slot {firing.slot_at:%Y-%m-%d %H:%M} UTC{where} was left running by a farm "
+        "process that is gone: recorded as abandoned"
     )

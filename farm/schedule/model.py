@@ -24,6 +24,7 @@ class Outcome(enum.StrEnum):
     ERROR = "error"  # the experiment could not start (bad file, no eligible phone...)
     TIMEOUT = "timeout"  # stopped at max_runtime_s (phones restored, runs left PENDING)
     INTERRUPTED = "interrupted"  # SIGTERM / Ctrl-C
+    ABANDONED = "abandoned"  # the process running it died (kill -9, power loss); found on the next start
     SKIPPED = "skipped"  # missed slots under catch_up: skip
 
 

@@ -1,13 +1,16 @@
 """`farm schedule run` twice on a tiny experiment with a virtual phone: every night is its own
 experiment with its own runs; `farm regress` judges the newest night against the earlier ones;
-`farm schedule daemon --once` fires a due slot; SIGTERM stops an idle daemon at once."""
+`farm schedule daemon --once` fires a due slot; SIGTERM stops an idle daemon at once; a slot a
+daemon killed with -9 left running is recovered as abandoned on the next start."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -166,3 +169,57 @@ def test_max_runtime_stops_the_nightly_cleanly(virtual_phones, tmp_path: Path) -
         assert execution["status"] == "interrupted"
     (phone,) = phones
     assert phone.device(phones.client()).shell(["cat", CHARGING_NODE]).strip() == "1"  # restored
+
+
+def _firings(results: Path) -> list[dict[str, object]]:
+    with open_store(results) as store:
+        return [dict(row) for row in store.query("SELECT * FROM schedule_firings ORDER BY id")]
+
+
+def _running_slot(results: Path) -> bool:
+    return (results / "farm.db").exists() and any(f["outcome"] == "running" for f in _firings(results))
+
+
+def test_a_slot_left_running_by_a_daemon_killed_with_9_is_recovered_on_the_next_start(
+    tmp_path: Path, adb_server
+) -> None:
+    # No phone on this adb server: the nightly waits for one (it retries every minute), so the
+    # daemon is inside its slot when it is killed.
+    spec = write_experiment(tmp_path, "tiny", TINY)
+    results = tmp_path / "results"
+    config = tmp_path / "farm.yaml"
+    entry = (
+        f"{{name: waits, experiment: {spec.name}, cron: '* * * * *', catch_up: run_once, max_runtime_s: 900}}"
+    )
+    config.write_text(f"schedules:\n  - {entry}\n")
+    daemon = start_farm(adb_server.port, results, "schedule", "daemon", "--config", str(config))
+    try:
+        deadline = time.monotonic() + 120
+        while not (
+            (results / "farm.db").exists() and any(f["outcome"] == "running" for f in _firings(results))
+        ):
+            assert daemon.poll() is None, daemon.stdout.read() if daemon.stdout else ""
+            assert time.monotonic() < deadline, "the daemon never started its slot"
+            time.sleep(0.2)
+        os.kill(daemon.pid, signal.SIGKILL)
+        daemon.wait(timeout=30)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    (left,) = [f for f in _firings(results) if f["outcome"] == "running"]
+    assert left["experiment"], left  # the nightly it was running
+
+    # The next start (here: one pass, with a schedule that has nothing due) recovers it.
+    config.write_text(f"schedules:\n  - {{name: waits, experiment: {spec.name}, cron: '0 3 1 1 *'}}\n")
+    again = run_farm(adb_server.port, results, "schedule", "daemon", "--once", "--config", str(config))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "was left running by a farm process that is gone" in again.stdout
+    firing = next(f for f in _firings(results) if f["id"] == left["id"])
+    assert firing["outcome"] == "abandoned" and firing["finished_at"] is not None
+    assert firing["pending"] == 0  # no run had been planned: no phone ever came
+    with open_store(results) as store:
+        owners = store.query("SELECT status FROM executions WHERE experiment = ?", (left["experiment"],))
+    assert [row["status"] for row in owners] == ["crashed"]
+    listed = run_farm(adb_server.port, results, "schedule", "list", "--config", str(config))
+    assert "abandoned" in listed.stdout, listed.stdout + listed.stderr
