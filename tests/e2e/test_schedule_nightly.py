@@ -195,9 +195,7 @@ def test_a_slot_left_running_by_a_daemon_killed_with_9_is_recovered_on_the_next_
     daemon = start_farm(adb_server.port, results, "schedule", "daemon", "--config", str(config))
     try:
         deadline = time.monotonic() + 120
-        while not (
-            (results / "farm.db").exists() and any(f["outcome"] == "running" for f in _firings(results))
-        ):
+        while not _running_slot(results):
             assert daemon.poll() is None, daemon.stdout.read() if daemon.stdout else ""
             assert time.monotonic() < deadline, "the daemon never started its slot"
             time.sleep(0.2)
