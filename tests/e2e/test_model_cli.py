@@ -43,7 +43,11 @@ def test_fit_on_a_measured_gemm_sweep_then_predict_squeezenet(
     (model,) = document["models"]
     assert model["device_id"] == f"local/{phones[0].serial}"
     assert (model["backend"], model["precision"], model["shapes"]) == ("cpu", "fp32", 5)
-    assert model["held_out"]["count"] == 5 and model["held_out"]["mape_pct"] >= 0
+    assert model["held_out"]["count"] == 5
+    # Accuracy, against the measured times of the shapes each fit left out: tiny GEMMs on a shared
+    # CPU are noisy (about 45 % seen), but a model no better than predicting 0 ms (100 %) is broken.
+    assert 0 <= model["held_out"]["mape_pct"] < 100, model["held_out"]
+    assert model["in_sample"]["mape_pct"] <= model["held_out"]["mape_pct"] + 1e-9
     assert all(value >= 0 for value in model["coefficients"].values())
     assert model["coefficients"]["ms_per_gflop"] > 0  # time grows with work on any real CPU
     model_file = results / "gemm_tiny" / "resource_model.json"
@@ -65,6 +69,24 @@ def test_fit_on_a_measured_gemm_sweep_then_predict_squeezenet(
     assert all(layer["measured_ms"] is not None and layer["measured_ms"] > 0 for layer in layers)
     assert prediction["total_ms"] == pytest.approx(sum(layer["predicted_ms"] for layer in layers))
     assert prediction["measured_total_ms"] > 0 and prediction["conv_mape_pct"] is not None
+    # SqueezeNet predicted from GEMMs alone, against the cnn run's own measured total (0.45x seen):
+    # within a factor of four, and its convolutions better than predicting 0 ms
+    assert 0.25 < prediction["total_ms"] / prediction["measured_total_ms"] < 4.0, prediction["total_ms"]
+    assert prediction["conv_mape_pct"] < 100
+    # --device picks the phone's model; one the file does not have is one clear line
+    device = model["device_id"]
+    chosen = run_farm(
+        port, results, "model", "predict", "--model", str(model_file), "--network", "squeezenet1.1",
+        "--device", device, "--json",
+    )  # fmt: skip
+    assert chosen.returncode == 0, chosen.stderr
+    assert [p["device_id"] for p in json.loads(chosen.stdout)["predictions"]] == [device]
+    other = run_farm(
+        port, results, "model", "predict", "--model", str(model_file), "--network", "squeezenet1.1",
+        "--device", "lab9/none",
+    )  # fmt: skip
+    assert other.returncode == 2 and "no model matches --device" in other.stderr
+    assert device in other.stderr and len(other.stderr.strip().splitlines()) == 1
     # The cnn run's own convolutions fit a model too (its kernels are not the gemm program's).
     from_layers = run_farm(
         port, results, "model", "fit", "cnn_tiny", "--json", "--out", str(tmp_path / "c.json")

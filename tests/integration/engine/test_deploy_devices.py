@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.device.android import parse_dumpsys_battery
 from farm.device.session import BIN_DIR, DeviceSession
 from farm.engine.deploy import deploy
 from farm.errors import EnvironmentProblem
@@ -52,14 +53,20 @@ def test_deploy_is_content_addressed_cached_and_executable(virtual_phones) -> No
 def test_farm_devices_lists_identity_state_capabilities_and_leases(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     phones = virtual_phones(count=2, profiles=["adreno-nexus6p", "mali-tensor"])
     results = tmp_path / "results"
+    nexus_device = phones[0].device(phones.client())
+    # The true level, read the phone's own way just before and after: it only rises while the
+    # phone charges (adb keeps it plugged), so what farm reports must lie between the two.
+    level_before = parse_dumpsys_battery(nexus_device.shell(["dumpsys", "battery"])).level_pct
     listed = _farm(phones.adb_port, "devices", "--json", results=results)
+    level_after = parse_dumpsys_battery(nexus_device.shell(["dumpsys", "battery"])).level_pct
     assert listed.returncode == 0, listed.stderr
     rows = {row["id"]: row for row in json.loads(listed.stdout)}
     assert set(rows) == {f"local/{p.serial}" for p in phones}
     nexus = rows[f"local/{phones[0].serial}"]
     assert nexus["state"] == "online" and nexus["model"] == "Nexus 6P"
     assert nexus["gpu_family"] == "adreno" and nexus["root"] is True and nexus["opencl"] is True
-    assert 0 <= nexus["battery_pct"] <= 100 and nexus["temperature_c"] > 0
+    assert level_before is not None and level_after is not None
+    assert level_before <= nexus["battery_pct"] <= level_after and nexus["temperature_c"] > 0
     assert rows[f"local/{phones[1].serial}"]["gpu_family"] == "mali"
 
     # A phone leased by a live farm process shows as leased.

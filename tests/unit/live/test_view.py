@@ -82,13 +82,20 @@ def test_live_mode_draws_table_and_throttles_refreshes() -> None:
     now = {"t": 100.0}
     console = _recording_console(True)
     view = LiveView(console, live=True, clock=lambda: now["t"])
+    step_s = 1 / 16  # exact in binary: the draws fall on known updates
     with view:
-        for i in range(20):  # 20 updates within 1 s
+        for i in range(16):  # 16 updates within 1 s
             view.update(_snapshot(done=i % 12))
-            now["t"] += 0.05
-    # at most MAX_REFRESH_HZ per second, plus the final pending one on exit
-    assert view.refreshes <= MAX_REFRESH_HZ + 1
-    assert "emulator-5554" in console.export_text()
+            now["t"] += step_s
+        # drawn at 0, 0.25, 0.5 and 0.75 s (MAX_REFRESH_HZ = 4); the last update is pending
+        assert view.refreshes == MAX_REFRESH_HZ == 4
+    # ... and drawn on exit
+    assert view.refreshes == MAX_REFRESH_HZ + 1
+    text = console.export_text()
+    assert "emulator-5554" in text
+    # the pending snapshot (update 15: 3 done + 1 failed) is the one drawn on exit; the drawn ones
+    # were updates 0, 4, 8 and 12 (1, 5, 9 and 1 finished)
+    assert "4/12 runs" in text and "2/12 runs" not in text
 
 
 def test_start_live_and_watch_until_finished() -> None:

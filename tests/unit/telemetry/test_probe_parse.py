@@ -290,6 +290,19 @@ def test_sampler_argv_shape_and_validation() -> None:
         sampler_argv("s", sources, 10, "/x", linger_s=1)
 
 
+# probe document section -> the Capabilities fields parsed from it
+SECTION_FIELDS = {
+    "props": ("props",),
+    "abi": ("abi",),
+    "root": ("root",),
+    "opencl": ("opencl_libraries",),
+    "battery": ("battery",),
+    "charging_control": ("charging",),
+    "gpu": ("gpu",),
+    "thermal": ("thermal",),
+    "cpu": ("cpu_online", "cpu_policies"),
+    "memory": ("mem_total_kb",),
+}
 JUNK = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
@@ -307,9 +320,17 @@ JUNK = st.recursive(
 def test_a_damaged_section_gives_capabilities_or_one_clear_error(key: str, junk: object) -> None:
     """Whatever a broken or future probe prints in one section, parse_probe never crashes."""
     good = json.loads(doc(gpu=ADRENO_GPU, current=[-1], unit="uA", sign=None, thermal=THERMAL))
+    intact = parse_probe(json.dumps(good))
     good[key] = junk
     try:
         caps = parse_probe(json.dumps(good))
     except ProbeOutputError:
         return
-    default_sources(caps)  # and what it accepted is usable
+    # what it accepted: the other sections exactly as in the intact document ...
+    for section, fields in SECTION_FIELDS.items():
+        if section != key:
+            assert [getattr(caps, f) for f in fields] == [getattr(intact, f) for f in fields], section
+    # ... and sources the sampler's own checks accept
+    sources = default_sources(caps)
+    if sources:
+        assert sampler_argv("farm-sampler", sources, 20.0, "/data/local/tmp/t.bin")[0] == "farm-sampler"
