@@ -222,10 +222,11 @@ def _run_measured(
             _run_benchmark(prepared, job, gates, run_dir, result, cancel, notify)
 
 
-def gated_argv(argv: list[str], run_dir: RunDir) -> list[str]:
-    """argv behind a shell that waits for the memory sampler (bounded), then execs argv: the
-    benchmark's memory is watched from its first instruction, also for runs of a few ms."""
-    steps = max(1, int(MEM_GATE_WAIT_S / MEM_GATE_POLL_S))
+def gated_argv(argv: list[str], run_dir: RunDir, wait_s: float = MEM_GATE_WAIT_S) -> list[str]:
+    """argv behind a shell that waits for the memory sampler (at least wait_s of polls at most),
+    then execs argv: the benchmark's memory is watched from its first instruction, also for runs
+    of a few ms."""
+    steps = max(1, int(wait_s / MEM_GATE_POLL_S))
     gate = [run_dir.file("mem.bin"), run_dir.file("bench.go"), str(steps), f"{MEM_GATE_POLL_S:g}"]
     return ["sh", "-c", _GATED_EXEC, *gate, *argv]
 

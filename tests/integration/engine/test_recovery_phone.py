@@ -18,6 +18,19 @@ from farm.store import devices as device_store
 
 pytestmark = pytest.mark.integration
 NODE = "/sys/class/power_supply/battery/charging_enabled"  # adreno-nexus6p, rooted
+# pids of the processes whose process group is $1
+_GROUP = (
+    'for p in /proc/[0-9]*; do [ "$(cut -d" " -f5 "$p/stat" 2>/dev/null)" = "$1" ] && echo "${p#/proc/}"; '
+    "done; true"
+)
+
+
+def _wait_group_gone(session: DeviceSession, pgid: int, timeout_s: float = 30.0) -> None:
+    """Until no process of the group exists any more (a killed process may linger a moment)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := session.script(_GROUP, str(pgid)).stdout.split()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"still running in group {pgid}: {left}"
 
 
 def test_stale_program_and_its_wrapper_are_killed_before_writing_an_exit_code(
@@ -35,11 +48,10 @@ def test_stale_program_and_its_wrapper_are_killed_before_writing_an_exit_code(
     pid = session.start(
         [path, "60"], workdir="/data/local/tmp/farm/runs/r", stdout="o", stderr="e", exit_file=exit_file
     )
-    time.sleep(0.5)
-    assert session.is_running(pid)
+    assert session.is_running(pid)  # a 60 s sleep
     assert kill_stale_processes(session)
-    time.sleep(0.5)
-    assert not session.is_running(pid)  # the wrapper (group leader) is gone too
+    _wait_group_gone(session, pid)  # the wrapper (group leader) and everything in its group
+    # nothing of that group is left that could still write it:
     assert session.read_text(exit_file) is None  # so it never wrote a stale exit code
 
 
@@ -50,13 +62,11 @@ def test_a_benchmark_wrapper_still_waiting_for_its_sampler_is_killed(virtual_pho
     run_dir.create(session)
     argv = gated_argv(["sh", "-c", "echo started > started"], run_dir)
     pid = session.start(argv, workdir=run_dir.path, stdout="o", stderr="e", exit_file=run_dir.file("exit"))
-    time.sleep(0.3)
     assert session.is_running(pid)  # waiting for a memory sampler that never comes (farm died)
     assert kill_stale_processes(session)
-    time.sleep(0.3)
-    assert not session.is_running(pid)
+    _wait_group_gone(session, pid)
+    # with its whole process group gone, no one is left to start the benchmark on the go
     session.script('touch "$1"', run_dir.file("bench.go"))
-    time.sleep(0.3)
     assert session.read_text(run_dir.file("started")) is None  # the benchmark never ran
 
 
