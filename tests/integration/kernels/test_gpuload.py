@@ -147,29 +147,32 @@ def test_closed_loop_holds_target_on_a_cpu_time_counter(kernel_program, tmp_path
     assert statistics.mean(settled) == pytest.approx(target, abs=0.05)
 
 
-def test_sigterm_stops_it_promptly_with_a_result(kernel_program):
+def _events_until(proc: subprocess.Popen[str], done: Any, timeout_s: float = 120.0) -> list[dict[str, Any]]:
+    """Read the program's JSON lines as they come until `done(event)` (a generous deadline)."""
+    assert proc.stdout is not None
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        assert line, f"the program ended before the expected event: {seen}"
+        seen.append(json.loads(line))
+        if done(seen[-1]):
+            return seen
+    raise AssertionError(f"no expected event within {timeout_s:g} s: {seen}")
+
+
+def test_sigterm_stops_it_with_a_result(kernel_program):
+    """A signal ends the run at once (not at the end of --duration-s) with its result. How fast is
+    a speed goal: `make bench` measures it (tests/bench/bench_gpuload_stop.py, 0.1 s contract)."""
     program = kernel_program("gpuload")
-    latencies = []
     for target in ("1.0", "0.5", "0.0"):
-        proc = start(program, f"--target={target}", "--period-ms=100")
-        assert proc.stdout is not None
-        first = json.loads(proc.stdout.readline())
-        assert first["event"] == "info"
-        load = json.loads(proc.stdout.readline())  # running: a period went by
-        assert load["event"] == "load"
-        sent = time.monotonic()
+        proc = start(program, f"--target={target}", "--period-ms=100", "--duration-s=600")
+        _events_until(proc, lambda event: event["event"] == "load")  # running: a period went by
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=10)
-        latencies.append(time.monotonic() - sent)
-        rest = proc.stdout.read()
-        proc.stdout.close()
-        assert proc.stderr is not None
-        proc.stderr.close()
-        assert proc.returncode == 0
-        assert events_of(rest, "result")[0]["stopped_by"] == "signal"
-    # Contract: exit within 100 ms of SIGTERM (median of three, tolerating one scheduling hiccup
-    # on a shared host).
-    assert statistics.median(latencies) < 0.1, latencies
+        rest, err = proc.communicate(timeout=60)  # far less than the 600 s it was asked to run
+        assert proc.returncode == 0, err
+        (result,) = events_of(rest, "result")
+        assert result["stopped_by"] == "signal" and result["duration_s"] < 600
 
 
 def test_memory_intensity_runs(kernel_program):
@@ -195,15 +198,24 @@ def test_counter_vanishing_mid_run_falls_back_to_open_loop(kernel_program, tmp_p
         kernel_program("gpuload"),
         "--target=0.3",
         f"--busy-path={counter}",
-        "--duration-s=1.5",
+        "--duration-s=600",
         "--period-ms=200",
     )
-    time.sleep(0.7)
-    counter.unlink()
-    out, err = proc.communicate(timeout=30)
+    try:
+        # each step waits for the program's own events, not a sleep racing PoCL's start-up
+        before = _events_until(proc, lambda e: e["event"] == "load" and e["source"] == "busy-counter")
+        counter.unlink()
+        after = _events_until(proc, lambda e: e["event"] == "load" and e["source"] == "own-duty")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, err
-    infos = events_of(out, "info")
+    events = before + after + [json.loads(line) for line in out.splitlines()]
+    infos = [e for e in events if e["event"] == "info"]
     assert infos[0]["mode"] == "closed-loop"
     assert infos[-1]["mode"] == "open-loop" and "unreadable" in infos[-1]["reason"]
-    loads = events_of(out, "load")
+    loads = [e for e in events if e["event"] == "load"]
     assert loads[0]["source"] == "busy-counter" and loads[-1]["source"] == "own-duty"
