@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import pytest
 from telemetry_trees import KGSL, PSY, Agents, FakeTree, adreno_tree
 
 from farm.telemetry.sampler import Source, SourceFormat, sampler_argv
-from farm.telemetry.trace import StopReason, parse_trace
+from farm.telemetry.trace import StopReason, Trace, parse_trace
 from tests.fixtures.cross import ALL_ABIS
 
 AGENT_ABIS = ALL_ABIS  # the host build, and the ARM builds under qemu-user
@@ -37,6 +38,22 @@ def _rooted(tree: FakeTree, sources: list[Source]) -> list[Source]:
 
 def _run(argv: list[str], timeout_s: float = 20) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+
+
+def _trace_when(
+    out: Path, ready: Callable[[Trace], bool], proc: subprocess.Popen[bytes], timeout_s: float = 60
+) -> Trace:
+    """The trace as the running sampler has written it so far, once `ready(trace)`: the test waits
+    for what the sampler itself recorded (it flushes every 100 ms), never for a fixed time."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        assert proc.poll() is None, f"the sampler exited early ({proc.returncode})"
+        if out.exists() and b"\n" in (data := out.read_bytes()):
+            trace = parse_trace(data)
+            if ready(trace):
+                return trace
+        assert time.monotonic() < deadline, "the sampler did not record it in time"
+        time.sleep(0.02)
 
 
 @pytest.mark.parametrize(("rate_hz", "duration_s"), [(200, 1.0), (1000, 0.5)])
@@ -77,22 +94,24 @@ def test_values_follow_the_files_in_place_and_replaced(agents: Agents, world_dir
     tree = adreno_tree(world_dir)
     out = world_dir / "trace.bin"
     sources = _rooted(tree, SOURCES[:4])
-    argv = agents.command(sampler_argv(str(agents.sampler), sources, 100, str(out), duration_s=1.2))
+    argv = agents.command(sampler_argv(str(agents.sampler), sources, 100, str(out)))
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
     try:
-        time.sleep(0.4)
+        _trace_when(out, lambda trace: trace.sample_t_ns.size > 0, proc)
         # a tick stamps t before its reads: ticks before the write see the old value, ticks
         # stamped after the write returned see the new one, whatever the scheduling
         before_inplace = time.monotonic_ns()
         with open(tree.path(f"{PSY}/battery/current_now"), "r+") as f:  # sysfs-like: same inode
             f.write("-900000\n")
         after_inplace = time.monotonic_ns()
-        time.sleep(0.4)
+        _trace_when(out, lambda trace: (trace.sample_t_ns > after_inplace).sum() > 50, proc)
         fresh = tree.path(f"{KGSL}/gpubusy.new")
         fresh.write_text("750000 1000000\n")
         before_replace = time.monotonic_ns()
         os.replace(fresh, tree.path(f"{KGSL}/gpubusy"))  # how a virtual phone may update it
         after_replace = time.monotonic_ns()
+        _trace_when(out, lambda trace: (trace.sample_t_ns > after_replace).sum() > 20, proc)
+        proc.terminate()
         assert proc.wait(timeout=10) == 0
     finally:
         proc.kill()
@@ -112,15 +131,15 @@ def test_kill_9_leaves_a_parsable_trace(agents: Agents, world_dir: Path) -> None
     out = world_dir / "trace.bin"
     argv = agents.command(sampler_argv(str(agents.sampler), _rooted(tree, SOURCES), 100, str(out)))
     proc = subprocess.Popen(argv)
-    time.sleep(0.8)
-    t_kill = time.monotonic_ns()
+    flushed = _trace_when(out, lambda trace: trace.sample_t_ns.size >= 30, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     trace = parse_trace(out.read_bytes())
     assert trace.end is None and not trace.complete
-    # at most about one flush interval (100 ms) is lost; the slack is for a loaded shared machine
-    assert trace.sample_t_ns.size >= 30
-    assert t_kill - int(trace.sample_t_ns[-1]) <= 400_000_000
+    # everything flushed before the kill is there, unchanged, and what came after is whole
+    # records only (the parser drops a cut one); how much a kill loses is bench_sampler's matter
+    assert trace.sample_t_ns.size >= flushed.sample_t_ns.size >= 30
+    assert np.array_equal(trace.sample_t_ns[: flushed.sample_t_ns.size], flushed.sample_t_ns)
     assert np.all(trace.values("gpu.busy") == 0.25)
 
 
@@ -130,7 +149,7 @@ def test_sigterm_stops_cleanly(agents: Agents, world_dir: Path) -> None:
     proc = subprocess.Popen(
         agents.command(sampler_argv(str(agents.sampler), _rooted(tree, SOURCES), 50, str(out)))
     )
-    time.sleep(0.3)
+    _trace_when(out, lambda trace: trace.sample_t_ns.size > 0, proc)  # running, handlers set
     proc.terminate()
     assert proc.wait(timeout=10) == 0
     trace = parse_trace(out.read_bytes())
@@ -141,6 +160,7 @@ def test_watched_pid_memory_and_exit_then_linger(agents: Agents, world_dir: Path
     tree = adreno_tree(world_dir)
     out = world_dir / "trace.bin"
     # a child that grows to ~40 MB, then exits; we reap it at once (no long-lived zombie)
+    spawned_ns = time.monotonic_ns()
     child = subprocess.Popen(
         [
             "python3",
@@ -159,18 +179,19 @@ def test_watched_pid_memory_and_exit_then_linger(agents: Agents, world_dir: Path
     )
     sampler = subprocess.Popen(agents.command(argv))
     child.wait(timeout=10)
-    t_exit = time.monotonic_ns()
-    assert sampler.wait(timeout=10) == 0, "linger must end the sampler on its own"
+    assert sampler.wait(timeout=30) == 0, "linger must end the sampler on its own"
     trace = parse_trace(out.read_bytes())
     assert trace.exit is not None and trace.exit.pid == child.pid
-    assert abs(trace.exit.t_ns - t_exit) <= 300_000_000  # one memory period (20 ms) plus scheduling
+    # the exit it saw is after the child's own 0.6 s sleep and after every memory reading of it
+    assert trace.exit.t_ns >= spawned_ns + 600_000_000
+    assert trace.exit.t_ns > int(trace.memory_t_ns[-1])
     assert trace.exit.peak_rss_kb is not None and trace.exit.peak_rss_kb > 40 * 1024
     rss = trace.series("mem.rss")
     assert rss is not None and len(rss) >= 10 and float(rss.values.max()) > 40 * 1024
     assert np.all(np.diff(rss.t_ns) > 0)
     assert trace.end is not None and trace.end.reason is StopReason.LINGER
-    lingered_ns = trace.end.t_ns - trace.exit.t_ns
-    assert 300_000_000 <= lingered_ns <= 800_000_000
+    # at least the asked 0.3 s (the sampler's own times); ending on LINGER says it ended by itself
+    assert trace.end.t_ns - trace.exit.t_ns >= 300_000_000
     assert trace.sample_t_ns[-1] > trace.exit.t_ns, "sampling continues while lingering"
 
 
@@ -178,13 +199,19 @@ def test_missing_file_reads_nan_then_values_once_it_appears(agents: Agents, worl
     tree = adreno_tree(world_dir)
     late = tree.path("/sys/class/thermal/thermal_zone9/temp")
     out = world_dir / "trace.bin"
-    argv = sampler_argv(
-        str(agents.sampler), [Source("thermal.late", str(late))], 50, str(out), duration_s=2.0
-    )
+    argv = sampler_argv(str(agents.sampler), [Source("thermal.late", str(late))], 50, str(out))
     proc = subprocess.Popen(agents.command(argv))
-    time.sleep(0.3)
-    tree.write("/sys/class/thermal/thermal_zone9/temp", "41000")
-    assert proc.wait(timeout=10) == 0
+    try:
+        _trace_when(out, lambda trace: trace.sample_t_ns.size > 0, proc)  # it sampled the missing file
+        tree.write("/sys/class/thermal/thermal_zone9/temp", "41000")
+        # the sampler re-opens a missing file (at most once a second): wait for the value itself
+        _trace_when(out, lambda trace: trace.values("thermal.late")[-1] == 41_000, proc)
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     trace = parse_trace(out.read_bytes())
     assert trace.header.sources[0].open_error == "ENOENT"
     vals = trace.values("thermal.late")
@@ -244,4 +271,7 @@ def test_a_slow_source_is_read_at_its_own_rate(agents: Agents, world_dir: Path) 
     assert slots[0] < 20
     assert np.all(slots[1:] % 20 <= 3)
     assert np.all(np.diff(slots // 20) >= 1), "one reading per scheduled tick at most"
-    assert 5 <= len(slow) <= 11
+    # as many readings as slots of 20 it scheduled (taken + skipped ticks, its own count), less
+    # at most one per tick it had to skip on a busy machine
+    scheduled = -(-(trace.end.ticks + trace.end.missed_ticks) // 20)
+    assert scheduled - trace.end.missed_ticks <= len(slow) <= scheduled
