@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from farm.device.session import BIN_DIR, DeviceSession
 from farm.errors import CommandTimeout
+from tests.fixtures.old_adbd import OldAdbd
 
 pytestmark = pytest.mark.integration
 
@@ -91,14 +93,35 @@ def test_background_exit_code_is_recorded(session: DeviceSession) -> None:
     assert (session.read_text("/data/local/tmp/farm/u/o") or "").strip() == "hi"
 
 
-def test_shell_v1_fallback_exit_code_and_binary_bundle(session: DeviceSession) -> None:
-    """Old phones without shell v2: exit code from a marker, files pulled over sync."""
+def test_shell_v1_fallback_exit_code_and_binary_bundle(virtual_phones) -> None:  # type: ignore[no-untyped-def]
+    """Old phones without shell v2 (before Android 7): the phone says so in its features and refuses
+    `shell,v2`, and the session falls back to v1 by itself: exit code from a marker, files over sync."""
+    phones = virtual_phones(count=1)
+    (phone,) = phones
+    direct = DeviceSession(phone.device(phones.client()), f"local/{phone.serial}", default_timeout_s=20)
     binary = bytes(range(256)) * 4
-    session.shell(["mkdir", "-p", "/data/local/tmp/farm/v1"], check=True)
-    session.script('printf "$1" > /data/local/tmp/farm/v1/bin', "".join(f"\\{b:03o}" for b in binary))
-    via_v2 = session.pull_many(["/data/local/tmp/farm/v1/bin", "/data/local/tmp/farm/v1/missing"])
-    session._shell_v2 = False  # as if the phone had refused shell,v2
-    result = session.script('echo "out:$1"; exit 5', "x y")
+    direct.shell(["mkdir", "-p", "/data/local/tmp/farm/v1"], check=True)
+    direct.script('printf "$1" > /data/local/tmp/farm/v1/bin', "".join(f"\\{b:03o}" for b in binary))
+    via_v2 = direct.pull_many(["/data/local/tmp/farm/v1/bin", "/data/local/tmp/farm/v1/missing"])
+    with OldAdbd(phone.port) as old:
+        adb = ["adb", "-P", str(phones.adb_port)]
+        subprocess.run([*adb, "connect", old.serial], capture_output=True, timeout=60, check=True)
+        try:
+            deadline = time.monotonic() + 60
+            while (
+                f"{old.serial}\tdevice"
+                not in subprocess.run(
+                    [*adb, "devices"], capture_output=True, text=True, timeout=30, check=True
+                ).stdout
+            ):
+                assert time.monotonic() < deadline, "the old-adbd phone never came online"
+                time.sleep(0.2)
+            session = DeviceSession(phones.client().device(old.serial), "local/old", default_timeout_s=20)
+            result = session.script('echo "out:$1"; exit 5', "x y")
+            via_v1 = session.pull_many(["/data/local/tmp/farm/v1/bin", "/data/local/tmp/farm/v1/missing"])
+        finally:
+            subprocess.run([*adb, "disconnect", old.serial], capture_output=True, timeout=60, check=False)
+    assert old.refused and all(s.startswith("shell,v2") for s in old.refused)  # it asked, was refused
+    assert any(s.startswith("shell:") for s in old.services)  # and spoke v1 instead
     assert result.exit_code == 5 and result.stdout.strip() == "out:x y"
-    via_v1 = session.pull_many(["/data/local/tmp/farm/v1/bin", "/data/local/tmp/farm/v1/missing"])
     assert via_v2 == via_v1 == {"/data/local/tmp/farm/v1/bin": binary}
