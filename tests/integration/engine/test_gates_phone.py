@@ -1,8 +1,9 @@
 """The battery and temperature gates on a real virtual phone: each really holds the run back, then
 lets it go once the phone's own state allows it (its battery service, its thermal physics).
 
-The phone is the Nexus 6P profile with a fast thermal time constant (r x c = 5 s instead of 50 s),
-so heating it with a busy core and letting it cool takes seconds."""
+The phone is the Nexus 6P profile with a fast thermal time constant (r x c = 5 s instead of 50 s)
+and a CPU that heats ten times more per busy core, so heating it with a shell loop takes seconds
+even when the loop gets a small share of a loaded host's CPU."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def lab(module_virtual_phones, tmp_path_factory) -> Iterator[tuple[PreparedPhone
     profile = yaml.safe_load((PROFILES_DIR / "adreno-nexus6p.yaml").read_text())
     profile["name"] = "nexus6p-fast-thermal"
     profile["thermal"]["c_j_per_c"] = 0.5
+    profile["power"]["cpu_core_mw"] = 11_000.0
     path = tmp_path_factory.mktemp("profile") / "nexus6p-fast-thermal.yaml"
     path.write_text(yaml.safe_dump(profile))
     phones = module_virtual_phones(count=1, profiles=[str(path)])
@@ -113,7 +115,7 @@ def test_the_cooldown_gate_holds_the_run_until_the_phone_is_cool(lab, tmp_path: 
     prepared, store, experiment = lab
     session: DeviceSession = prepared.session
     limit_c = IDLE_C + 3.0
-    # heat it: one busy core (1.1 W more, up to 11 °C over idle), in the phone's own shell
+    # heat it: a busy loop (11 W per core it gets, 10 °C per W), in the phone's own shell
     spinner = session.start(
         ["sh", "-c", "while :; do :; done"],
         workdir="/data/local/tmp",
