@@ -28,8 +28,7 @@ from farm.schedule.history import load_points, record_regressions
 from farm.schedule.model import Outcome, Schedule, Trigger
 from farm.schedule.nightly import NightlyName, nightly_name, rename_spec
 from farm.spec import load
-from farm.store import RunState, Store, StoreLocation, results_dir
-from farm.store import runs as run_store
+from farm.store import Store, StoreLocation, results_dir
 
 PHONE_RETRY_S = 60.0  # while every eligible phone is leased (an ad-hoc `farm run`) or absent
 DEFAULT_PHONE_WAIT_S = 3600.0  # how long a nightly without max_runtime_s waits for phones
