@@ -12,6 +12,13 @@
   reboot                 present when `reboot` asked the world to reboot the phone
   rooted                 present on rooted profiles (init then serves su on su.sock)
   init.ready             written by the phone's init once it is up
+  thermalservice.txt     `dumpsys thermalservice` as ThermalManagerService prints it (Android 10+),
+                         written by the physics; the tool prints it (text)
+  hal/fixed_performance  `cmd power set-fixed-performance-mode-enabled`: "true"/"false", written
+                         by the tool, read by the physics (text)
+  hal/fixed_performance.supported  present when the profile's power HAL has the mode (world)
+  hal/thermal_override   `cmd thermalservice override-status N`: N; removed by `reset` (text)
+  kmsg                   kernel-log lines, e.g. a refused sysfs write (text, appended, bounded)
 """
 
 from __future__ import annotations
@@ -31,15 +38,44 @@ BATTERY_OVERRIDE = "battery/override.json"
 POWER = "power.json"
 REBOOT_REQUEST = "reboot"
 ROOTED_FLAG = "rooted"
+THERMALSERVICE = "thermalservice.txt"
+HAL_DIR = "hal"
+FIXED_PERFORMANCE = "hal/fixed_performance"
+FIXED_PERFORMANCE_SUPPORTED = "hal/fixed_performance.supported"
+THERMAL_OVERRIDE = "hal/thermal_override"
+KMSG = "kmsg"
+KMSG_MAX_BYTES = 64 * 1024
+
+
+def write_text(ctl: Path, rel: str, text: str, *, mode: int = 0o644) -> None:
+    """Atomic replace of a text file (readers never see half of it)."""
+    final = ctl / rel
+    tmp = final.with_name(f".{final.name}.host.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.chmod(tmp, mode)
+    os.replace(tmp, final)
+
+
+def read_text(ctl: Path, rel: str) -> str | None:
+    try:
+        return (ctl / rel).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def append_kmsg(ctl: Path, line: str) -> None:
+    """One kernel-log line; the oldest half is dropped once the file passes KMSG_MAX_BYTES."""
+    path = ctl / KMSG
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line.rstrip("\n") + "\n")
+    if path.stat().st_size > KMSG_MAX_BYTES:
+        text = path.read_text(encoding="utf-8")
+        write_text(ctl, KMSG, text[len(text) // 2 :].split("\n", 1)[-1])
 
 
 def write_json(ctl: Path, rel: str, value: Any, *, mode: int = 0o644) -> None:
     """Atomic replace (readers inside the phone never see a half-written file)."""
-    final = ctl / rel
-    tmp = final.with_name(f".{final.name}.host.tmp")
-    tmp.write_text(json.dumps(value, sort_keys=True) + "\n", encoding="utf-8")
-    os.chmod(tmp, mode)
-    os.replace(tmp, final)
+    write_text(ctl, rel, json.dumps(value, sort_keys=True) + "\n", mode=mode)
 
 
 def read_json(ctl: Path, rel: str, default: Any) -> Any:
@@ -62,10 +98,12 @@ def read_props(ctl: Path) -> dict[str, str]:
 
 
 def reset_volatile(ctl: Path) -> None:
-    """What a reboot forgets: runtime setprops, battery overrides, a pending reboot request."""
+    """What a reboot forgets: runtime setprops, battery overrides, a pending reboot request, power
+    HAL modes, a thermal status override and the kernel log."""
     shutil.rmtree(ctl / SET_PROPS, ignore_errors=True)
     (ctl / SET_PROPS).mkdir(exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         (ctl / BATTERY_OVERRIDE).unlink()
-    with contextlib.suppress(FileNotFoundError):
-        (ctl / REBOOT_REQUEST).unlink()
+    for rel in (REBOOT_REQUEST, FIXED_PERFORMANCE, THERMAL_OVERRIDE, KMSG):
+        with contextlib.suppress(FileNotFoundError):
+            (ctl / rel).unlink()

@@ -11,6 +11,10 @@
   current_ma     true battery current, > 0 into the battery (before the profile's quirks)
   voltage_mv     battery voltage
   screen_on      the screen term of the power model is on (input keyevent WAKEUP/SLEEP/POWER)
+  cpu_speed      speed of the phone's fastest online core, 0..1 of its top clock (pins, caps, heat)
+  gpu_speed      GPU clock work runs at, 0..1 of the top one
+  cpu_quota_cores / gpu_quota_cores  the CFS quotas in force (host cores; 0 without cgroups)
+  thermal_status the thermal HAL's status, 0 NONE .. 6 SHUTDOWN
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ class TruthRow:
     current_ma: float
     voltage_mv: float
     screen_on: bool = True
+    cpu_speed: float = 1.0
+    gpu_speed: float = 1.0
+    cpu_quota_cores: float = 0.0
+    gpu_quota_cores: float = 0.0
+    thermal_status: int = 0
 
 
 class GroundTruthLog:

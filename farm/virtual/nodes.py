@@ -3,7 +3,9 @@
 Values are written IN PLACE (pwrite + ftruncate, same inode) rather than by rename: samplers on
 real phones keep sysfs files open and re-read them with lseek/pread, and that must see new values.
 Files are root-owned: shell can read (unless listed unreadable, mode 000) but not write; the
-charging-control node is writable by root only.
+charging-control node and the clock nodes (clocknodes.py) are writable by the phone's root only.
+This module has the battery, USB and GPU-load nodes; clocknodes.py the CPU/GPU clocks, hotplug
+and thermal zones.
 """
 
 from __future__ import annotations
@@ -18,31 +20,18 @@ from farm.virtual.profile import CurrentUnit, DischargeSign, GpuKind, Profile
 BATTERY_DIR = "class/power_supply/battery"
 USB_DIR = "class/power_supply/usb"
 KGSL_DEVICE = "devices/platform/soc/3d00000.qcom,kgsl-3d0/kgsl/kgsl-3d0"
-CPU_DIR = "devices/system/cpu"
-# Host CPU/NUMA topology copied into the phone's /sys: PoCL's hwloc aborts without it.
-HOST_TOPOLOGY_GLOBS = (
-    "devices/system/cpu/cpu[0-9]*/topology/*",
-    "devices/system/cpu/cpu[0-9]*/cache/index[0-9]*/*",
-    "devices/system/cpu/kernel_max",
-    "devices/system/node/node[0-9]*/cpumap",
-    "devices/system/node/node[0-9]*/cpulist",
-    "devices/system/node/node[0-9]*/meminfo",
-    "devices/system/node/online",
-    "devices/system/node/possible",
-)
 RO_MODE = 0o444
 RW_MODE = 0o644
 
 
 @dataclass(frozen=True)
 class Telemetry:
-    """What the sysfs nodes show at one instant (already in the phone's quirky conventions)."""
+    """What the load and battery nodes show at one instant (in the phone's quirky conventions)."""
 
     gpu_busy_us: int  # over the last closed window
     gpu_total_us: int
     gpu_freq_hz: int
-    cpu_freq_khz: int
-    temp_mc: int  # millidegrees C
+    battery_temp_mc: int  # millidegrees C
     battery_level: int
     battery_status: str  # Charging / Discharging / Not charging / Full
     voltage_uv: int
@@ -77,37 +66,71 @@ def write_node(path: Path, text: str) -> None:
         os.close(fd)
 
 
-class TelemetryNodes:
-    """Creates the tree once (`create`) and rewrites the dynamic files (`write`)."""
+class NodeFiles:
+    """Creates files and links under one sysfs root and rewrites those whose text changed."""
 
-    def __init__(self, profile: Profile, sys_root: Path) -> None:
-        self.profile = profile
-        self.root = sys_root
+    def __init__(self, root: Path, root_owner: tuple[int, int] | None = None) -> None:
+        self.root = root
+        # Host uid/gid that the phone's root is: owner of the nodes root may write (rooted phones).
+        self.root_owner = root_owner
         self._last: dict[str, str] = {}
 
-    def _file(self, rel: str, text: str, mode: int = RO_MODE) -> None:
+    def file(self, rel: str, text: str, mode: int = RO_MODE, *, root_writable: bool = False) -> None:
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         path.write_text(text, encoding="utf-8")
         os.chmod(path, mode)
+        if root_writable and self.root_owner is not None and os.geteuid() == 0:
+            os.chown(path, *self.root_owner)
+        self._last[rel] = text
 
-    def _copy_host_topology(self, host_sys: Path = Path("/sys")) -> None:
-        for pattern in HOST_TOPOLOGY_GLOBS:
-            for src in host_sys.glob(pattern):
-                if src.is_symlink() or not src.is_file():
-                    continue
-                try:
-                    text = src.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                self._file(str(src.relative_to(host_sys)), text)
-
-    def _link(self, rel: str, target: str) -> None:
+    def link(self, rel: str, target: str) -> None:
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
         path.symlink_to(target)
+
+    def write_changed(self, files: dict[str, str]) -> list[str]:
+        """Rewrite the files whose content changed; returns their relative paths."""
+        changed = []
+        for rel, text in files.items():
+            if self._last.get(rel) != text:
+                write_node(self.root / rel, text)
+                self._last[rel] = text
+                changed.append(rel)
+        return changed
+
+    def write_guarded(self, rel: str, text: str, *, expected: str | None) -> bool:
+        """Rewrite `rel` only if it still holds `expected` (someone else may write it too);
+        the check and the write are microseconds apart, the best a plain file allows."""
+        path = self.root / rel
+        try:
+            if path.read_text(encoding="utf-8", errors="replace") != expected:
+                return False
+        except OSError:
+            return False
+        write_node(path, text)
+        self._last[rel] = text
+        return True
+
+    def last(self, rel: str) -> str | None:
+        """What this object last wrote to `rel` (to tell our own writes from the phone's)."""
+        return self._last.get(rel)
+
+    def forget(self) -> None:
+        self._last = {}
+
+
+class TelemetryNodes:
+    """Creates the battery/GPU-load tree once (`create`) and rewrites its dynamic files (`write`)."""
+
+    def __init__(self, profile: Profile, files: NodeFiles) -> None:
+        self.profile = profile
+        self.files = files
+        self.root = files.root
 
     def dynamic_files(self, t: Telemetry) -> dict[str, str]:
         """Relative path -> content of every file that changes with the physics."""
@@ -119,15 +142,10 @@ class TelemetryNodes:
             f"{bat}/voltage_now": f"{t.voltage_uv}\n",
             f"{bat}/current_now": f"{t.current_raw}\n",
             f"{bat}/current_avg": f"{t.current_raw}\n",
-            f"{bat}/temp": f"{t.temp_mc // 100}\n",
+            f"{bat}/temp": f"{t.battery_temp_mc // 100}\n",
             f"{bat}/charge_counter": f"{t.charge_counter_uah}\n",
             f"{USB_DIR}/online": "1\n" if t.usb_online else "0\n",
         }
-        for i, _zone in enumerate(p.thermal.zones):
-            files[f"class/thermal/thermal_zone{i}/temp"] = f"{t.temp_mc}\n"
-        for cpu in range(os.cpu_count() or 1):
-            files[f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_cur_freq"] = f"{t.cpu_freq_khz}\n"
-            files[f"{CPU_DIR}/cpu{cpu}/cpufreq/cpuinfo_cur_freq"] = f"{t.cpu_freq_khz}\n"
         if p.gpu is None:
             return files
         pct = t.gpu_percent
@@ -138,22 +156,16 @@ class TelemetryNodes:
             k = KGSL_DEVICE
             files[f"{k}/gpubusy"] = f"{t.gpu_busy_us:7d} {t.gpu_total_us:7d}\n"
             files[f"{k}/gpu_busy_percentage"] = f"{pct} %\n"
-            files[f"{k}/devfreq/cur_freq"] = f"{t.gpu_freq_hz}\n"
-            files[f"{k}/gpuclk"] = f"{t.gpu_freq_hz}\n"
-            files[f"{k}/clock_mhz"] = f"{mhz}\n"
-            files[f"{k}/temp"] = f"{t.temp_mc}\n"
         else:
             dev = f"devices/platform/{p.gpu.devfreq_name}"
             files[f"{dev}/utilization"] = f"{pct}\n"
             files[f"{dev}/clock"] = f"{mhz}\n"
-            files[f"{dev}/devfreq/{p.gpu.devfreq_name}/cur_freq"] = f"{t.gpu_freq_hz}\n"
         return files
 
     def create(self, t: Telemetry) -> None:
-        """Lay out the whole tree (static files, links, the dynamic files' first values)."""
+        """Lay out the tree (static files, links, the dynamic files' first values)."""
         p = self.profile
         self.root.mkdir(parents=True, exist_ok=True)
-        ncpu = os.cpu_count() or 1
         bat = BATTERY_DIR
         static = {
             f"{bat}/type": "Battery\n",
@@ -163,56 +175,33 @@ class TelemetryNodes:
             f"{bat}/charge_full_design": f"{p.battery.capacity_mah * 1000}\n",
             f"{bat}/voltage_max_design": f"{p.battery.voltage_full_mv * 1000}\n",
             f"{USB_DIR}/type": "USB\n",
-            f"{CPU_DIR}/online": f"0-{ncpu - 1}\n",
-            f"{CPU_DIR}/possible": f"0-{ncpu - 1}\n",
-            f"{CPU_DIR}/present": f"0-{ncpu - 1}\n",
         }
-        freqs = " ".join(str(f) for f in p.cpu.freqs_khz)
-        for cpu in range(ncpu):
-            d = f"{CPU_DIR}/cpu{cpu}/cpufreq"
-            static[f"{d}/scaling_available_frequencies"] = f"{freqs} \n"
-            static[f"{d}/scaling_governor"] = f"{p.cpu.governor}\n"
-            static[f"{d}/cpuinfo_min_freq"] = f"{p.cpu.freqs_khz[0]}\n"
-            static[f"{d}/cpuinfo_max_freq"] = f"{p.cpu.freqs_khz[-1]}\n"
-            static[f"{d}/related_cpus"] = " ".join(str(c) for c in range(ncpu)) + "\n"
-        for i, zone in enumerate(p.thermal.zones):
-            static[f"class/thermal/thermal_zone{i}/type"] = f"{zone}\n"
-            static[f"class/thermal/thermal_zone{i}/mode"] = "enabled\n"
         if p.gpu is not None:
             static.update(self._gpu_static())
-        self._copy_host_topology()
         for rel, text in static.items():
-            self._file(rel, text)
-        for cpu in range(ncpu):
-            d = f"{CPU_DIR}/cpu{cpu}/cpufreq"
-            self._file(f"{d}/scaling_min_freq", f"{p.cpu.freqs_khz[0]}\n", RW_MODE)
-            self._file(f"{d}/scaling_max_freq", f"{p.cpu.freqs_khz[-1]}\n", RW_MODE)
-        for cpu in range(ncpu):
-            self._link(f"{CPU_DIR}/cpufreq/policy{cpu}", f"../cpu{cpu}/cpufreq")
+            self.files.file(rel, text)
+        for rel, text in self.dynamic_files(t).items():
+            self.files.file(rel, text)
         if p.battery.charging_node is not None:
             rel = p.battery.charging_node.removeprefix("/sys/")
-            self._file(rel, f"{p.battery.charging_node_resume}\n", RW_MODE)
+            self.files.file(rel, f"{p.battery.charging_node_resume}\n", RW_MODE, root_writable=True)
         if p.gpu is not None and p.gpu.kind is GpuKind.ADRENO:
-            self._link("class/kgsl/kgsl-3d0", f"../../{KGSL_DEVICE}")
+            self.files.link("class/kgsl/kgsl-3d0", f"../../{KGSL_DEVICE}")
         elif p.gpu is not None:
             dev = f"devices/platform/{p.gpu.devfreq_name}"
-            self._link("class/misc/mali0/device", f"../../../{dev}")
-            self._link(f"class/devfreq/{p.gpu.devfreq_name}", f"../../{dev}/devfreq/{p.gpu.devfreq_name}")
-        self._last = {}
-        self.write(t)
-        for rel in ("devices/system/cpu/cpu0/cpufreq/cpuinfo_cur_freq",):
-            os.chmod(self.root / rel, 0o400)
-        for phone_path in p.unreadable:
-            rel = phone_path.removeprefix("/sys/")
-            host = self.root / rel
+            self.files.link("class/misc/mali0/device", f"../../../{dev}")
+
+    def hide_unreadable(self) -> None:
+        """Mode 000 for the profile's `unreadable` paths (after every tree is laid out)."""
+        for phone_path in self.profile.unreadable:
+            host = self.root / phone_path.removeprefix("/sys/")
             if not host.exists():
-                self._file(str(Path(os.path.realpath(host)).relative_to(self.root.resolve())), "")
+                self.files.file(str(Path(os.path.realpath(host)).relative_to(self.root.resolve())), "")
             os.chmod(os.path.realpath(host), 0)
 
     def _gpu_static(self) -> dict[str, str]:
         gpu = self.profile.gpu
         assert gpu is not None
-        hz = " ".join(str(f) for f in gpu.freqs_hz)
         mhz = [f // 1_000_000 for f in gpu.freqs_hz]
         files = {
             "kernel/gpu/gpu_model": f"{gpu.model}\n",
@@ -221,43 +210,14 @@ class TelemetryNodes:
             "kernel/gpu/gpu_freq_table": " ".join(str(m) for m in mhz) + "\n",
         }
         if gpu.kind is GpuKind.ADRENO:
-            k = KGSL_DEVICE
-            files.update(
-                {
-                    f"{k}/gpu_model": f"{gpu.model}\n",
-                    f"{k}/devfreq/min_freq": f"{gpu.freqs_hz[0]}\n",
-                    f"{k}/devfreq/max_freq": f"{gpu.freqs_hz[-1]}\n",
-                    f"{k}/devfreq/available_frequencies": f"{hz}\n",
-                    f"{k}/devfreq/governor": "msm-adreno-tz\n",
-                    f"{k}/devfreq/trans_stat": "",
-                    f"{k}/max_gpuclk": f"{gpu.freqs_hz[-1]}\n",
-                    f"{k}/max_clock_mhz": f"{mhz[-1]}\n",
-                    f"{k}/min_clock_mhz": f"{mhz[0]}\n",
-                    f"{k}/freq_table_mhz": " ".join(str(m) for m in reversed(mhz)) + "\n",
-                    f"{k}/gpu_available_frequencies": " ".join(str(f) for f in reversed(gpu.freqs_hz)) + "\n",
-                }
-            )
+            files[f"{KGSL_DEVICE}/gpu_model"] = f"{gpu.model}\n"
         else:
-            dev = f"devices/platform/{gpu.devfreq_name}"
-            df = f"{dev}/devfreq/{gpu.devfreq_name}"
-            files.update(
-                {
-                    f"{dev}/gpuinfo": f"{gpu.model} MP7 r0p0 0x0\n",
-                    f"{df}/min_freq": f"{gpu.freqs_hz[0]}\n",
-                    f"{df}/max_freq": f"{gpu.freqs_hz[-1]}\n",
-                    f"{df}/available_frequencies": f"{hz}\n",
-                    f"{df}/governor": "simple_ondemand\n",
-                    f"{df}/trans_stat": "",
-                }
-            )
+            files[f"devices/platform/{gpu.devfreq_name}/gpuinfo"] = f"{gpu.model} MP7 r0p0 0x0\n"
         return files
 
     def write(self, t: Telemetry) -> None:
         """Rewrite the dynamic files whose content changed since the last write."""
-        for rel, text in self.dynamic_files(t).items():
-            if self._last.get(rel) != text:
-                write_node(self.root / rel, text)
-                self._last[rel] = text
+        self.files.write_changed(self.dynamic_files(t))
 
     def read_charging_node(self) -> str | None:
         node = self.profile.battery.charging_node

@@ -1,33 +1,47 @@
-"""The telemetry physics of one phone: an asyncio task (~10 Hz) that measures what really runs on
-the phone and drives its sysfs nodes, /proc/meminfo, the battery state and the ground-truth log.
+"""The physics of one phone: an asyncio task (~10 Hz) that measures what really runs on the phone
+and drives its sysfs nodes, its clocks and heat, its CPU budget, /proc/meminfo, the battery
+state, `dumpsys thermalservice` and the ground-truth log.
 
 Per tick: CPU time of the phone's processes (procscan) -> GPU busy (PoCL worker threads, divided
-by wall time x gpu cores) and CPU busy cores (everything else) -> power (power.py, the profile's
-model) -> temperature (thermal.py) and battery (battery.py) -> nodes in the profile's conventions.
-Adreno's gpubusy is published per ~1 s window; current_now only at the fuel-gauge interval.
-No random numbers anywhere: the same load gives the same telemetry.
+by wall time x gpu cores) and CPU busy cores (everything else) -> power (power.py) -> die
+temperature (thermal.py) -> step_wise caps and the frequencies the governors pick (socmodel.py)
+-> CFS quotas of the phone's cgroups (cgroup.py), so work really runs at the clocks shown ->
+battery (battery.py) -> nodes in the profile's conventions. Adreno's gpubusy is published per
+~1 s window; current_now only at the fuel-gauge interval. No random numbers anywhere.
+
+Between ticks, writes are events: root writing a clock node, a /dev/cpuset group's `cpus`, or
+the tools' power-HAL flags (`cmd power`, `cmd thermalservice`) wakes `on_write` (filewatch.py),
+which judges the write like the kernel (clocks.py) and applies it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from farm.virtual import ctlfiles
 from farm.virtual.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
+from farm.virtual.cgroup import GPU_GROUP, PhoneCgroups
+from farm.virtual.clocknodes import ClockNodes, ClockReadings
+from farm.virtual.cpusets import CgroupTrees, format_cpulist, parse_cpulist
+from farm.virtual.filewatch import IN_CLOSE_WRITE, IN_DELETE, IN_MOVED_TO, FileWatch
 from farm.virtual.groundtruth import GroundTruthLog, TruthRow
-from farm.virtual.nodes import Telemetry, TelemetryNodes, current_now_raw, write_node
-from farm.virtual.power import pick_frequency, power_mw
+from farm.virtual.nodes import NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
+from farm.virtual.power import power_mw
 from farm.virtual.procscan import ProcScanner
-from farm.virtual.profile import Profile
+from farm.virtual.profile import THERMALSERVICE_MIN_SDK, Profile, SensorType
 from farm.virtual.sandbox import Sandbox, StateLayout
-from farm.virtual.thermal import step_temperature_c
+from farm.virtual.socmodel import SocModel
+from farm.virtual.thermal import step_temperature_c, zone_temp_c
+from farm.virtual.thermalservice import dump_thermalservice
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +51,7 @@ SLOW_EVERY_TICKS = 10  # battery state for dumpsys, meminfo, screen state: ~1 Hz
 # /proc/meminfo: the phone's RAM, of which Android itself uses a fixed share and caches another.
 SYSTEM_USED_FRACTION = 0.35
 CACHED_FRACTION = 0.25
+ERRNO_NAMES = {errno.EINVAL: "EINVAL", errno.EBUSY: "EBUSY", errno.ENODEV: "ENODEV"}
 
 
 @dataclass(frozen=True)
@@ -84,19 +99,29 @@ class Physics:
         layout: StateLayout,
         sandbox: Sandbox,
         *,
+        cgroups: PhoneCgroups | None = None,
+        cgroup_trees: CgroupTrees | None = None,
+        root_owner: tuple[int, int] | None = None,
         on_reboot_request: Callable[[], None] | None = None,
     ) -> None:
         self.profile = profile
         self.layout = layout
         self.sandbox = sandbox
-        self.nodes = TelemetryNodes(profile, layout.sys)
+        self.cgroups = cgroups
+        self.trees = cgroup_trees
+        self.files = NodeFiles(layout.sys, root_owner if profile.rooted else None)
+        self.nodes = TelemetryNodes(profile, self.files)
+        self.model = SocModel(profile)
+        self.clock_nodes = ClockNodes(profile, self.model.soc, self.files, self.model.devices)
         self.on_reboot_request = on_reboot_request
         self.log = GroundTruthLog(layout.ground_truth)
         self._task: asyncio.Task[None] | None = None
         self._scanner: ProcScanner | None = None
+        self._watch = FileWatch()
         # A phone that has been on for a while: at the steady temperature of idle with screen on.
         idle_mw = power_mw(profile.power, 0.0, 0.0, screen_on=True)
         self.temp_c = profile.thermal.ambient_c + idle_mw / 1000.0 * profile.thermal.r_c_per_w
+        self.model.reset_heat(self.temp_c)
         self.battery = BatteryState(float(profile.battery.initial_level), charging=True, current_ma=0.0)
         self.last_sample = Sample(0.0, 0.0, 0)
         self.last_power_mw = 0.0
@@ -107,25 +132,44 @@ class Physics:
         self._current_raw = 0
         self._screen_on = True
         self._tick_count = 0
+        self._quotas: dict[str, float] = {}
+        self._gpu_tids: set[int] = set()
+        self._cpuset_cpus: dict[str, tuple[int, ...]] = {}
+        self._thermal_override: int | None = None
+        self._thermal_text: str | None = None
+        self._speed_key: object = None
+        self._speed = (1.0, 1.0)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """(Re)create the /sys tree and /proc/meminfo with idle values; before the sandbox starts."""
+        """(Re)create the /sys tree, the cgroup trees and /proc/meminfo; before the sandbox starts."""
         shutil.rmtree(self.layout.sys, ignore_errors=True)
+        self.files.forget()
         bat = self.profile.battery
         idle_mw = power_mw(self.profile.power, 0.0, 0.0, self._screen_on)
         current = battery_current_ma(bat, self.battery.level_pct, idle_mw, self.battery.charging)
         self._current_raw = current_now_raw(self.profile, current)
         self._gauge_at_ns = time.monotonic_ns()
-        self.nodes.create(self._telemetry(time.monotonic_ns(), self.profile.cpu.freqs_khz[0]))
+        self.model = SocModel(self.profile)
+        self.model.reset_heat(self.temp_c)
+        self.clock_nodes = ClockNodes(self.profile, self.model.soc, self.files, self.model.devices)
+        self.nodes.create(self._telemetry())
+        self.clock_nodes.create(self.model.state, self.model.readings(self.temp_c))
+        self.nodes.hide_unreadable()
         write_node(self.layout.meminfo, meminfo_text(self.profile.ram_mb, 0))
         self._write_battery_state()
+        if self.trees is not None:
+            self._cpuset_cpus = {g.name: g.cpus for g in self.trees.groups()}
+        self._thermal_override = None
+        self._write_thermalservice()
+        self._apply_quotas()
 
     async def start(self) -> None:
         self._scanner = ProcScanner(self.sandbox.pidns)
         self._scanner.scan(time.monotonic(), 0)
         self.log.open()
+        self._start_watch()
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"physics-{self.sandbox.serial}"
         )
@@ -136,7 +180,21 @@ class Physics:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        self._watch.close()
+        self._watch = FileWatch()
         self.log.close()
+
+    def _start_watch(self) -> None:
+        """Watch what the phone may write: root's clock nodes and cpusets, the tools' HAL flags."""
+        hal = self.layout.ctl / ctlfiles.HAL_DIR
+        self._watch.watch(hal, IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE)
+        if self.profile.rooted:
+            for rel in self.clock_nodes.writable_paths():
+                self._watch.watch(self.layout.sys / rel)
+            if self.trees is not None:
+                for group in self.trees.groups():
+                    self._watch.watch(self.trees.group_dir(group.name) / "cpus")
+        self._watch.start(self.on_write)
 
     async def _run(self) -> None:
         last_ns = time.monotonic_ns()
@@ -150,6 +208,101 @@ class Physics:
                 log.warning("%s: physics tick failed: %s", self.sandbox.serial, exc)
             last_ns = now_ns
 
+    # -- writes from inside the phone -----------------------------------------------------------
+
+    def on_write(self, path: Path) -> None:
+        """A file the phone may write was written: judge it and answer (see the module doc)."""
+        try:
+            if path.parent == self.layout.ctl / ctlfiles.HAL_DIR:
+                self._hal_flags()
+            elif self.trees is not None and path.name == "cpus" and self.trees.cpuset_dir in path.parents:
+                self._cpuset_write(path)
+            else:
+                self._clock_write(path)
+        except OSError as exc:
+            log.warning("%s: handling a write to %s failed: %s", self.sandbox.serial, path, exc)
+
+    def _clock_write(self, path: Path) -> None:
+        """The phone closed a clock node it wrote: judge the write as the kernel would (refused
+        ones leave a kernel-log line) and rewrite the node with what is in force (read-back)."""
+        rel = str(path.relative_to(self.layout.sys))
+        knob = self.clock_nodes.knob_at(rel)
+        if knob is None:
+            return
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not text or text == self.files.last(rel):
+            return  # our own rewrite echoing back, or a newer write under way (its event follows)
+        result = self.model.write(knob[0], knob[1], text)
+        if result.error is not None:
+            self._kmsg(f"{result.message} ({ERRNO_NAMES.get(result.error, result.error)}); write refused")
+        self._write_clock_nodes(self.model.readings(self.temp_c), taken={rel: text})
+        self._apply_quotas()
+
+    def _cpuset_write(self, path: Path) -> None:
+        assert self.trees is not None
+        rel_group = path.parent.relative_to(self.trees.cpuset_dir)
+        name = "" if str(rel_group) == "." else str(rel_group)
+        if name not in self._cpuset_cpus:
+            return
+        text = path.read_text(encoding="utf-8", errors="replace")
+        shown = format_cpulist(self._cpuset_cpus[name]) + "\n"
+        if text == shown:
+            return
+        cpus = parse_cpulist(text, self.model.soc.ncpu)
+        parent = tuple(range(self.model.soc.ncpu)) if not name else self._cpuset_cpus.get("", ())
+        if cpus is None or not set(cpus) <= set(parent):
+            self._kmsg(f"cpuset: {name or '/'}: cpus {text.strip()!r} invalid or outside the parent (EINVAL)")
+        else:
+            self._cpuset_cpus[name] = cpus
+            shown = format_cpulist(cpus) + "\n"
+            write_node(path.parent / "effective_cpus", shown)
+        write_node(path, shown)
+        self._apply_quotas()
+
+    def _hal_flags(self) -> None:
+        ctl = self.layout.ctl
+        fixed = (ctlfiles.read_text(ctl, ctlfiles.FIXED_PERFORMANCE) or "").strip().lower() == "true"
+        if fixed != self.model.state.fixed_performance:
+            self.model.set_fixed_performance(fixed)
+            self._refresh_clocks()
+        override = (ctlfiles.read_text(ctl, ctlfiles.THERMAL_OVERRIDE) or "").strip()
+        self._thermal_override = int(override) if override.lstrip("-").isdigit() else None
+        self._write_thermalservice()
+
+    def _refresh_clocks(self) -> None:
+        """Re-render the clock nodes (read-back shows what is in force), re-apply the quotas."""
+        self._write_clock_nodes(self.model.readings(self.temp_c))
+        self._apply_quotas()
+
+    def _write_clock_nodes(self, readings: ClockReadings, taken: dict[str, str] | None = None) -> None:
+        """Render the clock nodes. A node the phone may write is only overwritten while it still
+        holds what we last saw in it (`taken`: what we just read): a write that lands meanwhile
+        is left for its own event."""
+        taken = taken or {}
+        files = self.clock_nodes.render(self.model.state, readings)
+        writable = {rel: files.pop(rel) for rel in self.clock_nodes.writable_paths()}
+        self.files.write_changed(files)
+        for rel, text in writable.items():
+            if rel in taken or text != self.files.last(rel):
+                self.files.write_guarded(rel, text, expected=taken.get(rel, self.files.last(rel)))
+
+    def _apply_quotas(self) -> None:
+        quotas = self.model.quotas(self._cpuset_cpus).cores
+        if self.cgroups is None or quotas == self._quotas:
+            self._quotas = quotas
+            return
+        try:
+            self.cgroups.set_quotas(quotas)
+        except OSError as exc:
+            log.warning("%s: cannot set CPU quotas: %s", self.sandbox.serial, exc)
+            return
+        self._quotas = quotas
+
+    def _kmsg(self, message: str) -> None:
+        stamp = time.monotonic()
+        ctlfiles.append_kmsg(self.layout.ctl, f"<3>[{stamp:12.6f}] {message}")
+        log.info("%s: %s", self.sandbox.serial, message)
+
     # -- one step ---------------------------------------------------------------------------------
 
     def measure(self, dt_ns: int) -> Sample:
@@ -159,7 +312,18 @@ class Physics:
         cores = self.profile.gpu.cores if self.profile.gpu else 1
         gpu_busy = min(1.0, cpu.pocl_ns / (dt_ns * cores)) if dt_ns > 0 else 0.0
         cpu_busy = min(float(ncpu), cpu.other_ns / dt_ns) if dt_ns > 0 else 0.0
+        self._place_gpu_threads(cpu.pocl_tids)
         return Sample(gpu_busy=gpu_busy, cpu_busy_cores=cpu_busy, rss_kb=cpu.rss_kb)
+
+    def _place_gpu_threads(self, tids: tuple[int, ...]) -> None:
+        """PoCL's worker threads are the GPU: they run under the GPU's quota, not the CPU's."""
+        if self.cgroups is None:
+            return
+        seen = set(tids)
+        new = seen - self._gpu_tids
+        if new:
+            self.cgroups.move_threads(GPU_GROUP, sorted(new))
+        self._gpu_tids = seen
 
     def tick(self, now_ns: int, dt_ns: int) -> None:
         p = self.profile
@@ -185,11 +349,19 @@ class Physics:
         if now_ns - self._gauge_at_ns >= p.battery.fuel_gauge_interval_s * 1e9:
             self._current_raw = current_now_raw(p, self.battery.current_ma)
             self._gauge_at_ns = now_ns
-        ncpu = os.cpu_count() or 1
-        cpu_freq = pick_frequency(p.cpu.freqs_khz, (sample.cpu_busy_cores + sample.gpu_busy) / ncpu)
-        self.nodes.write(self._telemetry(now_ns, cpu_freq))
+        busy, total = self._gpubusy
+        capacity = max(1e-6, self._quotas.get("cpu", p.cpu.budget_cores))
+        readings = self.model.advance(
+            now_ns, dt_ns, self.temp_c, sample.cpu_busy_cores / capacity, busy / total if total else 0.0
+        )
+        self.nodes.write(self._telemetry())
+        self._write_clock_nodes(readings)
+        self._apply_quotas()
+        status = self.model.thermal_status(self.temp_c)
+        cpu_speed, gpu_speed = self._speeds()
         if slow:
             self._write_battery_state()
+            self._write_thermalservice()
             write_node(self.layout.meminfo, meminfo_text(p.ram_mb, sample.rss_kb))
             if (self.layout.ctl / ctlfiles.REBOOT_REQUEST).exists() and self.on_reboot_request:
                 self.on_reboot_request()
@@ -205,22 +377,27 @@ class Physics:
                 current_ma=self.battery.current_ma,
                 voltage_mv=voltage_mv(p.battery, self.battery.level_pct),
                 screen_on=self._screen_on,
+                cpu_speed=cpu_speed,
+                gpu_speed=gpu_speed,
+                cpu_quota_cores=self._quotas.get("cpu", 0.0) if self.cgroups else 0.0,
+                gpu_quota_cores=self._quotas.get("gpu", 0.0) if self.cgroups else 0.0,
+                thermal_status=status,
             )
         )
 
-    def _telemetry(self, now_ns: int, cpu_freq_khz: int) -> Telemetry:
+    def _speeds(self) -> tuple[float, float]:
+        if self._speed_key != self.model.state:
+            self._speed_key, self._speed = self.model.state, self.model.speeds()
+        return self._speed
+
+    def _telemetry(self) -> Telemetry:
         p = self.profile
-        gpu_freq = 0
-        if p.gpu is not None:
-            busy, total = self._gpubusy
-            gpu_freq = pick_frequency(p.gpu.freqs_hz, busy / total if total else 0.0)
         level = int(self.battery.level_pct)
         return Telemetry(
             gpu_busy_us=self._gpubusy[0],
             gpu_total_us=self._gpubusy[1],
-            gpu_freq_hz=gpu_freq,
-            cpu_freq_khz=cpu_freq_khz,
-            temp_mc=round(self.temp_c * 1000),
+            gpu_freq_hz=self.model.gpu_cur_hz,
+            battery_temp_mc=round(self.battery_temp_c() * 1000),
             battery_level=level,
             battery_status=self._status(),
             voltage_uv=round(voltage_mv(p.battery, self.battery.level_pct) * 1000),
@@ -229,9 +406,30 @@ class Physics:
             usb_online=True,
         )
 
+    def battery_temp_c(self) -> float:
+        """The battery's thermistor: the profile's battery zone (cooler than the die), else T."""
+        spec = self.profile.thermal
+        zone = next((z for z in spec.zones if z.sensor is SensorType.BATTERY), None)
+        return zone_temp_c(spec, zone, self.temp_c) if zone is not None else self.temp_c
+
     def _status(self) -> str:
         # The cable is always in (the phone is on adb); a stopped charger shows "Not charging".
         return self.battery.status() if self.battery.charging else "Not charging"
+
+    def _write_thermalservice(self) -> None:
+        """`dumpsys thermalservice` (Android 10+), rewritten only when its text changes."""
+        if self.profile.sdk < THERMALSERVICE_MIN_SDK:
+            return
+        text = dump_thermalservice(
+            self.profile,
+            self.temp_c,
+            self.model.devices,
+            self.model.cooling.device_steps,
+            self._thermal_override,
+        )
+        if text != self._thermal_text:
+            ctlfiles.write_text(self.layout.ctl, ctlfiles.THERMALSERVICE, text)
+            self._thermal_text = text
 
     def _write_battery_state(self) -> None:
         """What BatteryService would read from the HAL, for `dumpsys battery` inside the phone."""
@@ -252,7 +450,7 @@ class Physics:
             "level": int(self.battery.level_pct),
             "scale": 100,
             "voltage_mv": round(voltage_mv(self.profile.battery, self.battery.level_pct)),
-            "temperature_dc": round(self.temp_c * 10),
+            "temperature_dc": round(self.battery_temp_c() * 10),
             "technology": "Li-ion",
         }
         ctlfiles.write_json(self.layout.ctl, ctlfiles.BATTERY_STATE, state)

@@ -13,8 +13,11 @@ import os
 from dataclasses import dataclass
 
 POCL_MARKER = "libpocl"
-# How often a member process without libpocl is re-checked (it may dlopen OpenCL later).
+# How often a member process without libpocl is re-checked (it may dlopen OpenCL later): every
+# scan while it is young (a benchmark loads OpenCL first thing; its workers should reach the GPU's
+# budget at once), then every half second.
 MAPS_RECHECK_S = 0.5
+YOUNG_PROCESS_S = 3.0
 _TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
@@ -26,6 +29,7 @@ class CpuSample:
     other_ns: int
     rss_kb: int
     pids: tuple[int, ...]
+    pocl_tids: tuple[int, ...] = ()  # the "GPU" threads seen in this scan
 
 
 def _thread_cpu_ns(task_dir: str, *, with_wait: bool) -> int | None:
@@ -68,7 +72,7 @@ class ProcScanner:
         self.pidns = pidns
         self.exclude = exclude_pids
         self._ns_of: dict[int, bool] = {}  # pid -> belongs to this phone (never changes for a pid)
-        self._pocl: dict[int, tuple[bool, float]] = {}  # pid -> (maps pocl, checked at monotonic s)
+        self._pocl: dict[int, tuple[bool, float, float]] = {}  # pid -> (maps pocl, checked at, first seen)
         self._prev: dict[tuple[int, int], int] = {}  # (pid, tid) -> cpu ns at the previous scan
 
     def members(self) -> list[int]:
@@ -97,13 +101,15 @@ class ProcScanner:
         """CPU time since the last scan. A thread seen for the first time counts at most
         `max_new_ns` (it started within the interval, or existed before we started looking)."""
         pocl_ns = other_ns = rss_kb = 0
+        pocl_tids: list[int] = []
         current: dict[tuple[int, int], int] = {}
         pids = self.members()
         for pid in pids:
-            has_pocl, checked = self._pocl.get(pid, (False, -1e9))
-            if not has_pocl and now_s - checked >= MAPS_RECHECK_S:
+            has_pocl, checked, first_seen = self._pocl.get(pid, (False, -1e9, now_s))
+            young = now_s - first_seen < YOUNG_PROCESS_S
+            if not has_pocl and (young or now_s - checked >= MAPS_RECHECK_S):
                 has_pocl = _maps_pocl(pid)
-                self._pocl[pid] = (has_pocl, now_s)
+                self._pocl[pid] = (has_pocl, now_s, first_seen)
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
             except OSError:
@@ -121,7 +127,10 @@ class ProcScanner:
                 delta = min(cpu, max_new_ns) if prev is None else max(0, cpu - prev)
                 if is_pocl:
                     pocl_ns += delta
+                    pocl_tids.append(tid)
                 else:
                     other_ns += delta
         self._prev = current
-        return CpuSample(pocl_ns=pocl_ns, other_ns=other_ns, rss_kb=rss_kb, pids=tuple(pids))
+        return CpuSample(
+            pocl_ns=pocl_ns, other_ns=other_ns, rss_kb=rss_kb, pids=tuple(pids), pocl_tids=tuple(pocl_tids)
+        )

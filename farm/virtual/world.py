@@ -1,23 +1,38 @@
-"""One virtual phone's world: sandbox + props + telemetry physics behind the PhoneWorld seam."""
+"""One virtual phone's world: sandbox + props + telemetry physics behind the PhoneWorld seam.
+
+It also owns the phone's host cgroups (cgroup.py): created before the sandbox starts, joined by
+every process of the phone (the sandbox's vphone-exec writes each one's pid into
+`Sandbox.cgroup_files` before it enters the phone), removed after the phone's processes are gone.
+Without usable cgroups (no cpu controller) the phone runs without a CPU budget and logs why.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import errno
+import functools
 import hashlib
+import logging
 import os
+import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from farm.errors import ConfigError
 from farm.virtual import ctlfiles
+from farm.virtual.cgroup import CgroupsUnavailable, PhoneCgroups, phone_group_name, read_host_cgroups
+from farm.virtual.cpusets import CgroupTrees
 from farm.virtual.phone_api import PhoneWorld
 from farm.virtual.phonefiles import PhoneFiles
 from farm.virtual.physics import Physics
 from farm.virtual.profile import Profile
 from farm.virtual.profiles import load_profile
 from farm.virtual.sandbox import CTL_PHONE_DIR, PHONE_PATH, POCL_CACHE_PHONE_DIR, Sandbox
+
+log = logging.getLogger(__name__)
+STALE_PREFIX = ".stale-"  # trees of a previous boot, being deleted in the background
 
 # Keys `set_property` from the adbd side may change (everything else is the profile's).
 _ADBD_WRITABLE_PREFIXES = ("service.adb.", "persist.", "debug.", "sys.", "ctl.")
@@ -31,9 +46,17 @@ class SandboxWorld:
         self.serial = serial
         self.state_dir = state_dir
         self.sandbox = Sandbox(profile, serial, state_dir, keep_data=keep_data)
+        self.cgroups: PhoneCgroups | None = None
+        self.cgroup_trees = CgroupTrees(self.sandbox.layout.root / "devcg", profile)
         self.physics = Physics(
-            profile, self.sandbox.layout, self.sandbox, on_reboot_request=self._reboot_soon
+            profile,
+            self.sandbox.layout,
+            self.sandbox,
+            cgroup_trees=self.cgroup_trees,
+            root_owner=self.sandbox.owners.root,
+            on_reboot_request=self._reboot_soon,
         )
+        self.budget_note: str | None = None  # why CPU budgets are not enforced, when they are not
         self._adbd_root = False
         self._reboot_task: asyncio.Task[None] | None = None
         self._reboot_handler: Callable[[], None] | None = None
@@ -55,14 +78,93 @@ class SandboxWorld:
         else:
             with contextlib.suppress(FileNotFoundError):
                 rooted.unlink()
+        self._prepare_hal(ctl)
+        # The old /sys and cgroup trees go aside (one rename each) and are deleted once the phone
+        # is up: hundreds of small directories take a while to remove on some filesystems.
+        for tree in (self.sandbox.layout.sys, self.cgroup_trees.root):
+            if tree.exists():
+                tree.rename(self.sandbox.layout.root / f"{STALE_PREFIX}{tree.name}-{time.monotonic_ns()}")
+        self.cgroups = self._create_cgroups()
+        self.physics.cgroups = self.cgroups
+        self.cgroup_trees.create(self.sandbox.owners.root if self.profile.rooted else None)
+        self.sandbox.cgroup_files = tuple(str(f) for f in self.cgroup_join_files())
+        self.sandbox.extra_binds = tuple(self._binds())
         self.physics.prepare()
         self._reboot_pending = False
-        await self.sandbox.start()
-        await self.physics.start()
+        try:
+            await self.sandbox.start()
+            await self.physics.start()
+        except BaseException:
+            await self.stop()
+            raise
+        loop = asyncio.get_running_loop()
+        for stale in self.sandbox.layout.root.glob(f"{STALE_PREFIX}*"):
+            loop.run_in_executor(None, functools.partial(shutil.rmtree, stale, ignore_errors=True))
 
     async def stop(self) -> None:
         await self.physics.stop()
         await self.sandbox.stop()
+        if self.cgroups is not None:
+            cgroups, self.cgroups = self.cgroups, None
+            self.physics.cgroups = None
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, cgroups.destroy)
+            except OSError as exc:
+                log.warning("%s: cgroups left behind: %s", self.serial, exc)
+
+    # -- cgroups ----------------------------------------------------------------------------------
+
+    def _create_cgroups(self) -> PhoneCgroups | None:
+        try:
+            cgroups = PhoneCgroups(read_host_cgroups(), phone_group_name(self.serial, self.state_dir))
+            groups = self.cgroup_trees.groups()
+            cgroups.create(
+                weight_cores=self.profile.host_budget_cores,
+                pids_max=self.profile.cgroups.pids_max,
+                subgroups=tuple(g.name for g in groups if g.name),
+            )
+            if self.profile.rooted:  # phone root moves processes between its cpusets
+                cgroups.delegate_membership([g.host_group for g in groups], self.sandbox.owners.root)
+        except CgroupsUnavailable as exc:
+            if self.budget_note is None:
+                log.warning("%s: no CPU budget: %s", self.serial, exc)
+            self.budget_note = str(exc)
+            return None
+        self.budget_note = None
+        return cgroups
+
+    def _binds(self) -> list[tuple[Path, str]]:
+        """/dev/cpuset and /dev/stune|cpuctl; each cpuset's tasks/cgroup.procs are the host
+        cgroup's own files when there are cgroups (cpusets.py says why)."""
+        binds = self.cgroup_trees.mounts()
+        if self.cgroups is not None:
+            cg = self.cgroups
+            host = {
+                g.name: (cg.threads_file(g.host_group), cg.procs_file(g.host_group))
+                for g in self.cgroup_trees.groups()
+            }
+            binds += self.cgroup_trees.membership_binds(host)
+        return binds
+
+    def cgroup_join_files(self) -> tuple[Path, ...]:
+        """Host files every process of this phone joins before it enters (v2: cgroup.procs of
+        the phone's cpu group; v1: that and the pids group's). Empty without cgroups."""
+        return () if self.cgroups is None else self.cgroups.join_files()
+
+    def _prepare_hal(self, ctl: Path) -> None:
+        """ctl/hal/: the tools' power-HAL flags; the phone's shell and root both write there."""
+        hal = ctl / ctlfiles.HAL_DIR
+        hal.mkdir(exist_ok=True)
+        owner = os.stat(ctl)
+        if os.geteuid() == 0:
+            os.chown(hal, owner.st_uid, owner.st_gid)
+        os.chmod(hal, 0o775)
+        supported = ctl / ctlfiles.FIXED_PERFORMANCE_SUPPORTED
+        if self.physics.model.soc.fixed_performance_supported:
+            supported.touch()
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                supported.unlink()
 
     async def reboot(self) -> None:
         await self.stop()

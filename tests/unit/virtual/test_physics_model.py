@@ -80,7 +80,7 @@ def test_frequency_follows_load() -> None:
 
 
 def test_gpu_percent_and_meminfo_scaling() -> None:
-    t = Telemetry(250_000, 1_000_000, 1, 1, 25000, 50, "Charging", 4_000_000, 0, 0, True)
+    t = Telemetry(250_000, 1_000_000, 1, 25000, 50, "Charging", 4_000_000, 0, 0, True)
     assert t.gpu_percent == 25
     small = meminfo_text(2048, 0)
     big = meminfo_text(2048, 500_000)

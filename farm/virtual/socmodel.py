@@ -1,0 +1,155 @@
+"""The phone's SoC over time, without I/O: its clock state (clocks.py) as root's writes, fixed
+performance mode and heat change it, the step_wise cooling polls (thermal.py), the frequency
+statistics the kernel keeps (time_in_state, total_trans), and the CFS quotas that make work run
+at the clocks the phone shows.
+
+Quotas: the phone's CPU work gets budget x speed of its fastest online core (clocks.cpu_speed);
+a cpuset group the speed of the fastest core among its CPUs; the PoCL "GPU" gpu_budget x GPU
+clock / top GPU clock. physics.py applies them to the host cgroups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from farm.virtual.clocknodes import ClockReadings
+from farm.virtual.clocks import Knob, SocClocks, WriteResult
+from farm.virtual.profile import Cooled, Profile
+from farm.virtual.thermal import (
+    CoolingDevice,
+    initial_cooling,
+    step_cooling,
+    thermal_status,
+    zone_temp_c,
+)
+
+CPUFREQ_COOLING_NEW_NAMES_SDK = 33  # Linux 5.13+ names cpufreq cooling devices cpufreq-cpuN
+MIN_GROUP_SPEED = 0.01  # a cpuset without an online CPU still gets a sliver, not a stop
+
+
+def cooling_devices(profile: Profile, soc: SocClocks) -> tuple[CoolingDevice, ...]:
+    """One cpufreq cooling device per policy, then the GPU's devfreq one."""
+    new = profile.sdk >= CPUFREQ_COOLING_NEW_NAMES_SDK
+    devices = [
+        CoolingDevice(
+            name=f"cpufreq-cpu{d.first_cpu}" if new else f"thermal-cpufreq-{d.first_cpu}",
+            cooled=Cooled.CPU,
+            max_state=len(d.table) - 1,
+            index=i,
+        )
+        for i, d in enumerate(soc.policies)
+    ]
+    if soc.gpu is not None:
+        devices.append(CoolingDevice("thermal-devfreq-0", Cooled.GPU, len(soc.gpu.table) - 1, 0))
+    return tuple(devices)
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """Host cores per host cgroup of the phone (cgroup.py names: cpu, cpu/<cpuset>, gpu)."""
+
+    cores: dict[str, float]
+
+    @property
+    def cpu(self) -> float:
+        return self.cores.get("cpu", 0.0)
+
+    @property
+    def gpu(self) -> float:
+        return self.cores.get("gpu", 0.0)
+
+
+class SocModel:
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.soc = SocClocks(profile)
+        self.devices = cooling_devices(profile, self.soc)
+        self.state = self.soc.initial()
+        self.cooling = initial_cooling(profile.thermal, self.devices, profile.thermal.ambient_c)
+        self._tis = [[0] * len(d.table) for d in self.soc.policies]
+        self._trans = [0] * len(self.soc.policies)
+        self._cur: list[int | None] = [None] * len(self.soc.policies)
+        self._next_poll_ns: int | None = None
+        self.gpu_cur_hz = self.soc.gpu.table[0] if self.soc.gpu is not None else 0
+        self._quota_key: object = None
+        self._quota = Quotas({})
+
+    def reset_heat(self, die_c: float) -> None:
+        self.cooling = initial_cooling(self.profile.thermal, self.devices, die_c)
+
+    # -- inputs -------------------------------------------------------------------------------------
+
+    def write(self, knob: Knob, index: int, text: str) -> WriteResult:
+        result = self.soc.apply_write(self.state, knob, index, text)
+        self.state = result.state
+        return result
+
+    def set_fixed_performance(self, enabled: bool) -> None:
+        self.state = self.soc.with_fixed_performance(self.state, enabled)
+
+    def advance(
+        self, now_ns: int, dt_ns: int, die_c: float, cpu_util: float, gpu_busy: float
+    ) -> ClockReadings:
+        """One physics tick: poll the thermal governor when due, pick the frequencies the
+        governors show, count time in state. `cpu_util` is the share of the phone's CPU budget in
+        use (0..1), `gpu_busy` the GPU's (0..1)."""
+        poll_ns = self.profile.thermal.polling_ms * 1_000_000
+        if self._next_poll_ns is None or now_ns >= self._next_poll_ns:
+            self.cooling = step_cooling(self.profile.thermal, self.devices, self.cooling, die_c)
+            steps = self.cooling.device_steps
+            cpu_steps = tuple(steps[i] for i, d in enumerate(self.devices) if d.cooled is Cooled.CPU)
+            gpu_steps = next((steps[i] for i, d in enumerate(self.devices) if d.cooled is Cooled.GPU), 0)
+            self.state = self.soc.with_caps(self.state, cpu_steps, gpu_steps)
+            self._next_poll_ns = now_ns + poll_ns
+        cur = tuple(self.soc.policy_cur_khz(self.state, i, cpu_util) for i in range(len(self.soc.policies)))
+        for i, khz in enumerate(cur):
+            if self._cur[i] is not None and self._cur[i] != khz:
+                self._trans[i] += 1
+            self._cur[i] = khz
+            if self.soc.policy_online_cpus(self.state, i):
+                self._tis[i][self.soc.policies[i].table.index(khz)] += dt_ns
+        if self.soc.gpu is not None:
+            self.gpu_cur_hz = self.soc.gpu_cur_hz(self.state, gpu_busy)
+        return self.readings(die_c)
+
+    def readings(self, die_c: float) -> ClockReadings:
+        spec = self.profile.thermal
+        cur = tuple(
+            c if c is not None else self.soc.policy_cur_khz(self.state, i, 0.0)
+            for i, c in enumerate(self._cur)
+        )
+        return ClockReadings(
+            cpu_cur_khz=cur,
+            gpu_cur_hz=self.gpu_cur_hz,
+            time_in_state_ns=tuple(tuple(t) for t in self._tis),
+            total_trans=tuple(self._trans),
+            zone_temps_mc=tuple(round(zone_temp_c(spec, z, die_c) * 1000) for z in spec.zones),
+            cooling_steps=self.cooling.device_steps,
+        )
+
+    # -- outputs ------------------------------------------------------------------------------------
+
+    def quotas(self, cpuset_cpus: dict[str, tuple[int, ...]]) -> Quotas:
+        """Host cores for cpu/, cpu/<group> per cpuset group (name -> its CPUs) and gpu/."""
+        key = (self.state, tuple(sorted(cpuset_cpus.items())))
+        if key != self._quota_key:
+            self._quota_key, self._quota = key, self._quotas(cpuset_cpus)
+        return self._quota
+
+    def _quotas(self, cpuset_cpus: dict[str, tuple[int, ...]]) -> Quotas:
+        cpu_budget = self.profile.cpu.budget_cores
+        cores = {"cpu": cpu_budget * max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state))}
+        for name, cpus in cpuset_cpus.items():
+            if name:
+                speed = max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state, within=cpus))
+                cores[f"cpu/{name}"] = min(cores["cpu"], cpu_budget * speed)
+        if self.profile.gpu is not None:
+            cores["gpu"] = self.profile.gpu.host_budget_cores * self.soc.gpu_speed(self.state)
+        return Quotas(cores)
+
+    def speeds(self) -> tuple[float, float]:
+        """(CPU speed, GPU speed) in force, 0..1 (cached with the quotas)."""
+        return self.soc.cpu_speed(self.state), self.soc.gpu_speed(self.state)
+
+    def thermal_status(self, die_c: float) -> int:
+        return thermal_status(self.profile.thermal, die_c)

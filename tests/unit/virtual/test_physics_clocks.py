@@ -1,0 +1,126 @@
+"""Clock rules as the kernel applies them: root's writes, caps from heat and fixed performance
+mode, the speed work runs at, and the CFS quotas that follow (pure; no processes)."""
+
+from __future__ import annotations
+
+import errno
+import math
+
+import pytest
+
+from farm.virtual.clocks import Knob, SocClocks
+from farm.virtual.profiles import load_profile
+from farm.virtual.socmodel import SocModel
+
+SD865 = load_profile("adreno-sd865")  # little 4 x A55 (cap 256), big 3 x A77 (900), prime 1 x (1024)
+LITTLE, BIG, PRIME = 0, 1, 2  # policy indices (policy0, policy4, policy7)
+MALI = load_profile("mali-tensor")
+
+
+def _write(model: SocModel, knob: Knob, index: int, text: str) -> int | None:
+    return model.write(knob, index, text).error
+
+
+def test_governor_writes_are_checked_like_the_kernel() -> None:
+    m = SocModel(SD865)
+    assert _write(m, Knob.SCALING_GOVERNOR, 0, "bogus\n") == errno.EINVAL
+    assert m.state.policies[0].governor == "schedutil"  # unchanged
+    assert _write(m, Knob.SCALING_GOVERNOR, 0, "Performance\n") is None  # strncasecmp, as cpufreq
+    assert m.state.policies[0].governor == "performance"
+    # setspeed belongs to the userspace governor only
+    assert _write(m, Knob.SCALING_SETSPEED, 0, "600000") == errno.EINVAL
+    assert _write(m, Knob.SCALING_GOVERNOR, 0, "userspace") is None
+    assert _write(m, Knob.SCALING_SETSPEED, 0, "600000") is None
+    assert m.soc.policy_work_khz(m.state, 0) == 614400  # CPUFREQ_RELATION_L: lowest entry >= 600000
+    assert _write(m, Knob.SCALING_MAX, 0, "max") == errno.EINVAL
+
+
+def test_frequency_writes_resolve_to_the_table_and_max_wins() -> None:
+    soc = SocClocks(SD865)
+    m = SocModel(SD865)
+    assert _write(m, Knob.SCALING_MAX, PRIME, "1500000\n") is None  # not in the table: accepted, resolved
+    assert soc.policy_limits(m.state, PRIME).high == 1420800  # RELATION_H: highest entry <= 1500000
+    assert _write(m, Knob.SCALING_MIN, PRIME, "2000000") is None  # min above max: the max wins
+    lim = soc.policy_limits(m.state, PRIME)
+    assert lim.low == lim.high == 1420800
+    assert _write(m, Knob.SCALING_MAX, PRIME, "-1") is None  # %u wraps: the top frequency
+    assert soc.policy_limits(m.state, PRIME).high == 2841600
+    assert _write(m, Knob.SCALING_MAX, PRIME, "99999999999") is None
+    assert soc.policy_limits(m.state, PRIME).high == 2841600
+
+
+def test_speed_is_the_fastest_online_core_and_pins_scale_it() -> None:
+    m = SocModel(SD865)
+    soc = m.soc
+    assert soc.cpu_speed(m.state) == 1.0
+    # Pinning the little cluster alone changes nothing: the work runs on the prime core.
+    _write(m, Knob.SCALING_MAX, LITTLE, "300000")
+    assert soc.cpu_speed(m.state) == 1.0
+    # Pinning every policy to its lowest frequency: the prime core at 844.8 MHz is still fastest.
+    for policy in (BIG, PRIME):
+        _write(m, Knob.SCALING_MAX, policy, "0")
+    assert math.isclose(soc.cpu_speed(m.state), 844_800 / 2_841_600)
+    q = m.quotas({"": tuple(range(8)), "background": (0, 1, 2, 3)})
+    assert math.isclose(q.cpu, SD865.cpu.budget_cores * 844_800 / 2_841_600)
+    assert math.isclose(q.cores["cpu/background"], 256 / 1024 * 300_000 / 1_804_800)  # little cores only
+    # Offlining the prime core hands the speed to the big cluster (capacity 900).
+    assert _write(m, Knob.CPU_ONLINE, 7, "0") is None
+    assert math.isclose(soc.cpu_speed(m.state), 900 / 1024 * 710_400 / 2_419_200)
+
+
+def test_hotplug_refuses_the_last_cpu_and_bad_booleans() -> None:
+    m = SocModel(MALI)
+    for cpu in range(7):
+        assert _write(m, Knob.CPU_ONLINE, cpu, "0\n") is None
+    assert _write(m, Knob.CPU_ONLINE, 7, "0") == errno.EBUSY
+    assert _write(m, Knob.CPU_ONLINE, 3, "maybe") == errno.EINVAL
+    assert _write(m, Knob.CPU_ONLINE, 3, "on") is None and m.state.online[3]
+    assert m.soc.policy_online_cpus(m.state, 0) == (3,)
+
+
+def test_gpu_devfreq_and_kgsl_levels() -> None:
+    m = SocModel(SD865)  # 257, 342, 414, 490, 587 MHz
+    soc = m.soc
+    assert _write(m, Knob.GPU_GOVERNOR, 0, "userspace-not-here") == errno.EINVAL
+    assert _write(m, Knob.GPU_MAX, 0, "450000000\n") is None
+    assert soc.gpu_limits(m.state).high == 450_000_000  # devfreq shows the request, clamped to OPPs
+    assert soc.gpu_work_hz(m.state) == 414_000_000  # the work runs at the OPP below it
+    assert _write(m, Knob.GPU_MAX, 0, "0x10") is None  # sscanf %lu reads the 0: floor at the lowest OPP
+    assert soc.gpu_limits(m.state).high == 257_000_000
+    assert _write(m, Knob.GPU_MAX, 0, "4294967295") is None
+    assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "2\n") is None  # level 2 of 0..4 = 414 MHz
+    assert soc.gpu_work_hz(m.state) == 414_000_000
+    assert math.isclose(m.quotas({}).gpu, 414 / 587)
+    assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "2x") == errno.EINVAL  # kstrtouint: whole word
+    assert _write(m, Knob.KGSL_MIN_PWRLEVEL, 0, "1") is None  # min below max pulls max along
+    assert m.state.kgsl is not None and m.state.kgsl.max_pwrlevel == 1
+    assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "99") is None and m.state.kgsl.max_pwrlevel == 4
+    assert _write(m, Knob.GPU_GOVERNOR, 0, "powersave") is None
+    assert soc.gpu_work_hz(m.state) == 257_000_000
+
+
+def test_fixed_performance_holds_every_policy_and_the_gpu() -> None:
+    m = SocModel(MALI)
+    m.set_fixed_performance(True)
+    soc = m.soc
+    fixed = MALI.fixed_performance
+    assert fixed is not None
+    for i, khz in enumerate(fixed.cpu_khz):
+        lim = soc.policy_limits(m.state, i)
+        assert lim.low == lim.high == khz
+    assert soc.gpu_work_hz(m.state) == fixed.gpu_hz
+    assert math.isclose(soc.cpu_speed(m.state), fixed.cpu_khz[-1] / 2_802_000)
+    m.set_fixed_performance(False)
+    assert soc.cpu_speed(m.state) == 1.0
+    plain = SocModel(load_profile("adreno-sd8gen2"))  # its power HAL has no such mode
+    plain.set_fixed_performance(True)
+    assert not plain.state.fixed_performance
+
+
+@pytest.mark.parametrize("name", ["adreno-sd865", "mali-tensor", "adreno-nexus6p"])
+def test_quotas_follow_the_budget_and_never_exceed_it(name: str) -> None:
+    profile = load_profile(name)
+    m = SocModel(profile)
+    q = m.quotas({"": tuple(range(profile.cpu.ncpu)), "top-app": tuple(range(profile.cpu.ncpu))})
+    assert q.cpu == profile.cpu.budget_cores == q.cores["cpu/top-app"]
+    assert profile.gpu is not None and q.gpu == profile.gpu.host_budget_cores
