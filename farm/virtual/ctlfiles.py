@@ -14,10 +14,10 @@
   init.ready             written by the phone's init once it is up
   thermalservice.txt     `dumpsys thermalservice` as ThermalManagerService prints it (Android 10+),
                          written by the physics; the tool prints it (text)
-  hal/fixed_performance  `cmd power set-fixed-performance-mode-enabled`: "true"/"false", written
-                         by the tool, read by the physics (text)
-  hal/fixed_performance.supported  present when the profile's power HAL has the mode (world)
-  hal/thermal_override   `cmd thermalservice override-status N`: N; removed by `reset` (text)
+  fixed_performance      `cmd power set-fixed-performance-mode-enabled`: "1"/"0", written by the
+                         tool, read by the physics (text)
+  fixed_performance.supported  present when the profile's power HAL has the mode (world)
+  thermal_override       `cmd thermalservice override-status N`: N; removed by `reset` (text)
   kmsg                   kernel-log lines, e.g. a refused sysfs write (text, appended, bounded)
 """
 
@@ -39,10 +39,10 @@ POWER = "power.json"
 REBOOT_REQUEST = "reboot"
 ROOTED_FLAG = "rooted"
 THERMALSERVICE = "thermalservice.txt"
-HAL_DIR = "hal"
-FIXED_PERFORMANCE = "hal/fixed_performance"
-FIXED_PERFORMANCE_SUPPORTED = "hal/fixed_performance.supported"
-THERMAL_OVERRIDE = "hal/thermal_override"
+FIXED_PERFORMANCE = "fixed_performance"
+FIXED_PERFORMANCE_SUPPORTED = "fixed_performance.supported"
+THERMAL_OVERRIDE = "thermal_override"
+HAL_FLAGS = (FIXED_PERFORMANCE, THERMAL_OVERRIDE)  # the tools write them; the physics watches
 KMSG = "kmsg"
 KMSG_MAX_BYTES = 64 * 1024
 

@@ -186,8 +186,7 @@ class Physics:
 
     def _start_watch(self) -> None:
         """Watch what the phone may write: root's clock nodes and cpusets, the tools' HAL flags."""
-        hal = self.layout.ctl / ctlfiles.HAL_DIR
-        self._watch.watch(hal, IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE)
+        self._watch.watch(self.layout.ctl, IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE)
         if self.profile.rooted:
             for rel in self.clock_nodes.writable_paths():
                 self._watch.watch(self.layout.sys / rel)
@@ -213,8 +212,9 @@ class Physics:
     def on_write(self, path: Path) -> None:
         """A file the phone may write was written: judge it and answer (see the module doc)."""
         try:
-            if path.parent == self.layout.ctl / ctlfiles.HAL_DIR:
-                self._hal_flags()
+            if path.parent == self.layout.ctl:
+                if path.name in ctlfiles.HAL_FLAGS:
+                    self._hal_flags()
             elif self.trees is not None and path.name == "cpus" and self.trees.cpuset_dir in path.parents:
                 self._cpuset_write(path)
             else:
@@ -261,7 +261,7 @@ class Physics:
 
     def _hal_flags(self) -> None:
         ctl = self.layout.ctl
-        fixed = (ctlfiles.read_text(ctl, ctlfiles.FIXED_PERFORMANCE) or "").strip().lower() == "true"
+        fixed = (ctlfiles.read_text(ctl, ctlfiles.FIXED_PERFORMANCE) or "").strip() == "1"
         if fixed != self.model.state.fixed_performance:
             self.model.set_fixed_performance(fixed)
             self._refresh_clocks()

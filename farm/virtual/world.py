@@ -152,24 +152,13 @@ class SandboxWorld:
         return () if self.cgroups is None else self.cgroups.join_files()
 
     def _prepare_hal(self, ctl: Path) -> None:
-        """ctl/hal/: the tools' power-HAL flags; the phone's shell and root both write there."""
-        hal = ctl / ctlfiles.HAL_DIR
-        hal.mkdir(exist_ok=True)
-        owner = os.stat(ctl)
-        if os.geteuid() == 0:
-            os.chown(hal, owner.st_uid, owner.st_gid)
-        os.chmod(hal, 0o775)
+        """Tell `cmd power` whether the profile's power HAL has fixed performance mode."""
         supported = ctl / ctlfiles.FIXED_PERFORMANCE_SUPPORTED
         if self.physics.model.soc.fixed_performance_supported:
             supported.touch()
         else:
             with contextlib.suppress(FileNotFoundError):
                 supported.unlink()
-
-    async def reboot(self) -> None:
-        await self.stop()
-        self._adbd_root = False
-        await self.start()
 
     def set_reboot_handler(self, handler: Callable[[], None] | None) -> None:
         """Optional hook for the daemon: called (on the world's loop) when a program inside the

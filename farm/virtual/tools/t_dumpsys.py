@@ -1,7 +1,11 @@
-"""dumpsys (battery, meminfo, -l) and cmd (battery, package, -l), BatteryService's text layout."""
+"""dumpsys (battery, meminfo, thermalservice, -l) and cmd (battery, package, power,
+thermalservice, -l), in the services' own text layouts. The physics writes `dumpsys
+thermalservice` into the control dir and reads the power-HAL flags `cmd` writes there
+(farm/virtual/ctlfiles.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -14,6 +18,9 @@ THERMALSERVICE_SDK = 29  # Android 10
 CMD_POWER_SDK = 30  # Android 11: `cmd power` (fixed performance mode)
 THERMALSERVICE_FILE = "thermalservice.txt"  # written by the physics (host side)
 FIXED_PERFORMANCE_FILE = "fixed_performance"  # read by the physics: "1" on, absent or "0" off
+FIXED_PERFORMANCE_SUPPORTED = "fixed_performance.supported"  # the profile's power HAL has the mode
+THERMAL_OVERRIDE_FILE = "thermal_override"  # `cmd thermalservice override-status N`: N
+THERMAL_STATUS_MAX = 6  # IThermalService THERMAL_STATUS_SHUTDOWN
 IDLE_THERMALSERVICE = (
     "IsStatusOverride: false\nThermalEventListeners:\n\tcallbacks: 0\n"
     "ThermalStatusListeners:\n\tcallbacks: 0\nThermal Status: 0\n"
@@ -41,9 +48,16 @@ def thermalservice() -> int:
 
 
 def power(args: list[str]) -> int:
-    """`cmd power ...` (Android 11+): set-fixed-performance-mode-enabled true|false."""
-    if args[:1] == ["set-fixed-performance-mode-enabled"] and len(args) == 2 and args[1] in ("true", "false"):
-        ctlstore.write_text(FIXED_PERFORMANCE_FILE, "1\n" if args[1] == "true" else "0\n")
+    """`cmd power ...` (Android 11+): set-fixed-performance-mode-enabled VALUE, parsed as
+    Boolean.parseBoolean; a power HAL without the mode fails as PowerManagerShellCommand does."""
+    if args[:1] == ["set-fixed-performance-mode-enabled"] and len(args) == 2:
+        if not os.path.exists(ctlstore.path(FIXED_PERFORMANCE_SUPPORTED)):
+            sys.stderr.write(
+                "Failed to set FIXED_PERFORMANCE mode\n"
+                "This is likely because Power HAL AIDL is not implemented on this device\n"
+            )
+            return 255
+        ctlstore.write_text(FIXED_PERFORMANCE_FILE, "1\n" if args[1].lower() == "true" else "0\n")
         return 0
     if args and args[0] not in ("help", "-h", "set-fixed-performance-mode-enabled"):
         return toolerrors.unknown_command(args[0])
@@ -51,6 +65,28 @@ def power(args: list[str]) -> int:
         "Power manager (power) commands:\n  help\n    Print this help text.\n\n"
         "  set-adaptive-power-saver-enabled [true|false]\n  set-mode MODE\n"
         "  set-fixed-performance-mode-enabled [true|false]\n    enable or disable fixed performance mode\n"
+    )
+
+
+def thermalservice_cmd(args: list[str]) -> int:
+    """ThermalManagerService's shell command: override-status STATUS, reset."""
+    if args[:1] == ["override-status"] and len(args) == 2:
+        if not (args[1].isdigit() and int(args[1]) <= THERMAL_STATUS_MAX):
+            sys.stderr.write(f"Error: Invalid thermal status: {args[1]}\n")
+            return 255
+        ctlstore.write_text(THERMAL_OVERRIDE_FILE, f"{int(args[1])}\n")
+        return 0
+    if args == ["reset"]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(ctlstore.path(THERMAL_OVERRIDE_FILE))
+        return 0
+    if args and args[0] not in ("help", "-h"):
+        return toolerrors.unknown_command(args[0])
+    return toolerrors.help_text(
+        "Thermal service (thermalservice) commands:\n  help\n    Print this help text.\n"
+        "  override-status STATUS\n    sets and locks the thermal status of the device to STATUS.\n"
+        "    status code is defined in android.os.Temperature.\n"
+        "  reset\n    unlocks the thermal status of the device.\n"
     )
 
 
@@ -275,6 +311,8 @@ def cmd(args: list[str]) -> int:
             sys.stderr.write("cmd: Can't find service: power\n")
             return 20
         return power(args[1:])
+    if args[0] == "thermalservice" and args[0] in known:
+        return thermalservice_cmd(args[1:])
     if args[0] == "battery":
         return battery(args[1:])
     if args[0] == "package":
