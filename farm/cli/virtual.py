@@ -9,6 +9,7 @@ import click
 
 from farm.cli.json_output import echo_json
 from farm.virtual import control
+from farm.virtual.cgroup import budget_warnings
 from farm.virtual.daemon import DEFAULT_WORLD_FACTORY
 
 STATE_DIR_HELP = "state directory (default: $FARM_VIRTUAL_DIR or .farm/virtual/)"
@@ -89,11 +90,19 @@ def up(
     later `up` with the same port and profile. Another profile on that port is another phone and
     starts with empty storage, unless --keep-data.
 
+    Each phone runs in its own host cgroups with the CPU budget of its profile (cpu.budget_cores
+    + gpu.budget_cores host cores at top clocks, scaled by the clocks it is pinned or throttled
+    to). When the budgets add up to more than this host's cores, `up` says so on stderr: the
+    phones then slow each other down.
+
     \b
     Example:
       farm virtual up --count 3 --profile adreno-nexus6p
       farm virtual up --port 6520 --profile adreno-sd865 --keep-data
     """
+    if world_factory == DEFAULT_WORLD_FACTORY:
+        for line in budget_warnings(control.resolve_profiles(count, profiles)):
+            click.echo(f"farm virtual up: {line}", err=True)
     state = control.up(
         _state_dir(state_dir),
         count,
