@@ -1,0 +1,179 @@
+"""Clocks that matter, on real phones' sysfs: root pins a rooted phone's CPU and a benchmark slows
+by the ratio the phone's own nodes predict; refused writes fail as the kernel's do and the phone
+keeps running; hotplug; fixed performance mode on Android 11+; read-only clocks when unrooted."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from farm.virtual.worldthread import WorldThread
+from tests.integration.virtual.socphone import (
+    budgeted,
+    install,
+    kernel_binary,
+    phone,
+    read,
+    run_gemm,
+    su,
+    wait_until,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap"),
+]
+CPUFREQ = "/sys/devices/system/cpu/cpufreq"
+# A budget well under a host core, so that the top-clock run gets its quota on a busy host too.
+BUDGET_CORES = 0.25
+# The top-clock run must have hit its quota in most CFS periods for its speed to be the profile's.
+MIN_QUOTA_BOUND_PERIODS = 0.5
+
+
+@pytest.fixture
+def rooted(tmp_path: Path) -> Iterator[WorldThread]:
+    with phone(budgeted("adreno-sd865", cpu=BUDGET_CORES), "VPCLK01", tmp_path) as w:
+        if w.world.cgroups is None:
+            pytest.skip(f"no CPU budgets here: {w.world.budget_note}")
+        yield w
+
+
+def _policies(w: WorldThread) -> list[str]:
+    return [f"{CPUFREQ}/policy{c}" for c in w.world.profile.cpu.first_cpus()]
+
+
+def _fastest_core_speed(w: WorldThread) -> float:
+    """The speed the phone's own nodes imply: max over online policies of cpu_capacity x
+    scaling_max_freq / cpuinfo_max_freq, over the largest capacity (an independent reading of
+    what clocks.py claims the work runs at)."""
+    best, top_capacity = 0.0, 0
+    for policy in _policies(w):
+        cpus = read(w, f"{policy}/affected_cpus").split()
+        capacity = int(
+            read(w, f"/sys/devices/system/cpu/cpu{read(w, f'{policy}/related_cpus').split()[0]}/cpu_capacity")
+        )
+        top_capacity = max(top_capacity, capacity)
+        if cpus:
+            ratio = int(read(w, f"{policy}/scaling_max_freq")) / int(read(w, f"{policy}/cpuinfo_max_freq"))
+            best = max(best, capacity * ratio)
+    return best / top_capacity
+
+
+def _wait_quota(w: WorldThread, cores: float) -> None:
+    cg = w.world.cgroups
+    assert cg is not None
+    wait_until(
+        lambda: math.isclose(cg.quota_cores("cpu") or 0, cores, rel_tol=0.01), f"a CPU quota of {cores:.3f}"
+    )
+
+
+def test_pinned_clock_slows_a_kernel_by_the_expected_ratio(rooted: WorldThread) -> None:
+    w = rooted
+    gemm = install(w, kernel_binary("gemm"))
+    args = ("--m=160", "--n=160", "--k=160", "--warmup=3", "--iters=120")
+    cg = w.world.cgroups
+    assert cg is not None and math.isclose(cg.quota_cores("cpu") or 0, BUDGET_CORES, rel_tol=1e-3)
+    before = cg.cpu_stat("cpu")
+    top = run_gemm(w, gemm, *args)
+    after = cg.cpu_stat("cpu")
+    bound = (after.nr_throttled - before.nr_throttled) / max(1, after.nr_periods - before.nr_periods)
+    pin = " ".join(f"echo 1075200 > {p}/scaling_max_freq;" for p in _policies(w))
+    assert su(w, pin).returncode == 0
+    speed = _fastest_core_speed(w)  # 0.384: the big cores' 1056 MHz outruns the prime's 1075 MHz
+    assert 0.3 < speed < 0.5
+    # The kernel's quota says the same, exactly, once the physics has taken the writes (ms).
+    _wait_quota(w, BUDGET_CORES * speed)
+    throttled_before = cg.cpu_stat("cpu").nr_throttled
+    pinned = run_gemm(w, gemm, *args)
+    assert cg.cpu_stat("cpu").nr_throttled > throttled_before  # the quota was what held it back
+    ratio = pinned.per_iteration_s / top.per_iteration_s
+    expected = 1 / speed
+    if bound >= MIN_QUOTA_BOUND_PERIODS:  # else the host starved the top-clock run: no truth to compare
+        assert 0.6 * expected < ratio < 1.4 * expected, (ratio, expected, top, pinned)
+    restore = " ".join(f"echo 2841600 > {p}/scaling_max_freq;" for p in _policies(w))
+    assert su(w, restore).returncode == 0
+    _wait_quota(w, BUDGET_CORES)
+
+
+def test_refused_writes_fail_like_the_kernel_and_the_phone_keeps_running(rooted: WorldThread) -> None:
+    w = rooted
+    policy = f"{CPUFREQ}/policy0"
+    assert su(w, f"echo bogus > {policy}/scaling_governor").returncode == 0  # a plain file takes it...
+    wait_until(lambda: read(w, f"{policy}/scaling_governor") == "schedutil\n", "the governor to come back")
+    assert "governor 'bogus' is not available (EINVAL)" in read(w, "/dev/.farm/kmsg")  # ...the log says why
+    assert su(w, f"echo 600000 > {policy}/scaling_setspeed").returncode == 0
+    wait_until(lambda: read(w, f"{policy}/scaling_setspeed") == "<unsupported>\n", "setspeed to refuse")
+    # An out-of-table number is not an error to the kernel: it is resolved, and read back as such.
+    assert su(w, f"echo 1000000 > {policy}/scaling_max_freq").returncode == 0
+    wait_until(lambda: read(w, f"{policy}/scaling_max_freq") == "979200\n", "the max to resolve down")
+    assert (
+        su(
+            w, f"echo userspace > {policy}/scaling_governor; echo 600000 > {policy}/scaling_setspeed"
+        ).returncode
+        == 0
+    )
+    wait_until(lambda: read(w, f"{policy}/scaling_cur_freq") == "614400\n", "userspace to set 614.4 MHz")
+    assert read(w, f"{policy}/scaling_setspeed") == "614400\n"
+    kgsl = "/sys/class/kgsl/kgsl-3d0"
+    assert su(w, f"echo 2x > {kgsl}/max_pwrlevel; echo warp > {kgsl}/devfreq/governor").returncode == 0
+    wait_until(lambda: read(w, f"{kgsl}/max_pwrlevel") == "0\n", "kgsl to refuse 2x")
+    wait_until(lambda: read(w, f"{kgsl}/devfreq/governor") == "msm-adreno-tz\n", "devfreq to refuse warp")
+    assert w.world.physics._task is not None and not w.world.physics._task.done()
+    assert w.sh("getprop ro.product.model").stdout.strip() == "Mi 10"
+
+
+def test_hotplug_takes_cpus_down_and_refuses_the_last(rooted: WorldThread) -> None:
+    w = rooted
+    cg = w.world.cgroups
+    assert cg is not None
+    cpu = "/sys/devices/system/cpu"
+    assert su(w, f"echo 0 > {cpu}/cpu7/online").returncode == 0
+    wait_until(lambda: read(w, f"{cpu}/online") == "0-6\n", "cpu7 to go offline")
+    assert read(w, f"{cpu}/offline") == "7\n" and read(w, f"{CPUFREQ}/policy7/affected_cpus") == "\n"
+    _wait_quota(w, BUDGET_CORES * _fastest_core_speed(w))
+    assert (cg.quota_cores("cpu") or 0) < BUDGET_CORES  # the prime core's speed is gone
+    down = "; ".join(f"echo 0 > {cpu}/cpu{c}/online" for c in range(1, 7))
+    assert su(w, down).returncode == 0
+    wait_until(lambda: read(w, f"{cpu}/online") == "0\n", "all but cpu0 offline")
+    assert su(w, f"echo 0 > {cpu}/cpu0/online").returncode == 0
+    wait_until(lambda: "last online CPU" in read(w, "/dev/.farm/kmsg"), "EBUSY for the last CPU")
+    assert read(w, f"{cpu}/cpu0/online") == "1\n"
+    assert su(w, "; ".join(f"echo 1 > {cpu}/cpu{c}/online" for c in range(8))).returncode == 0
+    wait_until(lambda: read(w, f"{cpu}/online") == "0-7\n", "every CPU back")
+
+
+def test_fixed_performance_mode_on_android_11_and_later(tmp_path: Path) -> None:
+    with phone(budgeted("mali-tensor", cpu=BUDGET_CORES), "VPCLK02", tmp_path) as w:
+        fixed = w.world.profile.fixed_performance
+        assert fixed is not None
+        enabled = w.sh("cmd power set-fixed-performance-mode-enabled true")
+        assert enabled.returncode == 0 and enabled.stderr == ""
+        policies = _policies(w)
+        for policy, khz in zip(policies, fixed.cpu_khz, strict=True):
+            wait_until(lambda p=policy, k=khz: read(w, f"{p}/scaling_max_freq") == f"{k}\n", f"{policy} held")
+            assert read(w, f"{policy}/scaling_min_freq") == f"{khz}\n"
+        assert read(w, "/sys/class/devfreq/1c500000.mali/max_freq") == f"{fixed.gpu_hz}\n"
+        cg = w.world.cgroups
+        if cg is not None:
+            assert math.isclose(
+                cg.quota_cores("cpu") or 0, BUDGET_CORES * fixed.cpu_khz[-1] / 2_802_000, rel_tol=0.01
+            )
+        assert w.sh("cmd power set-fixed-performance-mode-enabled false").returncode == 0
+        wait_until(lambda: read(w, f"{policies[-1]}/scaling_max_freq") == "2802000\n", "clocks released")
+        # Unrooted: the clocks stay read-only for the shell.
+        refused = w.sh(f"echo 300000 > {policies[0]}/scaling_max_freq")
+        assert refused.returncode != 0 and "Permission denied" in refused.stderr
+
+
+def test_fixed_performance_mode_where_the_power_hal_lacks_it(tmp_path: Path) -> None:
+    with phone(budgeted("adreno-sd8gen2"), "VPCLK03", tmp_path) as w:
+        failed = w.sh("cmd power set-fixed-performance-mode-enabled true")
+        assert failed.returncode == 255 and failed.stderr.startswith("Failed to set FIXED_PERFORMANCE mode")
+    with phone(budgeted("adreno-nexus6p"), "VPCLK04", tmp_path) as w:  # Android 8.1
+        assert w.sh("cmd power set-fixed-performance-mode-enabled true").returncode == 255
+        missing = w.sh("dumpsys thermalservice")
+        assert "Can't find service: thermalservice" in missing.stderr
