@@ -11,7 +11,6 @@ Run: .venv/bin/python tests/bench/bench_virtual.py
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import statistics
 import subprocess
@@ -25,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from farm.virtual import control  # noqa: E402
+from tests.bench.table import report  # noqa: E402
 from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_virtual.json"
@@ -147,13 +147,7 @@ def main() -> None:
         ),
         ("idle CPU per phone", f"{results['idle_cpu_percent_per_phone']:.2f} % of a core"),
     ]
-    width = max(len(name) for name, _ in rows)
-    print(f"{'measure':<{width}}  value")
-    for name, value in rows:
-        print(f"{name:<{width}}  {value}")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"bench": "virtual", "cpu_count": os.cpu_count(), **results}, indent=2) + "\n")
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    report(OUT, "virtual", rows, results, ROOT)
 
 
 if __name__ == "__main__":
