@@ -137,9 +137,10 @@ def phone_group_name(serial: str, state_dir: Path) -> str:
 
 
 def budget_problem(budgets_cores: Sequence[float], host_cores: int) -> str | None:
-    """One line when the phones' budgets (CPU + GPU, at top clocks) overcommit the host."""
+    """One line when the phones' budgets (CPU + GPU, at top clocks) overcommit the host, so that
+    phones can slow each other down (a single phone has no neighbours to disturb)."""
     total = sum(budgets_cores)
-    if total <= host_cores + 1e-9:
+    if len(budgets_cores) < 2 or total <= host_cores + 1e-9:
         return None
     each = ", ".join(sorted({f"{b:g}" for b in budgets_cores}))
     return (

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import errno
 import logging
+import math
 import os
 import shutil
 import time
@@ -61,6 +62,7 @@ class Sample:
     gpu_busy: float
     cpu_busy_cores: float
     rss_kb: int
+    demand_threads: float = 0.0  # threads (PoCL's aside) that wanted a core, see procscan
 
 
 def meminfo_text(ram_mb: int, phone_rss_kb: int) -> str:
@@ -287,7 +289,9 @@ class Physics:
                 self.files.write_guarded(rel, text, expected=taken.get(rel, self.files.last(rel)))
 
     def _apply_quotas(self) -> None:
-        quotas = self.model.quotas(self._cpuset_cpus).cores
+        # Steps of 0.05 threads: the quota follows the demand without a cgroup write per tick.
+        threads = math.ceil(self.last_sample.demand_threads * 20 - 0.5) / 20
+        quotas = self.model.quotas(self._cpuset_cpus, threads).cores
         if self.cgroups is None or quotas == self._quotas:
             self._quotas = quotas
             return
@@ -308,12 +312,12 @@ class Physics:
     def measure(self, dt_ns: int) -> Sample:
         assert self._scanner is not None
         ncpu = os.cpu_count() or 1
-        cpu = self._scanner.scan(time.monotonic(), dt_ns * ncpu)
+        cpu = self._scanner.scan(time.monotonic(), dt_ns * ncpu, dt_ns)
         cores = self.profile.gpu.cores if self.profile.gpu else 1
         gpu_busy = min(1.0, cpu.pocl_ns / (dt_ns * cores)) if dt_ns > 0 else 0.0
         cpu_busy = min(float(ncpu), cpu.other_ns / dt_ns) if dt_ns > 0 else 0.0
         self._place_gpu_threads(cpu.pocl_tids)
-        return Sample(gpu_busy=gpu_busy, cpu_busy_cores=cpu_busy, rss_kb=cpu.rss_kb)
+        return Sample(gpu_busy, cpu_busy, cpu.rss_kb, cpu.demand_threads)
 
     def _place_gpu_threads(self, tids: tuple[int, ...]) -> None:
         """PoCL's worker threads are the GPU: they run under the GPU's quota, not the CPU's."""

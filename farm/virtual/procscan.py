@@ -30,21 +30,26 @@ class CpuSample:
     rss_kb: int
     pids: tuple[int, ...]
     pocl_tids: tuple[int, ...] = ()  # the "GPU" threads seen in this scan
+    # Threads (other than PoCL's) that wanted a core: sum of min(1, (on-CPU + runqueue wait) /
+    # interval). Wait includes time throttled by the cgroup quota and queued behind other host
+    # work, so a busy thread counts as 1 however little CPU it got.
+    demand_threads: float = 0.0
 
 
-def _thread_cpu_ns(task_dir: str, *, with_wait: bool) -> int | None:
-    """On-CPU ns; with `with_wait` also the runqueue wait: a PoCL worker that is runnable but
-    waits for a host core still has a kernel in flight, i.e. the "GPU" is busy."""
+def _thread_times_ns(task_dir: str) -> tuple[int, int] | None:
+    """(on-CPU ns, runqueue-wait ns) of one thread. A PoCL worker that is runnable but waits for
+    a host core still has a kernel in flight, i.e. the "GPU" is busy; without schedstat the wait
+    is unknown (0)."""
     try:
         with open(f"{task_dir}/schedstat", "rb") as f:
             fields = f.read().split()
-        return int(fields[0]) + (int(fields[1]) if with_wait else 0)
+        return int(fields[0]), int(fields[1])
     except (OSError, ValueError, IndexError):
         pass
     try:
         with open(f"{task_dir}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) * _TICK_NS
+        return (int(fields[11]) + int(fields[12])) * _TICK_NS, 0
     except (OSError, ValueError, IndexError):
         return None
 
@@ -73,7 +78,7 @@ class ProcScanner:
         self.exclude = exclude_pids
         self._ns_of: dict[int, bool] = {}  # pid -> belongs to this phone (never changes for a pid)
         self._pocl: dict[int, tuple[bool, float, float]] = {}  # pid -> (maps pocl, checked at, first seen)
-        self._prev: dict[tuple[int, int], int] = {}  # (pid, tid) -> cpu ns at the previous scan
+        self._prev: dict[tuple[int, int], tuple[int, int]] = {}  # (pid, tid) -> (cpu, wait) ns last scan
 
     def members(self) -> list[int]:
         pids = []
@@ -97,12 +102,14 @@ class ProcScanner:
             self._pocl.pop(gone, None)
         return pids
 
-    def scan(self, now_s: float, max_new_ns: int) -> CpuSample:
+    def scan(self, now_s: float, max_new_ns: int, interval_ns: int = 0) -> CpuSample:
         """CPU time since the last scan. A thread seen for the first time counts at most
-        `max_new_ns` (it started within the interval, or existed before we started looking)."""
+        `max_new_ns` (it started within the interval, or existed before we started looking).
+        `interval_ns`: the time since the last scan, for `demand_threads`."""
         pocl_ns = other_ns = rss_kb = 0
+        demand = 0.0
         pocl_tids: list[int] = []
-        current: dict[tuple[int, int], int] = {}
+        current: dict[tuple[int, int], tuple[int, int]] = {}
         pids = self.members()
         for pid in pids:
             has_pocl, checked, first_seen = self._pocl.get(pid, (False, -1e9, now_s))
@@ -118,19 +125,30 @@ class ProcScanner:
             for t in tids:
                 tid = int(t)
                 is_pocl = has_pocl and tid != pid
-                cpu = _thread_cpu_ns(f"/proc/{pid}/task/{t}", with_wait=is_pocl)
-                if cpu is None:
+                times = _thread_times_ns(f"/proc/{pid}/task/{t}")
+                if times is None:
                     continue
                 key = (pid, tid)
-                current[key] = cpu
+                current[key] = times
                 prev = self._prev.get(key)
-                delta = min(cpu, max_new_ns) if prev is None else max(0, cpu - prev)
+                if prev is None:
+                    on = min(times[0], max_new_ns)
+                    wait = min(times[1], max(0, max_new_ns - on))
+                else:
+                    on, wait = max(0, times[0] - prev[0]), max(0, times[1] - prev[1])
                 if is_pocl:
-                    pocl_ns += delta
+                    pocl_ns += on + wait
                     pocl_tids.append(tid)
                 else:
-                    other_ns += delta
+                    other_ns += on
+                    if interval_ns > 0:
+                        demand += min(1.0, (on + wait) / interval_ns)
         self._prev = current
         return CpuSample(
-            pocl_ns=pocl_ns, other_ns=other_ns, rss_kb=rss_kb, pids=tuple(pids), pocl_tids=tuple(pocl_tids)
+            pocl_ns=pocl_ns,
+            other_ns=other_ns,
+            rss_kb=rss_kb,
+            pids=tuple(pids),
+            pocl_tids=tuple(pocl_tids),
+            demand_threads=demand,
         )

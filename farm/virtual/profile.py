@@ -249,9 +249,10 @@ class CpuSpec(_Frozen):
     governors: tuple[str, ...] = ()  # scaling_available_governors; default: governor + the stock four
     scaling_driver: str = "qcom-cpufreq-hw"
     transition_latency_ns: int = Field(default=1_000_000, ge=0)
-    # Host CPU cores the phone's CPU work may use with its fastest core at the top clock: the CFS
-    # quota of its cgroup, scaled down with the clock it is pinned or throttled to.
-    budget_cores: float = Field(default=1.0, gt=0, le=64)
+    # Host CPU cores the phone's CPU work may use at once. Each of its threads runs at most at
+    # the speed of the phone's fastest online core (clock / top clock x capacity), so the CFS
+    # quota of its cgroup is that speed x the threads that want a core, up to this budget.
+    budget_cores: float = Field(default=2.0, gt=0, le=64)
 
     @property
     def available_governors(self) -> tuple[str, ...]:

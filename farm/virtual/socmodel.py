@@ -3,9 +3,12 @@ performance mode and heat change it, the step_wise cooling polls (thermal.py), t
 statistics the kernel keeps (time_in_state, total_trans), and the CFS quotas that make work run
 at the clocks the phone shows.
 
-Quotas: the phone's CPU work gets budget x speed of its fastest online core (clocks.cpu_speed);
-a cpuset group the speed of the fastest core among its CPUs; the PoCL "GPU" gpu_budget x GPU
-clock / top GPU clock. physics.py applies them to the host cgroups.
+Quotas: each thread of the phone's CPU work runs at the speed of its fastest online core
+(clocks.cpu_speed), so the phone's CPU quota is speed x the threads that want a core (at least
+one, at most budget_cores): a pinned single-threaded benchmark slows by exactly the clock ratio
+while a benchmark and a load generator side by side do not starve each other. A cpuset group
+gets the speed of the fastest core among its CPUs; the PoCL "GPU" gpu_budget x GPU clock / top
+GPU clock (one GPU, shared by every OpenCL program of the phone). physics.py applies them.
 """
 
 from __future__ import annotations
@@ -129,20 +132,21 @@ class SocModel:
 
     # -- outputs ------------------------------------------------------------------------------------
 
-    def quotas(self, cpuset_cpus: dict[str, tuple[int, ...]]) -> Quotas:
-        """Host cores for cpu/, cpu/<group> per cpuset group (name -> its CPUs) and gpu/."""
-        key = (self.state, tuple(sorted(cpuset_cpus.items())))
+    def quotas(self, cpuset_cpus: dict[str, tuple[int, ...]], threads: float = 1.0) -> Quotas:
+        """Host cores for cpu/, cpu/<group> per cpuset group (name -> its CPUs) and gpu/, with
+        `threads` of the phone wanting a core (procscan's demand)."""
+        key = (self.state, tuple(sorted(cpuset_cpus.items())), threads)
         if key != self._quota_key:
-            self._quota_key, self._quota = key, self._quotas(cpuset_cpus)
+            self._quota_key, self._quota = key, self._quotas(cpuset_cpus, threads)
         return self._quota
 
-    def _quotas(self, cpuset_cpus: dict[str, tuple[int, ...]]) -> Quotas:
-        cpu_budget = self.profile.cpu.budget_cores
-        cores = {"cpu": cpu_budget * max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state))}
+    def _quotas(self, cpuset_cpus: dict[str, tuple[int, ...]], threads: float) -> Quotas:
+        cores_wanted = min(self.profile.cpu.budget_cores, max(1.0, threads))
+        cores = {"cpu": cores_wanted * max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state))}
         for name, cpus in cpuset_cpus.items():
             if name:
                 speed = max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state, within=cpus))
-                cores[f"cpu/{name}"] = min(cores["cpu"], cpu_budget * speed)
+                cores[f"cpu/{name}"] = min(cores["cpu"], cores_wanted * speed)
         if self.profile.gpu is not None:
             cores["gpu"] = self.profile.gpu.host_budget_cores * self.soc.gpu_speed(self.state)
         return Quotas(cores)

@@ -31,17 +31,17 @@ def farm(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
 
 def _profile(tmp_path: Path, name: str, budget: str) -> Path:
     text = (PROFILES_DIR / "adreno-sd8gen2.yaml").read_text()
-    assert "  budget_cores: 1.0\n" in text
+    assert "  budget_cores: 2.0\n" in text
     path = tmp_path / f"{name}.yaml"
-    path.write_text(text.replace("  budget_cores: 1.0\n", f"  budget_cores: {budget}\n"))
+    path.write_text(text.replace("  budget_cores: 2.0\n", f"  budget_cores: {budget}\n"))
     return path
 
 
 def test_up_says_when_budgets_do_not_fit(adb_server: AdbServer, tmp_path: Path) -> None:
     port = str(adb_server.port)
-    big = _profile(tmp_path, "big", str(host_cores()))  # + its GPU budget: more than the host
+    big = _profile(tmp_path, "big", str(host_cores()))  # two of them: more than the host
     state_dir = tmp_path / "state"
-    up = farm("up", "--profile", str(big), "--adb-port", port, state_dir=state_dir)
+    up = farm("up", "--count", "2", "--profile", str(big), "--adb-port", port, state_dir=state_dir)
     try:
         assert up.returncode == 0, up.stderr  # a warning, not an error: the phone still works
         lines = [ln for ln in up.stderr.splitlines() if "CPU budgets do not fit" in ln]

@@ -60,8 +60,8 @@ def test_speed_is_the_fastest_online_core_and_pins_scale_it() -> None:
     for policy in (BIG, PRIME):
         _write(m, Knob.SCALING_MAX, policy, "0")
     assert math.isclose(soc.cpu_speed(m.state), 844_800 / 2_841_600)
-    q = m.quotas({"": tuple(range(8)), "background": (0, 1, 2, 3)})
-    assert math.isclose(q.cpu, SD865.cpu.budget_cores * 844_800 / 2_841_600)
+    q = m.quotas({"": tuple(range(8)), "background": (0, 1, 2, 3)}, threads=1.0)
+    assert math.isclose(q.cpu, 844_800 / 2_841_600)  # one thread at the prime core's speed
     assert math.isclose(q.cores["cpu/background"], 256 / 1024 * 300_000 / 1_804_800)  # little cores only
     # Offlining the prime core hands the speed to the big cluster (capacity 900).
     assert _write(m, Knob.CPU_ONLINE, 7, "0") is None
@@ -118,9 +118,18 @@ def test_fixed_performance_holds_every_policy_and_the_gpu() -> None:
 
 
 @pytest.mark.parametrize("name", ["adreno-sd865", "mali-tensor", "adreno-nexus6p"])
-def test_quotas_follow_the_budget_and_never_exceed_it(name: str) -> None:
+def test_quotas_follow_the_threads_that_want_a_core_up_to_the_budget(name: str) -> None:
     profile = load_profile(name)
     m = SocModel(profile)
-    q = m.quotas({"": tuple(range(profile.cpu.ncpu)), "top-app": tuple(range(profile.cpu.ncpu))})
-    assert q.cpu == profile.cpu.budget_cores == q.cores["cpu/top-app"]
-    assert profile.gpu is not None and q.gpu == profile.gpu.host_budget_cores
+    groups = {"": tuple(range(profile.cpu.ncpu)), "top-app": tuple(range(profile.cpu.ncpu))}
+    budget = profile.cpu.budget_cores
+    assert budget == 2.0
+    assert m.quotas(groups, threads=0.0).cpu == 1.0  # idle: room for one thread at full speed
+    assert m.quotas(groups, threads=1.5).cpu == 1.5 == m.quotas(groups, threads=1.5).cores["cpu/top-app"]
+    assert m.quotas(groups, threads=7.0).cpu == budget  # never more than the budget
+    for policy in range(len(profile.cpu.clusters)):  # pinned: each thread at the pinned speed
+        m.write(Knob.SCALING_MAX, policy, "0")
+    speed = m.soc.cpu_speed(m.state)
+    assert math.isclose(m.quotas(groups, threads=1.0).cpu, speed)
+    assert math.isclose(m.quotas(groups, threads=3.0).cpu, budget * speed)
+    assert profile.gpu is not None and m.quotas(groups).gpu == profile.gpu.host_budget_cores

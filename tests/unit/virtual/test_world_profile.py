@@ -121,7 +121,7 @@ def _sd865_with(old: str, new: str) -> str:
             "not in governors",
         ),
         ("      cpus: 3\n", "      cpus: 0\n", "cpus: 0", "cpu.clusters.1.cpus"),
-        ("  budget_cores: 1.0\n", "  budget_cores: 0\n", "budget_cores: 0", "greater than 0"),
+        ("  budget_cores: 2.0\n", "  budget_cores: 0\n", "budget_cores: 0", "greater than 0"),
     ],
 )
 def test_bad_soc_sections_name_file_line_and_key(old: str, new: str, needle: str, words: str) -> None:
