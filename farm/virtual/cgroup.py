@@ -38,11 +38,13 @@ FARM_GROUP = "farm-virtual"
 CFS_PERIOD_US = 20_000  # finer than the default 100 ms, so ms-scale kernels see an even rate
 CFS_MIN_QUOTA_US = 1_000  # the kernel's minimum quota
 CFS_MAX_PERIOD_US = 1_000_000
-# cpu.shares per host core of budget: a phone outweighs a few ordinary busy host processes,
-# so it gets its quota on a busy host (the quota still caps it).
-SHARES_PER_CORE = 4096
+# Weight per host core of budget: a phone weighs like two busy host processes per core it may
+# use, so on a busy host it gets its quota before ordinary background work (the quota still caps
+# it). The farm-virtual parent weighs the sum of its phones: otherwise all phones together would
+# compete with the host's processes like one of them.
+SHARES_PER_CORE = 2048
 V1_MAX_SHARES = 262_144
-V2_WEIGHT_PER_CORE = 400
+V2_WEIGHT_PER_CORE = 200
 V2_MAX_WEIGHT = 10_000
 RMDIR_TIMEOUT_S = 5.0
 CPU_GROUP = "cpu"
@@ -233,12 +235,26 @@ class PhoneCgroups:
             if self.pids_dir is not None:
                 self.pids_dir.mkdir(parents=True, exist_ok=True)
                 _write(self.pids_dir / "pids.max", str(pids_max))
+        self._weigh_farm_group()
         for group in (CPU_GROUP, GPU_GROUP):
             self._mkgroup(group)
         if subgroups and self.v2:
             _add_controllers(self.group_dir(CPU_GROUP) / "cgroup.subtree_control", ("cpu",))
         for sub in subgroups:
             self._mkgroup(f"{CPU_GROUP}/{sub}")
+
+    def _weigh_farm_group(self) -> None:
+        """farm-virtual's weight = the sum of its phones' (every daemon's): recomputed as phones
+        come and go; a race between two daemons only leaves one of two right sums."""
+        name, lo, hi = ("cpu.weight", 1, V2_MAX_WEIGHT) if self.v2 else ("cpu.shares", 2, V1_MAX_SHARES)
+        farm = self.cpu_dir.parent
+        total = 0
+        for phone in farm.iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                if phone.is_dir():
+                    total += int((phone / name).read_text(encoding="ascii"))
+        with contextlib.suppress(OSError):
+            _write(farm / name, str(min(hi, max(lo, total or (100 if self.v2 else 1024)))))
 
     def _mkgroup(self, group: str) -> None:
         d = self.group_dir(group)
@@ -265,6 +281,8 @@ class PhoneCgroups:
                     if exc.errno != errno.EBUSY or time.monotonic() > deadline:
                         raise
                     time.sleep(0.02)
+        if self.cpu_dir.parent.is_dir():
+            self._weigh_farm_group()
 
     # -- membership ----------------------------------------------------------------------------------
 

@@ -68,11 +68,6 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
         p.wait(10)
 
 
-def _median_ms(w: WorldThread, gemm: str, args: tuple[str, ...], backend: str) -> float:
-    runs = [run_gemm(w, gemm, *args, backend=backend).per_iteration_s * 1000 for _ in range(RUNS)]
-    return statistics.median(runs)
-
-
 def bench_isolation(work: Path, cl_busy: Path) -> dict[str, float]:
     profile = budgeted("adreno-sd8gen2", cpu=CPU_BUDGET, gpu=GPU_BUDGET)
     phones = [phone(profile, f"VPBENCH{i}", work) for i in range(PHONES)]
@@ -83,18 +78,24 @@ def bench_isolation(work: Path, cl_busy: Path) -> dict[str, float]:
         gemm = install(a, kernel_binary("gemm"))
         busy = [install(n, cl_busy) for n in neighbours]
         run_gemm(a, gemm, *GPU_ARGS, backend="gpu")  # compile the kernels once (PoCL's cache)
-        result = {}
+        result: dict[str, float] = {}
         for backend, args in (("cpu", CPU_ARGS), ("gpu", GPU_ARGS)):
-            alone = _median_ms(a, gemm, args, backend)
-            load = [_spawn(n, f"{b} --seconds=600") for n, b in zip(neighbours, busy, strict=True)]
-            try:
-                time.sleep(2.0)  # the neighbours' OpenCL is compiled and looping
-                loaded = _median_ms(a, gemm, args, backend)
-            finally:
-                _stop(load)
-            result[f"isolation_{backend}_alone_ms"] = alone
-            result[f"isolation_{backend}_loaded_ms"] = loaded
-            result[f"isolation_{backend}_change_pct"] = 100 * (loaded - alone) / alone
+            # Alone and loaded runs alternate, so the host's own background drifts into both.
+            alone, loaded = [], []
+            for _ in range(RUNS):
+                alone.append(run_gemm(a, gemm, *args, backend=backend).per_iteration_s * 1000)
+                load = [_spawn(n, f"{b} --seconds=600") for n, b in zip(neighbours, busy, strict=True)]
+                try:
+                    time.sleep(1.5)  # the neighbours' OpenCL is compiled and looping
+                    loaded.append(run_gemm(a, gemm, *args, backend=backend).per_iteration_s * 1000)
+                finally:
+                    _stop(load)
+            result[f"isolation_{backend}_alone_ms"] = statistics.median(alone)
+            result[f"isolation_{backend}_loaded_ms"] = statistics.median(loaded)
+            result[f"isolation_{backend}_change_pct"] = 100 * (
+                statistics.median(loaded) / statistics.median(alone) - 1
+            )
+        result["host_load_average"] = os.getloadavg()[0]
         return result
     finally:
         for p in phones:
@@ -174,6 +175,7 @@ def main() -> None:
         ("gemm gpu on phone A, alone", f"{results['isolation_gpu_alone_ms']:.2f} ms/iter"),
         ("... with 3 neighbours busy on OpenCL", f"{results['isolation_gpu_loaded_ms']:.2f} ms/iter"),
         ("... change", f"{results['isolation_gpu_change_pct']:+.1f} %"),
+        ("host load average (1 min) after the isolation runs", f"{results['host_load_average']:.1f}"),
         ("sd865 gemm cpu at top clocks", f"{results['pinned_top_ms']:.2f} ms/iter"),
         ("... every policy pinned to its lowest", f"{results['pinned_min_ms']:.2f} ms/iter"),
         (
