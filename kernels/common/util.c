@@ -1,7 +1,8 @@
 /* farm common runtime: clock, fatal errors, RNG, fp16, hashing, comparison (see farm.h). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT (glibc and bionic) */
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,8 +181,13 @@ farm_cmp farm_compare(const float *got, const float *ref, size_t n, double rtol,
     return c;
 }
 
+/* CPUs this process may run on: its affinity mask (a cpuset or taskset narrows it; a
+ * virtual phone that shows 8 CPUs on a 2-core host runs on 2), else the online count. */
 int farm_cpu_count(void)
 {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
