@@ -145,7 +145,8 @@ class Physics:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """(Re)create the /sys tree, the cgroup trees and /proc/meminfo; before the sandbox starts."""
+        """(Re)create the /sys tree and /proc/meminfo, reset the clocks and heat; before the
+        sandbox starts (the world lays out the cgroup trees first)."""
         shutil.rmtree(self.layout.sys, ignore_errors=True)
         self.files.forget()
         bat = self.profile.battery
@@ -248,8 +249,8 @@ class Physics:
             return
         text = path.read_text(encoding="utf-8", errors="replace")
         shown = format_cpulist(self._cpuset_cpus[name]) + "\n"
-        if text == shown:
-            return
+        if text == shown or not text.strip():
+            return  # our own rewrite, or a write under way (O_TRUNC): its close comes next
         cpus = parse_cpulist(text, self.model.soc.ncpu)
         parent = tuple(range(self.model.soc.ncpu)) if not name else self._cpuset_cpus.get("", ())
         if cpus is None or not set(cpus) <= set(parent):

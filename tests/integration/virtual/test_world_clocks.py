@@ -124,6 +124,15 @@ def test_refused_writes_fail_like_the_kernel_and_the_phone_keeps_running(rooted:
     wait_until(lambda: read(w, f"{kgsl}/devfreq/governor") == "msm-adreno-tz\n", "devfreq to refuse warp")
     assert w.world.physics._task is not None and not w.world.physics._task.done()
     assert w.sh("getprop ro.product.model").stdout.strip() == "Mi 10"
+    # stats/time_in_state counts (10 ms units) at the frequency the policy runs at.
+    stats = f"{policy}/stats/time_in_state"
+
+    def at_614400() -> int:
+        return int(dict(line.split() for line in read(w, stats).splitlines())["614400"])
+
+    before = at_614400()
+    wait_until(lambda: at_614400() >= before + 20, "0.2 s more at 614.4 MHz")
+    assert int(read(w, f"{policy}/stats/total_trans")) >= 1
 
 
 def test_hotplug_takes_cpus_down_and_refuses_the_last(rooted: WorldThread) -> None:
