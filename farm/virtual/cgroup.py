@@ -38,13 +38,14 @@ FARM_GROUP = "farm-virtual"
 CFS_PERIOD_US = 20_000  # finer than the default 100 ms, so ms-scale kernels see an even rate
 CFS_MIN_QUOTA_US = 1_000  # the kernel's minimum quota
 CFS_MAX_PERIOD_US = 1_000_000
-# Weight per host core of budget: a phone weighs like two busy host processes per core it may
-# use, so on a busy host it gets its quota before ordinary background work (the quota still caps
-# it). The farm-virtual parent weighs the sum of its phones: otherwise all phones together would
-# compete with the host's processes like one of them.
-SHARES_PER_CORE = 2048
+# Weight per host core of budget: a phone weighs like one busy host process per core it may use,
+# about what its busy threads weighed before they had a cgroup (more would starve the phones'
+# daemon, their ADB links and physics, and farm itself when the phones are flat out). The
+# farm-virtual parent weighs the sum of its phones: else all phones together would compete with
+# the host's processes like one of them.
+SHARES_PER_CORE = 1024
 V1_MAX_SHARES = 262_144
-V2_WEIGHT_PER_CORE = 200
+V2_WEIGHT_PER_CORE = 100
 V2_MAX_WEIGHT = 10_000
 RMDIR_TIMEOUT_S = 5.0
 CPU_GROUP = "cpu"
@@ -246,6 +247,7 @@ class PhoneCgroups:
     def _weigh_farm_group(self) -> None:
         """farm-virtual's weight = the sum of its phones' (every daemon's): recomputed as phones
         come and go; a race between two daemons only leaves one of two right sums."""
+        per_core = V2_WEIGHT_PER_CORE if self.v2 else SHARES_PER_CORE
         name, lo, hi = ("cpu.weight", 1, V2_MAX_WEIGHT) if self.v2 else ("cpu.shares", 2, V1_MAX_SHARES)
         farm = self.cpu_dir.parent
         total = 0
@@ -254,7 +256,7 @@ class PhoneCgroups:
                 if phone.is_dir():
                     total += int((phone / name).read_text(encoding="ascii"))
         with contextlib.suppress(OSError):
-            _write(farm / name, str(min(hi, max(lo, total or (100 if self.v2 else 1024)))))
+            _write(farm / name, str(min(hi, max(lo, total or per_core))))
 
     def _mkgroup(self, group: str) -> None:
         d = self.group_dir(group)
