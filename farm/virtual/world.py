@@ -160,6 +160,11 @@ class SandboxWorld:
             with contextlib.suppress(FileNotFoundError):
                 supported.unlink()
 
+    async def reboot(self) -> None:
+        await self.stop()
+        self._adbd_root = False
+        await self.start()
+
     def set_reboot_handler(self, handler: Callable[[], None] | None) -> None:
         """Optional hook for the daemon: called (on the world's loop) when a program inside the
         phone runs `reboot`. It should drop the ADB connections and call `reboot()`, as for the
