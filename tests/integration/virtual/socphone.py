@@ -4,9 +4,7 @@ it, root shells, and waiting for the phone's own files to show an event (never a
 from __future__ import annotations
 
 import json
-import os
 import platform
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -17,6 +15,7 @@ from farm.virtual.profile import Profile
 from farm.virtual.profiles import load_profile
 from farm.virtual.world import SandboxWorld
 from farm.virtual.worldthread import WorldThread
+from tests.fixtures.waiting import eventually
 
 KERNELS = Path(__file__).resolve().parents[3] / "kernels"
 DEADLINE_S = 60.0
@@ -47,14 +46,16 @@ def kernel_binary(name: str) -> Path:
 
 
 def install(w: WorldThread, binary: Path, name: str | None = None) -> str:
-    """Copy a host program to /data/local/tmp as adb push would leave it; returns its phone path."""
+    """As adb push does: the phone's shell creates /data/local/tmp/NAME (0755) through the sync
+    file service; returns its phone path."""
     phone_path = f"/data/local/tmp/{name or binary.name}"
-    dest = w.world.resolve(phone_path, for_write=True)
-    shutil.copyfile(binary, dest)
-    owner = w.world.sync_owner()
-    if owner is not None:
-        os.chown(dest, *owner)
-    os.chmod(dest, 0o755)
+    files = w.call(w.world.open_files())
+    try:
+        fd = files.create(phone_path, 0o755)
+        with open(fd, "wb") as dest:
+            dest.write(binary.read_bytes())
+    finally:
+        files.close()
     return phone_path
 
 
@@ -73,12 +74,9 @@ def read(w: WorldThread, phone_path: str) -> str:
 
 
 def wait_until(predicate: Callable[[], bool], what: str, deadline_s: float = DEADLINE_S) -> float:
-    """Poll `predicate` until true; returns the seconds it took (fails after the deadline)."""
+    """`eventually`, failing with what was awaited; returns the seconds it took."""
     start = time.monotonic()
-    while not predicate():
-        if time.monotonic() - start > deadline_s:
-            raise AssertionError(f"timed out after {deadline_s:.0f} s waiting for {what}")
-        time.sleep(0.05)
+    assert eventually(predicate, deadline_s), f"timed out after {deadline_s:.0f} s waiting for {what}"
     return time.monotonic() - start
 
 

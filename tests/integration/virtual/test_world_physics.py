@@ -14,6 +14,7 @@ import pytest
 from farm.virtual.groundtruth import read_ground_truth
 from farm.virtual.world import SandboxWorld, make_world
 from farm.virtual.worldthread import WorldThread
+from tests.integration.virtual.socphone import install
 
 pytestmark = [
     pytest.mark.integration,
@@ -52,14 +53,7 @@ def _gpubusy(w: WorldThread) -> float:
 
 
 def _install(w: WorldThread, binary: Path) -> None:
-    """As adb push does: a file created by the phone's shell through the sync file service."""
-    files = w.call(w.world.open_files())
-    try:
-        fd = files.create("/data/local/tmp/cl_busy", 0o755)
-        with open(fd, "wb") as dest:
-            dest.write(binary.read_bytes())
-    finally:
-        files.close()
+    install(w, binary, "cl_busy")
     assert w.sh("test -x /data/local/tmp/cl_busy").returncode == 0
 
 
