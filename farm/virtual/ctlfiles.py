@@ -17,6 +17,8 @@
   fixed_performance      `cmd power set-fixed-performance-mode-enabled`: "1"/"0", written by the
                          tool, read by the physics (text)
   fixed_performance.supported  present when the profile's power HAL has the mode (world)
+  fixed_performance.applied    "1"/"0": the mode in force, written by the physics once the clock
+                         nodes show it; `cmd power` waits for it, as the HAL call returns only then
   thermal_override       `cmd thermalservice override-status N`: N; removed by `reset` (text)
   kmsg                   kernel-log lines, e.g. a refused sysfs write (text, appended, bounded)
 """
@@ -41,6 +43,7 @@ ROOTED_FLAG = "rooted"
 THERMALSERVICE = "thermalservice.txt"
 FIXED_PERFORMANCE = "fixed_performance"
 FIXED_PERFORMANCE_SUPPORTED = "fixed_performance.supported"
+FIXED_PERFORMANCE_APPLIED = "fixed_performance.applied"
 THERMAL_OVERRIDE = "thermal_override"
 HAL_FLAGS = (FIXED_PERFORMANCE, THERMAL_OVERRIDE)  # the tools write them; the physics watches
 KMSG = "kmsg"
@@ -104,6 +107,6 @@ def reset_volatile(ctl: Path) -> None:
     (ctl / SET_PROPS).mkdir(exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         (ctl / BATTERY_OVERRIDE).unlink()
-    for rel in (REBOOT_REQUEST, FIXED_PERFORMANCE, THERMAL_OVERRIDE, KMSG):
+    for rel in (REBOOT_REQUEST, FIXED_PERFORMANCE, FIXED_PERFORMANCE_APPLIED, THERMAL_OVERRIDE, KMSG):
         with contextlib.suppress(FileNotFoundError):
             (ctl / rel).unlink()

@@ -268,6 +268,10 @@ class Physics:
         if fixed != self.model.state.fixed_performance:
             self.model.set_fixed_performance(fixed)
             self._refresh_clocks()
+        # After the nodes: `cmd power` returns once this shows what it asked for.
+        in_force = "1\n" if self.model.state.fixed_performance else "0\n"
+        if ctlfiles.read_text(ctl, ctlfiles.FIXED_PERFORMANCE_APPLIED) != in_force:
+            ctlfiles.write_text(ctl, ctlfiles.FIXED_PERFORMANCE_APPLIED, in_force)
         override = (ctlfiles.read_text(ctl, ctlfiles.THERMAL_OVERRIDE) or "").strip()
         self._thermal_override = int(override) if override.lstrip("-").isdigit() else None
         self._write_thermalservice()

@@ -19,6 +19,8 @@ CMD_POWER_SDK = 30  # Android 11: `cmd power` (fixed performance mode)
 THERMALSERVICE_FILE = "thermalservice.txt"  # written by the physics (host side)
 FIXED_PERFORMANCE_FILE = "fixed_performance"  # read by the physics: "1" on, absent or "0" off
 FIXED_PERFORMANCE_SUPPORTED = "fixed_performance.supported"  # the profile's power HAL has the mode
+FIXED_PERFORMANCE_APPLIED = "fixed_performance.applied"  # the physics: the mode the clocks show
+HAL_CALL_TIMEOUT_S = 5.0
 THERMAL_OVERRIDE_FILE = "thermal_override"  # `cmd thermalservice override-status N`: N
 THERMAL_STATUS_MAX = 6  # IThermalService THERMAL_STATUS_SHUTDOWN
 IDLE_THERMALSERVICE = (
@@ -57,8 +59,9 @@ def power(args: list[str]) -> int:
                 "This is likely because Power HAL AIDL is not implemented on this device\n"
             )
             return 255
-        ctlstore.write_text(FIXED_PERFORMANCE_FILE, "1\n" if args[1].lower() == "true" else "0\n")
-        return 0
+        wanted = "1\n" if args[1].lower() == "true" else "0\n"
+        ctlstore.write_text(FIXED_PERFORMANCE_FILE, wanted)
+        return _await_hal(FIXED_PERFORMANCE_APPLIED, wanted)
     if args and args[0] not in ("help", "-h", "set-fixed-performance-mode-enabled"):
         return toolerrors.unknown_command(args[0])
     return toolerrors.help_text(
@@ -66,6 +69,19 @@ def power(args: list[str]) -> int:
         "  set-adaptive-power-saver-enabled [true|false]\n  set-mode MODE\n"
         "  set-fixed-performance-mode-enabled [true|false]\n    enable or disable fixed performance mode\n"
     )
+
+
+def _await_hal(rel: str, wanted: str) -> int:
+    """The power HAL call returns once the kernel nodes show the mode (a read-back right after
+    `cmd power` sees the fixed clocks); the physics says so in `rel`. A phone whose physics
+    does not answer fails as a HAL call that timed out does."""
+    deadline = time.monotonic() + HAL_CALL_TIMEOUT_S
+    while ctlstore.read_text(rel, "") != wanted:
+        if time.monotonic() > deadline:
+            sys.stderr.write("Failed to set FIXED_PERFORMANCE mode\n")
+            return 255
+        time.sleep(0.002)
+    return 0
 
 
 def thermalservice_cmd(args: list[str]) -> int:
