@@ -3,9 +3,6 @@ profile file with an unknown Android release is one line naming file:line."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,20 +10,9 @@ import pytest
 from farm.virtual.cgroup import host_cores
 from farm.virtual.profiles import PROFILES_DIR
 from tests.fixtures.phones import AdbServer
+from tests.integration.virtual.test_adb_cli import farm  # `farm virtual ...` as a user runs it
 
 pytestmark = pytest.mark.integration
-
-
-def farm(*args: str, state_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FARM_VIRTUAL_DIR": str(state_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "farm", "virtual", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _profile(tmp_path: Path, name: str, budget: str) -> Path:
