@@ -63,6 +63,13 @@ def _fastest_core_speed(w: WorldThread) -> float:
     return best / top_capacity
 
 
+def _max_in_table(w: WorldThread, policy: str) -> bool:
+    return (
+        read(w, f"{policy}/scaling_max_freq").strip()
+        in read(w, f"{policy}/scaling_available_frequencies").split()
+    )
+
+
 def _wait_quota(w: WorldThread, cores: float) -> None:
     cg = w.world.cgroups
     assert cg is not None
@@ -83,6 +90,9 @@ def test_pinned_clock_slows_a_kernel_by_the_expected_ratio(rooted: WorldThread) 
     bound = (after.nr_throttled - before.nr_throttled) / max(1, after.nr_periods - before.nr_periods)
     pin = " ".join(f"echo 1075200 > {p}/scaling_max_freq;" for p in _policies(w))
     assert su(w, pin).returncode == 0
+    # The nodes show what is in force once the physics has taken the writes (out-of-table
+    # numbers resolved into the table): only then are they a reading of the speed.
+    wait_until(lambda: all(_max_in_table(w, p) for p in _policies(w)), "the pins to resolve")
     speed = _fastest_core_speed(w)  # 0.384: the big cores' 1056 MHz outruns the prime's 1075 MHz
     assert 0.3 < speed < 0.5
     # The kernel's quota says the same, exactly, once the physics has taken the writes (ms).
@@ -116,8 +126,11 @@ def test_refused_writes_fail_like_the_kernel_and_the_phone_keeps_running(rooted:
         ).returncode
         == 0
     )
-    wait_until(lambda: read(w, f"{policy}/scaling_cur_freq") == "614400\n", "userspace to set 614.4 MHz")
-    assert read(w, f"{policy}/scaling_setspeed") == "614400\n"
+    # cur_freq and setspeed are rewritten one after the other: wait for both.
+    wait_until(
+        lambda: read(w, f"{policy}/scaling_cur_freq") == read(w, f"{policy}/scaling_setspeed") == "614400\n",
+        "userspace to set 614.4 MHz",
+    )
     kgsl = "/sys/class/kgsl/kgsl-3d0"
     assert su(w, f"echo 2x > {kgsl}/max_pwrlevel; echo warp > {kgsl}/devfreq/governor").returncode == 0
     wait_until(lambda: read(w, f"{kgsl}/max_pwrlevel") == "0\n", "kgsl to refuse 2x")
@@ -141,16 +154,24 @@ def test_hotplug_takes_cpus_down_and_refuses_the_last(rooted: WorldThread) -> No
     assert cg is not None
     cpu = "/sys/devices/system/cpu"
     assert su(w, f"echo 0 > {cpu}/cpu7/online").returncode == 0
-    wait_until(lambda: read(w, f"{cpu}/online") == "0-6\n", "cpu7 to go offline")
-    assert read(w, f"{cpu}/offline") == "7\n" and read(w, f"{CPUFREQ}/policy7/affected_cpus") == "\n"
+    wait_until(
+        lambda: (
+            (read(w, f"{cpu}/online"), read(w, f"{cpu}/offline"), read(w, f"{CPUFREQ}/policy7/affected_cpus"))
+            == ("0-6\n", "7\n", "\n")
+        ),
+        "cpu7 to go offline",
+    )
     _wait_quota(w, BUDGET_CORES * _fastest_core_speed(w))
     assert (cg.quota_cores("cpu") or 0) < BUDGET_CORES  # the prime core's speed is gone
     down = "; ".join(f"echo 0 > {cpu}/cpu{c}/online" for c in range(1, 7))
     assert su(w, down).returncode == 0
     wait_until(lambda: read(w, f"{cpu}/online") == "0\n", "all but cpu0 offline")
     assert su(w, f"echo 0 > {cpu}/cpu0/online").returncode == 0
-    wait_until(lambda: "last online CPU" in read(w, "/dev/.farm/kmsg"), "EBUSY for the last CPU")
-    assert read(w, f"{cpu}/cpu0/online") == "1\n"
+    # The kernel-log line comes first, then the node reverts.
+    wait_until(
+        lambda: "last online CPU" in read(w, "/dev/.farm/kmsg") and read(w, f"{cpu}/cpu0/online") == "1\n",
+        "EBUSY for the last CPU",
+    )
     assert su(w, "; ".join(f"echo 1 > {cpu}/cpu{c}/online" for c in range(8))).returncode == 0
     wait_until(lambda: read(w, f"{cpu}/online") == "0-7\n", "every CPU back")
 
