@@ -148,6 +148,43 @@ def test_refused_writes_fail_like_the_kernel_and_the_phone_keeps_running(rooted:
     assert int(read(w, f"{policy}/stats/total_trans")) >= 1
 
 
+def test_root_pins_the_gpu_through_kgsl_levels_and_devfreq(rooted: WorldThread) -> None:
+    """What farm's GPU pin writes (kgsl pwrlevels, devfreq max_freq) reads back and sets the PoCL
+    workers' quota to the GPU budget x the pinned OPP / the top OPP."""
+    w = rooted
+    cg, gpu = w.world.cgroups, w.world.profile.gpu
+    assert cg is not None and gpu is not None
+    kgsl, devfreq = "/sys/class/kgsl/kgsl-3d0", "/sys/class/devfreq/3d00000.qcom,kgsl-3d0"
+    table = [int(f) for f in read(w, f"{devfreq}/available_frequencies").split()]
+    assert table == sorted(table) and int(read(w, f"{kgsl}/num_pwrlevels")) == len(table)
+
+    def gpu_quota_at(hz: int) -> None:
+        want = gpu.host_budget_cores * hz / table[-1]
+        wait_until(
+            lambda: math.isclose(cg.quota_cores("gpu") or 0, want, rel_tol=0.01), f"the GPU at {hz} Hz"
+        )
+
+    gpu_quota_at(table[-1])
+    slowest = len(table) - 1  # kgsl level 0 is the fastest
+    assert (
+        su(w, f"echo {slowest} > {kgsl}/min_pwrlevel; echo {slowest} > {kgsl}/max_pwrlevel").returncode == 0
+    )
+    wait_until(
+        lambda: (
+            (read(w, f"{kgsl}/max_pwrlevel"), read(w, f"{devfreq}/max_freq"))
+            == (f"{slowest}\n", f"{table[0]}\n")
+        ),
+        "the kgsl pin to read back",
+    )
+    gpu_quota_at(table[0])
+    assert su(w, f"echo 0 > {kgsl}/max_pwrlevel; echo {slowest} > {kgsl}/min_pwrlevel").returncode == 0
+    assert su(w, f"echo {table[1]} > {devfreq}/max_freq").returncode == 0
+    wait_until(lambda: read(w, f"{devfreq}/max_freq") == f"{table[1]}\n", "devfreq's max to read back")
+    gpu_quota_at(table[1])
+    assert su(w, f"echo {table[-1]} > {devfreq}/max_freq").returncode == 0
+    gpu_quota_at(table[-1])
+
+
 def test_hotplug_takes_cpus_down_and_refuses_the_last(rooted: WorldThread) -> None:
     w = rooted
     cg = w.world.cgroups
