@@ -36,7 +36,7 @@ def test_hot_profile_throttles_under_sustained_load_and_recovers(tmp_path: Path)
         assert read(w, f"{PRIME}/scaling_max_freq") == f"{top_khz}\n"
         assert int(read(w, "/sys/class/thermal/thermal_zone0/temp")) < trip_mc
         assert _status(w.sh("dumpsys thermalservice").stdout) == 0
-        # Two busy shells: more than the phone's one-core budget, so it runs at its quota.
+        # Two busy shells: a sustained heavy load (two cores of demand).
         load = subprocess.Popen(
             w.world.shell_argv("while :; do :; done & while :; do :; done"),
             env=w.world.shell_env(None),
