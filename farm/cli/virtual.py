@@ -9,6 +9,7 @@ import click
 
 from farm.cli.json_output import echo_json
 from farm.virtual import control
+from farm.virtual.adb.link import LinkKind
 from farm.virtual.cgroup import budget_warnings
 from farm.virtual.daemon import DEFAULT_WORLD_FACTORY
 
@@ -70,6 +71,13 @@ def virtual() -> None:
     help="keep each phone's /data and /sdcard even if it last ran with another profile "
     "(default: only the same serial and profile keep them)",
 )
+@click.option(
+    "--link",
+    type=click.Choice([LinkKind.USB2.value, LinkKind.USB3.value]),
+    default=None,
+    help="model every phone's cable: per-packet latency and bandwidth of adb over USB 2 or USB 3 "
+    "(default: each profile's own `link:`; the shipped profiles are as fast as loopback)",
+)
 @click.option("--world-factory", default=DEFAULT_WORLD_FACTORY, hidden=True)
 def up(
     count: int,
@@ -78,6 +86,7 @@ def up(
     port: int | None,
     state_dir: Path | None,
     keep_data: bool,
+    link: str | None,
     world_factory: str,
 ) -> None:
     """Start --count virtual phones in a background daemon and connect them to the adb server.
@@ -99,6 +108,7 @@ def up(
     Example:
       farm virtual up --count 3 --profile adreno-nexus6p
       farm virtual up --port 6520 --profile adreno-sd865 --keep-data
+      farm virtual up --count 4 --link usb2     # round trips and pushes as slow as a USB 2 cable
     """
     if world_factory == DEFAULT_WORLD_FACTORY:
         for line in budget_warnings(control.resolve_profiles(count, profiles)):
@@ -111,6 +121,7 @@ def up(
         first_port=port,
         world_factory=world_factory,
         keep_data=keep_data,
+        link=LinkKind(link) if link is not None else None,
     )
     for phone in state.phones:
         click.echo(f"{phone.adb_serial}  {phone.serial}  {phone.profile}  {phone.state}")

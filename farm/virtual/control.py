@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import ConfigError, DeviceTransientError, EnvironmentProblem, FarmError
+from farm.virtual.adb.link import LinkKind
 from farm.virtual.daemon import DEFAULT_WORLD_FACTORY, LOG_FILE, STATE_FILE
 
 DEFAULT_ADB_PORT = 5037
@@ -222,6 +223,7 @@ def start_daemon(
     world_factory: str = DEFAULT_WORLD_FACTORY,
     adb_port: int | None = None,
     keep_data: bool = False,
+    link: LinkKind | None = None,
     timeout_s: float = START_TIMEOUT_S,
 ) -> DaemonState:
     """Start a detached daemon (new session, so it survives the terminal) and wait for its phones."""
@@ -247,6 +249,8 @@ def start_daemon(
         argv += ["--adb-port", str(adb_port)]
     if keep_data:
         argv += ["--keep-data"]
+    if link is not None:
+        argv += ["--link", link.value]
     with open(state_dir / LOG_FILE, "ab") as log:
         daemon = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, start_new_session=True
@@ -310,6 +314,7 @@ def up(
     first_port: int | None = None,
     world_factory: str = DEFAULT_WORLD_FACTORY,
     keep_data: bool = False,
+    link: LinkKind | None = None,
 ) -> DaemonState:
     """Start phones and register them with the adb server; on any failure nothing stays running."""
     adb_path()
@@ -322,6 +327,7 @@ def up(
         world_factory=world_factory,
         adb_port=adb_port,
         keep_data=keep_data,
+        link=link,
     )
     try:
         connect_phones(state.phones, adb_port)

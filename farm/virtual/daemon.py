@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from farm.errors import ConfigError, EnvironmentProblem, FarmError
 from farm.virtual import faults
+from farm.virtual.adb.link import PRESETS, LinkKind
 from farm.virtual.adb.server import PhoneServer
 from farm.virtual.adb.services import process
 from farm.virtual.phone_api import PhoneWorld
@@ -59,6 +60,7 @@ class DaemonConfig:
     world_factory: str
     adb_port: int | None
     keep_data: bool = False
+    link: LinkKind | None = None  # --link: every phone's cable; None: each profile's own `link:`
 
 
 def control_socket_path(state_dir: Path) -> Path:
@@ -163,12 +165,13 @@ class Daemon:
     async def start(self) -> None:
         factory = load_world_factory(self._config.world_factory)
         listeners = bind_ports(len(self._config.profiles), self._config.first_port)
+        link_override = PRESETS[self._config.link] if self._config.link is not None else None
         for listener, profile in zip(listeners, self._config.profiles, strict=True):
             port = listener.getsockname()[1]
             serial = f"VP{port}"
             state_dir = phone_state_dir(self._config.state_dir, serial)
             world = factory(profile, serial, state_dir, keep_data=self._config.keep_data)
-            self._phones.append(PhoneServer(world, listener, profile))
+            self._phones.append(PhoneServer(world, listener, profile, link=link_override))
         try:
             await asyncio.gather(*(phone.start() for phone in self._phones))
         except BaseException:
@@ -281,6 +284,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
     parser.add_argument("--world-factory", default=DEFAULT_WORLD_FACTORY)
     parser.add_argument("--adb-port", type=int, default=None, help="recorded in the state file only")
     parser.add_argument("--keep-data", action="store_true", help="keep data of another profile too")
+    parser.add_argument("--link", choices=[LinkKind.USB2.value, LinkKind.USB3.value], default=None)
     args = parser.parse_args(argv)
     return DaemonConfig(
         state_dir=args.state_dir,
@@ -289,6 +293,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
         world_factory=args.world_factory,
         adb_port=args.adb_port,
         keep_data=args.keep_data,
+        link=LinkKind(args.link) if args.link is not None else None,
     )
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from farm import safe_yaml
 from farm.errors import ConfigError
+from farm.virtual.adb.link import LinkKind
 
 _IDENTITY_KEYS = (
     "ro.product.model",
@@ -333,6 +334,8 @@ class Profile(_Frozen):
     cpu: CpuSpec
     fixed_performance: FixedPerformanceSpec | None = None
     cgroups: CgroupSpec = CgroupSpec()
+    # The cable to the host (farm/virtual/adb/link.py); `farm virtual up --link` overrides it.
+    link: LinkKind = LinkKind.NONE
     # Phone paths created with mode 000 (root-only), e.g. devfreq nodes hidden by SELinux.
     unreadable: tuple[str, ...] = ()
 

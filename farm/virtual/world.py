@@ -22,6 +22,7 @@ from pathlib import Path
 
 from farm.errors import ConfigError
 from farm.virtual import ctlfiles
+from farm.virtual.adb.link import PRESETS, LinkModel
 from farm.virtual.cgroup import CgroupsUnavailable, PhoneCgroups, phone_group_name, read_host_cgroups
 from farm.virtual.cpusets import CgroupTrees
 from farm.virtual.phone_api import PhoneWorld
@@ -217,6 +218,11 @@ class SandboxWorld:
         return props
 
     # -- PhoneWorld --------------------------------------------------------------------------------
+
+    @property
+    def link(self) -> LinkModel | None:
+        """The cable of this phone's profile (PhoneServer reads it when the daemon sets none)."""
+        return PRESETS[self.profile.link]
 
     def banner_props(self) -> dict[str, str]:
         return {

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import partial
 
 from farm.virtual.adb import dispatch, packets
+from farm.virtual.adb.link import LinkModel
 from farm.virtual.adb.services.base import ServiceContext
 from farm.virtual.adb.transport import READ_LIMIT_BYTES, Connection
 from farm.virtual.phone_api import PhoneWorld
@@ -45,8 +46,11 @@ class PhoneServer:
         listener: socket.socket,
         profile: str,
         on_state: Callable[[PhoneServer], None] | None = None,
+        link: LinkModel | None = None,
     ) -> None:
         self.world = world
+        # The cable's model: the daemon's --link, else the world's own (its profile's `link:`).
+        self.link: LinkModel | None = link if link is not None else getattr(world, "link", None)
         self.profile = profile
         self._listener = listener
         self.port: int = listener.getsockname()[1]
@@ -122,6 +126,7 @@ class PhoneServer:
             banner=self._banner,
             open_service=partial(dispatch.open_service, self._context),
             answering=self._answering,
+            link=self.link,
         )
         self._connections.add(connection)
         task = asyncio.current_task()

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 
 from farm.virtual.adb import packets as p
+from farm.virtual.adb.link import LinkModel, Pacer, cross_inbound
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +123,12 @@ class Connection:
         banner: Callable[[], bytes],
         open_service: OpenService,
         answering: asyncio.Event,
+        link: LinkModel | None = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
+        self._link = link
+        self._pacer = Pacer(link, self._write_now) if link is not None else None
         self._banner = banner
         self._open_service = open_service
         self._answering = answering
@@ -140,16 +144,28 @@ class Connection:
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
     # Sending --------------------------------------------------------------------------------------
+    def _write_now(self, data: bytes) -> None:
+        if not self._writer.is_closing():
+            self._writer.write(data)
+
     def send(self, command: int, arg0: int, arg1: int, payload: bytes = b"") -> None:
         if self._writer.is_closing():
             return
-        self._writer.write(p.encode(command, arg0, arg1, payload, version=self.version))
+        packet = p.encode(command, arg0, arg1, payload, version=self.version)
+        if self._pacer is not None:
+            self._pacer.send(packet)
+        else:
+            self._writer.write(packet)
 
     async def send_data(self, local_id: int, remote_id: int, payload: memoryview) -> None:
         if self._writer.is_closing():
             raise StreamClosed
         header = p.encode_header(p.A_WRTE, local_id, remote_id, payload, version=self.version)
-        self._writer.writelines((header, payload))
+        if self._pacer is not None:
+            self._pacer.send(header + bytes(payload))
+            await self._pacer.sent()
+        else:
+            self._writer.writelines((header, payload))
         try:
             await self._writer.drain()
         except ConnectionError as error:
@@ -179,6 +195,8 @@ class Connection:
 
     async def _teardown(self) -> None:
         self._closing = True
+        if self._pacer is not None:
+            self._pacer.close()
         self._reset_streams()
         tasks = list(self._tasks.values())
         if tasks:
@@ -217,6 +235,7 @@ class Connection:
                 payload = await self._reader.readexactly(header.length)
             else:
                 payload = await self._read_before_cnxn(header.length, deadline)
+            await cross_inbound(self._link, p.HEADER_BYTES + header.length)
             if not self._answering.is_set():
                 await self._wait_answering()  # hung while this packet was on its way: hold it
                 if self._closing:
