@@ -47,6 +47,8 @@ def latency_metrics(iterations: Iterations) -> list[Metric]:
     start_ns, end_ns = iterations.window_ns
     if end_ns > start_ns:
         metrics.append(Metric("throughput_per_s", len(iterations) / ((end_ns - start_ns) / 1e9), "1/s"))
+        # How long the run measured: validity's min-duration check reads it.
+        metrics.append(Metric("measured_s", (end_ns - start_ns) / 1e9, "s"))
     return metrics
 
 

@@ -32,6 +32,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from farm.errors import ConfigError
 from farm.spec.checks import Issue, check
+from farm.spec.clocks import DEFAULT_CLOCKS
 from farm.spec.expand import Cell, canonical_json, cells_of, short_hash
 from farm.spec.loader import format_path
 from farm.spec.programs import BENCH_PROGRAMS, GPU_LOAD, Program, factor_arg
@@ -161,6 +162,10 @@ class Experiment(Frozen):
         """
         data = self.model_dump(mode="json", exclude={"name", "description", "report", "variants", "variant"})
         data["measurement"].pop("order")
+        # Keys added after experiments were stored count only when set, so old digests still match.
+        for key, default in (("clocks", DEFAULT_CLOCKS.model_dump(mode="json")), ("on_throttle", "flag")):
+            if data["conditions"].get(key) == default:
+                data["conditions"].pop(key)
         return short_hash(canonical_json(data))
 
 

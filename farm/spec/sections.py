@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from farm.spec.clocks import DEFAULT_CLOCKS, Clocks, OnThrottle
 from farm.spec.programs import show
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -162,6 +163,8 @@ class Conditions(Frozen):
 
     cooldown: Cooldown = Cooldown()
     min_battery_pct: Annotated[StrictInt, Field(ge=0, le=100)] = 20
+    clocks: Clocks = DEFAULT_CLOCKS
+    on_throttle: OnThrottle = OnThrottle.FLAG
 
 
 class Timeouts(Frozen):
