@@ -30,6 +30,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("farm.cli.model", "model"),
     ("farm.cli.schedule", "schedule"),
     ("farm.cli.regress", "regress"),
+    ("farm.cli.compare", "compare"),
 )
 
 
