@@ -64,6 +64,31 @@ def write_as_root(session: DeviceSession, node: str, value: str) -> None:
     raise DevicePermanentError(session.device_id, f"cannot write {node} (needs root)")
 
 
+# Writes each (value, node) pair of its arguments in order, then prints `node<TAB>what it reads`:
+# clock nodes may read back other than written (a thermal cap lowers scaling_max_freq), so the
+# caller judges the read-back instead of a write failing on it.
+_WRITE_MANY = (
+    '[ "$(id -u)" = 0 ] || exit 13; while [ "$#" -ge 2 ]; do printf "%s\\n" "$1" > "$2" 2>/dev/null; '
+    'printf "%s\\t%s\\n" "$2" "$(cat "$2" 2>/dev/null)"; shift 2; done'
+)
+
+
+def write_many_as_root(session: DeviceSession, writes: list[tuple[str, str]]) -> dict[str, str]:
+    """Write (node, value) pairs in order as root in one round trip; returns what each node reads
+    after. DevicePermanentError when the phone gives no root way to run it."""
+    if not writes:
+        return {}
+    inner = ["sh", "-c", _WRITE_MANY, "farm", *(x for node, value in writes for x in (value, node))]
+    ways = {"direct": inner, "su -c": ["su", "-c", quote_argv(inner)], "su 0": ["su", "0", *inner]}
+    known = session.facts.get("root_write")
+    for way in sorted(ways, key=lambda way: way != known):
+        result = session.shell(ways[way])
+        if result.ok:  # the script ran as root (it exits 13 otherwise)
+            session.facts["root_write"] = way
+            return dict(line.split("\t", 1) for line in result.stdout.splitlines() if "\t" in line)
+    raise DevicePermanentError(session.device_id, f"cannot write {writes[0][0]} (needs root)")
+
+
 def read_node(session: DeviceSession, node: str) -> str | None:
     text = session.read_text(node)
     return None if text is None else text.strip()

@@ -126,7 +126,8 @@ def _pin_blockers(spec: Clocks, abilities: ClockAbilities) -> list[str]:
     tables = [t for t in abilities.cpu if t.freqs_khz]
     if not tables:
         return ["the phone lists no cpufreq frequency table"]
-    without = [t.dir.rsplit("/", 1)[-1] for t in tables if spec.governor not in t.governors]
+    # A policy that lists no governors may still take it: the write is read back and judged.
+    without = [t.dir.rsplit("/", 1)[-1] for t in tables if t.governors and spec.governor not in t.governors]
     if without:
         return [f"governor {spec.governor} is not offered by {', '.join(without)}"]
     return []
@@ -187,8 +188,8 @@ def _gpu_pin(spec: Clocks, table: GpuTable | None, notes: list[str]) -> GpuPin |
     if table is None or not table.freqs_hz:
         notes.append("GPU not pinned: the phone lists no GPU devfreq frequency table")
         return None
-    governor = spec.governor if spec.governor in table.governors else "performance"
-    if governor not in table.governors:
+    governor = spec.governor if spec.governor in table.governors or not table.governors else "performance"
+    if table.governors and governor not in table.governors:
         notes.append(f"GPU not pinned: its devfreq offers neither {spec.governor} nor performance")
         return None
     hz = resolve_level(spec.gpu, table.freqs_hz, per_khz=1000)

@@ -40,6 +40,7 @@ from farm.engine.onphone import (
     load_argv,
     trace_sampler,
 )
+from farm.engine.thermal import throttle_watch
 from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
 from farm.fleet.inventory import Phone
 from farm.spec.programs import Program
@@ -161,7 +162,10 @@ def execute_run(
         if temp is not None and temp > gates.max_temp_c:
             result.notes.append(f"still {temp:.1f} °C after the {gates.cooldown_timeout_s:.0f} s cooldown")
         notify(PhaseUpdate(Phase.COOLING, temperature_c=temp))
-        _run_measured(prepared, job, gates, run_dir, result, cancel, notify)
+        policy_dirs = [p.dir for p in prepared.caps.cpu_policies]
+        with throttle_watch(session, policy_dirs, prepared.clocks) as watch:
+            _run_measured(prepared, job, gates, run_dir, result, cancel, notify)
+        result.throttle = watch.report()
     except DeviceTransientError as error:
         result.outcome, result.error = Outcome.LOST, str(error)
     except StoreError:
@@ -257,6 +261,8 @@ def _run_benchmark(
 ) -> None:
     session = prepared.session
     argv = [prepared.programs[job.program].phone_path, *job.program_args, f"--cl-cache={CL_CACHE_DIR}"]
+    if prepared.clocks is not None:  # affinity: big | little (toybox taskset), recorded in env.json
+        argv = [*prepared.clocks.taskset_prefix(), *argv]
     result.argv = tuple(argv)
     notify(PhaseUpdate(Phase.RUNNING))
     bench = Background(session, run_dir, "bench", gated_argv(argv, run_dir))

@@ -12,7 +12,9 @@ from enum import StrEnum
 from pathlib import Path
 
 from farm.device.session import DeviceSession
+from farm.engine.clocks import AppliedClocks
 from farm.engine.deploy import Deployed
+from farm.engine.thermal import ThrottleReport
 from farm.fleet.inventory import Phone
 from farm.spec.programs import Program
 from farm.spec.sections import Intensity
@@ -94,6 +96,7 @@ class PreparedPhone:
     caps: Capabilities
     programs: dict[str, Deployed]
     idle_baseline: IdleBaseline | None = None  # this session's idle power of the phone
+    clocks: AppliedClocks | None = None  # the clock control it got for this sweep (engine.clocks)
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,7 @@ class RunResult:
     temperature_start_c: float | None = None
     charging_restored: bool | None = None  # None: charging was never off
     argv: tuple[str, ...] | None = None
+    throttle: ThrottleReport | None = None  # what the throttle watch saw while it measured
     environment: PhoneEnvironment | None = None
     metrics: list[Metric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

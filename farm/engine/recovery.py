@@ -2,7 +2,8 @@
 
 - executions whose process is gone are marked crashed; their leases freed; their RUNNING runs go
   back to PENDING (the in-flight attempt is recorded as interrupted and not counted);
-- phones farm left with charging off (the store marker) get charging back on;
+- phones farm left with charging off (the store marker) get charging back on, and phones whose
+  clocks it left changed get them back (farm.engine.clocks);
 - farm programs still running on a phone from a dead process (benchmark, load, sampler: they
   run detached) are killed before the phone is used again.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from farm.device.session import BIN_DIR, DeviceSession
 from farm.engine.baseline import idle_power_mw_of
+from farm.engine.clocks import recover_clocks
 from farm.engine.collect import charging_disabled_of, compute_metrics
 from farm.engine.conditions import restore_charging
 from farm.engine.onphone import RUNS_DIR
@@ -71,9 +73,24 @@ def restore_charging_marker(store: Store, session: DeviceSession, device_id: str
     return False
 
 
+def restore_clocks_marker(store: Store, session: DeviceSession, device_id: str) -> bool:
+    """If farm left this phone's clocks changed (farm.engine.clocks), put them back."""
+    try:
+        restored = recover_clocks(store, session, device_id)
+    except FarmError as error:
+        run_store.add_event(store, "recovery", f"clocks not restored: {error}", device_id=device_id)
+        return False
+    if restored:
+        run_store.add_event(
+            store, "recovery", "clocks restored after an interrupted run", device_id=device_id
+        )
+    return restored
+
+
 def recover_phone(store: Store, session: DeviceSession, device_id: str) -> None:
     kill_stale_processes(session)
     restore_charging_marker(store, session, device_id)
+    restore_clocks_marker(store, session, device_id)
     session.shell(["dumpsys", "battery", "reset"])
 
 

@@ -21,7 +21,12 @@ from farm.device.session import DeviceSession
 from farm.engine import planner
 from farm.engine.lifecycle import probe_phone
 from farm.engine.model import OnFinished
-from farm.engine.recovery import backfill_metrics, recover_store, restore_charging_marker
+from farm.engine.recovery import (
+    backfill_metrics,
+    recover_store,
+    restore_charging_marker,
+    restore_clocks_marker,
+)
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
@@ -109,14 +114,16 @@ def spec_json(experiment: Experiment) -> tuple[str, str]:
 
 
 def _restore_left_charging(store: Store, endpoints: Sequence[Endpoint], phones: Sequence[Phone]) -> None:
-    """Phones a dead farm process left with charging off get it back now, used or not."""
-    marked = {m.device_id for m in device_store.charging_markers(store)}
+    """Phones a dead farm process left with charging off (or clocks changed) get them back now,
+    used or not."""
+    marked = {m.device_id for m in device_store.charging_markers(store)} | device_store.clocks_marked(store)
     by_host = {endpoint.host: endpoint for endpoint in endpoints}
     for phone in phones:
         if phone.device_id in marked and phone.state is PhoneState.ONLINE and phone.host in by_host:
             session = DeviceSession(by_host[phone.host].device(phone.adb_serial), phone.device_id)
             try:
                 restore_charging_marker(store, session, phone.device_id)
+                restore_clocks_marker(store, session, phone.device_id)
             except FarmError:
                 continue  # recovery tries again when the phone is used
 

@@ -23,8 +23,10 @@ from pathlib import Path
 from farm.analysis.latest import Readings
 from farm.device.session import DeviceSession
 from farm.engine.baseline import measure_idle_baseline
+from farm.engine.clocks import apply_clocks, restore_clocks
 from farm.engine.collect import calibration_of, compute_metrics, env_document
 from farm.engine.lifecycle import execute_run, prepare_phone
+from farm.engine.measurement import measurement_metrics
 from farm.engine.model import (
     Gates,
     IdleBaseline,
@@ -38,6 +40,7 @@ from farm.engine.model import (
 )
 from farm.engine.onphone import TRACE, RunDir
 from farm.engine.recovery import recover_phone
+from farm.engine.thermal import throttle_decision
 from farm.engine.watch import TraceWatcher
 from farm.errors import DeviceTransientError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
@@ -234,6 +237,7 @@ class Sweep:
                     session = self._session(phone)
                     recover_phone(self.store, session, phone.device_id)
                     prepared = prepare_phone(session, phone, self.experiment.benchmark.program, self.store)
+                    prepared = self._with_clocks(prepared)
                     prepared = self._with_baseline(prepared, status)
                 self._attempt(prepared, run, status)
                 if status.state is Phase.LOST:
@@ -252,9 +256,34 @@ class Sweep:
             self._event("error", f"phone unusable: {error}", device_id=phone.device_id)
             self.problems.append(f"{phone.device_id}: {error}")
         finally:
+            if prepared is not None:
+                self._restore_clocks(prepared)
             if status.state not in (Phase.LOST, Phase.FAILED):
                 status.state = Phase.IDLE
             status.cell = None
+
+    def _with_clocks(self, prepared: PreparedPhone) -> PreparedPhone:
+        """The experiment's clock control for this sweep (engine.clocks); ClocksRefused (a
+        FarmError) makes the phone unusable for the sweep when the control is required."""
+        applied = apply_clocks(
+            prepared.session,
+            self.store,
+            prepared.phone.device_id,
+            self.experiment.conditions.clocks,
+            prepared.caps,
+        )
+        message = f"clocks: {applied.mode.value} (asked {applied.requested.value})"
+        self._event("clocks", "; ".join([message, *applied.notes]), device_id=prepared.phone.device_id)
+        return dataclasses.replace(prepared, clocks=applied)
+
+    def _restore_clocks(self, prepared: PreparedPhone) -> None:
+        """Clocks back as they were; a failure stays marked in the store for recovery."""
+        if prepared.clocks is None or prepared.clocks.restore is None:
+            return
+        try:
+            restore_clocks(prepared.session, self.store, prepared.phone.device_id, prepared.clocks.restore)
+        except FarmError as error:
+            self._event("warning", f"clocks not restored yet: {error}", device_id=prepared.phone.device_id)
 
     def _store_failed(self, phone: Phone, status: PhoneStatus, error: StoreError) -> None:
         """The store failed (full, read-only, server gone): stop the whole sweep the clean way
@@ -363,6 +392,18 @@ class Sweep:
             self.experiment.retries.max_attempts,
             self.experiment.retries.on,
         )
+        next_state, throttled = throttle_decision(
+            next_state,
+            result.outcome,
+            result.throttle,
+            self.experiment.conditions.on_throttle,
+            attempts=attempts_after,
+            max_attempts=self.experiment.retries.max_attempts,
+        )
+        if throttled is not None:
+            self._event("throttle", throttled, run_id=run.run_id, device_id=device_id)
+            if next_state is RunState.FAILED:
+                result.outcome, result.error = Outcome.FAILED, throttled
         ended = outbox.PendingResult(
             run.run_id,
             attempt,
@@ -432,6 +473,7 @@ class Sweep:
         except Exception as error:  # a metrics bug must not lose a measured run
             self._event("note", f"metrics not computed: {error}", run_id=run_id)
             return
+        metrics += measurement_metrics(self.experiment, prepared, result, metrics)
         if self.store_error is None:  # else the next start computes them (recovery.backfill_metrics)
             run_store.put_metrics(self.store, run_id, metrics)
 

@@ -1,4 +1,5 @@
-"""Phones the store knows: identity, capabilities, last health, and the charging-restore marker."""
+"""Phones the store knows: identity, capabilities, last health, and the charging- and clock-restore
+markers."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from farm.store.backend import Connection
 from farm.store.db import Store
 
 
@@ -60,14 +62,19 @@ def record_device(
     )
 
 
+def _ensure_device(conn: Connection, device_id: str) -> None:
+    """A row for a phone the store has not seen yet (a marker must be writable before anything)."""
+    conn.execute(
+        "INSERT INTO devices (device_id, host, serial, last_seen) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (device_id) DO NOTHING",
+        (device_id, *device_id.split("/", 1), time.time()),
+    )
+
+
 def mark_charging_disabled(store: Store, device_id: str, node: str, enable_value: str) -> None:
     """Written BEFORE charging is switched off, so a crash in between still gets it restored."""
     with store.transaction() as conn:
-        conn.execute(
-            "INSERT INTO devices (device_id, host, serial, last_seen) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (device_id) DO NOTHING",
-            (device_id, *device_id.split("/", 1), time.time()),
-        )
+        _ensure_device(conn, device_id)
         conn.execute(
             "UPDATE devices SET charging_disabled = 1, charging_node = ?, charging_enable_value = ? "
             "WHERE device_id = ?",
@@ -84,6 +91,30 @@ def charging_markers(store: Store) -> list[ChargingMarker]:
         "SELECT device_id, charging_node, charging_enable_value FROM devices WHERE charging_disabled = 1"
     )
     return [ChargingMarker(r["device_id"], r["charging_node"], r["charging_enable_value"]) for r in rows]
+
+
+def mark_clocks_changed(store: Store, device_id: str, restore_json: str) -> None:
+    """Written BEFORE farm touches the phone's clocks: what puts them back (farm.engine.clocks)."""
+    with store.transaction() as conn:
+        _ensure_device(conn, device_id)
+        conn.execute(
+            "UPDATE devices SET clocks_restore_json = ? WHERE device_id = ?", (restore_json, device_id)
+        )
+
+
+def clear_clocks_changed(store: Store, device_id: str) -> None:
+    store.execute("UPDATE devices SET clocks_restore_json = NULL WHERE device_id = ?", (device_id,))
+
+
+def clocks_marker(store: Store, device_id: str) -> str | None:
+    rows = store.query("SELECT clocks_restore_json FROM devices WHERE device_id = ?", (device_id,))
+    return rows[0]["clocks_restore_json"] if rows else None
+
+
+def clocks_marked(store: Store) -> set[str]:
+    """Phones whose clocks a farm process holds or left changed."""
+    rows = store.query("SELECT device_id FROM devices WHERE clocks_restore_json IS NOT NULL")
+    return {r["device_id"] for r in rows}
 
 
 def device_rows(store: Store) -> list[dict[str, Any]]:

@@ -49,7 +49,8 @@ TABLE_DOCS: dict[str, str] = {
     "devices": (
         "Every phone seen: device_id `host/serial`, identity, capabilities (probe JSON), last state, "
         "battery and temperature; charging_disabled=1 with charging_node/charging_enable_value "
-        "while farm has charging off, so a restarted farm can restore it."
+        "while farm has charging off, so a restarted farm can restore it; clocks_restore_json "
+        "(nodes and their old values, fixed performance mode) while farm holds the phone's clocks."
     ),
     "metrics": "Per-run metrics: (run_id, name) unique; value REAL; unit text (ms, mJ, mW, ratio...).",
     "events": "Append-only log: time, experiment, run, phone, kind (fault, retry, state...), message.",
@@ -209,8 +210,14 @@ _V3 = """
 ALTER TABLE executions ADD COLUMN results_dir TEXT;
 """
 
+# Migration 4 (additive): the clock-restore marker (farm.engine.clocks), like charging's.
+_V4 = """
+-- devices.clocks_restore_json: set while farm holds the phone's clocks; what puts them back.
+ALTER TABLE devices ADD COLUMN clocks_restore_json TEXT;
+"""
+
 # Append only. Index i holds the SQL that takes schema version i to i + 1 (on both backends:
 # farm.store.backend.sql.postgres_ddl renders the two type names that differ).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -72,6 +72,7 @@ def test_migrate_applies_only_missing_migrations_on_both(location: StoreLocation
         with psycopg.connect(location.url, autocommit=True) as conn:
             conn.execute("ALTER TABLE executions DROP COLUMN results_dir")
             conn.execute("DROP TABLE schedule_firings")
+            conn.execute("ALTER TABLE devices DROP COLUMN clocks_restore_json")
             conn.execute("UPDATE farm_schema SET version = 1")
     store = Store(location)
     store.open()  # migrates
