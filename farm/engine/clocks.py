@@ -181,16 +181,18 @@ def restore_writes(
         writes += [(f"{d}/scaling_governor", before.get(f"{d}/scaling_governor", ""))]
     gpu = plan.gpu
     if gpu is not None and abilities.gpu is not None:
+        # kgsl's power levels bound its devfreq range: they are released first (pinning set
+        # them last), or devfreq's min_freq could not go back below the pinned level.
+        if gpu.kgsl_dir is not None:
+            k = gpu.kgsl_dir
+            writes += [(f"{k}/max_pwrlevel", "0"), (f"{k}/min_pwrlevel", before.get(f"{k}/min_pwrlevel", ""))]
+            writes += [(f"{k}/max_pwrlevel", before.get(f"{k}/max_pwrlevel", ""))]
         d, low = gpu.dir, str(abilities.gpu.freqs_hz[0])
         writes += [(f"{d}/min_freq", low), (f"{d}/max_freq", before.get(f"{d}/max_freq", ""))]
         writes += [
             (f"{d}/min_freq", before.get(f"{d}/min_freq", "")),
             (f"{d}/governor", before.get(f"{d}/governor", "")),
         ]
-        if gpu.kgsl_dir is not None:
-            k = gpu.kgsl_dir
-            writes += [(f"{k}/max_pwrlevel", "0"), (f"{k}/min_pwrlevel", before.get(f"{k}/min_pwrlevel", ""))]
-            writes += [(f"{k}/max_pwrlevel", before.get(f"{k}/max_pwrlevel", ""))]
     return tuple((node, value) for node, value in writes if value)
 
 
@@ -232,9 +234,7 @@ def apply_clocks(
         except _Refused as refused:
             plan = plan.fallback_after(mode, str(refused))
     if plan.refusal is not None:
-        raise ClocksRefused(
-            device_id, f"clocks: {plan.refusal}", hint="this phone is skipped (required: true)"
-        )
+        raise ClocksRefused(device_id, f"skipped: clocks: {plan.refusal} (the experiment requires it)")
     return AppliedClocks(
         spec.mode,
         ClockMode.NONE,

@@ -23,7 +23,7 @@ from pathlib import Path
 from farm.analysis.latest import Readings
 from farm.device.session import DeviceSession
 from farm.engine.baseline import measure_idle_baseline
-from farm.engine.clocks import apply_clocks, restore_clocks
+from farm.engine.clocks import ClocksRefused, apply_clocks, restore_clocks
 from farm.engine.collect import calibration_of, compute_metrics, env_document
 from farm.engine.lifecycle import execute_run, prepare_phone
 from farm.engine.measurement import measurement_metrics
@@ -251,6 +251,11 @@ class Sweep:
             status.state = Phase.LOST
             if self._wait_for_phone(phone, status):
                 self._work(phone)
+        except ClocksRefused as error:
+            status.state = Phase.FAILED
+            self._event("error", f"phone skipped: {error}", device_id=phone.device_id)
+            self.problems.append(str(error))  # it names the phone
+            self._skip_bound_runs(phone, str(error))
         except FarmError as error:
             status.state = Phase.FAILED
             self._event("error", f"phone unusable: {error}", device_id=phone.device_id)
@@ -275,6 +280,20 @@ class Sweep:
         message = f"clocks: {applied.mode.value} (asked {applied.requested.value})"
         self._event("clocks", "; ".join([message, *applied.notes]), device_id=prepared.phone.device_id)
         return dataclasses.replace(prepared, clocks=applied)
+
+    def _skip_bound_runs(self, phone: Phone, reason: str) -> None:
+        """The runs only this phone may take are SKIPPED with the reason (another try would be
+        refused the same way); runs any phone may take stay for the others."""
+        for run in run_store.list_runs(self.store, self.key, [RunState.PENDING]):
+            if run.device_id != phone.device_id:
+                continue
+            artifacts = run_artifacts_dir(self.results, self.key, run.run_id)
+            relative = str(artifacts.relative_to(self.results))
+            attempt = run_store.claim(self.store, run.run_id, self.execution_id, phone.device_id, relative)
+            if attempt is not None:
+                run_store.finish(
+                    self.store, run.run_id, attempt, Outcome.FAILED, next_state=RunState.SKIPPED, error=reason
+                )
 
     def _restore_clocks(self, prepared: PreparedPhone) -> None:
         """Clocks back as they were; a failure stays marked in the store for recovery."""
