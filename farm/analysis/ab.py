@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from farm.analysis.compare import DEFAULT_ALPHA, Comparison, adjust_holm, compare_samples
-from farm.analysis.validity import Concern, Validity
+from farm.analysis.validity import usable
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 
@@ -51,22 +51,17 @@ def level_text(value: object) -> str:
     return str(value)
 
 
-def concern_of(metric: str) -> Concern:
-    return Concern.ENERGY if metric.startswith(("energy", "power")) else Concern.LATENCY
-
-
 def _usable(
     runs: Iterable[StoredResult], metric: str, include_invalid: bool, leave_out: str | None = None
 ) -> tuple[dict[tuple[str, CellKey, str | None], list[float]], int]:
     """Values by (phone, cell without `leave_out`, the level of `leave_out`)."""
     values: dict[tuple[str, CellKey, str | None], list[float]] = {}
     invalid = 0
-    concern = concern_of(metric)
     for run in runs:
         value = run.metrics.get(metric)
         if run.state is not RunState.DONE or value is None or not run.device_id:
             continue
-        if not include_invalid and not Validity.from_metrics(run.metrics).valid(concern):
+        if not include_invalid and not usable(run.metrics, metric):
             invalid += 1
             continue
         cell = tuple(sorted((k, level_text(v)) for k, v in run.factors.items() if k != leave_out))

@@ -57,6 +57,16 @@ CONCERNS: Mapping[Concern, tuple[Check, ...]] = {
 _SUMMARY = {Concern.LATENCY: VALID, Concern.ENERGY: VALID_ENERGY}
 
 
+def concern_of(metric: str) -> Concern:
+    """Which validity a metric needs: energy and power need the energy checks too."""
+    return Concern.ENERGY if metric.startswith(("energy", "power")) else Concern.LATENCY
+
+
+def usable(metrics: Mapping[str, float], metric: str) -> bool:
+    """Whether a run with these stored metrics counts for `metric` (its concern's flags hold)."""
+    return Validity.from_metrics(metrics).valid(concern_of(metric))
+
+
 @dataclass(frozen=True)
 class Requirements:
     """What the experiment asked of every run."""

@@ -51,8 +51,16 @@ def artifacts_note(elsewhere: Sequence[ArtifactLocation], shown: int = 3) -> str
     show_default=True,
     help="Comma-separated: html, md, csv (tidy data).",
 )
+@click.option(
+    "--include-invalid",
+    is_flag=True,
+    help="Use runs whose validity flags failed in figures and cell statistics too (they are always "
+    "counted in the data-quality notes and marked in results.csv).",
+)
 @results_option
-def report(experiment: str, out_dir: Path | None, formats: str, results: str | None) -> None:
+def report(
+    experiment: str, out_dir: Path | None, formats: str, include_invalid: bool, results: str | None
+) -> None:
     """Write the report of EXPERIMENT: a single-file HTML page (figures inline, opens offline), a
     Markdown summary, the tidy data as CSV, and every figure as SVG and PDF.
 
@@ -68,7 +76,7 @@ def report(experiment: str, out_dir: Path | None, formats: str, results: str | N
     chosen = parse_formats(formats)
     location = store_location(results)
     with Store(location, read_only=True) as store:
-        data = load_report_data(store, experiment)
+        data = dataclasses.replace(load_report_data(store, experiment), include_invalid=include_invalid)
         elsewhere = unreadable_here(artifact_locations(store, experiment), location.artifacts)
     if elsewhere:  # another coordinator's disk (a shared store): the metrics are all in the database
         note = artifacts_note(elsewhere)

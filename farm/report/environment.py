@@ -33,6 +33,7 @@ PER_RUN_KEYS = frozenset(
         "gpu_load_target",
         "charging_restored",
         "charging_node_value",
+        "throttle",  # per run: throttled runs are counted in the data-quality notes
     }
 )
 VIRTUAL_PROP = "ro.farm.virtual"
@@ -71,6 +72,8 @@ def _summary(key: str, value: Any) -> str:
                     f"{str(path).rsplit('/', 1)[-1]}: {policy.get('governor')} {policy.get('cur_khz')} kHz"
                 )
         return "; ".join(parts) or f"{len(value)} cpufreq nodes"
+    if key == "clocks" and isinstance(value, Mapping):
+        return clocks_summary(value)
     if key == "programs" and isinstance(value, Mapping):
         return ", ".join(
             f"{name} {str(info.get('sha256', ''))[:12]}" if isinstance(info, Mapping) else str(name)
@@ -83,6 +86,33 @@ def _summary(key: str, value: Any) -> str:
             else ", ".join(map(str, value))
         )
     return str(value)
+
+
+def clocks_summary(clocks: Mapping[str, Any]) -> str:
+    """The clock control a phone ran under (env.json `clocks`, farm.engine.clocks), in one line:
+    what it got and was asked, whether that is as requested, what the CPU nodes read, affinity."""
+    mode, asked = clocks.get("mode"), clocks.get("requested")
+    parts = [f"{mode}" + (f" (asked {asked})" if asked != mode else "")]
+    if clocks.get("as_requested") is False:
+        parts.append("not as requested")
+    readback = clocks.get("readback")
+    if isinstance(readback, Mapping):
+        pinned = sorted(
+            {
+                str(k).rsplit("/", 2)[-2]: v
+                for k, v in readback.items()
+                if str(k).endswith("scaling_max_freq")
+            }.items()
+        )
+        if pinned:
+            parts.append("pinned " + ", ".join(f"{policy} {khz} kHz" for policy, khz in pinned))
+    affinity = clocks.get("affinity")
+    if affinity and affinity != "all":
+        parts.append(f"affinity {affinity} (cpus {clocks.get('affinity_cpus')})")
+    notes = clocks.get("notes")
+    if isinstance(notes, list) and notes:
+        parts.append("; ".join(map(str, notes)))
+    return "; ".join(parts)
 
 
 def phone_info(

@@ -1,6 +1,7 @@
 """Tidy export: one row per run and metric, every factor as a column (pure; the CLI writes it).
 
-Columns: experiment, run_id, cell_id, repetition, device, state, <factors...>, metric, value, unit.
+Columns: experiment, run_id, cell_id, repetition, device, state, valid, <factors...>, metric, value,
+unit. `valid` is 1 or 0 (farm.analysis.validity, for the row's metric), empty for runs not DONE.
 A factor whose name clashes with a fixed column is written as `factor_<name>`. Runs without
 metrics (failed, pending) have no rows: the report's plan-vs-done table lists them. Text cells go
 through farm.safe_text.csv_cell (no formula can start a cell, no control character, one row per
@@ -13,10 +14,12 @@ import csv
 import io
 from typing import Any
 
+from farm.analysis.validity import usable
 from farm.report.model import ReportData
 from farm.safe_text import csv_cell
+from farm.store.runs import RunState
 
-FIXED_COLUMNS: tuple[str, ...] = ("experiment", "run_id", "cell_id", "repetition", "device", "state")
+FIXED_COLUMNS: tuple[str, ...] = ("experiment", "run_id", "cell_id", "repetition", "device", "state", "valid")
 VALUE_COLUMNS: tuple[str, ...] = ("metric", "value", "unit")
 
 
@@ -40,8 +43,15 @@ def tidy_rows(data: ReportData) -> list[dict[str, Any]]:
         }
         base.update({column: run.factors.get(name, "") for name, column in factors})
         for metric in sorted(run.metrics):
+            valid = (1 if usable(run.metrics, metric) else 0) if run.state is RunState.DONE else ""
             rows.append(
-                {**base, "metric": metric, "value": run.metrics[metric], "unit": run.units.get(metric, "")}
+                {
+                    **base,
+                    "valid": valid,
+                    "metric": metric,
+                    "value": run.metrics[metric],
+                    "unit": run.units.get(metric, ""),
+                }
             )
     return rows
 

@@ -140,19 +140,34 @@ def _label(text: object) -> str:
     return terminal(text).replace("$", r"\$")
 
 
-def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], numeric_x: bool) -> None:
+def level_colors(data: ReportData, factor: str | None) -> dict[Hashable, str]:
+    """One colour per level of a factor, the same in every figure of the report: levels of the
+    whole experiment in order, taking matplotlib's ten-colour cycle in turn."""
+    if factor is None:
+        return {None: "C0"}
+    levels = sorted({_hashable(run.factor(factor)) for run in data.runs}, key=_level_order)
+    return {level: f"C{i % 10}" for i, level in enumerate(levels)}
+
+
+def _draw(
+    ax: Axes,
+    spec: FigureSpec,
+    groups: dict[Hashable, list[GroupStat]],
+    numeric_x: bool,
+    palette: dict[Hashable, str],
+) -> None:
     categories = sorted({g.key[0] for stats in groups.values() for g in stats}, key=_level_order)
     width = 0.8 / max(len(groups), 1)
     for index, (label, stats) in enumerate(groups.items()):
+        color = palette.get(label, f"C{index % 10}")
         medians = [g.median for g in stats]
         errors = [[g.median - g.ci_low for g in stats], [g.ci_high - g.median for g in stats]]
         legend = None if label is None else _label(f"{spec.color}={label}")
         positions = [categories.index(g.key[0]) + (index - (len(groups) - 1) / 2) * width for g in stats]
         if spec.kind is FigureKind.LINE and numeric_x:
             xs = [float(g.key[0]) for g in stats]  # type: ignore[arg-type]
-            ax.errorbar(xs, medians, yerr=errors, marker="o", capsize=3, label=legend)
+            ax.errorbar(xs, medians, yerr=errors, marker="o", capsize=3, label=legend, color=color)
         elif spec.kind is FigureKind.BOX:
-            color = f"C{index % 10}"
             ax.boxplot(
                 [list(g.values) for g in stats],
                 positions=positions,
@@ -164,7 +179,7 @@ def _draw(ax: Axes, spec: FigureSpec, groups: dict[Hashable, list[GroupStat]], n
             if legend:
                 ax.plot([], [], color=color, linewidth=6, alpha=0.5, label=legend)
         else:
-            ax.bar(positions, medians, width=width, yerr=errors, capsize=3, label=legend)
+            ax.bar(positions, medians, width=width, yerr=errors, capsize=3, label=legend, color=color)
     if not (spec.kind is FigureKind.LINE and numeric_x):
         ax.set_xticks(range(len(categories)), [_label(c) for c in categories], rotation=20, ha="right")
 
@@ -189,7 +204,11 @@ def _below_zero_energy(y: str, run: StoredResult) -> bool:
 def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
     """Draw one figure from the DONE runs; None when no run has its metric."""
     y = data.metric_name(spec.y)
-    runs = [run for run in data.done_runs if y in run.metrics and not _below_zero_energy(y, run)]
+    runs = [
+        run
+        for run in data.done_runs
+        if y in run.metrics and data.counts(run, y) and not _below_zero_energy(y, run)
+    ]
     if not runs:
         return None
     facets = _values(runs, spec.facet)
@@ -218,7 +237,7 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
                 )
                 for color in colors
             }
-            _draw(ax, spec, groups, numeric_x)
+            _draw(ax, spec, groups, numeric_x, level_colors(data, spec.color))
             if spec.facet:
                 ax.set_title(_label(f"{spec.facet}={facet}"))
             ax.set_xlabel(FACTOR_LABELS.get(spec.x, spec.x))

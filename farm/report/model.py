@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from farm.analysis.validity import Validity, usable
 from farm.spec.model import Experiment
 from farm.spec.sections import FigureKind
 from farm.store.results import StoredResult
@@ -77,6 +78,8 @@ class ReportData:
     regressions: tuple[str, ...] = ()
     generated_at: str = ""
     description: str = ""
+    # Figures and cell statistics use valid runs only (farm.analysis.validity) unless this is set.
+    include_invalid: bool = False
 
     def metric_name(self, name: str) -> str:
         """A figure's y as stored: the name itself if some run has it, else its alias."""
@@ -93,3 +96,12 @@ class ReportData:
     @property
     def done_runs(self) -> tuple[StoredResult, ...]:
         return tuple(run for run in self.runs if run.state is RunState.DONE)
+
+    def counts(self, run: StoredResult, metric: str) -> bool:
+        """Whether a DONE run's `metric` goes into figures and cell statistics."""
+        return self.include_invalid or usable(run.metrics, metric)
+
+    @property
+    def invalid_runs(self) -> tuple[StoredResult, ...]:
+        """DONE runs whose latency validity failed (farm.analysis.validity)."""
+        return tuple(run for run in self.done_runs if not Validity.from_metrics(run.metrics).valid())

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.analysis.aggregate import Observation, aggregate
+from farm.analysis.validity import Validity
 from farm.report.model import OWN_CI, ReportData
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
@@ -70,7 +71,9 @@ def cells(data: ReportData, *, by_device: bool = True) -> list[Cell]:
         done = [r for r in runs if r.state is RunState.DONE]
         values: dict[str, tuple[float, float, float]] = {}
         for metric in metrics:
-            observations = [_observation(r, metric) for r in done if metric in r.metrics]
+            observations = [
+                _observation(r, metric) for r in done if metric in r.metrics and data.counts(r, metric)
+            ]
             if observations:
                 stat = aggregate(observations)[0]
                 values[metric] = (stat.median, stat.ci_low, stat.ci_high)
@@ -132,6 +135,16 @@ def quality_notes(data: ReportData) -> list[str]:
     throttled = _flagged(data, "throttled", 1.0)
     if throttled:
         notes.append(f"{len(throttled)} run(s) throttled (GPU clock fell under load): {_some(throttled)}.")
+    capped = [
+        run
+        for run in data.done_runs
+        if run.metrics.get("throttled_cpu_cap") == 1.0 or run.metrics.get("throttled_gpu_cap") == 1.0
+    ]
+    if capped:
+        notes.append(
+            f"{len(capped)} run(s) ran with a thermal cap on the CPU or GPU clocks (the kernel lowered "
+            f"their maximum, or kgsl's thermal power level): {_some(capped)}."
+        )
     missed = _flagged(data, "gpu_load_reached", 0.0)
     if missed:
         details = [f"{run.run_id}: {_load_miss(run)}" for run in missed[:5]]
@@ -183,6 +196,7 @@ def quality_notes(data: ReportData) -> list[str]:
             notes.append(
                 f"{len(no_power) - len(unread)} run(s) have no battery power samples: no energy for them."
             )
+    notes += _validity_notes(data)
     virtual = sorted(phone.device_id for phone in data.phones if phone.virtual)
     if virtual:
         notes.append(
@@ -190,3 +204,21 @@ def quality_notes(data: ReportData) -> list[str]:
             "timings are this machine's, not a phone's; power and temperature come from a model."
         )
     return notes
+
+
+def _validity_notes(data: ReportData) -> list[str]:
+    """How many DONE runs failed which validity check, and whether they are left out."""
+    invalid = data.invalid_runs
+    if not invalid:
+        return []
+    failed = Counter(check.value for run in invalid for check in Validity.from_metrics(run.metrics).failed())
+    checks = ", ".join(f"{name} {count}" for name, count in sorted(failed.items()))
+    use = (
+        "they are included (--include-invalid)"
+        if data.include_invalid
+        else "figures and cell statistics leave them out (--include-invalid to use them)"
+    )
+    return [
+        f"{len(invalid)} of {len(data.done_runs)} done run(s) are not valid ({checks}): {use}: "
+        f"{_some(list(invalid))}."
+    ]

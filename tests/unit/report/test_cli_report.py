@@ -137,6 +137,7 @@ def test_export_tidy_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         "repetition",
         "device",
         "state",
+        "valid",
         "backend",
         "gpu_load",
         "metric",

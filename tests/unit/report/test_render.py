@@ -155,6 +155,7 @@ def test_spec_shown_as_yaml_and_tidy_columns_never_clash(report_data: ReportData
         "repetition",
         "device",
         "state",
+        "valid",
         "backend",
         "factor_value",
         "metric",
