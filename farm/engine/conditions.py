@@ -57,16 +57,24 @@ def read_temperature_c(prepared: PreparedPhone) -> float | None:
     return max(temps)
 
 
+def cooldown_limit_c(gates: Gates, idle_temperature_c: float | None) -> float:
+    """The temperature a run may start at: max_temp_c, or less with within_c_of_idle (pure)."""
+    if gates.within_c_of_idle is None or idle_temperature_c is None:
+        return gates.max_temp_c
+    return min(gates.max_temp_c, idle_temperature_c + gates.within_c_of_idle)
+
+
 def wait_until_cool(
     prepared: PreparedPhone, gates: Gates, cancel: threading.Event
 ) -> tuple[float | None, float]:
-    """Temperature gate: wait until the phone is cooler than max_temp_c (bounded). Returns the last
-    temperature and the seconds waited."""
+    """Temperature gate: wait until the phone is no warmer than cooldown_limit_c (bounded).
+    Returns the last temperature and the seconds waited."""
     start = time.monotonic()
+    limit_c = cooldown_limit_c(gates, prepared.idle_temperature_c)
     while True:
         temp = read_temperature_c(prepared)
         waited = time.monotonic() - start
-        if temp is None or temp <= gates.max_temp_c or waited >= gates.cooldown_timeout_s or cancel.is_set():
+        if temp is None or temp <= limit_c or waited >= gates.cooldown_timeout_s or cancel.is_set():
             return temp, waited
         cancel.wait(GATE_POLL_S)
 

@@ -22,6 +22,7 @@ from farm.engine import deploy as deploy_mod
 from farm.engine.collect import collect_artifacts, env_document, environment_snapshot
 from farm.engine.conditions import (
     battery_pct,
+    cooldown_limit_c,
     disable_charging,
     restore_power,
     wait_for_battery,
@@ -159,8 +160,12 @@ def execute_run(
         temp, waited = wait_until_cool(prepared, gates, cancel)
         result.cooldown_waited_s = round(waited, 3)
         result.temperature_start_c = temp
-        if temp is not None and temp > gates.max_temp_c:
-            result.notes.append(f"still {temp:.1f} °C after the {gates.cooldown_timeout_s:.0f} s cooldown")
+        limit_c = cooldown_limit_c(gates, prepared.idle_temperature_c)
+        if temp is not None and temp > limit_c:
+            result.notes.append(
+                f"still {temp:.1f} °C (limit {limit_c:.1f} °C) after the "
+                f"{gates.cooldown_timeout_s:.0f} s cooldown"
+            )
         notify(PhaseUpdate(Phase.COOLING, temperature_c=temp))
         policy_dirs = [p.dir for p in prepared.caps.cpu_policies]
         with throttle_watch(session, policy_dirs, prepared.clocks) as watch:

@@ -97,6 +97,7 @@ class PreparedPhone:
     programs: dict[str, Deployed]
     idle_baseline: IdleBaseline | None = None  # this session's idle power of the phone
     clocks: AppliedClocks | None = None  # the clock control it got for this sweep (engine.clocks)
+    idle_temperature_c: float | None = None  # read when prepared, for cooldown.within_c_of_idle
 
 
 @dataclass(frozen=True)
@@ -170,3 +171,4 @@ class Gates:
     rate_hz: float
     run_timeout_s: float
     idle_baseline_s: float = 0.0
+    within_c_of_idle: float | None = None  # relative cooldown gate (conditions.cooldown_limit_c)

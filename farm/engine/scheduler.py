@@ -25,6 +25,7 @@ from farm.device.session import DeviceSession
 from farm.engine.baseline import measure_idle_baseline
 from farm.engine.clocks import ClocksRefused, apply_clocks, restore_clocks
 from farm.engine.collect import calibration_of, compute_metrics, env_document
+from farm.engine.conditions import read_temperature_c
 from farm.engine.lifecycle import execute_run, prepare_phone
 from farm.engine.measurement import measurement_metrics
 from farm.engine.model import (
@@ -73,6 +74,7 @@ def gates_of(experiment: Experiment) -> Gates:
         rate_hz=experiment.telemetry.rate_hz,
         run_timeout_s=experiment.timeouts.run_timeout_s,
         idle_baseline_s=experiment.telemetry.idle_baseline_s,
+        within_c_of_idle=experiment.conditions.cooldown.within_c_of_idle,
     )
 
 
@@ -279,7 +281,9 @@ class Sweep:
         )
         message = f"clocks: {applied.mode.value} (asked {applied.requested.value})"
         self._event("clocks", "; ".join([message, *applied.notes]), device_id=prepared.phone.device_id)
-        return dataclasses.replace(prepared, clocks=applied)
+        # The idle temperature the relative cooldown gate counts from: read before any run.
+        idle_c = read_temperature_c(prepared) if self.gates.within_c_of_idle is not None else None
+        return dataclasses.replace(prepared, clocks=applied, idle_temperature_c=idle_c)
 
     def _skip_bound_runs(self, phone: Phone, reason: str) -> None:
         """The runs only this phone may take are SKIPPED with the reason (another try would be

@@ -166,6 +166,8 @@ class Experiment(Frozen):
         for key, default in (("clocks", DEFAULT_CLOCKS.model_dump(mode="json")), ("on_throttle", "flag")):
             if data["conditions"].get(key) == default:
                 data["conditions"].pop(key)
+        if data["conditions"]["cooldown"].get("within_c_of_idle") is None:
+            data["conditions"]["cooldown"].pop("within_c_of_idle", None)
         return short_hash(canonical_json(data))
 
 

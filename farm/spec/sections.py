@@ -154,7 +154,12 @@ class Telemetry(Frozen):
 
 
 class Cooldown(Frozen):
+    """Before each run, wait (at most timeout_s) until the phone is at most max_temp_c and, with
+    within_c_of_idle, at most that many degrees above what it read when farm first prepared it in
+    this sweep (its idle temperature): a relative gate for labs whose phones idle warm or cold."""
+
     max_temp_c: Annotated[StrictFloat, Field(gt=0, le=120)] = 40.0
+    within_c_of_idle: Annotated[StrictFloat, Field(gt=0, le=50)] | None = None
     timeout_s: Seconds = 300.0
 
 

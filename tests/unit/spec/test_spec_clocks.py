@@ -50,3 +50,23 @@ def test_bad_clocks_name_the_line_and_key(text: str, line: int, piece: str) -> N
     message = str(caught.value)
     assert message.startswith(f"x.yaml:{line}: "), message
     assert piece in message and "\n" not in message
+
+
+def test_relative_cooldown_gate() -> None:
+    from farm.engine.conditions import cooldown_limit_c
+    from farm.engine.scheduler import gates_of
+
+    relative = load_text(HEAD + "conditions:\n  cooldown: {max_temp_c: 45, within_c_of_idle: 2}\n")
+    assert relative.conditions.cooldown.within_c_of_idle == 2.0
+    assert (
+        relative.settings_digest
+        != load_text(HEAD + "conditions: {cooldown: {max_temp_c: 45}}\n").settings_digest
+    )
+    gates = gates_of(relative)
+    assert cooldown_limit_c(gates, 31.5) == 33.5  # idle + 2
+    assert cooldown_limit_c(gates, 44.0) == 45.0  # never above max_temp_c
+    assert cooldown_limit_c(gates, None) == 45.0  # no idle reading: the absolute gate
+    assert cooldown_limit_c(gates_of(load_text(HEAD)), 20.0) == 40.0  # not set: absolute only
+    with pytest.raises(ConfigError) as caught:
+        load_text(HEAD + "conditions:\n  cooldown:\n    within_c_of_idle: 0\n", "x.yaml")
+    assert str(caught.value).startswith("x.yaml:5: conditions.cooldown.within_c_of_idle: ")
