@@ -496,7 +496,10 @@ class Sweep:
         except Exception as error:  # a metrics bug must not lose a measured run
             self._event("note", f"metrics not computed: {error}", run_id=run_id)
             return
-        metrics += measurement_metrics(self.experiment, prepared, result, metrics)
+        try:
+            metrics += measurement_metrics(self.experiment, prepared, result, metrics, artifacts)
+        except Exception as error:  # keep the run's own metrics whatever happens here
+            self._event("note", f"validity not assessed: {error}", run_id=run_id)
         if self.store_error is None:  # else the next start computes them (recovery.backfill_metrics)
             run_store.put_metrics(self.store, run_id, metrics)
 

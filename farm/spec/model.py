@@ -37,6 +37,7 @@ from farm.spec.expand import Cell, canonical_json, cells_of, short_hash
 from farm.spec.loader import format_path
 from farm.spec.programs import BENCH_PROGRAMS, GPU_LOAD, Program, factor_arg
 from farm.spec.sections import (
+    MAX_ITERATIONS,
     Conditions,
     Devices,
     Frozen,
@@ -108,6 +109,15 @@ class Experiment(Frozen):
     @model_validator(mode="after")
     def _cross_field_checks(self) -> Experiment:
         issues = check(self)
+        sustained = self.measurement.sustained_s
+        if sustained is not None and self.timeouts.run_timeout_s <= sustained:
+            issues.append(
+                Issue(
+                    ("measurement", "sustained_s"),
+                    f"{_plain(sustained)} s runs need timeouts.run_timeout_s above it "
+                    f"(it is {_plain(self.timeouts.run_timeout_s)})",
+                )
+            )
         if issues:
             raise SpecProblem(issues)
         return self
@@ -143,11 +153,15 @@ class Experiment(Frozen):
             rendered.append(arg.render(values[name]))
         m = self.measurement
         if program in BENCH_PROGRAMS:
+            # Sustained: measure for exactly sustained_s, however many iterations that takes.
+            iters = MAX_ITERATIONS if m.sustained_s is not None else m.iterations
+            low = m.sustained_s if m.sustained_s is not None else m.min_seconds
+            high = m.sustained_s if m.sustained_s is not None else m.max_seconds
             rendered += [
                 f"--warmup={m.warmup}",
-                f"--iters={m.iterations}",
-                f"--min-seconds={_plain(m.min_seconds)}",
-                f"--max-seconds={_plain(m.max_seconds)}",
+                f"--iters={iters}",
+                f"--min-seconds={_plain(low)}",
+                f"--max-seconds={_plain(high)}",
                 f"--seed={m.seed}",
             ]
         elif "duration_s" not in values:  # gpuload runs until SIGTERM without it
@@ -166,6 +180,8 @@ class Experiment(Frozen):
         for key, default in (("clocks", DEFAULT_CLOCKS.model_dump(mode="json")), ("on_throttle", "flag")):
             if data["conditions"].get(key) == default:
                 data["conditions"].pop(key)
+        if data["measurement"].get("sustained_s") is None:
+            data["measurement"].pop("sustained_s", None)
         if data["conditions"]["cooldown"].get("within_c_of_idle") is None:
             data["conditions"]["cooldown"].pop("within_c_of_idle", None)
         return short_hash(canonical_json(data))

@@ -127,6 +127,9 @@ class Measurement(Frozen):
     repetitions: Annotated[StrictInt, Field(ge=1, le=10_000)] = 3
     order: Order = Order.INTERLEAVED
     seed: Annotated[StrictInt, Field(ge=0, le=2**63 - 1)] = 0
+    # Sustained mode: every run measures for exactly this long (iterations unbounded), to see
+    # latency and clocks over time; throttling is then what is measured, not a reason to flag it.
+    sustained_s: Annotated[StrictFloat, Field(gt=0, le=MAX_MEASURE_S)] | None = None
 
 
 class GpuLoadSettings(Frozen):

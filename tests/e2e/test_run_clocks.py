@@ -198,3 +198,27 @@ def test_a_hot_phone_throttles_and_on_throttle_retry_runs_it_again(virtual_phone
             assert metrics["valid_not_throttled"] == 0.0 and metrics["valid"] == 0.0  # kept, flagged
         else:  # a retry after the cooldown ran cool
             assert metrics["valid_not_throttled"] == 1.0
+
+
+@needs_physics
+def test_a_sustained_run_on_a_hot_phone_records_its_drift_and_is_not_flagged(
+    virtual_phones, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    phones = virtual_phones(count=1, profiles=["adreno-sd888-hot"])
+    results = tmp_path / "results"
+    body = fast_lstm(
+        measurement="{warmup: 1, sustained_s: 15, repetitions: 1}",
+        params="layers: 2, seq_len: 64, input_dim: 32, classes: 6, batch: 4, backend: cpu",
+    )
+    done = run_farm(
+        phones.adb_port, results, "run", str(write_experiment(tmp_path, "sustained", body)), "--no-live"
+    )
+    assert done.returncode == 0, done.stderr
+    with open_store(results) as store:
+        (run,) = run_store.list_runs(store, "sustained")
+        metrics = {m.name: m.value for m in run_store.get_metrics(store, run.run_id)}
+    assert metrics["measured_s"] >= 14.5
+    # The hot profile caps its clocks within seconds: a time to throttle, and slower at the end.
+    assert metrics["time_to_throttle_s"] is not None and metrics["time_to_throttle_s"] < 15
+    assert metrics["steady_initial_ratio"] > 1.1
+    assert "valid_not_throttled" not in metrics and metrics["valid"] == 1.0  # what sustained measures

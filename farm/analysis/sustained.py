@@ -1,0 +1,40 @@
+"""Sustained-run metrics (pure): how a run's latency drifts as the phone heats up.
+
+A sustained run (measurement.sustained_s) measures for a fixed wall time; its iterations are a
+latency-over-time series. The initial latency is the median of the iterations that started in
+the first INITIAL_SHARE of the window, the steady one the median of the last STEADY_SHARE; their
+ratio steady / initial is above 1 when the phone slowed down (throttling) and about 1 when it
+sustained its speed. The series itself is in the run's stdout.jsonl (t_start_ns, t_end_ns).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from farm.analysis.iterations import Iterations
+from farm.analysis.metric import Metric
+
+INITIAL_SHARE = 0.1
+STEADY_SHARE = 0.25
+
+
+def sustained_metrics(iterations: Iterations) -> list[Metric]:
+    """latency_initial_ms, latency_steady_ms and steady_initial_ratio; [] for fewer than two
+    iterations (no drift to speak of)."""
+    if len(iterations) < 2:
+        return []
+    start_ns, end_ns = iterations.window_ns
+    span = max(1, end_ns - start_ns)
+    at = (iterations.t_start_ns - start_ns) / span
+    latency = iterations.latency_ms
+    first = latency[at <= INITIAL_SHARE]
+    last = latency[at >= 1.0 - STEADY_SHARE]
+    if first.size == 0:
+        first = latency[:1]
+    if last.size == 0:
+        last = latency[-1:]
+    initial, steady = float(np.median(first)), float(np.median(last))
+    metrics = [Metric("latency_initial_ms", initial, "ms"), Metric("latency_steady_ms", steady, "ms")]
+    if initial > 0:
+        metrics.append(Metric("steady_initial_ratio", steady / initial, "ratio"))
+    return metrics
