@@ -206,9 +206,13 @@ def test_a_sustained_run_on_a_hot_phone_records_its_drift_and_is_not_flagged(
 ) -> None:  # type: ignore[no-untyped-def]
     phones = virtual_phones(count=1, profiles=["adreno-sd888-hot"])
     results = tmp_path / "results"
-    body = fast_lstm(
-        measurement="{warmup: 1, sustained_s: 15, repetitions: 1}",
-        params="layers: 2, seq_len: 64, input_dim: 32, classes: 6, batch: 4, backend: cpu",
+    # A multi-threaded gemm wants more cores than the phone's budget, so a clock cap slows it.
+    body = (
+        "benchmark: {program: gemm, params: {m: 192, n: 192, k: 192, backend: cpu-mt}}\n"
+        "sweep: {}\n"
+        "measurement: {warmup: 1, sustained_s: 15, repetitions: 1}\n"
+        "telemetry: {idle_baseline_s: 0}\n"
+        "conditions:\n  cooldown: {max_temp_c: 90, timeout_s: 5}\n  min_battery_pct: 1\n"
     )
     done = run_farm(
         phones.adb_port, results, "run", str(write_experiment(tmp_path, "sustained", body)), "--no-live"
