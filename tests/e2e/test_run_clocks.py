@@ -1,14 +1,12 @@
 """Clock control through `farm run` on virtual phones: pinned on a rooted phone and restored
 after the run and after `kill -9` of farm; an unrooted phone that cannot do a required pin is
-skipped with one line; per-run validity flags and the clocks are stored.
-
-The tests that need clocks that change speed, fixed performance mode and heat (the virtual
-phones' SoC model, farm/virtual/clocks.py from the vphone-physics branch) are skipped, naming
-it, when this tree does not have it yet."""
+skipped with one line; per-run validity flags and the clocks are stored; on the virtual SoC
+(farm/virtual/clocks.py: clocks that set the phone's speed, fixed performance mode, heat) pinned
+min is slower than max, fixed performance mode is applied, a hot phone throttles (retry), and a
+sustained run records its drift."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -26,12 +24,6 @@ from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, writ
 pytestmark = pytest.mark.integration
 
 POLICY = "/sys/devices/system/cpu/cpufreq/policy0"  # adreno-nexus6p: 384000 .. 1555200 kHz
-HAS_PHYSICS = importlib.util.find_spec("farm.virtual.clocks") is not None
-needs_physics = pytest.mark.skipif(
-    not HAS_PHYSICS,
-    reason="needs vphone-physics (farm/virtual/clocks.py: clocks that set the phone's speed, "
-    "fixed performance mode, throttling), not merged into this tree yet",
-)
 
 
 def _max_khz(phones, phone) -> str:  # type: ignore[no-untyped-def]
@@ -114,7 +106,6 @@ def test_clocks_left_pinned_by_a_killed_farm_are_restored_by_the_next(virtual_ph
         assert "clocks restored after an interrupted run" in messages
 
 
-@needs_physics
 def test_pinned_min_is_slower_than_max_by_the_clock_ratio_and_compare_finds_it(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -157,7 +148,6 @@ def test_pinned_min_is_slower_than_max_by_the_clock_ratio_and_compare_finds_it(
     assert 1.25 < cell["ratio"] < 1.4 * expected, (cell["ratio"], expected)
 
 
-@needs_physics
 def test_fixed_performance_mode_on_an_android_11_phone_is_applied_and_turned_off(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -174,7 +164,6 @@ def test_fixed_performance_mode_on_an_android_11_phone_is_applied_and_turned_off
         assert device_store.clocks_marked(store) == set()
 
 
-@needs_physics
 def test_a_hot_phone_throttles_and_on_throttle_retry_runs_it_again(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     phones = virtual_phones(count=1, profiles=["adreno-sd888-hot"])
     results = tmp_path / "results"
@@ -200,7 +189,6 @@ def test_a_hot_phone_throttles_and_on_throttle_retry_runs_it_again(virtual_phone
             assert metrics["valid_not_throttled"] == 1.0
 
 
-@needs_physics
 def test_a_sustained_run_on_a_hot_phone_records_its_drift_and_is_not_flagged(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
