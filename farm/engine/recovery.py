@@ -45,8 +45,7 @@ _KILL_STALE = (
 def recover_store(store: Store, experiment: str | None) -> list[str]:
     """Free what dead farm processes held; returns the run ids put back to PENDING."""
     ownership.mark_dead_executions(store)
-    live = [e.id for e in ownership.live_executions(store)]
-    return run_store.reset_orphans(store, experiment, live)
+    return run_store.reset_orphans(store, experiment)  # runs of executions no longer running
 
 
 def kill_stale_processes(session: DeviceSession) -> list[int]:
@@ -116,8 +115,8 @@ def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
     )
     filled = 0
     for row in rows:
-        if not row["artifacts_dir"]:
-            continue
+        if not row["artifacts_dir"] or not (results / row["artifacts_dir"]).is_dir():
+            continue  # its folder is on the machine of the coordinator that ran it (shared store)
         factors = json.loads(row["factors_json"])
         caps = _stored_capabilities(row["capabilities_json"])
         env_rows = store.query(

@@ -70,6 +70,11 @@ class Store:
         return self.location.artifacts
 
     @property
+    def shared(self) -> bool:
+        """A store coordinators on several machines may share (PostgreSQL), not a local file."""
+        return self._backend.shared
+
+    @property
     def skip_locked(self) -> str:
         """Suffix for a SELECT that picks rows to claim (see Backend.skip_locked)."""
         return self._backend.skip_locked
@@ -148,6 +153,12 @@ class Store:
         """One write statement in its own (exclusive) transaction; returns the rows changed."""
         with self.transaction() as conn:
             return int(conn.execute(sql, params).rowcount)
+
+    def statement(self, sql: str, params: Params = ()) -> list[Row]:
+        """One write statement, atomic by itself (e.g. a data-changing WITH ... RETURNING): on
+        PostgreSQL it is sent alone, without BEGIN/COMMIT round trips. Returns its rows."""
+        with self._errors():
+            return self._backend.statement(sql, params)
 
     def query(self, sql: str, params: Params = ()) -> list[Row]:
         with self._errors():

@@ -117,5 +117,51 @@ def clocks_marked(store: Store) -> set[str]:
     return {r["device_id"] for r in rows}
 
 
+@dataclass(frozen=True)
+class Quarantine:
+    """A sweep's recovery ladder gave up on this phone (farm.engine.ladder)."""
+
+    device_id: str
+    reason: str
+    at: float
+    execution_id: int | None
+
+
+def quarantine(store: Store, device_id: str, reason: str, execution_id: int) -> None:
+    with store.transaction(exclusive=False) as conn:
+        conn.execute(
+            "INSERT INTO devices (device_id, host, serial, last_seen) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (device_id) DO NOTHING",
+            (device_id, *device_id.split("/", 1), time.time()),
+        )
+        conn.execute(
+            "UPDATE devices SET quarantined_at = ?, quarantine_reason = ?, quarantined_by = ?, "
+            "state = 'quarantined' WHERE device_id = ?",
+            (store.now(), reason, execution_id, device_id),
+        )
+
+
+def clear_quarantine(store: Store, device_id: str) -> None:
+    """A sweep could use the phone again: it is no longer shown quarantined."""
+    store.execute(
+        "UPDATE devices SET quarantined_at = NULL, quarantine_reason = NULL, quarantined_by = NULL "
+        "WHERE device_id = ? AND quarantined_at IS NOT NULL",
+        (device_id,),
+    )
+
+
+def quarantines(store: Store) -> dict[str, Quarantine]:
+    rows = store.query(
+        "SELECT device_id, quarantine_reason, quarantined_at, quarantined_by FROM devices "
+        "WHERE quarantined_at IS NOT NULL"
+    )
+    return {
+        r["device_id"]: Quarantine(
+            r["device_id"], r["quarantine_reason"], r["quarantined_at"], r["quarantined_by"]
+        )
+        for r in rows
+    }
+
+
 def device_rows(store: Store) -> list[dict[str, Any]]:
     return [dict(r) for r in store.query("SELECT * FROM devices ORDER BY device_id")]

@@ -37,6 +37,7 @@ class Execution:
     hostname: str
     heartbeat_at: float
     status: str
+    experiment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Lease:
     pid: int
     acquired_at: float
     heartbeat_at: float
+    experiment: str | None = None  # what the holding execution runs
 
 
 def _pid_alive(pid: int) -> bool:
@@ -96,10 +98,18 @@ def start_execution(
 
 def heartbeat(store: Store, execution_id: int) -> frozenset[str]:
     """Refresh this execution's heartbeat and its leases; returns the phones it still holds (a
-    lease taken over after a stall is gone from this set: stop using that phone)."""
+    lease taken over after a stall is gone from this set: stop using that phone).
+
+    An execution another coordinator judged dead after a stall (status `crashed`: its leases
+    were freed and its RUNNING runs requeued) is marked running again: it has no leases left, its
+    in-flight results are refused (their attempts were closed), and it may lease phones anew."""
     now = store.now()
     with store.transaction(exclusive=False) as conn:
-        conn.execute("UPDATE executions SET heartbeat_at = ? WHERE id = ?", (now, execution_id))
+        conn.execute(
+            "UPDATE executions SET heartbeat_at = ?, status = 'running', finished_at = NULL "
+            "WHERE id = ? AND status IN ('running', 'crashed')",
+            (now, execution_id),
+        )
         rows = conn.execute(
             "UPDATE leases SET heartbeat_at = ? WHERE execution_id = ? RETURNING device_id",
             (now, execution_id),
@@ -116,11 +126,11 @@ def finish_execution(store: Store, execution_id: int, status: str) -> None:
         conn.execute("DELETE FROM leases WHERE execution_id = ?", (execution_id,))
 
 
-_EXECUTION_COLUMNS = "id, pid, hostname, heartbeat_at, status"
+_EXECUTION_COLUMNS = "id, pid, hostname, heartbeat_at, status, experiment"
 
 
 def _execution(r: Row) -> Execution:
-    return Execution(r["id"], r["pid"], r["hostname"], r["heartbeat_at"], r["status"])
+    return Execution(r["id"], r["pid"], r["hostname"], r["heartbeat_at"], r["status"], r["experiment"])
 
 
 def live_executions(store: Store) -> list[Execution]:
@@ -204,11 +214,19 @@ def leases(store: Store) -> list[Lease]:
     """Leases held by live executions, by phone."""
     live = {e.id for e in live_executions(store)}
     rows = store.query(
-        "SELECT device_id, execution_id, hostname, pid, acquired_at, heartbeat_at FROM leases "
-        "ORDER BY device_id"
+        "SELECT l.device_id, l.execution_id, l.hostname, l.pid, l.acquired_at, l.heartbeat_at, "
+        "e.experiment FROM leases l LEFT JOIN executions e ON e.id = l.execution_id ORDER BY l.device_id"
     )
     return [
-        Lease(r["device_id"], r["execution_id"], r["hostname"], r["pid"], r["acquired_at"], r["heartbeat_at"])
+        Lease(
+            r["device_id"],
+            r["execution_id"],
+            r["hostname"],
+            r["pid"],
+            r["acquired_at"],
+            r["heartbeat_at"],
+            r["experiment"],
+        )
         for r in rows
         if r["execution_id"] in live
     ]

@@ -8,10 +8,11 @@ re-checks its condition, so the claim paths need no store-wide lock (exclusive=F
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +164,16 @@ def count_states(store: Store, experiment: str) -> dict[RunState, int]:
     return counts
 
 
+def has_pending(store: Store, experiment: str, device_id: str) -> bool:
+    """Is a PENDING run left that this phone may take (bound to it, or to any phone)?"""
+    rows = store.query(
+        "SELECT 1 FROM runs WHERE experiment = ? AND state = 'PENDING' "
+        "AND (device_id IS NULL OR device_id = ?) LIMIT 1",
+        (experiment, device_id),
+    )
+    return bool(rows)
+
+
 def claim(store: Store, run_id: str, execution_id: int, device_id: str, artifacts_dir: str) -> int | None:
     """PENDING -> RUNNING on `device_id`; returns the attempt number, or None if not PENDING.
 
@@ -177,26 +188,71 @@ def claim_next(
     experiment: str,
     execution_id: int,
     device_id: str,
-    artifacts_dir_of: Callable[[str], str],
+    artifacts_prefix: str,
+    *,
+    on_lease: bool = False,
 ) -> tuple[StoredRun, int] | None:
     """Claim the first PENDING run (planned order) this phone may take: bound to it or to any
-    phone. Returns the run (as it was before the claim) and the attempt number, or None.
+    phone. Its artifacts folder is `artifacts_prefix + run_id`. `on_lease`: only while this
+    execution holds the phone's lease (a coordinator whose lease was taken over claims nothing).
+    Returns the run (state and attempts as before the claim) and the attempt number, or None.
 
-    On PostgreSQL the pick is `FOR UPDATE SKIP LOCKED`: coordinators picking at the same moment
-    pass over each other's candidate instead of queueing on it, and still never share one."""
+    On PostgreSQL it is ONE statement (pick with `FOR UPDATE SKIP LOCKED`, move it to RUNNING,
+    open its attempt), sent without BEGIN/COMMIT: one round trip per claim, and coordinators
+    picking at the same moment pass over each other's candidate instead of queueing on it."""
+    lease = _LEASE_HELD if on_lease else ""
+    lease_params: tuple[Any, ...] = (device_id, execution_id) if on_lease else ()
+    now = store.now()
+    if store.shared:
+        rows = store.statement(
+            _CLAIM_NEXT_ONE_STATEMENT.format(lease=lease),
+            (
+                *(experiment, device_id, *lease_params),  # picked
+                *(execution_id, device_id, artifacts_prefix, now),  # claimed
+                *(device_id, execution_id, now),  # opened
+            ),
+        )
+        if not rows:
+            return None
+        run = _row_to_run(rows[0])
+        before = dataclasses.replace(run, state=RunState.PENDING, attempts=run.attempts - 1)
+        return before, int(rows[0]["claimed_attempt"])
     with store.transaction(exclusive=False) as conn:
         row = conn.execute(
             "SELECT * FROM runs WHERE experiment = ? AND state = 'PENDING' "
-            "AND (device_id IS NULL OR device_id = ?) ORDER BY seq, run_id LIMIT 1" + store.skip_locked,
-            (experiment, device_id),
+            f"AND (device_id IS NULL OR device_id = ?){lease} ORDER BY seq, run_id LIMIT 1",
+            (experiment, device_id, *lease_params),
         ).fetchone()
         if row is None:
             return None
         run = _row_to_run(row)
-        attempt = _claim_in(
-            conn, run.run_id, execution_id, device_id, artifacts_dir_of(run.run_id), store.now()
-        )
+        attempt = _claim_in(conn, run.run_id, execution_id, device_id, artifacts_prefix + run.run_id, now)
         return (run, attempt) if attempt is not None else None
+
+
+_LEASE_HELD = " AND EXISTS (SELECT 1 FROM leases WHERE device_id = ? AND execution_id = ?)"
+
+# PostgreSQL: the claim as one data-changing statement. Its parts see one snapshot; the picked row
+# is locked by FOR UPDATE, so the UPDATE's `state = 'PENDING'` re-check and the attempt number
+# (max + 1, attempts are never deleted) cannot race another claimant.
+_CLAIM_NEXT_ONE_STATEMENT = """
+WITH picked AS (
+    SELECT run_id FROM runs WHERE experiment = ? AND state = 'PENDING'
+    AND (device_id IS NULL OR device_id = ?){lease}
+    ORDER BY seq, run_id LIMIT 1 FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE runs r SET state = 'RUNNING', attempts = r.attempts + 1, execution_id = ?, ran_on = ?,
+        artifacts_dir = ? || r.run_id, started_at = ?
+    FROM picked WHERE r.run_id = picked.run_id AND r.state = 'PENDING'
+    RETURNING r.*
+), opened AS (
+    INSERT INTO attempts (run_id, attempt, device_id, execution_id, started_at)
+    SELECT c.run_id, COALESCE((SELECT MAX(a.attempt) FROM attempts a WHERE a.run_id = c.run_id), 0) + 1,
+        ?, ?, ?
+    FROM claimed c RETURNING attempt
+)
+SELECT claimed.*, opened.attempt AS claimed_attempt FROM claimed, opened
+"""
 
 
 def _claim_in(
@@ -292,23 +348,33 @@ def get_metrics(store: Store, run_id: str) -> list[Metric]:
     return [Metric(r["name"], r["value"], r["unit"]) for r in rows]
 
 
-def reset_orphans(store: Store, experiment: str | None, live_execution_ids: Iterable[int]) -> list[str]:
+_ORPHANED = (
+    "SELECT r.run_id, r.execution_id FROM runs r LEFT JOIN executions e ON e.id = r.execution_id "
+    "WHERE r.state = 'RUNNING' AND (e.status IS NULL OR e.status <> 'running')"
+)
+
+
+def reset_orphans(
+    store: Store, experiment: str | None, live_execution_ids: Iterable[int] | None = None
+) -> list[str]:
     """RUNNING runs held by executions not in `live_execution_ids` -> PENDING (resume after a crash).
 
-    The attempt that was in flight is closed as `interrupted` and does not count as a try. A run
-    is reset only while the dead execution still holds it (never one a live coordinator claimed
-    again in between)."""
-    live = set(live_execution_ids)
-    sql = "SELECT run_id, execution_id FROM runs WHERE state = 'RUNNING'"
+    `live_execution_ids` None: runs whose execution is no longer marked running (after
+    ownership.mark_dead_executions), read in the same transaction, so a coordinator that started
+    a moment ago is never taken for dead. The attempt that was in flight is closed as
+    `interrupted` and does not count as a try. A run is reset only while the dead execution still
+    holds it (never one a live coordinator claimed again in between)."""
+    live = None if live_execution_ids is None else set(live_execution_ids)
+    sql = "SELECT run_id, execution_id FROM runs r WHERE state = 'RUNNING'" if live is not None else _ORPHANED
     params: list[Any] = []
     if experiment is not None:
-        sql += " AND experiment = ?"
+        sql += " AND r.experiment = ?"
         params.append(experiment)
     reset: list[str] = []
     now = store.now()
     with store.transaction() as conn:
         for row in conn.execute(sql, params).fetchall():
-            if row["execution_id"] in live:
+            if live is not None and row["execution_id"] in live:
                 continue
             changed = conn.execute(
                 "UPDATE runs SET state = 'PENDING', attempts = attempts - 1, execution_id = NULL "
@@ -324,6 +390,11 @@ def reset_orphans(store: Store, experiment: str | None, live_execution_ids: Iter
             )
             reset.append(row["run_id"])
     return reset
+
+
+def has_orphans(store: Store, experiment: str) -> bool:
+    """Is a RUNNING run of the experiment held by an execution no longer marked running?"""
+    return bool(store.query(_ORPHANED + " AND r.experiment = ? LIMIT 1", (experiment,)))
 
 
 def requeue_failed(store: Store, experiment: str, *, lost_only: bool = True) -> list[str]:

@@ -50,7 +50,9 @@ TABLE_DOCS: dict[str, str] = {
         "Every phone seen: device_id `host/serial`, identity, capabilities (probe JSON), last state, "
         "battery and temperature; charging_disabled=1 with charging_node/charging_enable_value "
         "while farm has charging off, so a restarted farm can restore it; clocks_restore_json "
-        "(nodes and their old values, fixed performance mode) while farm holds the phone's clocks."
+        "(nodes and their old values, fixed performance mode) while farm holds the phone's clocks; "
+        "quarantined_at, quarantine_reason and quarantined_by (execution) when a sweep's recovery "
+        "ladder gave up on the phone (cleared when a sweep uses it again)."
     ),
     "metrics": "Per-run metrics: (run_id, name) unique; value REAL; unit text (ms, mJ, mW, ratio...).",
     "events": "Append-only log: time, experiment, run, phone, kind (fault, retry, state...), message.",
@@ -216,8 +218,16 @@ _V4 = """
 ALTER TABLE devices ADD COLUMN clocks_restore_json TEXT;
 """
 
+# Migration 5 (additive): the recovery ladder's last word on a phone (farm.engine.ladder).
+_V5 = """
+-- devices.quarantined_*: set when a sweep gave up on the phone, cleared when one uses it again.
+ALTER TABLE devices ADD COLUMN quarantined_at REAL;
+ALTER TABLE devices ADD COLUMN quarantine_reason TEXT;
+ALTER TABLE devices ADD COLUMN quarantined_by INTEGER;
+"""
+
 # Append only. Index i holds the SQL that takes schema version i to i + 1 (on both backends:
 # farm.store.backend.sql.postgres_ddl renders the two type names that differ).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 
 SCHEMA_VERSION = len(MIGRATIONS)

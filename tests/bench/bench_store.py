@@ -47,7 +47,7 @@ def worker(where: str, phones: list[str], go: Path, out: Path) -> None:
                 took = (time.perf_counter() - start) * 1000.0
                 if not got:
                     continue
-                run = rq.claim_next(store, "bench", me, phone, lambda run_id: f"bench/{run_id}")
+                run = rq.claim_next(store, "bench", me, phone, "bench/", on_lease=True)
                 if run is not None:
                     metrics = [Metric("latency_median_ms", 1.0, "ms"), Metric("power_mean_mw", 900.0, "mW")]
                     rq.finish(

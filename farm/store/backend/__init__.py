@@ -45,6 +45,8 @@ class Connection(Protocol):
 class Backend(Protocol):
     label: str
     read_only: bool
+    shared: bool
+    """True where coordinators on several machines may share the store (PostgreSQL)."""
     skip_locked: str
     """Appended to a SELECT that picks rows to claim: ` FOR UPDATE SKIP LOCKED` where concurrent
     claimers should pass over each other's rows (PostgreSQL), empty where writers queue anyway."""
@@ -60,6 +62,11 @@ class Backend(Protocol):
     def transaction(self, *, exclusive: bool) -> AbstractContextManager[Connection]: ...
 
     def query(self, sql: str, params: Params) -> list[Any]: ...
+
+    def statement(self, sql: str, params: Params) -> list[Any]:
+        """One write statement that is atomic by itself (its own transaction, no BEGIN/COMMIT
+        round trips where the server allows: PostgreSQL autocommit); the rows it RETURNs."""
+        ...
 
     def now(self) -> float: ...
 

@@ -100,6 +100,7 @@ class _Translated:
 
 class PostgresBackend:
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    shared = True
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
@@ -232,6 +233,11 @@ class PostgresBackend:
             yield _Translated(conn)
 
     def query(self, sql: str, params: Params) -> list[Any]:
+        with self._connection() as conn:
+            return list(conn.execute(to_pyformat(sql), params).fetchall())
+
+    def statement(self, sql: str, params: Params) -> list[Any]:
+        # Autocommit: a single statement is its own transaction, one round trip in all.
         with self._connection() as conn:
             return list(conn.execute(to_pyformat(sql), params).fetchall())
 

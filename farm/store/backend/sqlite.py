@@ -39,6 +39,7 @@ _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB =
 
 class SqliteBackend:
     skip_locked = ""
+    shared = False
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
@@ -153,6 +154,10 @@ class SqliteBackend:
     def query(self, sql: str, params: Params) -> list[Any]:
         with self._lock:
             return list(self._connection().execute(sql, params).fetchall())
+
+    def statement(self, sql: str, params: Params) -> list[Any]:
+        with self.transaction(exclusive=False) as conn:
+            return list(conn.execute(sql, params).fetchall())
 
     def now(self) -> float:
         return time.time()

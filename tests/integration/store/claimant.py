@@ -43,6 +43,7 @@ def _mark(lockdir: Path, phone: str) -> bool:
 
 
 def sweep(store: Store, experiment: str, out: Path, lockdir: Path, go: Path, phones: list[str]) -> int:
+    out.with_suffix(".ready").touch()  # imported and connected: the test starts all at once
     while not go.exists():
         time.sleep(0.01)
     me = ownership.start_execution(store, experiment, sys.argv, "test")
@@ -53,7 +54,7 @@ def sweep(store: Store, experiment: str, out: Path, lockdir: Path, go: Path, pho
             if not _mark(lockdir, phone):
                 _line(out, f"DOUBLE {phone}")
                 return 3
-            claimed = rq.claim_next(store, experiment, me, phone, lambda run_id: f"{experiment}/{run_id}")
+            claimed = rq.claim_next(store, experiment, me, phone, f"{experiment}/", on_lease=True)
             if claimed is not None:
                 run, attempt = claimed
                 _line(out, run.run_id)

@@ -20,6 +20,7 @@ import pytest
 
 from farm.store import RunState, Store, ownership
 from farm.store import runs as rq
+from tests.fixtures.waiting import eventually
 
 PROCESSES = 4
 PHONES = [f"lab/phone{i}" for i in range(6)]
@@ -62,7 +63,9 @@ def test_racing_coordinators_claim_every_run_once_and_never_share_a_phone(where:
     lockdir.mkdir()
     outs = [tmp_path / f"claims{i}.txt" for i in range(PROCESSES)]
     procs = [_claimant("sweep", where, "exp", str(out), str(lockdir), str(go), *PHONES) for out in outs]
-    go.touch()  # all start together
+    ready = [out.with_suffix(".ready") for out in outs]
+    assert eventually(lambda: all(path.exists() for path in ready), DEADLINE_S), "claimants never ready"
+    go.touch()  # all start together (each is imported and connected: a loaded machine starts them late)
     try:
         for proc in procs:
             proc.wait(DEADLINE_S)

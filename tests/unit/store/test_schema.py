@@ -71,6 +71,8 @@ def test_migrate_applies_only_missing_migrations_on_both(location: StoreLocation
     else:
         with psycopg.connect(location.url, autocommit=True) as conn:
             conn.execute("ALTER TABLE executions DROP COLUMN results_dir")
+            for column in ("quarantined_at", "quarantine_reason", "quarantined_by"):
+                conn.execute(f"ALTER TABLE devices DROP COLUMN {column}")
             conn.execute("DROP TABLE schedule_firings")
             conn.execute("ALTER TABLE devices DROP COLUMN clocks_restore_json")
             conn.execute("UPDATE farm_schema SET version = 1")

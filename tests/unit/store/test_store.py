@@ -131,7 +131,7 @@ def test_claim_next_takes_planned_order_and_only_runs_this_phone_may_run(store: 
     ]
     rq.insert_planned(store, "exp", planned)
     taken = []
-    while (claimed := rq.claim_next(store, "exp", 1, "local/A", lambda run_id: f"exp/{run_id}")) is not None:
+    while (claimed := rq.claim_next(store, "exp", 1, "local/A", "exp/")) is not None:
         run, attempt = claimed
         assert attempt == 1 and run.state is RunState.PENDING  # as it was before the claim
         taken.append(run.run_id)
@@ -243,3 +243,65 @@ def test_artifact_locations_name_the_machine_and_folder_of_the_last_attempt(
     missing = unreadable_here(locations, here)
     assert [loc.run_id for loc in missing] == ["r1"]
     assert missing[0].where == "lab-b:/srv/farm/exp/r1"
+
+
+def test_claim_next_on_lease_claims_only_while_this_execution_holds_the_phone(store: Store) -> None:
+    rq.insert_planned(store, "exp", _planned(2))
+    mine = ownership.start_execution(store, "exp", ["farm"], "0")
+    other = ownership.start_execution(store, "exp", ["farm"], "0")
+    assert rq.claim_next(store, "exp", mine, "local/A", "exp/", on_lease=True) is None  # no lease yet
+    assert ownership.acquire_lease(store, "local/A", other)
+    assert rq.claim_next(store, "exp", mine, "local/A", "exp/", on_lease=True) is None  # another's
+    ownership.release_lease(store, "local/A", other)
+    assert ownership.acquire_lease(store, "local/A", mine)
+    claimed = rq.claim_next(store, "exp", mine, "local/A", "exp/", on_lease=True)
+    assert claimed is not None
+    run, attempt = claimed
+    assert (run.run_id, run.state, run.attempts, attempt) == ("r0", RunState.PENDING, 0, 1)
+    stored = rq.get_run(store, "r0")
+    assert stored is not None and stored.state is RunState.RUNNING and stored.ran_on == "local/A"
+    assert stored.artifacts_dir == "exp/r0" and stored.attempts == 1
+    opened = store.query("SELECT attempt, execution_id FROM attempts WHERE run_id = 'r0'")
+    assert [(r["attempt"], r["execution_id"]) for r in opened] == [(1, mine)]
+    assert rq.has_pending(store, "exp", "local/A") and not rq.has_pending(store, "exp", "local/B")
+
+
+def test_a_stalled_execution_judged_dead_loses_its_runs_and_may_lease_again(store: Store) -> None:
+    rq.insert_planned(store, "exp", _planned(1))
+    stalled = ownership.start_execution(store, "exp", ["farm"], "0")
+    assert ownership.acquire_lease(store, "local/A", stalled)
+    claimed = rq.claim_next(store, "exp", stalled, "local/A", "exp/", on_lease=True)
+    assert claimed is not None
+    store.execute(
+        "UPDATE executions SET heartbeat_at = heartbeat_at - ? WHERE id = ?",
+        (ownership.HEARTBEAT_STALE_S + 1, stalled),
+    )
+    assert rq.has_orphans(store, "exp") is False  # still marked running: not yet judged
+    assert ownership.mark_dead_executions(store) == [stalled]
+    assert rq.has_orphans(store, "exp")
+    assert rq.reset_orphans(store, "exp") == ["r0"]
+    # It wakes up: its heartbeat says it holds nothing, and its late result is refused.
+    assert ownership.heartbeat(store, stalled) == frozenset()
+    assert [e.id for e in ownership.live_executions(store)] == [stalled]
+    assert not rq.finish(store, "r0", claimed[1], Outcome.DONE, next_state=RunState.DONE)
+    assert ownership.acquire_lease(store, "local/A", stalled)
+
+
+def test_quarantine_is_shown_until_a_sweep_uses_the_phone_again(store: Store) -> None:
+    devs.quarantine(store, "lab1/ZY22", "stopped answering; tried reconnect", 7)
+    marks = devs.quarantines(store)
+    assert list(marks) == ["lab1/ZY22"]
+    assert (marks["lab1/ZY22"].reason, marks["lab1/ZY22"].execution_id) == (
+        "stopped answering; tried reconnect",
+        7,
+    )
+    devs.clear_quarantine(store, "lab1/ZY22")
+    assert devs.quarantines(store) == {}
+
+
+def test_leases_name_the_experiment_their_coordinator_runs(store: Store) -> None:
+    holder = ownership.start_execution(store, "nightly", ["farm"], "0")
+    assert ownership.acquire_lease(store, "local/A", holder)
+    assert [(lease.device_id, lease.experiment) for lease in ownership.leases(store)] == [
+        ("local/A", "nightly")
+    ]
