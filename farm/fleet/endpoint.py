@@ -60,6 +60,10 @@ class Endpoint(Protocol):
 
     def reconnect(self, adb_serial: str) -> None: ...
 
+    def reset_transport(self, adb_serial: str) -> None:
+        """Tear the phone's adb transport down and up again (a hung connection is dropped)."""
+        ...
+
     def wait_online(self, adb_serial: str, device_id: str, timeout_s: float, poll_s: float = 0.5) -> None:
         """Return once the phone is listed as `device`; DeviceTransientError after timeout_s."""
         ...
@@ -122,6 +126,16 @@ class LocalAdbEndpoint:
             return
         with contextlib.suppress(adbutils.AdbError, OSError):
             self._client.connect(adb_serial, timeout=5.0)
+
+    def reset_transport(self, adb_serial: str) -> None:
+        """`adb disconnect` + `adb connect` for a TCP phone; `adb -s SERIAL reconnect` for USB.
+        Best effort: the ladder judges by whether the phone answers afterwards."""
+        with contextlib.suppress(adbutils.AdbError, OSError):
+            if ":" in adb_serial:
+                self._client.disconnect(adb_serial)
+                self._client.connect(adb_serial, timeout=5.0)
+            else:
+                self._client.device(adb_serial).open_transport("reconnect", timeout=5.0).close()
 
     def state_of(self, adb_serial: str) -> AdbState:
         for item in self.list():

@@ -25,6 +25,7 @@ class PhoneState(enum.StrEnum):
     OFFLINE = "offline"
     UNAUTHORIZED = "unauthorized"
     LEASED = "leased"
+    QUARANTINED = "quarantined"  # a sweep's recovery ladder gave up on it (farm.engine.ladder)
     ERROR = "error"
 
 

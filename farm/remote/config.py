@@ -11,6 +11,9 @@
         adb_port: 5037               # the adb server port on lab1 (as lab1 sees it)
         tags: [pixel, rack-a]
         start_adb: true              # run `adb -P 5037 start-server` there when none answers
+        power_cycle: uhubctl -l {hub} -p {port} -a cycle   # the recovery ladder's last resort
+        phones:                      # per phone (by ro.serialno): values for the placeholders
+          ZY22: {hub: 1-1, port: 3}
     store: postgresql://farm@db.lab:5432/farm   # the lab's shared results store (default: ./results)
 
 Parsed once, here, into frozen HostConfig values. Every section of farm.yaml (hosts here, schedules
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -38,6 +41,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     BaseModel,
     BeforeValidator,
+    Field,
     StrictBool,
     ValidationError,
     ValidationInfo,
@@ -48,6 +52,8 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from farm.errors import ConfigError
 from farm.fleet.endpoint import DEFAULT_ADB_PORT, LOCAL_HOST
+from farm.fleet.powercycle import DEFAULT_TIMEOUT_S as DEFAULT_POWER_CYCLE_TIMEOUT_S
+from farm.fleet.powercycle import PowerCycle, parse_template
 from farm.safe_yaml import read_text
 from farm.spec.loader import compose, line_of, to_python
 from farm.spec.messages import Problem, from_validation_error
@@ -165,6 +171,26 @@ def _tags(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _phone_values(value: Any) -> dict[str, dict[str, str]]:
+    """`phones: {SERIAL: {key: value, ...}}`: a phone's placeholder values (and its own
+    power_cycle), all as text."""
+    if not isinstance(value, dict):
+        raise ValueError("expected a mapping of phone serials to their values, e.g. {ZY22: {port: 3}}")
+    phones: dict[str, dict[str, str]] = {}
+    for serial, entry in value.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"{serial}: expected a mapping like {{port: 3}}, got {entry!r}")
+        values = {}
+        for key, item in entry.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise ValueError(f"{serial}: {key!r} is not a plain name (letters, digits, _)")
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise ValueError(f"{serial}.{key}: expected text or a number, got {item!r}")
+            values[key] = str(item)
+        phones[str(serial)] = values
+    return phones
+
+
 class HostEntry(Frozen):
     """One `hosts:` item as written (farm.yaml's keys and their checks)."""
 
@@ -177,6 +203,9 @@ class HostEntry(Frozen):
     tags: Annotated[tuple[str, ...], BeforeValidator(_tags)] = ()
     keepalive_s: PositiveSeconds = KEEPALIVE_INTERVAL_S
     start_adb: StrictBool = False
+    power_cycle: Text | None = None
+    power_cycle_timeout_s: PositiveSeconds = DEFAULT_POWER_CYCLE_TIMEOUT_S
+    phones: Annotated[dict[str, dict[str, str]], BeforeValidator(_phone_values)] = Field(default_factory=dict)
 
     @field_validator("port", "user", "identity_file", "start_adb")
     @classmethod
@@ -229,10 +258,16 @@ class HostConfig:
     start_adb: bool = False  # start the host's adb server over SSH when it is not running
     location: str = "<default>"
     implicit: bool = False  # the local host added because the config does not list one
+    power_cycle: PowerCycle | None = None  # for every phone of the host without its own
+    phones: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # serial -> placeholder values
+    phone_power_cycles: Mapping[str, PowerCycle] = field(default_factory=dict)  # serial -> its own
 
     @property
     def is_local(self) -> bool:
         return self.address is None
+
+    def power_cycle_of(self, serial: str) -> PowerCycle | None:
+        return self.phone_power_cycles.get(serial, self.power_cycle)
 
 
 @dataclass(frozen=True)
@@ -303,6 +338,16 @@ def parse_config(text: str, filename: str, *, local_adb_port: int = DEFAULT_ADB_
             keepalive_s=entry.keepalive_s,
             start_adb=entry.start_adb,
             location=entry_location(root, filename, "hosts", index),
+            power_cycle=_power_cycle(root, filename, index, entry, None),
+            phones={
+                serial: {k: v for k, v in values.items() if k != "power_cycle"}
+                for serial, values in entry.phones.items()
+            },
+            phone_power_cycles={
+                serial: cycle
+                for serial in entry.phones
+                if (cycle := _power_cycle(root, filename, index, entry, serial)) is not None
+            },
         )
         for index, entry in enumerate(parsed.hosts)
     ]
@@ -311,6 +356,28 @@ def parse_config(text: str, filename: str, *, local_adb_port: int = DEFAULT_ADB_
         hosts.insert(0, HostConfig(LOCAL_HOST, adb_port=local_adb_port, location=filename, implicit=True))
     store_at = f"{filename}:{line_of(root, ('store',))}" if parsed.store is not None else None
     return FarmConfig(tuple(hosts), Path(filename), parsed.store, store_at)
+
+
+def _power_cycle(
+    root: MappingNode, filename: str, index: int, entry: HostEntry, serial: str | None
+) -> PowerCycle | None:
+    """The host's power_cycle (serial None) or one phone's own, parsed; FILE:LINE on a mistake."""
+    path: tuple[str | int, ...]
+    if serial is None:
+        text, path = entry.power_cycle, ("hosts", index, "power_cycle")
+        known = frozenset(k for values in entry.phones.values() for k in values if k != "power_cycle")
+    else:
+        text = entry.phones[serial].get("power_cycle")
+        path = ("hosts", index, "phones", serial, "power_cycle")
+        known = frozenset(k for k in entry.phones[serial] if k != "power_cycle")
+    if text is None:
+        return None
+    location = f"{filename}:{line_of(root, path)}"
+    try:
+        return parse_template(text, known, location, entry.power_cycle_timeout_s)
+    except ValueError as error:
+        where = f"hosts.{entry.name}" + (f".phones.{serial}" if serial else "")
+        raise ConfigError(f"{where}.power_cycle: {error}", location=location) from None
 
 
 def _refuse_secrets(root: MappingNode, filename: str) -> None:

@@ -44,3 +44,7 @@ class SshAdbEndpoint(LocalAdbEndpoint):
     def reconnect(self, adb_serial: str) -> None:
         if self.tunnel.is_up:
             super().reconnect(adb_serial)
+
+    def reset_transport(self, adb_serial: str) -> None:
+        if self.tunnel.is_up:
+            super().reset_transport(adb_serial)

@@ -5,7 +5,8 @@
         session = DeviceSession(fleet.endpoint_for(phone.host).device(phone.adb_serial), ...)
 
 Tunnels are opened in parallel and closed when the fleet closes. A lab host that cannot be reached
-at start is left out with a warning (its tunnel keeps trying, so `farm hosts` shows why); a host
+at start is left out with a warning; its tunnel keeps trying in the background (exponential
+backoff) and `refresh()` adds the host once it is up, so its phones join a running sweep. A host
 whose key is unknown or changed stops everything: a security refusal is never a warning.
 """
 
@@ -19,6 +20,8 @@ from types import TracebackType
 
 from farm.errors import ConfigError, EnvironmentProblem, HostError
 from farm.fleet.endpoint import LocalAdbEndpoint, adb_port_from_env
+from farm.fleet.inventory import Phone
+from farm.fleet.powercycle import CommandResult, run_local
 from farm.remote.config import FarmConfig, HostConfig, config_dir, load_config
 from farm.remote.endpoint import SshAdbEndpoint
 from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyChanged, HostKeyPolicy, HostKeyUnknown
@@ -70,6 +73,50 @@ class Fleet:
             if config.name == host:
                 return frozenset(config.tags)
         return frozenset()
+
+    def _host(self, name: str) -> HostConfig | None:
+        return next((h for h in self.config.hosts if h.name == name), None)
+
+    def has_power_cycle(self, phone: Phone) -> bool:
+        """Does farm.yaml give a power-cycle command for this phone (its host's or its own)?"""
+        host = self._host(phone.host)
+        return host is not None and host.power_cycle_of(phone.serial) is not None
+
+    def power_cycle(self, phone: Phone) -> CommandResult | None:
+        """Run the phone's power-cycle command on its host (this machine for `local`, over SSH for
+        a lab host), bounded by its timeout; None when farm.yaml has none for it. ConfigError when
+        a placeholder has no value for this phone; HostError when its host cannot be reached."""
+        host = self._host(phone.host)
+        cycle = host.power_cycle_of(phone.serial) if host is not None else None
+        if host is None or cycle is None:
+            return None
+        values = {
+            "serial": phone.serial,
+            "adb_serial": phone.adb_serial,
+            "device_id": phone.device_id,
+            "host": phone.host,
+            **host.phones.get(phone.serial, {}),
+        }
+        argv = cycle.render(values)
+        if host.is_local:
+            return run_local(argv, cycle.timeout_s)
+        tunnel = self.tunnels.get(host.name)
+        if tunnel is None:
+            raise HostError(host.name, "no tunnel to run the power-cycle command over", retryable=True)
+        return tunnel.run(argv, cycle.timeout_s)
+
+    def refresh(self) -> list[str]:
+        """Hosts unreachable so far whose tunnel (it keeps retrying, with backoff) is up now join
+        the fleet; returns their names. A running sweep calls this to let their phones join."""
+        back = []
+        for name in list(self.unreachable):
+            tunnel = self.tunnels.get(name)
+            if tunnel is not None and tunnel.state is TunnelState.UP:
+                del self.unreachable[name]
+                self.by_host[name] = SshAdbEndpoint(tunnel)
+                back.append(name)
+                log.info("farm: %s is reachable now: its phones join", name)
+        return back
 
     def open(self) -> Fleet:
         try:
@@ -138,7 +185,12 @@ class Fleet:
             error = tunnel.down_error()
             self.unreachable[host.name] = error
             if self.strict_keys:
-                log.warning("farm: %s (its phones are left out; see `farm hosts check %s`)", error, host.name)
+                log.warning(
+                    "farm: %s (retrying in the background: its phones join when it is back; "
+                    "see `farm hosts check %s`)",
+                    error,
+                    host.name,
+                )
             return
         self.by_host[host.name] = SshAdbEndpoint(tunnel)
 

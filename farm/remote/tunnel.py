@@ -19,15 +19,18 @@ from __future__ import annotations
 import contextlib
 import enum
 import select
+import shlex
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
 import paramiko
 
 from farm.errors import FarmError, HostError
+from farm.fleet.powercycle import CommandResult
 from farm.remote.hostkeys import HostKeyPolicy
 from farm.remote.ssh import SshTarget, connect
 
@@ -201,6 +204,36 @@ class SshTunnel:
         finally:
             channel.close()
         return version, time.perf_counter() - started
+
+    def run(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+        """Run a command on the lab host over this SSH connection (a power-cycle line), its words
+        quoted for the remote shell; bounded by timeout_s (the channel is closed then)."""
+        shown = shlex.join(argv)
+        transport = self._transport
+        if transport is None or not transport.is_active():
+            raise self.down_error()
+        started = time.monotonic()
+        output = b""
+        try:
+            session = transport.open_session(timeout=CHANNEL_OPEN_TIMEOUT_S)
+            with contextlib.closing(session):
+                session.set_combine_stderr(True)
+                session.exec_command(shown)
+                deadline = started + timeout_s
+                while not session.exit_status_ready() or session.recv_ready():
+                    if time.monotonic() > deadline:
+                        text = output.decode(errors="replace") + f"\n(stopped after {timeout_s:g} s)"
+                        return CommandResult(shown, None, text, time.monotonic() - started)
+                    if session.recv_ready():
+                        output += session.recv(PUMP_CHUNK_BYTES)
+                    else:
+                        time.sleep(0.05)
+                code = session.recv_exit_status()
+        except (paramiko.SSHException, OSError, EOFError) as error:
+            raise HostError(
+                self.name, f"power-cycle command failed over SSH ({error})", retryable=True
+            ) from None
+        return CommandResult(shown, code, output.decode(errors="replace"), time.monotonic() - started)
 
     def down_error(self) -> HostError:
         if self.last_error is not None:
