@@ -19,17 +19,26 @@ from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.remote.fleet import open_fleet
 from farm.safe_text import terminal
 from farm.store import Store, ownership
+from farm.store import devices as device_store
 from farm.telemetry.probe import Capabilities
 
 
 def _with_capabilities(endpoint: LocalAdbEndpoint, phone: Phone) -> tuple[Phone, Capabilities | None]:
-    if phone.state not in (PhoneState.ONLINE, PhoneState.LEASED):
+    if phone.state not in (PhoneState.ONLINE, PhoneState.LEASED, PhoneState.QUARANTINED):
         return phone, None
     session = DeviceSession(endpoint.device(phone.adb_serial), phone.device_id, default_timeout_s=20.0)
     try:
         return phone, probe_phone(session, phone)
     except FarmError as error:
         return replace(phone, error=str(error)), None
+
+
+def _quarantined(phone: Phone, mark: device_store.Quarantine | None) -> Phone:
+    """A phone the last sweep's recovery ladder gave up on is shown so, with why (a leased one
+    stays leased: it is in use now)."""
+    if mark is None or phone.state is PhoneState.LEASED:
+        return phone
+    return replace(phone, state=PhoneState.QUARANTINED, error=f"quarantined: {mark.reason}")
 
 
 def _summary(phone: Phone, caps: Capabilities | None) -> dict[str, Any]:
@@ -82,7 +91,8 @@ def devices(
     as_json: bool, adb_port: int | None, no_probe: bool, results: str | None, config: Path | None
 ) -> None:
     """List every phone the adb server sees: identity host/serial, state (online, offline,
-    unauthorized, leased), model, ABI, battery, temperature and capabilities from farm-probe.
+    unauthorized, leased, or quarantined: a sweep's recovery ladder gave up on it, with why),
+    model, ABI, battery, temperature and capabilities from farm-probe.
 
     \b
     Example:
@@ -90,13 +100,18 @@ def devices(
       farm devices --json | jq '.[] | select(.opencl) | .id'
     """
     leased: dict[str, int] = {}
+    quarantined: dict[str, device_store.Quarantine] = {}
     location = store_location(results, config)
     if location.url is not None or location.sqlite_path.exists():
         with Store(location, read_only=True) as store:
             leased = ownership.leased_devices(store)
+            quarantined = device_store.quarantines(store)
     with open_fleet(config, adb_port) as fleet:  # the local adb server + lab hosts (farm.yaml)
         endpoint = fleet.endpoints[0] if fleet.endpoints else LocalAdbEndpoint(adb_port)
-        phones = discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
+        phones = [
+            _quarantined(phone, quarantined.get(phone.device_id))
+            for phone in discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
+        ]
         probed: list[tuple[Phone, Capabilities | None]] = [(p, None) for p in phones]
         if not no_probe and phones:
             with ThreadPoolExecutor(max_workers=min(8, len(phones))) as pool:

@@ -1,4 +1,6 @@
-"""`farm status [EXPERIMENT]`: what the store says, from any terminal, also while a sweep runs."""
+"""`farm status [EXPERIMENT]`: what the store says, from any terminal, also while a sweep runs:
+runs per state and phone, failures, events, and which coordinator (host, pid, execution) holds
+which phone now."""
 
 from __future__ import annotations
 
@@ -63,11 +65,18 @@ def status(experiment: str | None, as_json: bool, watch: bool, events: int, resu
             _watch(store, experiment or (names[0] if names else ""))
             return
         running = ownership.live_executions(store)
-        leases = ownership.leased_devices(store)
+        leases = ownership.leases(store)
+        now = store.now()
         chosen = [experiment] if experiment else names
         data = [experiment_status(store, name, events if experiment else 0) for name in chosen]
     if as_json:
-        echo_json({"experiments": data, "running_executions": [e.id for e in running], "leases": leases})
+        echo_json(
+            {
+                "experiments": data,
+                "running_executions": [_execution_json(e) for e in running],
+                "leases": [_lease_json(lease, now) for lease in leases],
+            }
+        )
         return
     for item in data:
         states = item["states"]
@@ -87,6 +96,40 @@ def status(experiment: str | None, as_json: bool, watch: bool, events: int, resu
                 click.echo(terminal(line))
     if running:
         click.echo(f"{len(running)} farm process(es) running; {len(leases)} phone(s) leased")
+    shown = [lease for lease in leases if experiment is None or lease.experiment == experiment]
+    for lease in shown:
+        click.echo(terminal(f"  {lease.device_id}: held by {_holder(lease, now)}"))
+
+
+def _holder(lease: ownership.Lease, now: float) -> str:
+    """Who holds a phone, as `farm status` says it: the coordinator and what it runs."""
+    age_s = max(0.0, now - lease.heartbeat_at)
+    what = f", running {lease.experiment}" if lease.experiment else ""
+    return (
+        f"{lease.hostname} pid {lease.pid} (execution {lease.execution_id}{what}; "
+        f"heartbeat {age_s:.0f} s ago)"
+    )
+
+
+def _lease_json(lease: ownership.Lease, now: float) -> dict[str, Any]:
+    return {
+        "phone": lease.device_id,
+        "execution": lease.execution_id,
+        "host": lease.hostname,
+        "pid": lease.pid,
+        "experiment": lease.experiment,
+        "acquired_at": lease.acquired_at,
+        "heartbeat_age_s": round(max(0.0, now - lease.heartbeat_at), 3),
+    }
+
+
+def _execution_json(execution: ownership.Execution) -> dict[str, Any]:
+    return {
+        "id": execution.id,
+        "host": execution.hostname,
+        "pid": execution.pid,
+        "experiment": execution.experiment,
+    }
 
 
 def _watch(store: Store, name: str) -> None:

@@ -41,6 +41,8 @@ class Phase(StrEnum):
     OFFLINE = "offline"  # dropped off; waiting for it to come back
     LOST = "lost"  # did not come back (or its runs went to other phones)
     FAILED = "failed"  # unusable for this sweep (no build for its ABI, probe refused ...)
+    QUARANTINED = "quarantined"  # the recovery ladder gave up on it: no more runs this sweep
+    TAKEN = "taken"  # its lease passed to another coordinator: this one stopped using it
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,14 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import farm
 from farm.device.session import DeviceSession
 from farm.engine import planner
+from farm.engine.ladder import Ladder
 from farm.engine.lifecycle import probe_phone
 from farm.engine.model import OnFinished
 from farm.engine.recovery import (
@@ -28,9 +29,10 @@ from farm.engine.recovery import (
     restore_clocks_marker,
 )
 from farm.engine.scheduler import NoEligiblePhone, Sweep
-from farm.errors import FarmError, StoreError
+from farm.errors import ConfigError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.fleet.watch import PhoneWatch
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
 from farm.store import RunState, Store, StoreLocation, outbox, ownership, results_dir
@@ -52,7 +54,7 @@ class RunOptions:
     retry_failed: bool = False  # also requeue FAILED runs that were not lost (a fresh attempt budget)
     adb_port: int | None = None
     config: Path | None = None  # farm.yaml with lab hosts (default: found as farm.remote.config says)
-    lost_wait_s: float = 120.0
+    lost_wait_s: float | None = None  # default: the experiment's timeouts.lost_phone_wait_s
     live_telemetry: bool = False  # read each running phone's newest readings for a live view (~1 Hz)
 
 
@@ -169,6 +171,43 @@ def _requeue_failed(store: Store, experiment: str, *, retry_failed: bool) -> Non
         )
 
 
+def _cached(family_of: Callable[[Phone], str | None]) -> Callable[[Phone], str | None]:
+    """The GPU family probe once per phone (candidates are looked at again and again)."""
+    seen: dict[str, str | None] = {}
+
+    def family(phone: Phone) -> str | None:
+        if phone.device_id not in seen:
+            seen[phone.device_id] = family_of(phone)
+        return seen[phone.device_id]
+
+    return family
+
+
+def _plan_joining(
+    store: Store, experiment: Experiment, planned: Collection[str], joining: Sequence[Phone]
+) -> list[str]:
+    """Runs for phones that join a running sweep (pinned runs are per phone; spread ones are
+    shared and already stored). Idempotent like the first plan. Returns the new phones' run ids."""
+    if experiment.devices.spread:
+        return []
+    new = {p.device_id for p in joining}
+    plan = planner.plan(experiment, [*[d for d in planned if d not in new], *sorted(new)])
+    rows = [row for row in planned_rows(plan) if row.device_id in new]
+    run_store.insert_planned(store, experiment.qualified_name, rows)
+    return [row.run_id for row in rows]
+
+
+def _refuse_fresh_while_shared(store: Store, key: str) -> None:
+    """--fresh forgets every run of the experiment: not while another coordinator works on it."""
+    others = [e for e in ownership.live_executions(store) if e.experiment == key]
+    if others:
+        who = ", ".join(f"{e.hostname} pid {e.pid}" for e in others)
+        raise ConfigError(
+            f"--fresh: another farm process runs {key} now ({who})",
+            hint="wait for it to finish, or run without --fresh to share the sweep with it",
+        )
+
+
 def run_experiment(
     options: RunOptions,
     *,
@@ -191,11 +230,12 @@ def run_experiment(
     with fleet, Store.in_results(options.results) as store:
         outbox.replay(store, artifacts, key)  # results kept while the store was away, before resets
         recover_store(store, key)
-        leased = ownership.leased_devices(store)
-        phones = discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
-        eligible = select_phones(
-            experiment, phones, options.selectors, fleet.tags_of, _gpu_family_prober(fleet.endpoints)
-        )
+        # Phones other experiments' coordinators hold are not ours; those another coordinator of
+        # this same experiment holds are shared with it (taken over if it dies).
+        elsewhere = {lease.device_id for lease in ownership.leases(store) if lease.experiment != key}
+        phones = discover(fleet.endpoints, leased=lambda device_id: device_id in elsewhere)
+        family_of = _cached(_gpu_family_prober(fleet.endpoints))
+        eligible = select_phones(experiment, phones, options.selectors, fleet.tags_of, family_of)
         if len(eligible) < max(1, experiment.devices.min_count):
             seen = ", ".join(f"{p.device_id} ({p.state})" for p in phones) or "none"
             need = max(1, experiment.devices.min_count)
@@ -220,33 +260,41 @@ def run_experiment(
         if cancel.is_set():
             raise RunInterrupted()
         if options.fresh:
+            _refuse_fresh_while_shared(store, key)
             run_store.forget_experiment_runs(store, key)
         text, digest = spec_json(experiment)
         run_store.save_experiment(store, key, text, digest, str(options.file))
-        run_store.insert_planned(store, key, planned_rows(plan))
+        run_store.insert_planned(store, key, planned_rows(plan))  # idempotent: coordinators share it
         _requeue_failed(store, key, retry_failed=options.retry_failed)
         execution_id = ownership.start_execution(store, key, sys.argv, farm.__version__, results=artifacts)
-        mine = [p for p in eligible if ownership.acquire_lease(store, p.device_id, execution_id)]
-        if not mine:
-            ownership.finish_execution(store, execution_id, "finished")
-            raise NoEligiblePhone(f"{options.file}: every eligible phone is leased by another farm process")
+        watch = PhoneWatch(phones)
+
+        def candidates() -> list[Phone]:
+            fleet.refresh()  # lab hosts that came back
+            found = watch.refresh(fleet.endpoints)
+            return select_phones(experiment, found, options.selectors, fleet.tags_of, family_of)
+
         sweep = Sweep(
             experiment,
             key,
-            mine,
+            eligible,
             fleet.endpoints[0],
             store,
             artifacts,
             execution_id,
             cancel,
             on_finished=on_finished,
-            lost_wait_s=options.lost_wait_s,
+            lost_wait_s=options.lost_wait_s or experiment.timeouts.lost_phone_wait_s,
             endpoints=fleet.by_host,
             live_telemetry=options.live_telemetry,
+            candidates=candidates,
+            plan_phones=lambda joining: _plan_joining(store, experiment, sweep.planned, joining),
+            ladder=Ladder(
+                reboot_allowed=experiment.retries.reboot,
+                power_cycle=fleet.power_cycle,
+                has_power_cycle=fleet.has_power_cycle,
+            ),
         )
-        stop_heartbeat = threading.Event()
-        heart = threading.Thread(target=sweep.heartbeat_loop, args=(stop_heartbeat,), daemon=True)
-        heart.start()
         try:
             sweep.start()
             if on_started is not None:
@@ -261,20 +309,18 @@ def run_experiment(
             sweep.join()  # workers stop their runs and restore the phones
             raise
         finally:
-            stop_heartbeat.set()
+            sweep.close()
             # A broken store cannot take these (each try would wait on it): the leases then
             # expire by their stale heartbeat, and the next start resets the runs left RUNNING.
             if sweep.store_error is None:
                 with contextlib.suppress(StoreError):
-                    for phone in mine:
-                        ownership.release_lease(store, phone.device_id, execution_id)
                     status = "interrupted" if cancel.is_set() else "finished"
                     ownership.finish_execution(store, execution_id, status)
         if sweep.store_error is not None:
             raise sweep.store_error  # the sweep stopped cleanly because of it: say so, one line
         if cancel.is_set():
             raise RunInterrupted()
-        planned_ids = {r.run_id for r in plan.runs}
+        planned_ids = {r.run_id for r in plan.runs} | set(sweep.planned_run_ids)
         states = {r.run_id: r.state for r in run_store.list_runs(store, key)}
         done = sum(1 for rid in planned_ids if states.get(rid) is RunState.DONE)
         failed = sum(1 for rid in planned_ids if states.get(rid) in (RunState.FAILED, RunState.SKIPPED))
@@ -284,7 +330,7 @@ def run_experiment(
             done,
             failed,
             len(planned_ids) - done - failed,
-            tuple(p.device_id for p in mine),
+            tuple(p.device_id for p in sweep.phones),
             time.monotonic() - started,
             problems=tuple(sweep.problems),
         )

@@ -3,9 +3,15 @@ all phones in parallel; retries decided from how an attempt ended.
 
 Pinned runs (the default) are taken by the worker of their phone in planned order; spread runs
 (`devices.spread: true`) by whichever phone is free (an atomic PENDING -> RUNNING claim in the
-store). A phone that drops off is waited for (bounded); its run goes back to PENDING and is
-retried when the phone is back (or by another phone when spread). Everything a worker does goes
-through the store first, so a killed farm resumes where it was.
+store). A phone that drops off climbs the recovery ladder (farm.engine.ladder: wait and
+reconnect, reboot, power-cycle, quarantine); its run goes back to PENDING and is retried when the
+phone is back (or by another phone when spread). Everything a worker does goes through the store
+first, so a killed farm resumes where it was.
+
+Several coordinators (farm processes on one machine or many, one store) share one experiment:
+each leases the phones it can reach, claims runs only on phones it holds (one conditional
+statement), and its supervisor (farm.engine.coordination) drops a phone whose lease was taken
+over, requeues a dead coordinator's runs and lets phones join while the sweep runs.
 """
 
 from __future__ import annotations
@@ -14,19 +20,18 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.analysis.latest import Readings
-from farm.device.session import DeviceSession
-from farm.engine.baseline import measure_idle_baseline
+from farm.engine.cancel import PhoneCancel
 from farm.engine.clocks import ClocksRefused, apply_clocks, restore_clocks
-from farm.engine.collect import calibration_of, compute_metrics, env_document
 from farm.engine.conditions import read_temperature_c
-from farm.engine.lifecycle import execute_run, prepare_phone
+from farm.engine.coordination import Supervisor
+from farm.engine.driver import AdbDriver, PhoneDriver
+from farm.engine.ladder import Ladder
 from farm.engine.measurement import measurement_metrics
 from farm.engine.model import (
     Gates,
@@ -39,16 +44,16 @@ from farm.engine.model import (
     RunJob,
     RunResult,
 )
-from farm.engine.onphone import TRACE, RunDir
-from farm.engine.recovery import recover_phone
 from farm.engine.thermal import throttle_decision
 from farm.engine.watch import TraceWatcher
+from farm.engine.workers import PhoneStatus, Worker
 from farm.errors import DeviceTransientError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
 from farm.spec.model import Experiment
 from farm.spec.sections import RetryOn
 from farm.store import Outcome, RunState, Store, outbox, ownership, run_artifacts_dir
+from farm.store import devices as device_store
 from farm.store import runs as run_store
 from farm.store.runs import StoredRun
 
@@ -93,33 +98,6 @@ def retry_decision(
 
 
 @dataclass
-class PhoneStatus:
-    """What the live view shows of one phone; updated by its worker."""
-
-    device_id: str
-    state: Phase = Phase.IDLE
-    cell: str | None = None
-    run_started: float | None = None
-    temperature_c: float | None = None
-    battery_pct: float | None = None
-    gpu_load_achieved: float | None = None
-    live: Readings | None = None  # the running sampler's newest readings (farm.engine.watch)
-
-    def show_readings(self, readings: Readings) -> None:
-        self.live = readings
-
-    def apply(self, update: PhaseUpdate) -> None:
-        """An attempt's step: its phase, and whatever it read on the phone."""
-        self.state = update.phase
-        if update.battery_pct is not None:
-            self.battery_pct = update.battery_pct
-        if update.temperature_c is not None:
-            self.temperature_c = update.temperature_c
-        if update.gpu_load_achieved is not None:
-            self.gpu_load_achieved = update.gpu_load_achieved
-
-
-@dataclass
 class SweepReport:
     done: int = 0
     failed: int = 0
@@ -128,7 +106,12 @@ class SweepReport:
 
 
 class Sweep:
-    """One `farm run` execution over the leased phones."""
+    """One `farm run` execution over the phones it leases.
+
+    Phones join while it runs (`join_phones`: a lab host that came back, a phone another
+    coordinator left); each has a Worker thread. farm.engine.coordination's supervisor keeps the
+    execution's heartbeat, drops phones whose lease was lost, requeues the runs of coordinators
+    that died, and says when the sweep is over (`finished`)."""
 
     def __init__(
         self,
@@ -144,12 +127,17 @@ class Sweep:
         lost_wait_s: float = LOST_PHONE_WAIT_S,
         endpoints: Mapping[str, Endpoint] | None = None,
         live_telemetry: bool = False,
+        *,
+        driver: PhoneDriver | None = None,
+        candidates: Callable[[], Sequence[Phone]] | None = None,
+        plan_phones: Callable[[Sequence[Phone]], Sequence[str]] | None = None,
+        ladder: Ladder | None = None,
     ) -> None:
         self.experiment = experiment
         self.key = experiment_key
-        self.phones = list(phones)
+        self.initial = list(phones)  # eligible at start: leased in start() where free
         self.endpoint = endpoint
-        self.endpoints = dict(endpoints or {})  # by host, for phones of several adb servers
+        self.endpoints = endpoints if endpoints is not None else {}  # by host; may grow (hosts back)
         self.store = store
         self.results = results
         self.execution_id = execution_id
@@ -157,41 +145,121 @@ class Sweep:
         self.on_finished = on_finished
         self.lost_wait_s = lost_wait_s
         self.live_telemetry = live_telemetry  # poll each running phone's trace for the live view
+        self.driver: PhoneDriver = driver or AdbDriver(
+            endpoint, self.endpoints, call_timeout_s=experiment.timeouts.device_call_timeout_s
+        )
+        self.candidates = candidates or (lambda: self.initial)
+        self.plan_phones = plan_phones or (lambda _phones: ())
+        self.ladder = ladder or Ladder(reboot_allowed=experiment.retries.reboot)
         self.gates = gates_of(experiment)
-        self.status = {p.device_id: PhoneStatus(p.device_id) for p in phones}
+        self.status: dict[str, PhoneStatus] = {}
+        self.workers: dict[str, Worker] = {}
+        self._joined: list[Phone] = []
+        self._lock = threading.Lock()
+        self.planned: set[str] = {p.device_id for p in phones}  # phones whose runs are in the store
+        self.planned_run_ids: list[str] = []  # runs planned for phones that joined later
+        self.excluded: dict[str, str] = {}  # device_id -> why it takes no more runs this sweep
         self._cells = {cell.cell_id: cell for cell in experiment.cells()}
-        self._threads: list[threading.Thread] = []
-        self._done = {p.device_id: threading.Event() for p in phones}
         self.problems: list[str] = []  # phones that could not be used, and why (for the summary)
         self.store_error: StoreError | None = None  # the first store failure; it stopped the sweep
         self._metrics_pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics")
         self._pending_metrics: list[futures.Future[None]] = []
         self.baselines: dict[str, IdleBaseline] = {}  # device_id -> this session's idle power
+        self.finished = threading.Event()  # set by the supervisor: nothing left for this sweep
+        self.worker_ended = threading.Event()  # a worker stopped: time to look for phones again
+        self._supervisor: Supervisor | None = None
+
+    @property
+    def phones(self) -> list[Phone]:
+        """Every phone that worked in this sweep so far (in the order they joined)."""
+        with self._lock:
+            return list(self._joined)
 
     # -- running --------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        for phone in self.phones:
-            thread = threading.Thread(
-                target=self._worker, args=(phone,), name=f"phone-{phone.device_id}", daemon=True
-            )
-            self._threads.append(thread)
-            thread.start()
+    def start(self) -> int:
+        """Lease the free eligible phones with work, start their workers and the supervisor;
+        returns how many phones joined (0: every one is busy elsewhere, or nothing is left)."""
+        joined = self.join_phones(self.initial, announce=False)
+        self._supervisor = Supervisor(self)
+        self._supervisor.start()
+        return joined
+
+    def close(self) -> None:
+        """Stop the supervisor (after the workers ended) and release every lease still held."""
+        if self._supervisor is not None:
+            self._supervisor.stop()
+        self._metrics_pool.shutdown(wait=False)
+
+    def active_workers(self) -> list[Worker]:
+        with self._lock:
+            return [w for w in self.workers.values() if w.active]
+
+    def join_phones(self, phones: Sequence[Phone], *, announce: bool = True) -> int:
+        """Start a worker for each phone that is free (or ours), usable and has work here."""
+        if self.cancel.is_set():
+            return 0
+        holders = {lease.device_id: lease for lease in ownership.leases(self.store)}
+        fresh = [p for p in phones if p.device_id not in self.planned]
+        fresh = [p for p in fresh if _free_for(holders.get(p.device_id), self.execution_id)]
+        if fresh:
+            self.planned_run_ids.extend(self.plan_phones(fresh))
+            self.planned.update(p.device_id for p in fresh)
+        joined = 0
+        for phone in phones:
+            device_id = phone.device_id
+            current = self.workers.get(device_id)
+            if (current is not None and current.active) or device_id in self.excluded:
+                continue
+            if device_id not in self.planned:
+                continue
+            if not _free_for(holders.get(device_id), self.execution_id):
+                continue
+            if not run_store.has_pending(self.store, self.key, device_id):
+                continue
+            if not ownership.acquire_lease(self.store, device_id, self.execution_id):
+                continue
+            self._start_worker(phone)
+            joined += 1
+            if announce:
+                self.event("joined", "phone joined the sweep", device_id=device_id)
+        return joined
+
+    def _start_worker(self, phone: Phone) -> None:
+        worker = Worker(phone, PhoneCancel(self.cancel))
+        with self._lock:
+            self.workers[phone.device_id] = worker
+            self.status.setdefault(phone.device_id, PhoneStatus(phone.device_id))
+            if all(p.device_id != phone.device_id for p in self._joined):
+                self._joined.append(phone)
+        thread = threading.Thread(
+            target=self._worker, args=(worker,), name=f"phone-{phone.device_id}", daemon=True
+        )
+        thread.start()
+
+    def drop(self, device_id: str, why: str) -> None:
+        """Stop using a phone at once (its lease was taken over): the run in flight is interrupted
+        (its result is refused if the run was requeued meanwhile) and the phone restored."""
+        worker = self.workers.get(device_id)
+        if worker is None or not worker.active or worker.dropped is not None:
+            return
+        worker.dropped = why
+        worker.holds_lease = False
+        worker.cancel.set()
+        self.event("lease", f"stopped using the phone: {why}", device_id=device_id)
 
     def alive(self) -> bool:
-        workers = not all(done.is_set() for done in self._done.values())
-        return workers or not all(f.done() for f in self._pending_metrics)
+        return not self.finished.is_set() or not all(f.done() for f in self._pending_metrics)
 
     def join(self, timeout_s: float | None = None) -> None:
-        """Wait for the workers. Events, not Thread.join: a join interrupted by Ctrl-C can return
-        at once when called again (CPython), and we must wait for the phones to be restored."""
+        """Wait for the sweep to end. Events, not Thread.join: a join interrupted by Ctrl-C can
+        return at once when called again (CPython), and we must wait for the phones' restore."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        for done in self._done.values():
-            done.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        self.finished.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         futures.wait(list(self._pending_metrics), timeout=remaining)
 
-    def _event(
+    def event(
         self,
         kind: str,
         message: str,
@@ -204,68 +272,73 @@ class Sweep:
             self.store, kind, message, experiment=self.key, run_id=run_id, device_id=device_id, data=data
         )
 
-    def _next_run(self, device_id: str) -> StoredRun | None:
-        for run in run_store.list_runs(self.store, self.key, [RunState.PENDING]):
-            if run.device_id in (device_id, None):
-                return run
-        return None
+    def has_work(self, device_id: str) -> bool:
+        return run_store.has_pending(self.store, self.key, device_id)
 
-    def _endpoint_of(self, phone: Phone) -> Endpoint:
-        return self.endpoints.get(phone.host, self.endpoint)
-
-    def _session(self, phone: Phone) -> DeviceSession:
-        return DeviceSession(
-            self._endpoint_of(phone).device(phone.adb_serial),
-            phone.device_id,
-            default_timeout_s=self.experiment.timeouts.device_call_timeout_s,
-        )
-
-    def _worker(self, phone: Phone) -> None:
+    def _worker(self, worker: Worker) -> None:
+        phone = worker.phone
         try:
-            self._work(phone)
+            self._work(worker)
         finally:
-            self._done[phone.device_id].set()
+            if worker.holds_lease:
+                worker.holds_lease = False
+                with contextlib.suppress(StoreError):
+                    ownership.release_lease(self.store, phone.device_id, self.execution_id)
+            worker.done.set()
+            self.worker_ended.set()
 
-    def _work(self, phone: Phone) -> None:
+    def _work(self, worker: Worker) -> None:
+        phone = worker.phone
         status = self.status[phone.device_id]
         prepared: PreparedPhone | None = None
         try:
-            while not self.cancel.is_set():
-                run = self._next_run(phone.device_id)
-                if run is None:
-                    break
+            while not worker.cancel.is_set():
                 if prepared is None:
+                    if not self.has_work(phone.device_id):
+                        break
                     status.state = Phase.PREPARING
-                    session = self._session(phone)
-                    recover_phone(self.store, session, phone.device_id)
-                    prepared = prepare_phone(session, phone, self.experiment.benchmark.program, self.store)
+                    prepared = self.driver.prepare(phone, self.experiment.benchmark.program, self.store)
+                    device_store.clear_quarantine(self.store, phone.device_id)
                     prepared = self._with_clocks(prepared)
-                    prepared = self._with_baseline(prepared, status)
-                self._attempt(prepared, run, status)
+                    prepared = self._with_baseline(prepared, status, worker.cancel)
+                claimed = run_store.claim_next(
+                    self.store,
+                    self.key,
+                    self.execution_id,
+                    phone.device_id,
+                    f"{self.key}/",
+                    on_lease=True,
+                )
+                if claimed is None:
+                    break  # nothing left for this phone, or its lease is gone
+                self._attempt(prepared, claimed[0], claimed[1], status, worker.cancel)
                 if status.state is Phase.LOST:
-                    if not self._wait_for_phone(phone, status):
+                    if not self._recover(worker, status):
                         return
                     prepared = None  # re-probe and re-check the deployment on a phone that came back
         except StoreError as error:
             self._store_failed(phone, status, error)
         except DeviceTransientError as error:
-            self._event("fault", f"phone lost while preparing: {error}", device_id=phone.device_id)
+            self.event("fault", f"phone lost while preparing: {error}", device_id=phone.device_id)
             status.state = Phase.LOST
-            if self._wait_for_phone(phone, status):
-                self._work(phone)
+            if self._recover(worker, status):
+                self._work(worker)
         except ClocksRefused as error:
             status.state = Phase.FAILED
-            self._event("error", f"phone skipped: {error}", device_id=phone.device_id)
+            self.event("error", f"phone skipped: {error}", device_id=phone.device_id)
             self.problems.append(str(error))  # it names the phone
             self._skip_bound_runs(phone, str(error))
         except FarmError as error:
             status.state = Phase.FAILED
-            self._event("error", f"phone unusable: {error}", device_id=phone.device_id)
+            self.event("error", f"phone unusable: {error}", device_id=phone.device_id)
             self.problems.append(f"{phone.device_id}: {error}")
+            self.excluded[phone.device_id] = str(error)
         finally:
             if prepared is not None:
                 self._restore_clocks(prepared)
-            if status.state not in (Phase.LOST, Phase.FAILED):
+            if worker.dropped is not None:
+                status.state = Phase.TAKEN
+            elif status.state not in (Phase.LOST, Phase.FAILED, Phase.QUARANTINED):
                 status.state = Phase.IDLE
             status.cell = None
 
@@ -280,7 +353,7 @@ class Sweep:
             prepared.caps,
         )
         message = f"clocks: {applied.mode.value} (asked {applied.requested.value})"
-        self._event("clocks", "; ".join([message, *applied.notes]), device_id=prepared.phone.device_id)
+        self.event("clocks", "; ".join([message, *applied.notes]), device_id=prepared.phone.device_id)
         # The idle temperature the relative cooldown gate counts from: read before any run.
         idle_c = read_temperature_c(prepared) if self.gates.within_c_of_idle is not None else None
         return dataclasses.replace(prepared, clocks=applied, idle_temperature_c=idle_c)
@@ -306,7 +379,16 @@ class Sweep:
         try:
             restore_clocks(prepared.session, self.store, prepared.phone.device_id, prepared.clocks.restore)
         except FarmError as error:
-            self._event("warning", f"clocks not restored yet: {error}", device_id=prepared.phone.device_id)
+            self.event("warning", f"clocks not restored yet: {error}", device_id=prepared.phone.device_id)
+
+    def _recover(self, worker: Worker, status: PhoneStatus) -> bool:
+        """A phone that dropped off: the recovery ladder (farm.engine.ladder), bounded."""
+        if worker.cancel.is_set():
+            return False
+        back = self.ladder.climb(self, worker, status)
+        if back:
+            status.state = Phase.IDLE
+        return back
 
     def _store_failed(self, phone: Phone, status: PhoneStatus, error: StoreError) -> None:
         """The store failed (full, read-only, server gone): stop the whole sweep the clean way
@@ -318,7 +400,9 @@ class Sweep:
         self.problems.append(f"{phone.device_id}: {error}")
         self.cancel.set()
 
-    def _with_baseline(self, prepared: PreparedPhone, status: PhoneStatus) -> PreparedPhone:
+    def _with_baseline(
+        self, prepared: PreparedPhone, status: PhoneStatus, cancel: threading.Event
+    ) -> PreparedPhone:
         """The phone's idle baseline, measured before its first run of this `farm run` (a phone
         that comes back after a drop keeps the one it had)."""
         device_id = prepared.phone.device_id
@@ -326,51 +410,46 @@ class Sweep:
         if baseline is None:
             status.state = Phase.BASELINE
             artifacts = self.results / self.key / "idle" / device_id.replace("/", "_")
-            baseline = measure_idle_baseline(prepared, self.gates, self.store, self.cancel, artifacts)
+            baseline = self.driver.baseline(prepared, self.gates, self.store, cancel, artifacts)
             self.baselines[device_id] = baseline
             if baseline.power_mw is not None:
                 message = f"idle power {baseline.power_mw:.1f} mW ({baseline.readings} gauge readings)"
             else:
                 message = baseline.note or "no idle baseline"
             kind = "baseline" if baseline.power_mw is not None or baseline.note is None else "quality"
-            self._event(kind, message, device_id=device_id, data=baseline.to_json())
+            self.event(kind, message, device_id=device_id, data=baseline.to_json())
         return dataclasses.replace(prepared, idle_baseline=baseline)
 
-    def _wait_for_phone(self, phone: Phone, status: PhoneStatus) -> bool:
-        """Wait (bounded) for a lost phone; stop waiting early when nothing is left for it (its
-        runs were taken by equivalent phones) or the sweep is cancelled."""
+    def wait_for_phone(self, worker: Worker, status: PhoneStatus, timeout_s: float) -> bool:
+        """Wait (bounded) until a lost phone is listed online again; stop waiting early when
+        nothing is left for it (its runs were taken by equivalent phones) or it must stop."""
+        phone = worker.phone
         status.state = Phase.OFFLINE
-
-        # Wait in slices so that waiting stops early when it is pointless: the sweep is cancelled
-        # or no run is left for this phone (equivalent phones took them).
-        endpoint = self._endpoint_of(phone)
-        deadline = time.monotonic() + self.lost_wait_s
+        endpoint = self.driver.endpoint(phone)
+        deadline = time.monotonic() + timeout_s
         while True:
-            if self.cancel.is_set() or self._next_run(phone.device_id) is None:
-                status.state = Phase.LOST
+            if worker.cancel.is_set() or not self.has_work(phone.device_id):
                 return False
             try:
                 endpoint.wait_online(
-                    phone.adb_serial, phone.device_id, min(LOST_WAIT_SLICE_S, self.lost_wait_s)
+                    phone.adb_serial, phone.device_id, max(0.1, min(LOST_WAIT_SLICE_S, timeout_s))
                 )
-                break
+                return True
             except FarmError as error:
                 if time.monotonic() >= deadline:
-                    self._event("fault", f"phone did not come back: {error}", device_id=phone.device_id)
-                    status.state = Phase.LOST
+                    self.event("fault", f"phone did not come back: {error}", device_id=phone.device_id)
                     return False
-        self._event("recovered", "phone is back", device_id=phone.device_id)
-        status.state = Phase.IDLE
-        return True
 
-    def _attempt(self, prepared: PreparedPhone, run: StoredRun, status: PhoneStatus) -> None:
+    def _attempt(
+        self,
+        prepared: PreparedPhone,
+        run: StoredRun,
+        attempt: int,
+        status: PhoneStatus,
+        cancel: threading.Event,
+    ) -> None:
         device_id = prepared.phone.device_id
         artifacts = run_artifacts_dir(self.results, self.key, run.run_id)
-        attempt = run_store.claim(
-            self.store, run.run_id, self.execution_id, device_id, str(artifacts.relative_to(self.results))
-        )
-        if attempt is None:
-            return  # another phone took it (spread) or it was reset
         cell = self._cells.get(run.cell_id)
         if cell is None:
             run_store.finish(
@@ -401,7 +480,7 @@ class Sweep:
                     if watcher is not None:
                         watcher.follow(update.phase)
 
-                result = execute_run(prepared, job, self.gates, self.store, self.cancel, on_phase)
+                result = self.driver.execute(prepared, job, self.gates, self.store, cancel, on_phase)
         except StoreError:
             raise  # not the run's fault: the sweep stops, the run is requeued at the next start
         except Exception as error:  # a bug in farm: record it on the run rather than leave it RUNNING
@@ -424,7 +503,7 @@ class Sweep:
             max_attempts=self.experiment.retries.max_attempts,
         )
         if throttled is not None:
-            self._event("throttle", throttled, run_id=run.run_id, device_id=device_id)
+            self.event("throttle", throttled, run_id=run.run_id, device_id=device_id)
             if next_state is RunState.FAILED:
                 result.outcome, result.error = Outcome.FAILED, throttled
         ended = outbox.PendingResult(
@@ -436,7 +515,7 @@ class Sweep:
             exit_code=result.exit_code,
             load_target=job.gpu_load,
             load_achieved=result.load_achieved,
-            env=env_document(prepared, job, result),
+            env=self.driver.document(prepared, job, result),
             metrics=tuple(result.metrics),
         )
         stored = outbox.finish_or_keep(self.store, artifacts, ended)  # kept on disk if the store fails
@@ -444,28 +523,35 @@ class Sweep:
             # Metrics are computed off the phone's critical path; a crash before they are stored
             # leaves a DONE run without metrics, which the next start fills in (recovery).
             self._pending_metrics.append(
-                self._metrics_pool.submit(
-                    self._store_metrics, run.run_id, artifacts, job.gpu_load, prepared, result
-                )
+                self._metrics_pool.submit(self._store_metrics, run.run_id, prepared, job, result)
             )
         if result.outcome is Outcome.LOST:
             status.state = Phase.LOST
-            self._event(
+            self.event(
                 "fault", f"phone lost during run: {result.error}", run_id=run.run_id, device_id=device_id
             )
         elif result.outcome is Outcome.TIMEOUT:
-            self._event("timeout", result.error or "timeout", run_id=run.run_id, device_id=device_id)
+            self.event("timeout", result.error or "timeout", run_id=run.run_id, device_id=device_id)
         elif result.outcome is Outcome.FAILED:
-            self._event("failed", result.error or "failed", run_id=run.run_id, device_id=device_id)
+            self.event("failed", result.error or "failed", run_id=run.run_id, device_id=device_id)
+        if result.outcome is not Outcome.LOST:
+            self.ladder.reset(device_id)  # the phone answered to the end: its ladder starts over
         if next_state is RunState.PENDING and result.outcome is not Outcome.INTERRUPTED:
-            self._event(
+            self.event(
                 "retry",
                 f"attempt {attempts_after} ended {result.outcome}; will retry",
                 run_id=run.run_id,
                 device_id=device_id,
             )
+        if not stored and result.outcome is not Outcome.INTERRUPTED:
+            self.event(
+                "refused",
+                "result not stored: the run was requeued meanwhile (this coordinator was judged dead)",
+                run_id=run.run_id,
+                device_id=device_id,
+            )
         for note in result.notes:
-            self._event("note", note, run_id=run.run_id, device_id=device_id)
+            self.event("note", note, run_id=run.run_id, device_id=device_id)
         if stored and self.on_finished is not None:
             self.on_finished(device_id, run, result, next_state)
         status.run_started = None
@@ -476,39 +562,20 @@ class Sweep:
         """A TraceWatcher on its own session when the live view asked for live telemetry."""
         if not self.live_telemetry:
             return contextlib.nullcontext()
-        session = self._session(prepared.phone)
-        trace = RunDir.of(run_id).file(TRACE)
-        return TraceWatcher(session, trace, calibration_of(prepared.caps), status.show_readings)
+        return self.driver.watcher(prepared, run_id, status.show_readings)
 
-    def _store_metrics(
-        self, run_id: str, artifacts: Path, gpu_load: float, prepared: PreparedPhone, result: RunResult
-    ) -> None:
-        baseline = prepared.idle_baseline
+    def _store_metrics(self, run_id: str, prepared: PreparedPhone, job: RunJob, result: RunResult) -> None:
         try:
-            metrics = compute_metrics(
-                artifacts,
-                gpu_load,
-                prepared.caps,
-                discharging=result.charging_disabled is True,
-                idle_power_mw=baseline.power_mw if baseline is not None else None,
-                charging_disabled=result.charging_disabled,
-            )
+            metrics = self.driver.metrics(prepared, job, result)
         except Exception as error:  # a metrics bug must not lose a measured run
-            self._event("note", f"metrics not computed: {error}", run_id=run_id)
+            self.event("note", f"metrics not computed: {error}", run_id=run_id)
             return
         try:
-            metrics += measurement_metrics(self.experiment, prepared, result, metrics, artifacts)
+            metrics += measurement_metrics(self.experiment, prepared, result, metrics, job.artifacts)
         except Exception as error:  # keep the run's own metrics whatever happens here
-            self._event("note", f"validity not assessed: {error}", run_id=run_id)
+            self.event("note", f"validity not assessed: {error}", run_id=run_id)
         if self.store_error is None:  # else the next start computes them (recovery.backfill_metrics)
             run_store.put_metrics(self.store, run_id, metrics)
-
-    def heartbeat_loop(self, stop: threading.Event) -> None:
-        while not stop.wait(ownership.HEARTBEAT_INTERVAL_S):
-            try:
-                ownership.heartbeat(self.store, self.execution_id)
-            except Exception:  # a busy database must not kill the heartbeat thread
-                continue
 
     def report(self) -> SweepReport:
         counts = run_store.count_states(self.store, self.key)
@@ -517,3 +584,8 @@ class Sweep:
             failed=counts[RunState.FAILED] + counts[RunState.SKIPPED],
             pending=counts[RunState.PENDING] + counts[RunState.RUNNING],
         )
+
+
+def _free_for(holder: ownership.Lease | None, execution_id: int) -> bool:
+    """May this execution take the phone? Yes when nobody alive holds it, or it holds it itself."""
+    return holder is None or holder.execution_id == execution_id

@@ -184,6 +184,9 @@ class Experiment(Frozen):
             data["measurement"].pop("sustained_s", None)
         if data["conditions"]["cooldown"].get("within_c_of_idle") is None:
             data["conditions"]["cooldown"].pop("within_c_of_idle", None)
+        # How a lost phone is recovered changes no measurement (and old nights' digests stay).
+        data["timeouts"].pop("lost_phone_wait_s")
+        data["retries"].pop("reboot")
         return short_hash(canonical_json(data))
 
 

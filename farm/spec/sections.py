@@ -178,11 +178,18 @@ class Conditions(Frozen):
 class Timeouts(Frozen):
     run_timeout_s: PositiveSeconds = 600.0
     device_call_timeout_s: PositiveSeconds = 30.0
+    # How long each step of the recovery ladder waits for a phone that dropped off to answer again
+    # (a USB phone rebooting by itself takes about a minute); a reboot or power-cycle waits at least
+    # 3 minutes.
+    lost_phone_wait_s: PositiveSeconds = 120.0
 
 
 class Retries(Frozen):
     max_attempts: Count = 3
     on: tuple[RetryOn, ...] = (RetryOn.TIMEOUT, RetryOn.LOST)
+    # May the recovery ladder reboot a phone that stopped answering? Off by default: a reboot
+    # loses whatever state the experiment set up on the phone (and takes a minute).
+    reboot: StrictBool = False
 
 
 class Figure(Frozen):

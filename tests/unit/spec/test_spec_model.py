@@ -117,6 +117,9 @@ def test_settings_digest_ignores_layout_but_not_settings() -> None:
     assert base.settings_digest == load_text(STUDY_REORDERED).settings_digest
     assert base.settings_digest == load_text(STUDY.replace("study", "renamed")).settings_digest
     assert base.settings_digest != load_text(STUDY.replace("iterations: 7", "iterations: 8")).settings_digest
+    # How a lost phone is recovered measures nothing: nights stored before these keys still compare.
+    recovery = STUDY.replace("retries:\n", "timeouts: {lost_phone_wait_s: 9}\nretries:\n  reboot: true\n")
+    assert load_text(recovery).retries.reboot and base.settings_digest == load_text(recovery).settings_digest
 
 
 def test_variant_overrides_merge_over_the_base() -> None:
