@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import random
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -171,9 +172,9 @@ class Sweep:
 
     @property
     def phones(self) -> list[Phone]:
-        """Every phone that worked in this sweep so far (in the order they joined)."""
+        """Every phone that worked in this sweep so far, by device id."""
         with self._lock:
-            return list(self._joined)
+            return sorted(self._joined, key=lambda p: p.device_id)
 
     # -- running --------------------------------------------------------------------------------
 
@@ -206,7 +207,9 @@ class Sweep:
             self.planned_run_ids.extend(self.plan_phones(fresh))
             self.planned.update(p.device_id for p in fresh)
         joined = 0
-        for phone in phones:
+        # In random order: coordinators that start together interleave their claims on a shared
+        # pool instead of the first one leasing every phone and the others idling as standbys.
+        for phone in random.sample(list(phones), len(phones)):
             device_id = phone.device_id
             current = self.workers.get(device_id)
             if (current is not None and current.active) or device_id in self.excluded:
