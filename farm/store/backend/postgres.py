@@ -207,16 +207,21 @@ class PostgresBackend:
             return len(migrations) - current
 
     def _version_in(self, conn: Connection) -> int:
-        if conn.execute("SELECT to_regclass(?) IS NOT NULL", (VERSION_TABLE,)).fetchone()[0]:
-            row = conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
-            return int(row[0]) if row is not None else 0
-        others = [
+        # The tables are read from the catalog, not looked up by name (to_regclass): a name lookup
+        # can answer from this session's cache, which still says "no farm_schema" when another
+        # farm created the schema while this one waited for the lock (coordinators starting
+        # together on an empty database); reading pg_class takes in what was committed.
+        tables = [
             r[0]
             for r in conn.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
                 "ORDER BY table_name"
             ).fetchall()
         ]
+        if VERSION_TABLE in tables:
+            row = conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
+            return int(row[0]) if row is not None else 0
+        others = tables
         if others:
             shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
             raise StoreCorrupt(self.label, f"not a farm database: it has other tables ({shown})")

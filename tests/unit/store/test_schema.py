@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import psycopg
@@ -12,6 +13,7 @@ from farm.errors import StoreSchemaNewer
 from farm.store import Store, StoreLocation
 from farm.store.backend.sql import postgres_ddl, statements
 from farm.store.schema import MIGRATIONS, TABLE_DOCS
+from tests.fixtures.postgres import PostgresServer
 
 
 def _sqlite_columns(path: Path) -> dict[str, list[str]]:
@@ -112,3 +114,31 @@ def test_schema_from_a_newer_farm_is_refused_and_nothing_written(
     with Store(location) as store:
         assert [r["message"] for r in store.query("SELECT message FROM events")] == ["before"]
         assert store.version == len(MIGRATIONS)
+
+
+def test_coordinators_opening_a_fresh_postgresql_database_at_once_all_get_the_schema(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """Several farm processes started together on an empty shared database (the first sweep of a
+    lab): one creates the schema, the others wait for it and find it, none calls it foreign."""
+    for _ in range(3):
+        url = postgres_server.new_database()
+        start = threading.Barrier(4)
+        errors: list[BaseException] = []
+
+        def open_store(
+            url: str = url, start: threading.Barrier = start, errors: list[BaseException] = errors
+        ) -> None:
+            start.wait()
+            try:
+                with Store(StoreLocation(tmp_path, url)) as store:
+                    assert store.version == len(MIGRATIONS)
+            except BaseException as error:
+                errors.append(error)
+
+        threads = [threading.Thread(target=open_store) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert errors == []
