@@ -5,6 +5,12 @@
   PENDING runs, lease phones, run the sweep, summarise); exit codes via RunSummary.exit_code;
 - scheduler.Sweep: one worker thread per leased phone, retries from the attempt's outcome
   (retry_decision is pure), events in the store, PhoneStatus per phone for the live view;
+  workers: Worker/PhoneStatus and the narrow side of a Sweep its helpers act through;
+- coordination.Supervisor: a Sweep's heartbeat (drops phones whose lease was taken over),
+  takeover of dead coordinators' runs, phones that join, when the sweep is over;
+- ladder: the recovery ladder of a phone that stops answering (reconnect, reboot, power-cycle,
+  quarantine); cancel: one phone's stop signal under the sweep's;
+- driver.PhoneDriver: what a worker does on its phone (AdbDriver: the lifecycle over adb);
 - model: the value types (PreparedPhone, RunJob, RunResult, Gates) every other module shares;
 - lifecycle.execute_run: one attempt on one phone (prepare, sampler, load, benchmark with timeout,
   stop, collect, restore); prepare_phone probes and deploys once per phone;
