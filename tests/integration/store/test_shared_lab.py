@@ -180,7 +180,9 @@ def test_a_lab_host_that_comes_up_late_joins_a_shared_sweep(
     lab2.sshd.stop()  # down when the sweep starts
     config = tmp_path / "config"
     write_config(config, [lab1, lab2], local=False)
-    spec = write_experiment(tmp_path, "late", _spread(40, 2))
+    # More runs than two phones finish before a late host joins, even on a loaded machine: the test
+    # stops both coordinators once the late phone has finished one.
+    spec = write_experiment(tmp_path, "late", _spread(120, 2))
     args = ("run", str(spec), "--no-live", "--json", "--results", pg_url)
     here = _start(_env(phones.adb_port, tmp_path / "here"), *args, "--devices", local[0].serial)
     remote = _start(cli_env(config, tmp_path / "home", phones.adb_port, tmp_path / "there"), *args)
