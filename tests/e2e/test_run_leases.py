@@ -20,7 +20,15 @@ def test_a_phone_leased_by_a_running_farm_is_not_used_by_another(virtual_phones,
     phones = virtual_phones(count=1)
     results = tmp_path / "results"
     slow = write_experiment(
-        tmp_path, "slow", fast_lstm(measurement="{warmup: 1, iterations: 3, min_seconds: 30, repetitions: 1}")
+        tmp_path,
+        "slow",
+        # Iterations of a few ms: a tiny LSTM over 30 s prints millions of per-iteration events,
+        # which a loaded host takes longer to handle than the stop below waits for.
+        fast_lstm(
+            sweep="{hidden: [128]}",
+            measurement="{warmup: 1, iterations: 3, min_seconds: 30, repetitions: 1}",
+            params="layers: 1, seq_len: 32, input_dim: 32, classes: 2, batch: 1, backend: cpu",
+        ),
     )
     other = write_experiment(tmp_path, "other", fast_lstm())
     first = start_farm(phones.adb_port, results, "run", str(slow), "--no-live")
@@ -40,7 +48,7 @@ def test_a_phone_leased_by_a_running_farm_is_not_used_by_another(virtual_phones,
         assert status.returncode == 0 and "1 running" in status.stdout
     finally:
         os.kill(first.pid, signal.SIGINT)
-        first.communicate(timeout=60)
+        first.communicate(timeout=180)
     with open_store(results) as store:
         assert run_store.list_runs(store, "other") == []  # refused before anything was planned
         assert run_store.count_states(store, "slow")[RunState.PENDING] == 1  # interrupted, to resume
