@@ -34,9 +34,12 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_running_rows_carry_live_gpu_power_and_temperature(phone, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Iterations of a few ms: a tiny LSTM over 6 s prints a million per-iteration events (100 MB)
+    # when the phone is not pre-empted, and the host then spends minutes on them.
     body = fast_lstm(
-        "{hidden: [8], gpu_load: [0.4]}",
+        "{hidden: [128], gpu_load: [0.4]}",
         "{warmup: 1, iterations: 3, min_seconds: 6, max_seconds: 20, repetitions: 1}",
+        params="layers: 1, seq_len: 32, input_dim: 32, classes: 2, batch: 1, backend: cpu",
         extra="gpu_load: {settle_s: 1}\n",
         telemetry="{idle_baseline_s: 0, disable_charging: true}",
     )
