@@ -76,7 +76,16 @@ def start(
     base_experiment: str | None,
 ) -> int:
     """A new firing row (RUNNING), whether or not the slot has one already."""
-    row = (
+    row = _running_row(schedule, slot, trigger, experiment, base_experiment)
+    with store.transaction() as conn:
+        return int(conn.execute(_INSERT, row).fetchone()[0])
+
+
+def _running_row(
+    schedule: str, slot: datetime, trigger: Trigger, experiment: str | None, base_experiment: str | None
+) -> tuple[object, ...]:
+    """The values of _INSERT for a firing that starts now."""
+    return (
         schedule,
         slot.timestamp(),
         trigger.value,
@@ -85,8 +94,6 @@ def start(
         time.time(),
         Outcome.RUNNING.value,
     )
-    with store.transaction() as conn:
-        return int(conn.execute(_INSERT, row).fetchone()[0])
 
 
 def claim(
@@ -99,15 +106,7 @@ def claim(
 ) -> int | None:
     """A new firing row for `slot`, or None when the slot has one already (another daemon on the
     same store got there first: the check and the insert are one write transaction)."""
-    row = (
-        schedule,
-        slot.timestamp(),
-        trigger.value,
-        experiment,
-        base_experiment,
-        time.time(),
-        Outcome.RUNNING.value,
-    )
+    row = _running_row(schedule, slot, trigger, experiment, base_experiment)
     with store.transaction() as conn:
         taken = conn.execute(
             "SELECT 1 FROM schedule_firings WHERE schedule = ? AND slot_at = ?", (schedule, slot.timestamp())

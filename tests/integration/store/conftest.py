@@ -23,6 +23,18 @@ class Tmpfs:
         mode = "ro" if read_only else "rw"
         subprocess.run(["mount", "-o", f"remount,{mode}", str(self.path)], check=True, capture_output=True)
 
+    def fill(self) -> Path:
+        """Write zeros to the last block (the disk is then full); the filler file's path."""
+        filler = self.path / "filler"
+        with filler.open("wb") as out:
+            try:
+                while True:
+                    out.write(b"\0" * 65536)
+                    out.flush()
+            except OSError:
+                pass
+        return filler
+
 
 @pytest.fixture
 def tiny_tmpfs() -> Iterator[Callable[[str], Tmpfs]]:

@@ -85,25 +85,13 @@ def test_read_only_store_is_read_by_readers_and_refused_to_writers(
     assert _digest(path) == before
 
 
-def _fill(folder: Path) -> Path:
-    filler = folder / "filler"
-    with filler.open("wb") as out:  # to the last block
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-        except OSError:
-            pass
-    return filler
-
-
 def test_full_disk_is_one_line_keeps_what_was_stored_and_works_again_once_freed(
     tiny_tmpfs: Callable[[str], Tmpfs],
 ) -> None:
     fs = tiny_tmpfs("2m")
     path = _filled_store(fs.path, events=10)
     with Store(path) as store:  # open when the disk fills up: a sweep in progress
-        filler = _fill(fs.path)
+        filler = fs.fill()
         with pytest.raises(StoreFull) as raised:
             for i in range(2000):
                 rq.add_event(store, "note", "y" * 4000 + str(i), experiment="exp")
@@ -112,7 +100,7 @@ def test_full_disk_is_one_line_keeps_what_was_stored_and_works_again_once_freed(
         filler.unlink()
         rq.add_event(store, "note", "after", experiment="exp")
         assert [e.message for e in rq.recent_events(store, "exp", limit=1)] == ["after"]
-    _fill(fs.path)
+    fs.fill()
     with pytest.raises(StoreFull) as raised:  # and a store opened on a full disk says so too
         Store(fs.path / "other.db").open()
     _one_line(raised.value, "disk full")

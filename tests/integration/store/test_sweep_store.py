@@ -174,13 +174,7 @@ def test_full_disk_mid_sweep_stops_cleanly_and_a_rerun_finishes(
     filler = fs.path / "filler"
     try:
         _wait_states(location, "full", 1, farm)
-        with filler.open("wb") as out:
-            try:
-                while True:
-                    out.write(b"\0" * 65536)
-                    out.flush()
-            except OSError:
-                pass
+        fs.fill()
         _, stderr = farm.communicate(timeout=DEADLINE_S)
     finally:
         if farm.poll() is None:
