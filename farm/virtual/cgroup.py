@@ -317,6 +317,22 @@ class PhoneCgroups:
             with contextlib.suppress(ProcessLookupError):
                 _write(target, str(tid))
 
+    def member_pids(self) -> list[int]:
+        """Every process with a thread in the phone's tree: v2's threaded domain lists its whole
+        subtree, v1's pids group holds every process (the phone's root moves them only between
+        cpu/ groups); v1 without pids: the union of the groups. Raises OSError once destroyed."""
+        if self.v2:
+            files = [self.cpu_dir / "cgroup.procs"]
+        elif self.pids_dir is not None:
+            files = [self.pids_dir / "cgroup.procs"]
+        else:
+            files = [self.procs_file(g) for g in self._groups]
+        pids: set[int] = set()
+        for f in files:
+            with open(f, "rb") as stream:
+                pids.update(int(p) for p in stream.read().split())
+        return sorted(pids)
+
     def threads(self, group: str) -> set[int]:
         try:
             return {int(t) for t in self.threads_file(group).read_text(encoding="ascii").split()}

@@ -55,6 +55,14 @@ CACHED_FRACTION = 0.25
 ERRNO_NAMES = {errno.EINVAL: "EINVAL", errno.EBUSY: "EBUSY", errno.ENODEV: "ENODEV"}
 
 
+def tick_delay_s(now_s: float) -> float:
+    """Sleep until the next multiple of TICK_S at least half a tick away: every phone of the
+    daemon then ticks on the same timer boundary, one wake-up of the event loop for all of them
+    instead of one each, and a tick stays ~TICK_S long."""
+    delay = TICK_S - now_s % TICK_S
+    return delay + TICK_S if delay < TICK_S / 2 else delay
+
+
 @dataclass(frozen=True)
 class Sample:
     """One tick's measured load."""
@@ -139,6 +147,8 @@ class Physics:
         self._cpuset_cpus: dict[str, tuple[int, ...]] = {}
         self._thermal_override: int | None = None
         self._thermal_text: str | None = None
+        self._battery_state: dict[str, object] | None = None  # last written, to skip unchanged
+        self._meminfo_text: str | None = None
         self._speed_key: object = None
         self._speed = (1.0, 1.0)
 
@@ -160,7 +170,8 @@ class Physics:
         self.nodes.create(self._telemetry())
         self.clock_nodes.create(self.model.state, self.model.readings(self.temp_c))
         self.nodes.hide_unreadable()
-        write_node(self.layout.meminfo, meminfo_text(self.profile.ram_mb, 0))
+        self._meminfo_text = self._battery_state = None
+        self._write_meminfo(0)
         self._write_battery_state()
         if self.trees is not None:
             self._cpuset_cpus = {g.name: g.cpus for g in self.trees.groups()}
@@ -169,8 +180,8 @@ class Physics:
         self._apply_quotas()
 
     async def start(self) -> None:
-        self._scanner = ProcScanner(self.sandbox.pidns)
-        self._scanner.scan(time.monotonic(), 0)
+        self._scanner = ProcScanner(self.sandbox.pidns, candidates=self._cgroup_pids)
+        self._scanner.scan(time.monotonic(), 0, rss=False)
         self.log.open()
         self._start_watch()
         self._task = asyncio.get_running_loop().create_task(
@@ -201,7 +212,7 @@ class Physics:
     async def _run(self) -> None:
         last_ns = time.monotonic_ns()
         while True:
-            await asyncio.sleep(TICK_S)
+            await asyncio.sleep(tick_delay_s(time.monotonic()))
             now_ns = time.monotonic_ns()
             try:
                 self.tick(now_ns, now_ns - last_ns)
@@ -314,10 +325,16 @@ class Physics:
 
     # -- one step ---------------------------------------------------------------------------------
 
-    def measure(self, dt_ns: int) -> Sample:
+    def _cgroup_pids(self) -> list[int] | None:
+        """Where to look for the phone's processes: its cgroup's (None: all of /proc)."""
+        return None if self.cgroups is None else self.cgroups.member_pids()
+
+    def measure(self, dt_ns: int, *, rss: bool = True) -> Sample:
+        """The load since the last tick; `rss`: also the phone's RSS (only /proc/meminfo, ~1 Hz,
+        needs it)."""
         assert self._scanner is not None
         ncpu = os.cpu_count() or 1
-        cpu = self._scanner.scan(time.monotonic(), dt_ns * ncpu, dt_ns)
+        cpu = self._scanner.scan(time.monotonic(), dt_ns * ncpu, dt_ns, rss=rss)
         cores = self.profile.gpu.cores if self.profile.gpu else 1
         gpu_busy = min(1.0, cpu.pocl_ns / (dt_ns * cores)) if dt_ns > 0 else 0.0
         cpu_busy = min(float(ncpu), cpu.other_ns / dt_ns) if dt_ns > 0 else 0.0
@@ -337,10 +354,10 @@ class Physics:
     def tick(self, now_ns: int, dt_ns: int) -> None:
         p = self.profile
         dt_s = dt_ns / 1e9
-        sample = self.measure(dt_ns)
-        self.last_sample = sample
         slow = self._tick_count % SLOW_EVERY_TICKS == 0
         self._tick_count += 1
+        sample = self.measure(dt_ns, rss=slow)
+        self.last_sample = sample
         if slow:
             self._screen_on = bool(
                 ctlfiles.read_json(self.layout.ctl, ctlfiles.POWER, {}).get("screen_on", True)
@@ -371,7 +388,7 @@ class Physics:
         if slow:
             self._write_battery_state()
             self._write_thermalservice()
-            write_node(self.layout.meminfo, meminfo_text(p.ram_mb, sample.rss_kb))
+            self._write_meminfo(sample.rss_kb)
             if (self.layout.ctl / ctlfiles.REBOOT_REQUEST).exists() and self.on_reboot_request:
                 self.on_reboot_request()
         self.log.write(
@@ -440,6 +457,12 @@ class Physics:
             ctlfiles.write_text(self.layout.ctl, ctlfiles.THERMALSERVICE, text)
             self._thermal_text = text
 
+    def _write_meminfo(self, rss_kb: int) -> None:
+        text = meminfo_text(self.profile.ram_mb, rss_kb)
+        if text != self._meminfo_text:
+            write_node(self.layout.meminfo, text)
+            self._meminfo_text = text
+
     def _write_battery_state(self) -> None:
         """What BatteryService would read from the HAL, for `dumpsys battery` inside the phone."""
         codes = {"Charging": 2, "Discharging": 3, "Not charging": 4, "Full": 5}
@@ -462,4 +485,6 @@ class Physics:
             "temperature_dc": round(self.battery_temp_c() * 10),
             "technology": "Li-ion",
         }
-        ctlfiles.write_json(self.layout.ctl, ctlfiles.BATTERY_STATE, state)
+        if state != self._battery_state:
+            ctlfiles.write_json(self.layout.ctl, ctlfiles.BATTERY_STATE, state)
+            self._battery_state = state

@@ -5,11 +5,17 @@ A process belongs to the phone when /proc/PID/ns/pid is the phone's PID namespac
 not name them, so GPU time = on-CPU + runqueue-wait time of the non-main threads of processes
 that map libpocl (a kernel is in flight while its worker runs or waits for a host core).
 On-CPU time comes from /proc/PID/task/TID/schedstat (ns resolution), falling back to stat ticks.
+
+Cost (it runs ~10 times a second per phone): the candidates are the pids of the phone's own
+cgroup when it has one (every phone process joins it before it enters the phone), not all of
+/proc, whose size grows with the host; a process's maps are re-read only if it ran since the
+last look (loading libpocl takes CPU time); RSS only when asked for.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 POCL_MARKER = "libpocl"
@@ -70,23 +76,53 @@ def _rss_kb(pid: int) -> int:
         return 0
 
 
-class ProcScanner:
-    """Stateful: each `scan` returns the CPU time used since the previous one."""
+def _all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
-    def __init__(self, pidns: str, exclude_pids: frozenset[int] = frozenset()) -> None:
+
+@dataclass
+class _PoclCheck:
+    """What a process's maps said, and when: libpocl once seen stays (it is never unloaded)."""
+
+    has_pocl: bool
+    checked_s: float
+    first_seen_s: float
+    cpu_ns_at_check: int  # on-CPU time of its threads when the maps were read
+
+
+class ProcScanner:
+    """Stateful: each `scan` returns the CPU time used since the previous one.
+    `candidates`: the pids that may belong to the phone (its cgroup's, read per scan); no
+    callable, or one that returns None or raises OSError, means every pid in /proc. Membership
+    is still the PID namespace: a process joins the cgroup just before it enters the namespace."""
+
+    def __init__(
+        self,
+        pidns: str,
+        exclude_pids: frozenset[int] = frozenset(),
+        candidates: Callable[[], Iterable[int] | None] | None = None,
+    ) -> None:
         self.pidns = pidns
         self.exclude = exclude_pids
+        self._candidates = candidates
         self._ns_of: dict[int, bool] = {}  # pid -> belongs to this phone (never changes for a pid)
-        self._pocl: dict[int, tuple[bool, float, float]] = {}  # pid -> (maps pocl, checked at, first seen)
+        self._pocl: dict[int, _PoclCheck] = {}
         self._prev: dict[tuple[int, int], tuple[int, int]] = {}  # (pid, tid) -> (cpu, wait) ns last scan
+
+    def _candidate_pids(self) -> Iterable[int]:
+        if self._candidates is not None:
+            try:
+                pids = self._candidates()
+            except OSError:
+                pids = None  # the cgroup went away (phone stopping): look at everything
+            if pids is not None:
+                return pids
+        return _all_pids()
 
     def members(self) -> list[int]:
         pids = []
         seen = set()
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            pid = int(name)
+        for pid in self._candidate_pids():
             seen.add(pid)
             member = self._ns_of.get(pid)
             if member is None:
@@ -102,30 +138,44 @@ class ProcScanner:
             self._pocl.pop(gone, None)
         return pids
 
-    def scan(self, now_s: float, max_new_ns: int, interval_ns: int = 0) -> CpuSample:
+    def _has_pocl(self, pid: int, now_s: float, cpu_ns: int) -> bool:
+        """Whether the process maps libpocl: read while it is young, then every MAPS_RECHECK_S,
+        but only if it ran since the last read (a sleeping process cannot have loaded it)."""
+        check = self._pocl.get(pid)
+        if check is None:
+            check = _PoclCheck(False, -1e9, now_s, -1)
+            self._pocl[pid] = check
+        if check.has_pocl:
+            return True
+        young = now_s - check.first_seen_s < YOUNG_PROCESS_S
+        due = young or now_s - check.checked_s >= MAPS_RECHECK_S
+        if due and cpu_ns != check.cpu_ns_at_check:
+            check.has_pocl = _maps_pocl(pid)
+            check.checked_s, check.cpu_ns_at_check = now_s, cpu_ns
+        return check.has_pocl
+
+    def scan(self, now_s: float, max_new_ns: int, interval_ns: int = 0, *, rss: bool = True) -> CpuSample:
         """CPU time since the last scan. A thread seen for the first time counts at most
         `max_new_ns` (it started within the interval, or existed before we started looking).
-        `interval_ns`: the time since the last scan, for `demand_threads`."""
+        `interval_ns`: the time since the last scan, for `demand_threads`. `rss`: also sum the
+        processes' RSS (else rss_kb is 0)."""
         pocl_ns = other_ns = rss_kb = 0
         demand = 0.0
         pocl_tids: list[int] = []
         current: dict[tuple[int, int], tuple[int, int]] = {}
         pids = self.members()
         for pid in pids:
-            has_pocl, checked, first_seen = self._pocl.get(pid, (False, -1e9, now_s))
-            young = now_s - first_seen < YOUNG_PROCESS_S
-            if not has_pocl and (young or now_s - checked >= MAPS_RECHECK_S):
-                has_pocl = _maps_pocl(pid)
-                self._pocl[pid] = (has_pocl, now_s, first_seen)
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
             except OSError:
                 continue
-            rss_kb += _rss_kb(pid)
-            for t in tids:
-                tid = int(t)
+            times_of = {int(t): _thread_times_ns(f"/proc/{pid}/task/{t}") for t in tids}
+            cpu_now_ns = sum(t[0] for t in times_of.values() if t is not None)
+            has_pocl = self._has_pocl(pid, now_s, cpu_now_ns)
+            if rss:
+                rss_kb += _rss_kb(pid)
+            for tid, times in times_of.items():
                 is_pocl = has_pocl and tid != pid
-                times = _thread_times_ns(f"/proc/{pid}/task/{t}")
                 if times is None:
                     continue
                 key = (pid, tid)

@@ -2,7 +2,10 @@
 
 1. push and pull of a 100 MB random file to one phone (MB/s, median of 3; sha256 checked);
 2. idle CPU of 32 phones over 10 s (daemon + every phone process, % of one core);
-3. wall time of `farm virtual up --count 16` (until all 16 show `device`), and of `down`.
+3. wall time of `farm virtual up --count 16` (until all 16 show `device`), and of `down`;
+4. the phones' own CPU per benchmark run: 8 phones through a `farm run` sweep of short LSTM runs,
+   CPU of the daemon process (physics, ADB servers) over the sweep / its runs (the phones'
+   processes, benchmarks included, exit into their init, whose children's time /proc omits).
 Uses a private adb server and temporary state dirs; stops everything it starts.
 Prints a table and writes results/bench/bench_virtual.json.
 Run: .venv/bin/python tests/bench/bench_virtual.py
@@ -23,8 +26,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from farm.store import Store  # noqa: E402
 from farm.virtual import control  # noqa: E402
+from tests.bench.bench_orchestrator import RUNS_PER_PHONE, SHORT_PARAMS, SHORT_RUN, _run_farm  # noqa: E402
 from tests.bench.table import report  # noqa: E402
+from tests.e2e.farm_cli import fast_lstm, write_experiment  # noqa: E402
 from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_virtual.json"
@@ -33,7 +39,15 @@ REPEATS = 3
 IDLE_PHONES = 32
 IDLE_WINDOW_S = 10.0
 UP_COUNT = 16
+RUN_PHONES = 8
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ticks_of(pid: int) -> int:
+    """utime+stime of one process (all its threads)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rfind(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def cpu_ticks_of_tree(root_pid: int) -> int:
@@ -106,6 +120,31 @@ def bench_idle(adb_port: int, work: Path) -> dict[str, float]:
         control.stop_daemon(state)
 
 
+def bench_run_cpu(adb_port: int, work: Path) -> dict[str, float]:
+    state = control.start_daemon(
+        work / "runs", ["adreno-sd8gen2", "mali-tensor"] * (RUN_PHONES // 2), adb_port=adb_port
+    )
+    try:
+        control.connect_phones(state.phones, adb_port, timeout_s=120)
+        levels = ", ".join(str(8 + i) for i in range(RUNS_PER_PHONE))
+        spec = write_experiment(
+            work, "runcpu", fast_lstm(f"{{hidden: [{levels}]}}", SHORT_RUN, params=SHORT_PARAMS)
+        )
+        before = cpu_ticks_of(state.pid)
+        wall_s, _ = _run_farm(adb_port, work / "runcpu", spec)
+        cpu_s = (cpu_ticks_of(state.pid) - before) / CLK_TCK
+        with Store.in_results(work / "runcpu") as store:
+            runs = store.query("SELECT count(*) AS n FROM runs WHERE state = 'DONE'")[0]["n"]
+        return {
+            "run_count": runs,
+            "run_sweep_wall_s": wall_s,
+            "run_daemon_cpu_per_run_ms": 1000 * cpu_s / max(1, runs),
+        }
+    finally:
+        control.disconnect_phones(state.phones, adb_port)
+        control.stop_daemon(state)
+
+
 def bench_up(adb_port: int, work: Path) -> dict[str, float]:
     env = {**os.environ, "FARM_VIRTUAL_DIR": str(work / "up"), "PYTHONPATH": str(ROOT)}
     farm = [sys.executable, "-m", "farm", "virtual"]
@@ -134,6 +173,7 @@ def main() -> None:
             results.update(bench_transfer(server.port, work))
             results.update(bench_up(server.port, work))
             results.update(bench_idle(server.port, work))
+            results.update(bench_run_cpu(server.port, work))
     finally:
         kill_adb_server(server)
     rows = [
@@ -146,6 +186,10 @@ def main() -> None:
             f"{results['idle_cpu_percent_of_core']:.1f} % of a core",
         ),
         ("idle CPU per phone", f"{results['idle_cpu_percent_per_phone']:.2f} % of a core"),
+        (
+            f"daemon CPU per run ({RUN_PHONES} phones, {results['run_count']} short runs)",
+            f"{results['run_daemon_cpu_per_run_ms']:.0f} ms",
+        ),
     ]
     report(OUT, "virtual", rows, results, ROOT)
 

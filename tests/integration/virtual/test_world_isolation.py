@@ -69,6 +69,10 @@ def test_every_process_of_a_phone_is_in_its_cgroups(tmp_path: Path) -> None:
             wait_until(lambda: len(_members(w)) >= 5, "the shell, sleep and su's sleep")
             outside = [pid for pid in _members(w) if not _in_group(w, pid)]
             assert outside == []  # init, the reaper, adb shells and su's children alike
+            # So the physics may look only at the cgroup's pids: it finds the same processes as a
+            # scan of all of /proc (compared until both agree: a process may start in between).
+            scanner = ProcScanner(w.world.sandbox.pidns, candidates=cg.member_pids)
+            wait_until(lambda: set(scanner.members()) == _members(w), "the cgroup's view to match /proc's")
             assert abs((cg.quota_cores(CPU_GROUP) or 0) - 0.3) < 1e-3
             assert abs((cg.quota_cores(GPU_GROUP) or 0) - 0.2) < 1e-3
         finally:
