@@ -199,6 +199,24 @@ def throttling_metrics(
     ]
 
 
+def cpu_clock_metrics(trace: TraceLike, start_ns: int, end_ns: int, prefix: str) -> list[Metric]:
+    """Mean and lowest clock of each sampled CPU policy over the run (`cpu_policy0_freq_mean_mhz`,
+    ..._min_mhz): what the cores really ran at, caps and governor included."""
+    metrics = []
+    for name in getattr(trace, "source_names", ()):
+        series = trace.series(name) if name.startswith(prefix) else None
+        window = series.within(start_ns, end_ns) if series is not None else None
+        if window is None or len(window) == 0:
+            continue
+        mhz = window.values / 1000.0  # scaling_cur_freq is in kHz
+        policy = name[len(prefix) :]
+        metrics += [
+            Metric(f"cpu_{policy}_freq_mean_mhz", float(np.mean(mhz)), "MHz"),
+            Metric(f"cpu_{policy}_freq_min_mhz", float(np.min(mhz)), "MHz"),
+        ]
+    return metrics
+
+
 def _value_at(series: Series, t_ns: int) -> float:
     """The last sample at or before t_ns (the first one if all are later)."""
     index = int(np.searchsorted(series.t_ns, t_ns, side="right")) - 1
@@ -279,6 +297,7 @@ def compute_run_metrics(
     freq = trace.series(sources.gpu_freq)
     if freq is not None:
         metrics += throttling_metrics(freq, busy, start_ns, end_ns, busy_format=busy_format)
+    metrics += cpu_clock_metrics(trace, start_ns, end_ns, sources.cpu_freq_prefix)
     temp = trace.series(temperature_source(trace, sources.temperature))
     if temp is not None and len(temp) > 0:
         metrics += temperature_metrics(temp, start_ns, end_ns)

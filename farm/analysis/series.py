@@ -104,6 +104,10 @@ class SeriesTrace:
 
     sources: dict[str, Series]
 
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        return tuple(self.sources)
+
     def series(self, source: str) -> Series | None:
         return self.sources.get(source)
 
@@ -117,6 +121,7 @@ class SourceNames:
     battery_power: str = "battery.power"  # already in mW (Trepn, ground truth): no calibration
     gpu_busy: str = "gpu.busy"
     gpu_freq: str = "gpu.freq"
+    cpu_freq_prefix: str = "cpu.freq."  # + a cpufreq policy's folder name; scaling_cur_freq in kHz
     temperature: str = "thermal.battery"
     rss: str = "mem.rss"  # kB
     rss_peak: str = "mem.hwm"  # kB, VmHWM

@@ -1,7 +1,8 @@
 """Build farm-sampler's command line from typed sources, and pick default sources for a phone.
 
 Source names follow farm.analysis.series.SourceNames (`battery.current_now`, `gpu.busy`,
-`gpu.freq`, `thermal.<zone type>`, ...), so a parsed trace feeds the metrics without renaming.
+`gpu.freq`, `cpu.freq.<policy>`, `thermal.<zone type>`, ...), so a parsed trace feeds the
+metrics without renaming.
 Units are not converted on the phone: each Source carries the raw unit its values arrive in, and
 the probe's capabilities say which. Pure: no processes, no phone.
 """
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from farm.analysis.series import DEFAULT_SOURCES
 from farm.errors import ConfigError
 from farm.telemetry.probe import Capabilities, CurrentSign, Node, ThermalZone
 
@@ -106,6 +108,13 @@ def sampler_argv(
     return argv
 
 
+CPU_FREQ_PREFIX = DEFAULT_SOURCES.cpu_freq_prefix  # + the policy's folder (policy0; cpu0 on old kernels)
+
+
+def cpu_freq_source_name(policy: str) -> str:
+    return f"{CPU_FREQ_PREFIX}{re.sub(r'[^A-Za-z0-9_.-]', '_', policy)}"
+
+
 def _usable(node: Node | None) -> Node | None:
     return node if node is not None and node.usable else None
 
@@ -138,12 +147,14 @@ def _pick_zones(zones: Sequence[ThermalZone], max_zones: int) -> list[ThermalZon
 def default_sources(
     caps: Capabilities, *, max_thermal_zones: int = 4, slow_rate_hz: float | None = SLOW_SOURCE_RATE_HZ
 ) -> tuple[Source, ...]:
-    """Battery current/voltage/charge counter, GPU busy and frequency, the relevant thermal zones.
+    """Battery current/voltage/charge counter, GPU busy and frequency, each CPU policy's current
+    frequency (scaling_cur_freq, kHz), the relevant thermal zones.
 
     Only readable nodes are chosen: an unreadable one would give a column of NaN. Battery and
     thermal nodes are read at `slow_rate_hz` (None: every tick; a sampler rate below it also
     means every tick): fuel gauges and thermal sensors update a few times a second at most, and
-    each read can be a slow PMIC/I2C transaction.
+    each read can be a slow PMIC/I2C transaction. CPU clocks are read at every tick like the
+    GPU's: a governor moves them within milliseconds, and the nodes are cheap to read.
     """
     out: list[Source] = []
     bat = caps.battery
@@ -170,6 +181,16 @@ def default_sources(
         out.append(Source("gpu.busy", busy.path, fmt, "fraction" if fmt is SourceFormat.KGSL else "percent"))
     if (freq := _usable(gpu.freq)) and gpu.freq_unit:
         out.append(Source("gpu.freq", freq.path, SourceFormat.INT, gpu.freq_unit))
+    for policy in caps.cpu_policies:
+        if policy.cur_khz is not None:  # the probe read it: readable for us too
+            out.append(
+                Source(
+                    cpu_freq_source_name(policy.policy),
+                    f"{policy.dir}/scaling_cur_freq",
+                    SourceFormat.INT,
+                    "kHz",
+                )
+            )
     for zone in _pick_zones(caps.thermal, max_thermal_zones):
         out.append(
             Source(
@@ -179,4 +200,11 @@ def default_sources(
     return tuple(out)
 
 
-__all__ = ["Source", "SourceFormat", "default_sources", "sampler_argv"]
+__all__ = [
+    "CPU_FREQ_PREFIX",
+    "Source",
+    "SourceFormat",
+    "cpu_freq_source_name",
+    "default_sources",
+    "sampler_argv",
+]

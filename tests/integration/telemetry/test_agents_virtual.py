@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 from telemetry_trees import Agents
 
+from farm.analysis.metrics import cpu_clock_metrics
 from farm.telemetry.probe import Capabilities, CurrentSign, GpuFamily, parse_probe
-from farm.telemetry.sampler import default_sources, sampler_argv
+from farm.telemetry.sampler import Source, default_sources, sampler_argv
 from farm.telemetry.trace import parse_trace
+from farm.virtual.profiles import load_profile
 
 pytestmark = pytest.mark.integration
 
@@ -130,7 +132,9 @@ def _stop_charging(phone: Any) -> None:
     node.write_text("1\n")
 
 
-def _trace_around_workload(phones: Any, agents: Agents, workload: str, extra: Path | None = None) -> Any:
+def _trace_around_workload(
+    phones: Any, agents: Agents, workload: str, extra: Path | None = None, sources: tuple[Source, ...] = ()
+) -> Any:
     """Samples 3 s idle, the workload (3 s), 3 s idle.
 
     Returns (trace, caps, truth rows, "rc=N" of the workload, (start_ns, end_ns) of the workload)."""
@@ -141,7 +145,9 @@ def _trace_around_workload(phones: Any, agents: Agents, workload: str, extra: Pa
     time.sleep(1.5)  # one fuel-gauge update (1 s on this profile) so the probe sees discharging
     caps = _probe(device)
     trace_path = f"{RUN_DIR}/trace.bin"
-    argv = sampler_argv(f"{BIN_DIR}/farm-sampler", default_sources(caps), 50, trace_path, duration_s=9.0)
+    argv = sampler_argv(
+        f"{BIN_DIR}/farm-sampler", default_sources(caps) + sources, 50, trace_path, duration_s=9.0
+    )
     device.shell(f"nohup {shlex.join(argv)} > /dev/null 2>&1 &")
     time.sleep(3.0)
     # time.monotonic_ns() is the phone's CLOCK_MONOTONIC too (same kernel), so these bracket it
@@ -224,3 +230,36 @@ def test_sampler_gpu_busy_and_power_follow_opencl_load(
     for t_ns, value in zip(windows.t_ns[1:], windows.values[1:], strict=True):
         window = (t_truth > t_ns - 1_100_000_000) & (t_truth <= t_ns)
         assert abs(float(np.mean(truth_busy[window])) - value) < 0.2
+
+
+def test_sampled_cpu_clocks_drop_when_the_hot_profile_throttles(
+    virtual_phones: Callable[..., Any], agents: Agents
+) -> None:
+    phones = virtual_phones(count=1, profiles=["adreno-sd888-hot"])
+    spin = "for i in 1 2; do timeout 5 sh -c 'while :; do :; done' & done; wait"
+    # The prime core's thermal cap on the same ticks: scaling_max_freq shows the caps in force.
+    cap = Source("cap.policy7", "/sys/devices/system/cpu/cpufreq/policy7/scaling_max_freq")
+    trace, caps, truth, _rc, (first, last) = _trace_around_workload(phones, agents, spin, sources=(cap,))
+    tables = {c.name: c.freqs_khz for c in load_profile("adreno-sd888-hot").cpu.clusters}
+    clocks = {p.policy: trace.series(f"cpu.freq.{p.policy}") for p in caps.cpu_policies}
+    assert sorted(clocks) == ["policy0", "policy4", "policy7"]  # little, big, prime
+    for policy, series in clocks.items():
+        assert series is not None and len(series) > 400, f"{policy} sampled every tick"
+        table = tables[{"policy0": "little", "policy4": "big", "policy7": "prime"}[policy]]
+        assert set(series.values.astype(int)) <= set(table), f"{policy}: only its table's clocks"
+    prime, limit = clocks["policy7"], trace.series("cap.policy7")
+    assert prime is not None and limit is not None
+    capped = (limit.t_ns >= first) & (limit.t_ns <= last) & (limit.values < max(tables["prime"]))
+    assert capped.any(), "the hot profile throttles under two spinning shells within 5 s"
+    t_cap = int(limit.t_ns[capped][0])
+    # The independent truth: the physics' die temperature had passed the CPU zone's 45 C trip.
+    t_truth, temp_c = _truth_arrays(truth, "t_ns", "temp_c")
+    assert float(np.max(temp_c[t_truth <= t_cap])) >= 45.0
+    before = prime.within(first, t_cap)
+    after = prime.within(t_cap + 300_000_000, last)
+    assert len(before) and len(after)
+    assert float(np.min(after.values)) < float(np.max(before.values)), "the sampled clock drops"
+    # ...and the run's metrics say so (the mean/min clock of the run's window).
+    metrics = {m.name: m.value for m in cpu_clock_metrics(trace, first, last, "cpu.freq.")}
+    assert metrics["cpu_policy7_freq_min_mhz"] < metrics["cpu_policy7_freq_mean_mhz"]
+    assert metrics["cpu_policy7_freq_mean_mhz"] < float(np.max(before.values)) / 1000

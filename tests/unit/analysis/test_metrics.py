@@ -146,6 +146,24 @@ def test_load_not_reached_and_throttling_flagged() -> None:
     assert metrics["energy_per_inference_gross_mj"].value == pytest.approx(250.0)
 
 
+def test_cpu_clocks_per_policy_over_the_measured_window() -> None:
+    start = 10 * S
+    events = _events([100.0] * 20, start_ns=start)  # measured: 10 s .. 12 s
+    t = np.arange(0, 14 * S, 100 * MS, dtype=np.int64)
+    # policy0 steady at 1.8 GHz; policy4 at 2.4 GHz, capped to 1.2 GHz from 11 s (and lower
+    # still after the run, which must not count)
+    little = np.full(t.size, 1_800_000.0)
+    big = np.where(t < 11 * S, 2_400_000.0, np.where(t <= 12 * S, 1_200_000.0, 300_000.0))
+    trace = SeriesTrace({"cpu.freq.policy0": Series(t, little), "cpu.freq.policy4": Series(t, big)})
+    metrics = metrics_by_name(compute_run_metrics(events, trace, BatteryCalibration(), None, None))
+    assert metrics["cpu_policy0_freq_mean_mhz"].value == pytest.approx(1800.0)
+    assert metrics["cpu_policy0_freq_min_mhz"].value == pytest.approx(1800.0)
+    assert metrics["cpu_policy4_freq_min_mhz"].value == pytest.approx(1200.0)
+    # 10 samples at 2.4 GHz (10.0 .. 10.9 s), 11 at 1.2 GHz (11.0 .. 12.0 s)
+    assert metrics["cpu_policy4_freq_mean_mhz"].value == pytest.approx((10 * 2400 + 11 * 1200) / 21)
+    assert metrics["cpu_policy4_freq_mean_mhz"].unit == "MHz"
+
+
 def test_benchmark_reported_metrics_and_cnn_layers() -> None:
     events = [
         {"event": "info", "device": "pocl", "build_ms": 812.5, "cache_hit": False},

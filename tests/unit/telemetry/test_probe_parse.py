@@ -178,6 +178,13 @@ def test_adreno_kgsl_negative_ua() -> None:
     assert sources["battery.current_now"].rate_hz == 20.0 and sources["thermal.battery"].rate_hz == 20.0
     assert sources["gpu.busy"].rate_hz is None
     assert sources["battery.voltage_now"].unit == "uV"
+    # each policy's current clock, every tick, in the node's kHz
+    clock = sources["cpu.freq.policy0"]
+    assert (clock.path, clock.unit, clock.rate_hz) == (
+        "/sys/devices/system/cpu/cpufreq/policy0/scaling_cur_freq",
+        "kHz",
+        None,
+    )
     # GPU zone, the hottest CPU zone (not the cooler one), battery and skin; never the EINVAL one
     assert {n for n in sources if n.startswith("thermal.")} == {
         "thermal.gpuss-0-usr",
@@ -226,6 +233,21 @@ def test_unreadable_gpu_busy_is_kept_but_not_sampled() -> None:
     )
     names = [s.name for s in default_sources(caps)]
     assert "gpu.busy" not in names and "gpu.freq" not in names
+
+
+def test_a_policy_whose_clock_the_probe_could_not_read_is_not_sampled() -> None:
+    text = doc(gpu=ADRENO_GPU, current=[1], unit="uA", sign=None, thermal=[])
+    probe = json.loads(text)
+    readable = dict(probe["cpu"]["policies"][0])
+    unreadable = {
+        **readable,
+        "policy": "policy4",
+        "dir": readable["dir"][:-1] + "4",
+        "scaling_cur_freq": None,
+    }
+    probe["cpu"]["policies"] = [readable, unreadable]
+    names = [s.name for s in default_sources(parse_probe(json.dumps(probe)))]
+    assert "cpu.freq.policy0" in names and "cpu.freq.policy4" not in names
 
 
 def test_charging_switch_needs_write_access_or_root() -> None:
