@@ -13,6 +13,7 @@
   phone.json   whose data this is (serial, profile, layout version): data/, sdcard/ and ctl/ are
                kept across down/up only when they match (a different profile is another phone)
   proc-meminfo bound over /proc/meminfo (the profile's RAM)
+  proc-cpuinfo bound over /proc/cpuinfo (the profile's CPUs, farm/virtual/cpuinfo.py)
   proc-cgroups bound over /proc/cgroups: the cgroup controllers the phone has views of (none
                unless the world's cgroup views add lines), not the host's: tools such as devlib
                mount every controller listed there
@@ -126,6 +127,10 @@ class StateLayout:
         return self.root / "proc-meminfo"
 
     @property
+    def cpuinfo(self) -> Path:
+        return self.root / "proc-cpuinfo"
+
+    @property
     def proc_cgroups(self) -> Path:
         return self.root / "proc-cgroups"
 
@@ -235,6 +240,7 @@ def prepare_tree(
         chown_tree(tree, root)
     os.chmod(lay.system / "lib" / "farm", 0o700)  # the tools' Python is init's, not shell's
     lay.meminfo.touch()
+    lay.cpuinfo.touch()
     lay.proc_cgroups.write_text(PROC_CGROUPS_HEADER, encoding="ascii")
     lay.identity.write_text(json.dumps(_fresh_identity(profile, serial)) + "\n", encoding="utf-8")
 

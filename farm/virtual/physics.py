@@ -32,6 +32,7 @@ from farm.virtual import ctlfiles
 from farm.virtual.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
 from farm.virtual.cgroup import GPU_GROUP, PhoneCgroups
 from farm.virtual.clocknodes import ClockNodes, ClockReadings
+from farm.virtual.cpuinfo import cpuinfo_text
 from farm.virtual.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from farm.virtual.filewatch import IN_CLOSE_WRITE, IN_DELETE, IN_MOVED_TO, FileWatch
 from farm.virtual.groundtruth import GroundTruthLog, TruthRow
@@ -155,8 +156,8 @@ class Physics:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """(Re)create the /sys tree and /proc/meminfo, reset the clocks and heat; before the
-        sandbox starts (the world lays out the cgroup trees first)."""
+        """(Re)create the /sys tree, /proc/meminfo and /proc/cpuinfo, reset the clocks and heat;
+        before the sandbox starts (the world lays out the cgroup trees first)."""
         shutil.rmtree(self.layout.sys, ignore_errors=True)
         self.files.forget()
         bat = self.profile.battery
@@ -172,6 +173,8 @@ class Physics:
         self.nodes.hide_unreadable()
         self._meminfo_text = self._battery_state = None
         self._write_meminfo(0)
+        host_cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        write_node(self.layout.cpuinfo, cpuinfo_text(self.profile, host_cpuinfo))
         self._write_battery_state()
         if self.trees is not None:
             self._cpuset_cpus = {g.name: g.cpus for g in self.trees.groups()}

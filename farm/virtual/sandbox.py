@@ -188,6 +188,7 @@ class Sandbox:
                 argv += ["--ro-bind", str(host), f"/{top}"]
         argv += ["--symlink", "/system/bin", "/bin"]  # as on Android 10+
         argv += ["--proc", "/proc", *bind("ro-bind", lay.meminfo, "/proc/meminfo")]
+        argv += bind("ro-bind", lay.cpuinfo, "/proc/cpuinfo")
         argv += [*bind("ro-bind", lay.proc_cgroups, "/proc/cgroups"), "--dev", "/dev"]
         argv += bind("bind", lay.ctl, CTL_PHONE_DIR)
         argv += ["--tmpfs", "/etc"]

@@ -181,6 +181,23 @@ def test_meminfo_of_a_real_process(phone: WorldThread) -> None:
     assert total.split()[1] == str(8192 * 1024)
 
 
+def test_cpuinfo_lists_the_profiles_cpus_as_sysfs_does(phone: WorldThread) -> None:
+    # One shell round trip: /proc/cpuinfo's processors and clocks, and what sysfs says of them.
+    out = phone.sh(
+        "grep -c '^processor' /proc/cpuinfo; cat /sys/devices/system/cpu/possible"
+        " /sys/devices/system/cpu/present /sys/devices/system/cpu/online;"
+        " grep '^cpu MHz' /proc/cpuinfo | tr -d ' \\t' | cut -d: -f2;"
+        " for c in /sys/devices/system/cpu/cpu[0-9]*; do cat $c/cpufreq/cpuinfo_max_freq; done"
+    ).stdout.split()
+    count = int(out[0])
+    assert out[1:4] == [f"0-{count - 1}"] * 3
+    mhz, max_khz = out[4 : 4 + count], out[4 + count :]
+    assert len(max_khz) == count == 8  # the profile's 8 CPUs, not the host's
+    # cpu N's clock is its own cpufreq policy's top one (little, big and prime cores differ)
+    assert [round(float(m) * 1000) for m in mhz] == [int(k) for k in max_khz]
+    assert len(set(max_khz)) > 1
+
+
 def test_no_opencl_profile_hides_the_icd(tmp_path: Path) -> None:
     world = make_world("no-opencl", "VTEST0003", tmp_path / "p3")
     assert isinstance(world, SandboxWorld)
