@@ -143,7 +143,9 @@ typedef struct {
 } farm_common;
 
 /* Default of --iteration-events: bounds a time-bound run of a fast kernel to ~2 x 2000 lines. */
+#ifndef FARM_ITERATION_EVENTS_DEFAULT
 #define FARM_ITERATION_EVENTS_DEFAULT 2000
+#endif
 /* Wall-time histogram of the `iter_summary` event: bin k holds [2^(k/B), 2^((k+1)/B)) ns. */
 #define FARM_HIST_BINS_PER_OCTAVE 64
 #define FARM_HIST_BINS (64 * FARM_HIST_BINS_PER_OCTAVE)
