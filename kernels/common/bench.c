@@ -201,8 +201,8 @@ int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn aft
     const long head = c->iteration_events;
     tally t = {0};
     t.hist = calloc(FARM_HIST_BINS, sizeof *t.hist);
-    iter_rec *pool = head > 0 ? malloc((size_t)head * sizeof *pool) : NULL;
-    if (!t.hist || (head > 0 && !pool))
+    iter_rec *pool = NULL; /* allocated when the first iteration past `head` ends */
+    if (!t.hist)
         farm_die(FARM_EXIT_ERROR, "out of memory (iteration summary)");
     long pooled = 0;
     uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)c->seed;
@@ -231,6 +231,8 @@ int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn aft
         if (head == 0 || i < head) {
             iter_event("iter", &r, has_split, fields, user);
         } else if (pooled < head) {
+            if (!pool && !(pool = malloc((size_t)head * sizeof *pool)))
+                farm_die(FARM_EXIT_ERROR, "out of memory (a sample of %ld iterations)", head);
             pool[pooled++] = r;
         } else {
             uint64_t slot = farm_rng_next(&rng) % (uint64_t)(i - head + 1);
@@ -241,7 +243,8 @@ int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn aft
         push(&s, (double)(r.t1 - r.t0) / 1e6, &r.sp);
     }
     if (rc == FARM_EXIT_OK) {
-        qsort(pool, (size_t)pooled, sizeof *pool, cmp_rec);
+        if (pooled)
+            qsort(pool, (size_t)pooled, sizeof *pool, cmp_rec);
         for (long k = 0; k < pooled; k++)
             iter_event("iter_sample", &pool[k], has_split, NULL, NULL);
         summary_event(&t, head == 0 || t.n < head ? t.n : head, pooled, has_split);
