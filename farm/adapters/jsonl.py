@@ -5,8 +5,10 @@ stdout, times in CLOCK_MONOTONIC nanoseconds. `info` (once, first), `phase` (`wa
 `measure`, `t_ns`), `iter` (`i`, `t_start_ns`, `t_end_ns`, optional OpenCL split `h2d_ns`,
 `kernel_ns`, `d2h_ns`), `result` (once, last: the program's own summary), `error` (`message`,
 `exit_code`, before a non-zero exit). Only iterations of the measure phase count (see
-farm.analysis.iterations). A program without `iter` events but with a `result` holding numbers
-is read as a summary.
+farm.analysis.iterations). A program that caps its `iter` events (--iteration-events) adds
+`iter_sample` and `iter_summary` events: `inferences` and the iterations' count then come from the
+summary, and `latencies_ms` holds the printed iterations only (the first ones and the sample).
+A program without `iter` events but with a `result` holding numbers is read as a summary.
 
     events = parse_event_lines(text).events      # what farm's own kernels' stdout.jsonl holds
     output = parse_jsonl(stdout, stderr)         # ProgramOutput, or OutputError

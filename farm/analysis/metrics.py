@@ -33,7 +33,7 @@ UNDER_LOAD_BUSY = 0.5
 
 
 def latency_metrics(iterations: Iterations) -> list[Metric]:
-    summary = stats.summarise(iterations.latency_ms)
+    summary = iterations.latency_summary()
     metrics = [
         Metric("iterations_measured", float(summary.count), "count"),
         Metric("latency_median_ms", summary.median, "ms"),
@@ -53,15 +53,16 @@ def latency_metrics(iterations: Iterations) -> list[Metric]:
 
 
 def opencl_metrics(iterations: Iterations) -> list[Metric]:
-    parts = {"h2d": iterations.h2d_ns, "kernel": iterations.kernel_ns, "d2h": iterations.d2h_ns}
+    parts = iterations.split_totals_ns()
     metrics = [
-        Metric(f"opencl_{name}_total_ms", float(np.sum(values)) / 1e6, "ms")
-        for name, values in parts.items()
-        if values is not None
+        Metric(f"opencl_{name}_total_ms", total_ns / 1e6, "ms")
+        for name, total_ns in parts.items()
+        if total_ns is not None
     ]
-    if all(values is not None for values in parts.values()):
-        moved = float(np.sum(parts["h2d"]) + np.sum(parts["d2h"]))  # type: ignore[arg-type]
-        total = moved + float(np.sum(parts["kernel"]))  # type: ignore[arg-type]
+    h2d, kernel, d2h = parts["h2d"], parts["kernel"], parts["d2h"]
+    if h2d is not None and kernel is not None and d2h is not None:
+        moved = h2d + d2h
+        total = moved + kernel
         if total > 0:
             metrics.append(Metric("data_movement_share", moved / total, "fraction"))
     return metrics

@@ -21,7 +21,10 @@ Prints, all kernel times from OpenCL event profiling (cuBLAS: CUDA events), fp32
      step, fused, unsplit wave, split wave (default) and --tune choices, against a roofline (peak
      fp32 rate, bytes at copy bandwidth) and the launch floor (launches x a near-empty launch);
   5. fp16 (half arithmetic where the device has cl_khr_fp16): cnn, train and gemm verified against
-     their cpu paths, with the tolerance each program states.
+     their cpu paths, with the tolerance each program states;
+  6. `--sections=gather`: the im2col gathers against each other (`--gather=arith|window`,
+     defaults, layers run apart and fused), interleaved rounds, each gathering layer's median over
+     the rounds against the gemm program on its im2col shape.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -595,6 +599,74 @@ def fp16_section(dev: str, cache: Path, out: dict[str, Any]) -> None:
         print("  " + json.dumps(r))
 
 
+def gather_section(dev: str, cache: Path, out: dict[str, Any], rounds: int, gathers: list[str]) -> None:
+    """Each gathering conv layer (k > 1) and fused pair under each gather, defaults, `rounds`
+    interleaved rounds (the medians of single runs swing by 10-20% on a GPU shared by nobody
+    else, more on PoCL): per layer the median over rounds of its per-run median kernel time."""
+    gemm_ms: dict[tuple[int, int, int], float] = {}
+    for model in ("squeezenet1.0", "squeezenet1.1"):
+        conv: dict[tuple[str, str], list[float]] = {}
+        fused: dict[tuple[str, str], list[float]] = {}
+        shapes: dict[str, tuple[int, int, int]] = {}
+        walls: dict[tuple[str, bool], list[float]] = {}
+        for _ in range(rounds):
+            for gather in gathers:
+                for fuse in (False, True):
+                    ev = run(
+                        "cnn",
+                        f"--cl-device={dev}",
+                        f"--model={model}",
+                        "--iters=30",
+                        "--verify",
+                        "--tuned=ignore",
+                        f"--gather={gather}",
+                        f"--fuse-expand={int(fuse)}",
+                        cache=cache,
+                    )
+                    if one(ev, "result").get("verified") is not True:
+                        raise SystemExit(f"cnn {model} --gather={gather} did not verify")
+                    walls.setdefault((gather, fuse), []).append(float(one(ev, "result")["median_ms"]))
+                    for layer in (e for e in ev if e["event"] == "layer" and e["kind"] == "conv"):
+                        if fuse and "fused_ns" in layer and layer["name"].endswith("expand3x3"):
+                            fused.setdefault((layer["name"], gather), []).append(layer["fused_ns"] / 1e6)
+                        elif not fuse and "3x3" in layer["name"]:
+                            shapes[layer["name"]] = (layer["gemm_m"], layer["gemm_n"], layer["gemm_k"])
+                            conv.setdefault((layer["name"], gather), []).append(layer["time_ns"] / 1e6)
+        for shape in shapes.values():
+            if shape not in gemm_ms:
+                gemm_ms[shape] = gemm_kernel_ms(dev, cache, shape, "fp32", 0.0)[0]
+        median = statistics.median
+        print(f"\n{model}: 3x3 layers run apart, median over {rounds} rounds (ms, ratio to gemm)")
+        print("| layer | m x n x k | gemm ms | " + " | ".join(f"{g} ms | {g} ratio" for g in gathers) + " |")
+        print("|---|---|---|" + "---|---|" * len(gathers))
+        rows = []
+        for name, shape in shapes.items():
+            g = gemm_ms[shape]
+            cells = [(median(conv[(name, gather)]), median(conv[(name, gather)]) / g) for gather in gathers]
+            rows.append(
+                {
+                    "model": model,
+                    "layer": name,
+                    "mnk": shape,
+                    "gemm_ms": g,
+                    "conv_ms": dict(zip(gathers, cells, strict=True)),
+                }
+            )
+            text = " | ".join(f"{c:.4f} | {r:.2f}" for c, r in cells)
+            print(f"| {name} | {'x'.join(map(str, shape))} | {g:.4f} | {text} |")
+        print(f"\n{model}: fused expand pairs, median over rounds (ms)")
+        print("| pair | " + " | ".join(gathers) + " |")
+        print("|---|" + "---|" * len(gathers))
+        for name in sorted({n for n, _ in fused}):
+            print(f"| {name} | " + " | ".join(f"{median(fused[(name, gt)]):.4f}" for gt in gathers) + " |")
+        print(f"\n{model}: whole inference wall ms, median over rounds")
+        for (gather, fuse), values in sorted(walls.items()):
+            print(f"  {gather} {'fused' if fuse else 'unfused'}: {median(values):.4f}")
+        out.setdefault("gather", []).append(
+            {"layers": rows, "fused": {f"{n} {g}": v for (n, g), v in fused.items()}}
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=None, help="write every number as JSON here")
@@ -607,6 +679,8 @@ def main() -> int:
     ap.add_argument("--small-tune-budget-s", type=float, default=15.0, help="train and lstm --tune budgets")
     ap.add_argument("--sections", default="gemm,cnn,train,lstm,fp16")
     ap.add_argument("--cl-device", default=None, help="OpenCL device P:D (default: the first GPU)")
+    ap.add_argument("--gather-rounds", type=int, default=3, help="interleaved rounds of the gather section")
+    ap.add_argument("--gathers", default="arith,window", help="gathers the gather section compares")
     args = ap.parse_args()
     cache = Path(os.environ.get("FARM_CL_CACHE") or tempfile.mkdtemp(prefix="farm-gpu-bench-"))
     dev = args.cl_device or gpu_selector(cache)
@@ -623,6 +697,8 @@ def main() -> int:
         train_section(dev, cache, out, pk, args.small_tune_budget_s)
     if "lstm" in sections:
         lstm_section(dev, cache, out, pk, args.small_tune_budget_s)
+    if "gather" in sections:
+        gather_section(dev, cache, out, args.gather_rounds, args.gathers.split(","))
     if "fp16" in sections and not args.quick:
         fp16_section(dev, cache, out)
     if args.out:

@@ -21,7 +21,10 @@ static const char third_tiled[] = "#define TILED_NAME conv_fire\n#define TILED_E
                                   "#define TILED_STORE FIRE_STORE\n#define TILED_SELECT FIRE_SELECT\n"
                                   "#define TILED_B_STATE_T int4\n"
                                   "#define TILED_B_PREP(n) ((n) < N ? ptab[(n)] : (int4)(0, -(1 << 20), 0, 0))\n"
-                                  "#define TILED_LOAD_B_ST FIRE_LOAD_B_ST\n";
+                                  "#if GATHER == 3\n#define TILED_B_TILE_T int4\n"
+                                  "#define TILED_B_TILE(t0) im2col_window_tile((t0), K_, win, hin * win)\n"
+                                  "#define TILED_LOAD_B_TT FIRE_LOAD_B_TT\n"
+                                  "#else\n#define TILED_LOAD_B_ST FIRE_LOAD_B_ST\n#endif\n";
 
 static void *to_storage(const float *x, size_t n, int fp16)
 {
@@ -313,6 +316,8 @@ void cnn_gpu_free(cnn_gpu *g)
     for (int i = 0; i < CNN_MAX_LAYERS; ++i) {
         if (g->w[i])
             clReleaseMemObject(g->w[i]);
+        if (g->wwin[i])
+            clReleaseMemObject(g->wwin[i]);
         if (g->b[i])
             clReleaseMemObject(g->b[i]);
     }
@@ -344,14 +349,17 @@ void cnn_gemm_shape(const cnn_layer *l, size_t *m, size_t *n, size_t *k)
     *k = (size_t)l->cin * (size_t)l->k * (size_t)l->k;
 }
 
-const char *const cnn_gather_names[] = {"tab", "hoist", "arith", NULL};
+const char *const cnn_gather_names[] = {"tab", "hoist", "arith", "window", NULL};
 
 int cnn_layer_is_1x1(const cnn_layer *l) { return l->k == 1 && l->stride == 1 && l->pad == 0; }
 
 void cnn_gemm_set_gather(cnn_gemm_cfg *c, const cnn_layer *l, cnn_gather gather)
 {
     c->gather = cnn_layer_is_1x1(l) ? CNN_GATHER_TAB : gather;
-    c->ksz = c->gather == CNN_GATHER_ARITH ? l->k : 0;
+    /* window: a K tile must lie in one window position (conv_hooks.cl) */
+    if (c->gather == CNN_GATHER_WINDOW && (c->tiled.tsk <= 0 || l->cin % c->tiled.tsk != 0))
+        c->gather = CNN_GATHER_ARITH;
+    c->ksz = c->gather == CNN_GATHER_ARITH || c->gather == CNN_GATHER_WINDOW ? l->k : 0;
 }
 
 cnn_gemm_cfg cnn_gemm_default(const farm_cl *cl, const cnn_layer *l, int half_arith, cnn_gather gather)
@@ -438,7 +446,7 @@ static int program_for(cnn_gpu *g, const cnn_gemm_cfg *c, int gather)
     if (g->tiled) {
         char t[256], ksz[32] = "";
         farm_tiled_options(&c->tiled, t, sizeof t);
-        if (c->gather == CNN_GATHER_ARITH)
+        if (c->ksz)
             snprintf(ksz, sizeof ksz, " -DKSZ=%d", c->ksz);
         snprintf(opts, sizeof opts, "%s %s -DGATHER=%d%s", prec, t, (int)c->gather, ksz);
         const char *parts[] = {tiled_types_cl_source, conv_hooks_cl_source, gemm_tiled_cl_source, second_tiled,
@@ -537,7 +545,8 @@ static void bind_tiled(cnn_gpu *g, int index)
     ARG(kr, 0, M);
     ARG(kr, 1, N);
     ARG(kr, 2, K);
-    ARG(kr, 3, g->w[index]);
+    cl_mem weights = g->cfg[index].gather == CNN_GATHER_WINDOW ? g->wwin[index] : g->w[index];
+    ARG(kr, 3, weights);
     ARG(kr, 4, K);
     ARG(kr, 5, g->tensor[l->in]);
     ARG(kr, 6, ld);
@@ -565,9 +574,27 @@ static void bind_tiled(cnn_gpu *g, int index)
     farm_tiled_ranges(t, rows, n, g->lglobal[index], g->llocal[index]);
 }
 
+/* The window gather's weights: OIHW columns reordered to (kh, kw, ci), once per layer. */
+static void make_window_weights(cnn_gpu *g, int index)
+{
+    const cnn_layer *l = &g->net->layer[index];
+    if (g->wwin[index])
+        return;
+    const size_t kk = (size_t)l->k * (size_t)l->k, cin = (size_t)l->cin, k = cin * kk;
+    float *w = farm_alloc((size_t)l->cout * k * sizeof(float));
+    for (size_t m = 0; m < (size_t)l->cout; ++m)
+        for (size_t ci = 0; ci < cin; ++ci)
+            for (size_t pos = 0; pos < kk; ++pos)
+                w[m * k + pos * cin + ci] = l->w[m * k + ci * kk + pos];
+    g->wwin[index] = upload(g, w, (size_t)l->cout * k);
+    free(w);
+}
+
 void cnn_gpu_set_layer(cnn_gpu *g, int index, const cnn_gemm_cfg *c)
 {
     g->cfg[index] = *c;
+    if (g->tiled && c->gather == CNN_GATHER_WINDOW)
+        make_window_weights(g, index);
     g->prog_of[index] = program_for(g, c, !cnn_layer_is_1x1(&g->net->layer[index]));
     if (!g->tiled)
         pack_weights(g, index);

@@ -9,13 +9,14 @@
 
 /* GEMM configuration of one conv layer on the im2col-gemm path: the tiled kernel's on GPU
  * devices, the packed kernel's (tm rows x vw*vn columns per work-item) on CPU devices. */
-typedef enum { CNN_GATHER_TAB = 0, CNN_GATHER_HOIST = 1, CNN_GATHER_ARITH = 2 } cnn_gather;
-extern const char *const cnn_gather_names[]; /* "tab", "hoist", "arith", NULL */
+typedef enum { CNN_GATHER_TAB = 0, CNN_GATHER_HOIST = 1, CNN_GATHER_ARITH = 2, CNN_GATHER_WINDOW = 3 } cnn_gather;
+#define CNN_GATHERS 4
+extern const char *const cnn_gather_names[]; /* "tab", "hoist", "arith", "window", NULL */
 
 typedef struct {
     farm_tiled_cfg tiled;
     cnn_gather gather; /* tiled: how the B-tile loads gather im2col (conv_hooks.cl) */
-    int ksz;           /* tiled, CNN_GATHER_ARITH: the window compiled in (0 otherwise) */
+    int ksz;           /* tiled, CNN_GATHER_ARITH / _WINDOW: the window compiled in (0 otherwise) */
     int tm, vw, vn;
 } cnn_gemm_cfg;
 
@@ -31,6 +32,7 @@ typedef struct {
     size_t wg;         /* work-group size along output pixels (0: the driver's choice) */
     cl_mem tensor[CNN_MAX_TENSORS];
     cl_mem w[CNN_MAX_LAYERS], b[CNN_MAX_LAYERS];
+    cl_mem wwin[CNN_MAX_LAYERS]; /* window gather: weight columns in (kh, kw, ci) order, else NULL */
     cl_kernel conv[16]; /* indexed like cnn_g_values */
     cl_kernel maxpool, avgpool;
     void *input_host;   /* input image in storage precision (mapped pin_in) */
@@ -86,7 +88,8 @@ int cnn_layer_is_1x1(const cnn_layer *l);
 /* What the gemm program would pick for that shape on this device (its default), gathering with
  * `gather` (ignored by 1x1 layers, which gather nothing). */
 cnn_gemm_cfg cnn_gemm_default(const farm_cl *cl, const cnn_layer *l, int half_arith, cnn_gather gather);
-/* Sets the gather of c for layer l (ksz for arith; 1x1 layers keep tab: they gather nothing). */
+/* Sets the gather of c for layer l (ksz for arith and window; 1x1 layers keep tab: they gather
+ * nothing; window needs c's TSK to divide the layer's input channels, else arith). */
 void cnn_gemm_set_gather(cnn_gemm_cfg *c, const cnn_layer *l, cnn_gather gather);
 /* "tsm=..,vw=4,gather=arith" (tiled) or "tm=14,vw=16,vn=2" (packed) and back (0 or -1); parse
  * takes the layer for the window of an arith gather. */

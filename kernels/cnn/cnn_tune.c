@@ -59,10 +59,11 @@ static int candidates(const cnn_gpu *g, const cnn_layer *l, const cnn_gemm_cfg *
     int n = 0;
     out[n++] = *def;
     if (g->tiled) {
-        for (int gth = 0; gth < 3 && !cnn_layer_is_1x1(l); ++gth)
+        for (int gth = 0; gth < CNN_GATHERS && !cnn_layer_is_1x1(l); ++gth)
             if (gth != (int)def->gather) {
                 out[n] = *def;
-                cnn_gemm_set_gather(&out[n++], l, (cnn_gather)gth);
+                cnn_gemm_set_gather(&out[n], l, (cnn_gather)gth);
+                n += out[n].gather == (cnn_gather)gth; /* window falls back to arith where it cannot run */
             }
         farm_tiled_cfg t[MAX_CAND];
         const int nt = farm_tiled_candidates(g->cl, g->half_arith ? 2 : 4, t, MAX_CAND);

@@ -48,7 +48,12 @@ static inline float im2col_at(__global const cstore_t *in, int kidx, int n, int 
 //   1 (hoist) ptab read once per work-item before the K loop (a work-item's columns are fixed), only
 //             the warp-uniform ktab entry per load;
 //   2 (arith) as hoist, and kk split into (ci, kh, kw) by the compile-time window -DKSZ (multiplies
-//             by constants), so a load is one gather with no table read in front of it.
+//             by constants), so a load is one gather with no table read in front of it;
+//   3 (window) K in window-major order, kk' = (kh*KSZ + kw)*cin + ci (the host permutes the weight
+//             columns to match: the sum is the same), used where TSK divides cin: every K tile then
+//             lies in ONE window position, so (kh, kw), the bounds check's offsets and the channel
+//             offset are computed once per tile (TILED_B_TILE) and a load is a bounds test of the
+//             pixel plus one strided gather, as plain B's is.
 static inline float im2col_tab(__global const cstore_t *in, __global const int4 *ktab, __global const int4 *ptab,
                                int kidx, int n, int hin, int win)
 {
@@ -72,6 +77,23 @@ static inline float im2col_arith(__global const cstore_t *in, int4 pt, int kidx,
     const int kh = r / KSZ, kw = r - kh * KSZ;
     const int ih = pt.y + kh, iw = pt.z + kw;
     return ((uint)ih < (uint)hin && (uint)iw < (uint)win) ? C_LD(in, (ci * hin + kh) * win + kw + pt.x) : 0.0f;
+}
+#endif
+
+#ifdef KSZ
+// Per K tile (window gather): x = the address offset of the tile's window position and first
+// channel, less t0 planes (so element k reads pt.x + ts.x + k * plane), y = kh, z = kw.
+static inline int4 im2col_window_tile(int t0, int K, int win, int plane)
+{
+    const int cin = K / (KSZ * KSZ), pos = t0 / cin, ci0 = t0 - pos * cin;
+    const int kh = pos / KSZ, kw = pos - kh * KSZ;
+    return (int4)(kh * win + kw + (ci0 - t0) * plane, kh, kw, 0);
+}
+
+static inline float im2col_window(__global const cstore_t *in, int4 pt, int4 ts, int kidx, int hin, int win)
+{
+    const int ih = pt.y + ts.y, iw = pt.z + ts.z;
+    return ((uint)ih < (uint)hin && (uint)iw < (uint)win) ? C_LD(in, pt.x + ts.x + kidx * (hin * win)) : 0.0f;
 }
 #endif
 
@@ -103,8 +125,12 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
 #define TILED_B_PREP(n) ((n) < N ? ptab[(n)] : (int4)(0, -(1 << 20), 0, 0))
 #if GATHER == 1
 #define TILED_LOAD_B_ST(s, k, n) im2col_hoist(B, ktab, (s), (k), hin, win)
-#else
+#elif GATHER == 2
 #define TILED_LOAD_B_ST(s, k, n) im2col_arith(B, (s), (k), hin, win)
+#else
+#define TILED_B_TILE_T int4
+#define TILED_B_TILE(t0) im2col_window_tile((t0), K, win, hin * win)
+#define TILED_LOAD_B_TT(s, ts, k, n) im2col_window(B, (s), (ts), (k), hin, win)
 #endif
 #endif
 
@@ -125,10 +151,14 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
 #define FIRE_GATHER(s, k, n) im2col_tab(B, ktab, ptab, (k), (n), hin, win)
 #elif GATHER == 1
 #define FIRE_GATHER(s, k, n) im2col_hoist(B, ktab, (s), (k), hin, win)
-#else
+#elif GATHER == 2
 #define FIRE_GATHER(s, k, n) im2col_arith(B, (s), (k), hin, win)
 #endif
+#if GATHER == 3
+#define FIRE_LOAD_B_TT(s, ts, k, n) (wide_ ? im2col_window(B, (s), (ts), (k), hin, win) : C_LD(B, (k) * N + (n)))
+#else
 #define FIRE_LOAD_B_ST(s, k, n) (wide_ ? FIRE_GATHER(s, k, n) : C_LD(B, (k) * N + (n)))
+#endif
 #define FIRE_STORE(m, n, v) conv_out(C, wide_ ? bias : bias1, (m), (n), (v), wide_ ? c_off : c_off1, N, relu)
 #endif
 

@@ -246,7 +246,7 @@ int main(int argc, char **argv)
     static const char *const convs[] = {"auto", "im2col-gemm", "direct", NULL};
     const char *conv = "auto", *gemm_kernel = "auto";
     static const char *const gemm_kernels[] = {"auto", "local", "packed", NULL};
-    static const char *const gathers[] = {"auto", "tab", "hoist", "arith", NULL};
+    static const char *const gathers[] = {"auto", "tab", "hoist", "arith", "window", NULL};
     const char *gather = "auto";
     const char *model = "squeezenet1.0", *weights_dir = NULL, *input_path = NULL, *g_spec = "1";
     long input_size = 0, layers_limit = 0, wg = 64, flush_every = 0;
@@ -272,7 +272,8 @@ int main(int argc, char **argv)
          0, 0, gemm_kernels},
         {"gather", FARM_OPT_CHOICE, &gather,
          "im2col-gemm on GPUs: how the GEMM's B-tile loads gather im2col: index tables per load (tab), the "
-         "pixel's table entry kept in registers (hoist), or that plus the window compiled in (arith; auto)",
+         "pixel's table entry kept in registers (hoist), that plus the window compiled in (arith; auto), or K in "
+         "window-major order, one window position per K tile (window)",
          0, 0, gathers},
         {"fuse-expand", FARM_OPT_FLAG, &fuse_expand,
          "im2col-gemm on GPUs: each fire module's expand1x1 and expand3x3 as one launch (=0: a launch each)", 0, 0,

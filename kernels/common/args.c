@@ -23,6 +23,7 @@ void farm_common_defaults(farm_common *c)
     c->seed = 1;
     c->tune_budget_s = 30.0;
     c->tuned = "use";
+    c->iteration_events = FARM_ITERATION_EVENTS_DEFAULT;
 }
 
 void farm_common_check(const farm_common *c)

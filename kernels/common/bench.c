@@ -1,6 +1,7 @@
 /* farm common runtime: warm-up / measurement loop and its statistics (see farm.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,113 @@ int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int
     return farm_bench_run_after(c, fn, NULL, user, has_split, fields, out);
 }
 
+int farm_hist_bin(uint64_t ns)
+{
+    if (ns < 1)
+        return 0;
+    int k = (int)floor(FARM_HIST_BINS_PER_OCTAVE * log2((double)ns));
+    return k < 0 ? 0 : k >= FARM_HIST_BINS ? FARM_HIST_BINS - 1 : k;
+}
+
+/* One measured iteration as an event reports it. */
+typedef struct {
+    long i;
+    uint64_t t0, t1;
+    farm_split sp;
+} iter_rec;
+
+static void iter_event(const char *event, const iter_rec *r, int has_split, farm_iter_fields_fn fields,
+                       void *user)
+{
+    farm_json j;
+    farm_json_begin(&j, event);
+    farm_json_int(&j, "i", r->i);
+    farm_json_u64(&j, "t_start_ns", r->t0);
+    farm_json_u64(&j, "t_end_ns", r->t1);
+    if (has_split) {
+        farm_json_u64(&j, "h2d_ns", r->sp.h2d_ns);
+        farm_json_u64(&j, "kernel_ns", r->sp.kernel_ns);
+        farm_json_u64(&j, "d2h_ns", r->sp.d2h_ns);
+    }
+    if (fields)
+        fields(user, &j);
+    farm_json_end(&j);
+}
+
+/* Running statistics of every measured iteration: what `iter_summary` reports, so a host reading
+ * only the first --iteration-events iterations still gets exact counts, sums and the window, and
+ * quantiles within half a histogram bin (2^(1/128) - 1 = 0.54% of the value). */
+typedef struct {
+    long n;
+    double mean_ms, m2_ms2; /* Welford: no cancellation for narrow distributions */
+    uint64_t min_ns, max_ns, t_start_ns, t_end_ns;
+    uint64_t h2d_ns, kernel_ns, d2h_ns;
+    uint64_t *hist; /* FARM_HIST_BINS counts */
+} tally;
+
+static void tally_add(tally *t, const iter_rec *r)
+{
+    uint64_t ns = r->t1 - r->t0;
+    double ms = (double)ns / 1e6;
+    if (t->n == 0) {
+        t->min_ns = t->max_ns = ns;
+        t->t_start_ns = r->t0;
+    }
+    t->n++;
+    double d = ms - t->mean_ms;
+    t->mean_ms += d / (double)t->n;
+    t->m2_ms2 += d * (ms - t->mean_ms);
+    t->min_ns = ns < t->min_ns ? ns : t->min_ns;
+    t->max_ns = ns > t->max_ns ? ns : t->max_ns;
+    t->t_end_ns = r->t1;
+    t->h2d_ns += r->sp.h2d_ns;
+    t->kernel_ns += r->sp.kernel_ns;
+    t->d2h_ns += r->sp.d2h_ns;
+    t->hist[farm_hist_bin(ns)]++;
+}
+
+static void summary_event(const tally *t, long events, long samples, int has_split)
+{
+    farm_json j;
+    farm_json_begin(&j, "iter_summary");
+    farm_json_int(&j, "iterations", t->n);
+    farm_json_int(&j, "iter_events", events);
+    farm_json_int(&j, "samples", samples);
+    farm_json_u64(&j, "t_start_ns", t->t_start_ns);
+    farm_json_u64(&j, "t_end_ns", t->t_end_ns);
+    farm_json_num(&j, "mean_ms", t->mean_ms);
+    farm_json_num(&j, "std_ms", t->n > 1 ? sqrt(t->m2_ms2 / (double)(t->n - 1)) : 0.0);
+    farm_json_u64(&j, "min_ns", t->min_ns);
+    farm_json_u64(&j, "max_ns", t->max_ns);
+    if (has_split) {
+        farm_json_u64(&j, "h2d_ns_sum", t->h2d_ns);
+        farm_json_u64(&j, "kernel_ns_sum", t->kernel_ns);
+        farm_json_u64(&j, "d2h_ns_sum", t->d2h_ns);
+    }
+    farm_json_int(&j, "hist_bins_per_octave", FARM_HIST_BINS_PER_OCTAVE);
+    /* Sparse: [[bin, count], ...] of the non-empty bins, ~45 bytes each at most. */
+    size_t cap = 4 + (size_t)FARM_HIST_BINS * 48, len = 0;
+    char *text = malloc(cap);
+    if (!text)
+        farm_die(FARM_EXIT_ERROR, "out of memory (iteration histogram)");
+    text[len++] = '[';
+    for (int k = 0; k < FARM_HIST_BINS; k++)
+        if (t->hist[k])
+            len += (size_t)snprintf(text + len, cap - len, "%s[%d,%llu]", len > 1 ? "," : "", k,
+                                    (unsigned long long)t->hist[k]);
+    text[len++] = ']';
+    text[len] = 0;
+    farm_json_raw(&j, "hist", text);
+    free(text);
+    farm_json_end(&j);
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+    long x = ((const iter_rec *)a)->i, y = ((const iter_rec *)b)->i;
+    return (x > y) - (x < y);
+}
+
 int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn after, void *user, int has_split,
                          farm_iter_fields_fn fields, farm_stats *out)
 {
@@ -88,43 +196,64 @@ int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn aft
     }
 
     phase("measure");
+    /* Past the first `head` iterations (0: no limit) the events stop: a reservoir keeps a uniform
+     * sample of `head` of the rest (algorithm R) for the host's latency-over-time metrics. */
+    const long head = c->iteration_events;
+    tally t = {0};
+    t.hist = calloc(FARM_HIST_BINS, sizeof *t.hist);
+    iter_rec *pool = NULL; /* allocated when the first iteration past `head` ends */
+    if (!t.hist)
+        farm_die(FARM_EXIT_ERROR, "out of memory (iteration summary)");
+    long pooled = 0;
+    uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)c->seed;
     samples s = {0};
     uint64_t m0 = farm_now_ns();
     /* --min-seconds bounds the measured window as the host sees it, from the first iteration's
      * t_start to the last one's t_end (power and energy are integrated over exactly that span),
      * so time spent before the first and after the last iteration does not count towards it. */
     uint64_t first_t0 = 0, last_t1 = 0;
+    int rc = FARM_EXIT_OK;
     for (long i = 0;; i++) {
         uint64_t window = i > 0 ? last_t1 - first_t0 : 0;
         if (i > 0 && ((i >= c->iters && window >= min_ns) || farm_now_ns() - m0 >= max_ns))
             break;
-        farm_split sp = {0, 0, 0};
-        uint64_t t0 = farm_now_ns();
+        iter_rec r = {i, 0, 0, {0, 0, 0}};
+        r.t0 = farm_now_ns();
         if (i == 0)
-            first_t0 = t0;
-        int rc = fn(user, &sp);
-        uint64_t t1 = farm_now_ns();
-        last_t1 = t1;
+            first_t0 = r.t0;
+        rc = fn(user, &r.sp);
+        r.t1 = farm_now_ns();
+        last_t1 = r.t1;
         if (rc == FARM_EXIT_OK && after)
-            rc = after(user, &sp);
-        if (rc != FARM_EXIT_OK) {
-            free(s.total), free(s.h2d), free(s.kern), free(s.d2h);
-            return rc;
+            rc = after(user, &r.sp);
+        if (rc != FARM_EXIT_OK)
+            break;
+        if (head == 0 || i < head) {
+            iter_event("iter", &r, has_split, fields, user);
+        } else if (pooled < head) {
+            if (!pool && !(pool = malloc((size_t)head * sizeof *pool)))
+                farm_die(FARM_EXIT_ERROR, "out of memory (a sample of %ld iterations)", head);
+            pool[pooled++] = r;
+        } else {
+            uint64_t slot = farm_rng_next(&rng) % (uint64_t)(i - head + 1);
+            if (slot < (uint64_t)head)
+                pool[slot] = r;
         }
-        farm_json j;
-        farm_json_begin(&j, "iter");
-        farm_json_int(&j, "i", i);
-        farm_json_u64(&j, "t_start_ns", t0);
-        farm_json_u64(&j, "t_end_ns", t1);
-        if (has_split) {
-            farm_json_u64(&j, "h2d_ns", sp.h2d_ns);
-            farm_json_u64(&j, "kernel_ns", sp.kernel_ns);
-            farm_json_u64(&j, "d2h_ns", sp.d2h_ns);
-        }
-        if (fields)
-            fields(user, &j);
-        farm_json_end(&j);
-        push(&s, (double)(t1 - t0) / 1e6, &sp);
+        tally_add(&t, &r);
+        push(&s, (double)(r.t1 - r.t0) / 1e6, &r.sp);
+    }
+    if (rc == FARM_EXIT_OK) {
+        if (pooled)
+            qsort(pool, (size_t)pooled, sizeof *pool, cmp_rec);
+        for (long k = 0; k < pooled; k++)
+            iter_event("iter_sample", &pool[k], has_split, NULL, NULL);
+        summary_event(&t, head == 0 || t.n < head ? t.n : head, pooled, has_split);
+    }
+    free(pool);
+    free(t.hist);
+    if (rc != FARM_EXIT_OK) {
+        free(s.total), free(s.h2d), free(s.kern), free(s.d2h);
+        return rc;
     }
     out->measure_s = (double)(farm_now_ns() - m0) / 1e9;
     out->iterations = (long)s.n;

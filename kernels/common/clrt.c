@@ -76,6 +76,20 @@ static void no_platform(cl_int status)
              farm_cl_error_name(status), vendors ? vendors : "/etc/OpenCL/vendors");
 }
 
+/* Whether the device's extension string names `ext`. */
+static int device_has(cl_device_id d, const char *ext)
+{
+    size_t len = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &len) != CL_SUCCESS || len == 0)
+        return 0;
+    char *text = farm_alloc(len + 1);
+    text[len] = 0;
+    clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, len, text, NULL);
+    const int found = strstr(text, ext) != NULL;
+    free(text);
+    return found;
+}
+
 int farm_cl_list_devices(void)
 {
     dev_ref devs[MAX_DEVICES];
@@ -96,6 +110,7 @@ int farm_cl_list_devices(void)
         farm_json_str(&j, "platform", pname);
         farm_json_str(&j, "name", dname);
         farm_json_str(&j, "type", type_name(t));
+        farm_json_bool(&j, "fp16", device_has(devs[i].device, "cl_khr_fp16"));
         farm_json_end(&j);
     }
     return FARM_EXIT_OK;
@@ -164,13 +179,7 @@ void farm_cl_open(farm_cl *cl, const char *selector)
     clGetDeviceInfo(cl->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof cl->max_wg_size, &cl->max_wg_size, NULL);
     clGetDeviceInfo(cl->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cl->compute_units, &cl->compute_units, NULL);
     clGetDeviceInfo(cl->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_mem_bytes, &cl->local_mem_bytes, NULL);
-    size_t extlen = 0;
-    if (clGetDeviceInfo(cl->device, CL_DEVICE_EXTENSIONS, 0, NULL, &extlen) == CL_SUCCESS && extlen) {
-        char *ext = farm_alloc(extlen + 1);
-        clGetDeviceInfo(cl->device, CL_DEVICE_EXTENSIONS, extlen, ext, NULL);
-        cl->has_fp16 = strstr(ext, "cl_khr_fp16") != NULL;
-        free(ext);
-    }
+    cl->has_fp16 = device_has(cl->device, "cl_khr_fp16");
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cl->platform, 0};
     cl->context = clCreateContext(props, 1, &cl->device, NULL, NULL, &err);

@@ -138,7 +138,19 @@ typedef struct {
     int tune;              /* --tune: search GPU kernel parameters, keep the best (common/tune.h) */
     double tune_budget_s;  /* --tune-budget-s                         (default 30) */
     const char *tuned;     /* --tuned=use|ignore: tuned parameters from the cache (default use) */
+    long iteration_events; /* --iteration-events: `iter` events for the first N measured iterations,
+                            * then a sample and a summary (0 = every iteration) (default 2000) */
 } farm_common;
+
+/* Default of --iteration-events: bounds a time-bound run of a fast kernel to ~2 x 2000 lines. */
+#ifndef FARM_ITERATION_EVENTS_DEFAULT
+#define FARM_ITERATION_EVENTS_DEFAULT 2000
+#endif
+/* Wall-time histogram of the `iter_summary` event: bin k holds [2^(k/B), 2^((k+1)/B)) ns. */
+#define FARM_HIST_BINS_PER_OCTAVE 64
+#define FARM_HIST_BINS (64 * FARM_HIST_BINS_PER_OCTAVE)
+/* The bin of a wall time of `ns` nanoseconds (0 for ns < 1). */
+int farm_hist_bin(uint64_t ns);
 
 extern const char *const farm_backend_choices[];   /* cpu, cpu-mt, gpu */
 extern const char *const farm_precision_choices[]; /* fp32, fp16 */
@@ -162,7 +174,9 @@ void farm_common_defaults(farm_common *c);
     {"seed", FARM_OPT_INT, &(c)->seed, "seed of generated inputs", 0, 9.2e18, NULL},              \
     {"verify", FARM_OPT_FLAG, &(c)->verify, "check the result against the cpu path (exit 4 on mismatch)", \
      0, 0, NULL},                                                                                 \
-    {"dump-output", FARM_OPT_STRING, &(c)->dump_output, "write the output as .npy to this file", 0, 0, NULL}
+    {"dump-output", FARM_OPT_STRING, &(c)->dump_output, "write the output as .npy to this file", 0, 0, NULL}, \
+    {"iteration-events", FARM_OPT_INT, &(c)->iteration_events,                                    \
+     "iter events for the first N measured iterations, then a sample and a summary (0: all)", 0, 1e9, NULL}
 
 #define FARM_OPTS_CL(c)                                                                           \
     {"cl-device", FARM_OPT_STRING, &(c)->cl_device,                                               \
@@ -289,8 +303,11 @@ typedef struct {
 
 /* Runs `warmup` iterations (bounded by max_seconds), then measures until at least `iters`
  * iterations and `min_seconds` have passed, or max_seconds (always >= 1 iteration).
- * Emits `phase` events (warmup, measure) and one `iter` event per measured iteration;
- * with has_split, iter events carry h2d_ns, kernel_ns, d2h_ns. */
+ * Emits `phase` events (warmup, measure) and one `iter` event per measured iteration up to
+ * --iteration-events (0: all); with has_split, iter events carry h2d_ns, kernel_ns, d2h_ns. After
+ * the last iteration: `iter_sample` events (a uniform sample of the iterations past the first N,
+ * as many as N, in order) and one `iter_summary` event over all measured iterations (exact count,
+ * window, mean, std, min, max, split sums, wall-time histogram); kernels/README.md "Output". */
 int farm_bench_run(const farm_common *c, farm_iter_fn fn, void *user, int has_split, farm_stats *out);
 /* Same, with `fields` (may be NULL) adding program-specific fields to every measured `iter` event
  * (e.g. train's loss); it is called with `user` right after that iteration's fn returned. */

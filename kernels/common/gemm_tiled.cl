@@ -24,6 +24,10 @@
 //                   this work-item loads, made once before the K loop from its column n (columns
 //                   do not move along K: an im2col loader keeps its pixel's window origin there)
 //                   and passed to the load instead of re-deriving it in every tile
+//   TILED_B_TILE_T, TILED_B_TILE(t0), TILED_LOAD_B_TT(s, ts, k, n)   optional, with the above: a
+//                   value made once per K tile (t0: its first k) by every work-item and passed to
+//                   each of the tile's loads (an im2col loader whose K order keeps one window
+//                   position per tile computes that position once, not per element)
 //   TILED_SELECT    optional: code at the kernel's start that defines M, K, A, lda and gy (this
 //                   work-group's row of tiles) from the parameters M_, K_, A_, lda_ and the group
 //                   id; one launch can so run several GEMMs of the same N side by side (cnn's
@@ -60,7 +64,9 @@
 #ifndef TILED_STORE
 #define TILED_STORE(m, n, v) T_ST((v), (m) * ldc + (n), C)
 #endif
-#ifdef TILED_B_STATE_T
+#if defined(TILED_B_STATE_T) && defined(TILED_B_TILE_T)
+#define B_LOAD(e, k, n) TILED_LOAD_B_TT(bst[e], tst_, k, n)
+#elif defined(TILED_B_STATE_T)
 #define B_LOAD(e, k, n) TILED_LOAD_B_ST(bst[e], k, n)
 #else
 #define B_LOAD(e, k, n) TILED_LOAD_B(k, n)
@@ -126,6 +132,11 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 #define A_OK(m, k) 1
 #define B_OK(k, n) 1
 #endif
+#ifdef TILED_B_TILE_T
+#define B_TILE_STATE(t0) const TILED_B_TILE_T tst_ = TILED_B_TILE(t0);
+#else
+#define B_TILE_STATE(t0)
+#endif
 #define FETCH(t0)                                                                                  \
     {                                                                                              \
         _Pragma("unroll") for (int e = 0; e < LPT_A; e++) {                                        \
@@ -134,6 +145,7 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
             const int gm = gm0 + r, gk = (t0) + c;                                                 \
             ra[e] = A_OK(gm, gk) ? A_AT(gm, gk) : (tacc_t)0;                                       \
         }                                                                                          \
+        B_TILE_STATE(t0)                                                                           \
         _Pragma("unroll") for (int e = 0; e < LPT_B; e++) {                                        \
             int r, c;                                                                              \
             B_COORD(lid + e * NT, r, c);                                                           \
@@ -210,6 +222,10 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 #undef TILED_B_STATE_T
 #undef TILED_B_PREP
 #undef TILED_LOAD_B_ST
+#undef TILED_B_TILE_T
+#undef TILED_B_TILE
+#undef TILED_LOAD_B_TT
+#undef B_TILE_STATE
 #undef TILED_SELECT
 #undef B_LOAD
 #undef A_AT

@@ -5,6 +5,7 @@ and the .npy reader/writer."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -113,7 +114,7 @@ def test_event_stream_shape_and_iteration_bounds(kernel_program):
     run = kernel_program("gemm").run("--backend=cpu", "--m=8", "--warmup=2", "--iters=4")
     assert run.returncode == 0, run.stderr
     kinds = [e["event"] for e in run.events]
-    assert kinds == ["info", "phase", "phase", "iter", "iter", "iter", "iter", "result"]
+    assert kinds == ["info", "phase", "phase", "iter", "iter", "iter", "iter", "iter_summary", "result"]
     assert [e["phase"] for e in run.of("phase")] == ["warmup", "measure"]
     measure_t = run.of("phase")[1]["t_ns"]
     iters = run.of("iter")
@@ -125,13 +126,16 @@ def test_event_stream_shape_and_iteration_bounds(kernel_program):
     result = run.one("result")
     assert result["iterations"] == 4
     assert result["min_ms"] <= result["median_ms"] <= result["max_ms"]
+    summary = run.one("iter_summary")
+    assert (summary["iterations"], summary["iter_events"], summary["samples"]) == (4, 4, 0)
+    assert (summary["t_start_ns"], summary["t_end_ns"]) == (iters[0]["t_start_ns"], iters[-1]["t_end_ns"])
 
 
 def test_min_seconds_extends_and_max_seconds_bounds_measurement(kernel_program):
     prog = kernel_program("gemm")
     longer = prog.run("--backend=cpu", "--m=4", "--iters=1", "--warmup=0", "--min-seconds=0.2")
-    it = longer.of("iter")
-    assert len(it) > 1 and it[-1]["t_end_ns"] - it[0]["t_start_ns"] >= 0.2e9
+    summary = longer.one("iter_summary")  # a 4x4 product is fast: far more than the printed iterations
+    assert summary["iterations"] > 1 and summary["t_end_ns"] - summary["t_start_ns"] >= 0.2e9
     bounded = prog.run("--backend=cpu", "--m=256", "--iters=1000000", "--warmup=0", "--max-seconds=0.3")
     assert bounded.returncode == 0
     it = bounded.of("iter")
@@ -179,3 +183,49 @@ def test_unreadable_npy_inputs_are_bad_arguments(kernel_program, tmp_path, conte
     run = kernel_program("gemm").run(f"--a={path}", "--backend=cpu", "--iters=1")
     assert run.returncode == 2
     assert expect in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def _wall_ns(events):
+    return np.array([e["t_end_ns"] - e["t_start_ns"] for e in events], dtype=np.int64)
+
+
+def test_a_long_fast_run_prints_its_first_iterations_a_sample_and_an_exact_summary(kernel_program):
+    """--iteration-events bounds the output of a time-bound run of a fast kernel: the first N
+    iterations, a sample of N of the rest, and a summary whose count, window and histogram cover
+    every iteration the program measured (its own `result`, computed from all of them, is the
+    independent truth)."""
+    args = ("--backend=cpu", "--hidden=8", "--seq-len=8", "--warmup=0", "--iters=1", "--min-seconds=0.5")
+    run = kernel_program("lstm").run(*args, "--iteration-events=100")
+    assert run.returncode == 0, run.stderr
+    result, summary = run.one("result"), run.one("iter_summary")
+    head, sample = run.of("iter"), run.of("iter_sample")
+    assert result["iterations"] > 1000  # else the run does not test the cap
+    printed_bytes = sum(len(json.dumps(e)) + 1 for e in run.events)
+    assert printed_bytes < 60_000  # ~200 iteration lines and the summary, whatever the count
+    assert [e["i"] for e in head] == list(range(100))
+    indices = [e["i"] for e in sample]
+    assert len(indices) == 100 and indices == sorted(set(indices)) and indices[0] >= 100
+    assert indices[-1] < result["iterations"]
+    assert summary["iterations"] == result["iterations"]
+    assert (summary["iter_events"], summary["samples"]) == (100, 100)
+    assert sum(count for _, count in summary["hist"]) == result["iterations"]
+    assert summary["t_start_ns"] == head[0]["t_start_ns"] and summary["t_end_ns"] >= sample[-1]["t_end_ns"]
+    assert summary["t_end_ns"] - summary["t_start_ns"] >= 0.5e9
+    assert summary["min_ns"] / 1e6 == pytest.approx(result["min_ms"], rel=1e-6)
+    assert summary["max_ns"] / 1e6 == pytest.approx(result["max_ms"], rel=1e-6)
+    assert summary["mean_ms"] == pytest.approx(result["mean_ms"], rel=1e-6)
+    # Every printed iteration sits in the bin the contract names for its wall time.
+    bins = dict(map(tuple, summary["hist"]))
+    printed = np.concatenate([_wall_ns(head), _wall_ns(sample)])
+    for k in np.floor(summary["hist_bins_per_octave"] * np.log2(printed)).astype(int):
+        assert bins.get(int(k), 0) > 0
+
+
+def test_iteration_events_zero_prints_every_iteration(kernel_program):
+    run = kernel_program("gemm").run(
+        "--backend=cpu", "--m=4", "--warmup=0", "--iters=3000", "--iteration-events=0"
+    )
+    assert run.returncode == 0, run.stderr
+    assert len(run.of("iter")) == 3000 and not run.of("iter_sample")
+    summary = run.one("iter_summary")
+    assert (summary["iterations"], summary["iter_events"], summary["samples"]) == (3000, 3000, 0)

@@ -116,3 +116,31 @@ def test_bad_output_fails_with_one_reason(text: str, reason: FailureReason, says
     with pytest.raises(OutputError) as caught:
         parse_jsonl(text, "segfault\n")
     assert caught.value.reason is reason and says in str(caught.value)
+
+
+def test_a_capped_stream_counts_every_iteration_from_its_summary() -> None:
+    """--iteration-events: two iterations printed of 1000, one sampled, the summary exact."""
+    sample = {"event": "iter_sample", "i": 700, "t_start_ns": 700_000_000, "t_end_ns": 701_000_000}
+    summary = {
+        "event": "iter_summary",
+        "iterations": 1000,
+        "iter_events": 2,
+        "samples": 1,
+        "t_start_ns": 10_000,
+        "t_end_ns": 1_000_010_000,
+        "mean_ms": 1.0,
+        "std_ms": 0.0,
+        "min_ns": 1_000_000,
+        "max_ns": 1_000_000,
+        "hist_bins_per_octave": 64,
+        "hist": [[1275, 1000]],  # floor(64 log2 1e6)
+    }
+    head = [
+        {"event": "phase", "phase": "measure", "t_ns": 10_000},
+        {"event": "iter", "i": 0, "t_start_ns": 10_000, "t_end_ns": 1_010_000},
+        {"event": "iter", "i": 1, "t_start_ns": 1_010_000, "t_end_ns": 2_010_000},
+    ]
+    output = parse_jsonl(lines(INFO, *head, sample, summary, {**RESULT, "iterations": 1000}))
+    assert output.inferences == 1000 and output.iterations is not None and len(output.iterations) == 1000
+    assert output.iterations.window_ns == (10_000, 1_000_010_000)
+    assert output.latencies_ms == (1.0, 1.0, 1.0)  # the printed ones: the first two and the sample
