@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from farm.analysis.iterations import measured_iterations
+from farm.analysis.layers import LayerResult, parse_layers
 from farm.analysis.sustained import sustained_metrics
 from farm.analysis.validity import Requirements, assess
 from farm.engine.collect import read_events
@@ -38,6 +39,11 @@ def sustained_of(artifacts: Path) -> list[Metric]:
     except ValueError:
         return []
     return [Metric(m.name, m.value, m.unit) for m in sustained_metrics(iterations)]
+
+
+def layers_of(artifacts: Path) -> tuple[LayerResult, ...]:
+    """The per-layer results of a program that reports layers (cnn), for the layers table."""
+    return parse_layers(read_events(artifacts / "stdout.jsonl"))
 
 
 def measurement_metrics(
