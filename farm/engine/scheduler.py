@@ -33,7 +33,7 @@ from farm.engine.conditions import read_temperature_c
 from farm.engine.coordination import Supervisor
 from farm.engine.driver import AdbDriver, PhoneDriver
 from farm.engine.ladder import Ladder
-from farm.engine.measurement import layers_of, measurement_metrics
+from farm.engine.measurement import energy_window_of, layers_of, measurement_metrics
 from farm.engine.model import (
     Gates,
     IdleBaseline,
@@ -468,7 +468,10 @@ class Sweep:
         job = RunJob(
             run_id=run.run_id,
             experiment_key=self.key,
-            program_args=self.experiment.program_args(cell),
+            # A slow fuel gauge lengthens the window (engine.measurement.energy_window).
+            program_args=self.experiment.program_args(
+                cell, energy_window_of(self.experiment, prepared).min_seconds
+            ),
             program=self.experiment.benchmark.program,
             gpu_load=self.experiment.gpu_load_of(cell),
             artifacts=artifacts,
