@@ -58,10 +58,14 @@ class EnergyWindow:
 
 
 def gauge_interval_s(baseline: IdleBaseline | None) -> float | None:
-    """The fuel gauge's update interval from the idle baseline, the calibration farm already does
-    on each phone: its window over the gauge readings in it. An upper bound (the window runs on
-    past the last update), which errs on the side of a longer measuring window."""
-    if baseline is None or baseline.power_mw is None or baseline.readings < 1 or baseline.sampled_s <= 0:
+    """The fuel gauge's update interval, from the idle baseline (the calibration farm does on each
+    phone): the median gap between the updates it saw; with a single update, its window over its
+    readings, an upper bound that errs on the side of a longer measuring window."""
+    if baseline is None or baseline.power_mw is None:
+        return None
+    if baseline.gauge_interval_s is not None and baseline.gauge_interval_s > 0:
+        return baseline.gauge_interval_s
+    if baseline.readings < 1 or baseline.sampled_s <= 0:
         return None
     return baseline.sampled_s / baseline.readings
 

@@ -43,7 +43,9 @@ def test_no_extension(energy: bool, interval_s: float | None, min_s: float) -> N
 
 
 def test_the_gauge_interval_comes_from_the_idle_baseline() -> None:
-    assert gauge_interval_s(IdleBaseline(850.0, readings=3, sampled_s=31.5)) == pytest.approx(10.5)
+    seen = IdleBaseline(850.0, readings=3, sampled_s=31.5, gauge_interval_s=10.0)
+    assert gauge_interval_s(seen) == 10.0  # the gaps between updates it saw
+    assert gauge_interval_s(IdleBaseline(850.0, readings=1, sampled_s=12.5)) == pytest.approx(12.5)
     assert gauge_interval_s(IdleBaseline(None, note="no idle baseline")) is None
     assert gauge_interval_s(IdleBaseline(850.0, readings=0, sampled_s=5.0)) is None
     assert gauge_interval_s(None) is None
