@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from farm.analysis.cnn_descriptor import Layer, LayerKind
-from farm.analysis.resource_model import WITHIN_FRACTION, nnls
+from farm.analysis.resource_model import WITHIN_FRACTION, relative_nnls
 from farm.errors import ConfigError
 
 
@@ -130,10 +130,7 @@ def fastest_per_shape(samples: Iterable[LayerSample]) -> list[LayerSample]:
 def _fit_form(samples: Sequence[LayerSample], names: Sequence[str]) -> tuple[float, ...]:
     times = np.array([s.time_ms for s in samples])
     design = np.array([[features(s.layer)[n] for n in names] for s in samples])
-    weighted = design / times[:, None]  # relative error: (pred - t) / t
-    scale = np.max(np.abs(weighted), axis=0)
-    scale[scale == 0] = 1.0
-    return tuple(float(c) for c in nnls(weighted / scale, np.ones(len(samples))) / scale)
+    return tuple(float(c) for c in relative_nnls(design, times))
 
 
 def fit_kernel(kernel: KernelType, samples: Sequence[LayerSample]) -> KernelModel:

@@ -31,6 +31,7 @@ from farm.analysis.resource_model import GemmSample, select_model
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
+from farm.report.layers import prediction_figure
 from farm.report.model import ReportData
 from farm.report.query import load_report_data
 from farm.store import Store
@@ -279,6 +280,12 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction, used: str) -
     help="gemm: every conv as its im2col GEMM (Augur); kernels: the per-kernel-type layer model "
     "of a cnn-fitted file; auto: kernels where the file has them, else gemm.",
 )
+@click.option(
+    "--figure",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="With --compare: write predicted vs measured time per layer (+-10%% band) as SVG here.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @results_option
 def predict(
@@ -288,6 +295,7 @@ def predict(
     backends: tuple[str, ...],
     compare: str | None,
     predictor: str,
+    figure: Path | None,
     as_json: bool,
     results: str | None,
 ) -> None:
@@ -298,6 +306,7 @@ def predict(
     Example:
       farm model predict --model results/gemm/resource_model.json --network squeezenet1.0
       farm model predict --model m.json --network squeezenet1.1 --backend gpu --compare squeezenet_precision
+      farm model predict --model m.json --network squeezenet1.1 --compare cnn_runs --figure pred.svg
     """
     descriptor = network_descriptor(network)
     models = _read_models(model_path)
@@ -326,6 +335,8 @@ def predict(
         for m in chosen
         for used in [Predictor.KERNELS if asked is not Predictor.GEMM and m.kernels else Predictor.GEMM]
     ]
+    if figure is not None:
+        _write_figure(figure, [(f"{k.label()} ({used})", p) for k, used, p in predictions])
     if as_json:
         echo_json(
             {
@@ -348,6 +359,18 @@ def _predict(
     return predict_network(
         model.fitted.model, descriptor, model.key.precision, measured, model.pool_ms_per_mb
     )
+
+
+def _write_figure(path: Path, predictions: list[tuple[str, NetworkPrediction]]) -> None:
+    rendered = prediction_figure(predictions)
+    if rendered is None:
+        raise ConfigError(
+            f"{path}: no measured layer to draw", hint="--figure needs --compare with a cnn experiment"
+        )
+    try:
+        path.write_text(rendered.svg, encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot write the figure ({error.strerror})") from None
 
 
 def _read_models(path: Path) -> list[PhoneModel]:

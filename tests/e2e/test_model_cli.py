@@ -101,9 +101,10 @@ def test_fit_on_a_measured_gemm_sweep_then_predict_squeezenet(
     assert set(entry["kernels"]) == {"conv1x1", "convkxk", "maxpool", "avgpool"}
     by_kernel = run_farm(
         port, results, "model", "predict", "--model", str(tmp_path / "c.json"), "--network", "squeezenet1.1",
-        "--compare", "cnn_tiny", "--json",
+        "--compare", "cnn_tiny", "--json", "--figure", str(tmp_path / "pred.svg"),
     )  # fmt: skip
     assert by_kernel.returncode == 0, by_kernel.stderr
+    assert "predicted vs measured time per layer" in (tmp_path / "pred.svg").read_text()
     (fitted_on_itself,) = json.loads(by_kernel.stdout)["predictions"]
     assert fitted_on_itself["predictor"] == "kernels"
     # In-sample (fitted on this very run): the total can only be off by the fit's residuals.
