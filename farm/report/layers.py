@@ -12,7 +12,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from matplotlib import colormaps, rc_context
+from matplotlib import colormaps, rc_context, ticker
 from matplotlib.figure import Figure
 
 from farm.analysis import resource_data
@@ -170,9 +170,14 @@ def prediction_figure(predictions: Sequence[tuple[str, NetworkPrediction]]) -> R
             ax.set_yscale("log")
             ax.set_xlim(low, high)
             ax.set_ylim(low, high)
+            for axis in (ax.xaxis, ax.yaxis):  # plain numbers: mathtext is off in farm's figures
+                axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+                axis.set_minor_formatter(ticker.NullFormatter())
             errors = prediction.layer_errors()
-            within = f"{errors[1]:.0%} within band" if errors else ""
-            ax.set_title(_label(f"{label}\n{within}"), fontsize=8)
+            if errors:
+                ax.text(0.97, 0.03, f"{errors[1]:.0%} of layers within the band", transform=ax.transAxes,
+                        ha="right", va="bottom", fontsize=7)  # fmt: skip
+            ax.set_title(_label(label), fontsize=8)
             ax.set_xlabel("measured [ms]")
             ax.grid(True, alpha=0.3, which="both")
             ax.legend(fontsize=7)
