@@ -3,7 +3,9 @@ the prediction against measured per-layer times. Pure.
 
 Time: a convolution is the GEMM (m, n, k) of its im2col form. Pooling layers are no GEMM; they only
 read and write maps, so they cost a rate per MB moved: the pools' own rate where a cnn experiment
-measured pools (pool_rate), else the GEMM model's traffic term (ms_per_mb).
+measured pools (pool_rate), else the GEMM model's traffic term (ms_per_mb). Or, from a model per
+kernel type fitted on a cnn experiment's own layers (farm.analysis.kernel_model), each layer by its
+kernel type's model (predict_network_by_kernel).
 
 Memory (Augur): weights + feature maps + workspace. Layers run one after another, so the peak is
 all weights plus, at the worst layer, its input, the buffer it writes (a fire module's concat for
@@ -12,12 +14,13 @@ both expand layers) and its im2col workspace (k x n elements; none for a 1x1 str
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from farm.analysis.cnn_descriptor import Layer, LayerKind, Network
+from farm.analysis.kernel_model import LayerModel
 from farm.analysis.resource_model import ELEMENT_BYTES, WITHIN_FRACTION, GemmModel
 
 
@@ -67,6 +70,14 @@ class NetworkPrediction:
         if not measured or any(m is None for m in measured):
             return None
         return float(sum(m for m in measured if m is not None))
+
+    def layer_errors(self) -> tuple[float, float] | None:
+        """(MAPE %, share within +-10 %) over every layer that has a measurement."""
+        errors = [abs(layer.error_pct) / 100 for layer in self.layers if layer.error_pct is not None]
+        if not errors:
+            return None
+        values = np.array(errors)
+        return float(np.mean(values) * 100), float(np.mean(values <= WITHIN_FRACTION))
 
     def conv_errors(self) -> tuple[float, float] | None:
         """(MAPE %, share within +-10 %) over the convolutions that have a measurement."""
@@ -132,6 +143,25 @@ def predict_network(
 ) -> NetworkPrediction:
     """Per-layer prediction; `measured_ms` (layer name -> ms) is attached for comparison.
     `pool_ms_per_mb`: the pools' own rate where measured pools gave one, else the GEMM traffic term."""
+    return _predict(network, precision, measured_ms, lambda x: _layer_ms(model, x, precision, pool_ms_per_mb))
+
+
+def predict_network_by_kernel(
+    model: LayerModel,
+    network: Network,
+    precision: str = "fp32",
+    measured_ms: Mapping[str, float] | None = None,
+) -> NetworkPrediction:
+    """Per-layer prediction from a per-kernel-type model (farm.analysis.kernel_model)."""
+    return _predict(network, precision, measured_ms, model.predict_ms)
+
+
+def _predict(
+    network: Network,
+    precision: str,
+    measured_ms: Mapping[str, float] | None,
+    layer_ms: Callable[[Layer], float],
+) -> NetworkPrediction:
     measured = measured_ms or {}
     layers = tuple(
         LayerPrediction(
@@ -139,7 +169,7 @@ def predict_network(
             kind=layer.kind,
             gemm_mnk=layer.gemm_mnk,
             gflop=2.0 * np.prod(layer.gemm_mnk) / 1e9 if layer.gemm_mnk else 0.0,
-            predicted_ms=_layer_ms(model, layer, precision, pool_ms_per_mb),
+            predicted_ms=layer_ms(layer),
             measured_ms=measured.get(layer.name),
         )
         for layer in network.layers

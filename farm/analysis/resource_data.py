@@ -8,7 +8,11 @@ A model file (JSON, FORMAT) holds one fitted GEMM model per (phone, backend, pre
                "form": "flops+bytes", "coefficients": {"intercept_ms": ..., "ms_per_gflop": ...,
                "ms_per_mb": ...}, "samples": 32, "shapes": 16,
                "held_out": {"mape_pct": ..., "within_10pct": ..., "max_error_pct": ..., "count": ...},
-               "in_sample": {...}, "candidates": {"flops": {...}, "flops+bytes": {...}}}]}
+               "in_sample": {...}, "candidates": {"flops": {...}, "flops+bytes": {...}},
+               "kernels": null, or (cnn experiments) the per-kernel-type layer model:
+                 {"conv1x1": {"coefficients": {"intercept_ms": ..., "ms_per_gflop": ...,
+                  "ms_per_m_out": ..., "ms_per_m_in": ..., "ms_per_m_weights": ...},
+                  "samples": 15, "shapes": 15}, "convkxk": {...}, "maxpool": {...}, ...}}]}
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from farm.analysis.cnn_descriptor import NETWORKS, network
+from farm.analysis.kernel_model import FEATURES as KERNEL_FEATURES
+from farm.analysis.kernel_model import KernelModel, KernelType, LayerModel, LayerSample
 from farm.analysis.network_model import moved_mb
 from farm.analysis.resource_model import FEATURES, FittedModel, GemmModel, GemmSample, HeldOut
 from farm.errors import ConfigError
+from farm.store.layers import LayerResult
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 
@@ -48,6 +55,7 @@ class PhoneModel:
     key: ModelKey
     fitted: FittedModel
     pool_ms_per_mb: float | None = None  # measured pools' rate (cnn experiments), else None
+    kernels: LayerModel | None = None  # per kernel type (cnn experiments), else None
 
 
 def _key(run: StoredResult, params: Mapping[str, Any]) -> ModelKey | None:
@@ -77,13 +85,30 @@ def gemm_samples(
     return groups
 
 
+def run_layer_ms(run: StoredResult, layers: Mapping[str, Sequence[LayerResult]]) -> dict[str, float]:
+    """A run's per-layer times by layer name: from the layers table (farm.store.layers) where the
+    run has rows there, else from its layer_NN_<name>_ms metrics (runs stored before the table;
+    names come back with `/`: fire2_squeeze1x1 -> fire2/squeeze1x1)."""
+    stored = layers.get(run.run_id)
+    if stored:
+        return {layer.name: layer.time_ms for layer in stored}
+    found: dict[str, float] = {}
+    for metric, value in run.metrics.items():
+        match = _LAYER_METRIC.match(metric)
+        if match:
+            found[re.sub(r"^(fire\d+)_", r"\1/", match["name"])] = value
+    return found
+
+
 def measured_layers(
-    runs: Iterable[StoredResult], params: Mapping[str, Any], network: str
+    runs: Iterable[StoredResult],
+    params: Mapping[str, Any],
+    network: str,
+    layers: Mapping[str, Sequence[LayerResult]] | None = None,
 ) -> dict[ModelKey, dict[str, float]]:
-    """Per-layer time (cnn `layer` events, stored as layer_NN_<name>_ms) of the runs of `network`,
-    per model key: the fastest run's, as the model is fitted to the fastest repetition (see
-    resource_model.fastest_per_shape). Layer names come back with `/` (fire2_squeeze1x1 ->
-    fire2/squeeze1x1)."""
+    """Per-layer time (cnn `layer` events) of the runs of `network`, per model key: the fastest
+    run's, as the model is fitted to the fastest repetition (see resource_model.fastest_per_shape).
+    `layers`: the experiment's layers table rows by run_id (see run_layer_ms)."""
     values: dict[ModelKey, dict[str, list[float]]] = {}
     for run in runs:
         factors = {**params, **run.factors}
@@ -94,12 +119,39 @@ def measured_layers(
             or str(factors.get("model", "squeezenet1.0")) != network
         ):
             continue
-        for metric, value in run.metrics.items():
-            match = _LAYER_METRIC.match(metric)
-            if match:
-                name = re.sub(r"^(fire\d+)_", r"\1/", match["name"])
-                values.setdefault(key, {}).setdefault(name, []).append(value)
-    return {key: {n: min(v) for n, v in layers.items()} for key, layers in values.items()}
+        for name, value in run_layer_ms(run, layers or {}).items():
+            values.setdefault(key, {}).setdefault(name, []).append(value)
+    return {key: {n: min(v) for n, v in found.items()} for key, found in values.items()}
+
+
+def _descriptor_size(name: str, factors: Mapping[str, Any]) -> bool:
+    """Whether a run measured the built-in descriptor's input size (another size: other shapes)."""
+    size = int(factors.get("input_size", 0) or 0)
+    return size in (0, _DEFAULT_INPUT[name])
+
+
+def layer_samples(
+    runs: Iterable[StoredResult],
+    params: Mapping[str, Any],
+    networks: Sequence[str] = NETWORKS,
+    layers: Mapping[str, Sequence[LayerResult]] | None = None,
+) -> dict[ModelKey, list[LayerSample]]:
+    """Per model key, every measured layer of the DONE runs of `networks` (each run's median per
+    layer) with its descriptor, for the per-kernel-type model (farm.analysis.kernel_model)."""
+    groups: dict[ModelKey, list[LayerSample]] = {}
+    for run in runs:
+        factors = {**params, **run.factors}
+        name = str(factors.get("model", NETWORKS[0]))
+        key = _key(run, params)
+        if run.state is not RunState.DONE or key is None or name not in networks:
+            continue
+        if not _descriptor_size(name, factors):
+            continue
+        times = run_layer_ms(run, layers or {})
+        for layer in network(name).layers:
+            if times.get(layer.name, 0) > 0:
+                groups.setdefault(key, []).append(LayerSample(layer, times[layer.name]))
+    return groups
 
 
 @dataclass(frozen=True)
@@ -112,7 +164,10 @@ class LayerSamples:
 
 
 def cnn_layer_samples(
-    runs: Iterable[StoredResult], params: Mapping[str, Any], networks: Sequence[str] = NETWORKS
+    runs: Iterable[StoredResult],
+    params: Mapping[str, Any],
+    networks: Sequence[str] = NETWORKS,
+    stored: Mapping[str, Sequence[LayerResult]] | None = None,
 ) -> dict[ModelKey, LayerSamples]:
     """Per model key, the layers of the runs of `networks`. Runs at another input size than the
     descriptor's are left out: their shapes differ."""
@@ -120,10 +175,9 @@ def cnn_layer_samples(
     for run in runs:
         factors = {**params, **run.factors}
         name = str(factors.get("model", NETWORKS[0]))
-        size = int(factors.get("input_size", 0) or 0)
-        if name not in networks or size not in (0, _DEFAULT_INPUT[name]):
+        if name not in networks or not _descriptor_size(name, factors):
             continue
-        for key, layers in measured_layers([run], params, name).items():
+        for key, layers in measured_layers([run], params, name, stored).items():
             group = groups.setdefault(key, LayerSamples([], []))
             for layer in network(name).layers:
                 if layer.name not in layers:
@@ -148,7 +202,32 @@ def model_to_json(model: PhoneModel) -> dict[str, Any]:
         "candidates": {form: asdict(errors) for form, errors in fitted.candidates},
         "repeatability": asdict(fitted.repeatability) if fitted.repeatability else None,
         "pool_ms_per_mb": model.pool_ms_per_mb,
+        "kernels": _kernels_to_json(model.kernels) if model.kernels is not None else None,
     }
+
+
+def _kernels_to_json(model: LayerModel) -> dict[str, Any]:
+    return {
+        str(kernel.kernel): {
+            "coefficients": dict(kernel.coefficients),
+            "samples": kernel.samples,
+            "shapes": kernel.shapes,
+        }
+        for kernel in model.kernels
+    }
+
+
+def _kernels_from_json(data: Any) -> LayerModel:
+    kernels = []
+    for name, entry in data.items():
+        coefficients = tuple((str(n), float(c)) for n, c in entry["coefficients"].items())
+        unknown = [n for n, _ in coefficients if n not in KERNEL_FEATURES]
+        if unknown:
+            raise ValueError(f"unknown kernel coefficient {unknown[0]!r}")
+        kernels.append(
+            KernelModel(KernelType(name), coefficients, int(entry["samples"]), int(entry["shapes"]))
+        )
+    return LayerModel(tuple(kernels))
 
 
 def model_file(
@@ -198,7 +277,8 @@ def models_from_json(data: Any, source: str) -> list[PhoneModel]:
                 repeatability=_held_out(entry["repeatability"]) if entry.get("repeatability") else None,
             )
             pool = entry.get("pool_ms_per_mb")
-            models.append(PhoneModel(key, fitted, None if pool is None else float(pool)))
+            kernels = _kernels_from_json(entry["kernels"]) if entry.get("kernels") else None
+            models.append(PhoneModel(key, fitted, None if pool is None else float(pool), kernels))
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ConfigError(f"{source}: models[{len(models)}]: bad or missing field {error}") from None
     if not models:

@@ -148,6 +148,16 @@ def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return best
 
 
+def relative_nnls(design: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Non-negative coefficients minimising the squared RELATIVE error (pred - t) / t of
+    `design @ coefficients` against `times` (columns scaled first: features differ by orders of
+    magnitude)."""
+    weighted = design / times[:, None]
+    scale = np.max(np.abs(weighted), axis=0)
+    scale[scale == 0] = 1.0
+    return nnls(weighted / scale, np.ones(len(times))) / scale
+
+
 def _check(samples: Sequence[GemmSample], form: str) -> None:
     if form not in MODEL_FORMS:
         raise ConfigError(f"unknown model form {form!r}", hint=f"known: {', '.join(MODEL_FORMS)}")
@@ -170,10 +180,7 @@ def fit(samples: Sequence[GemmSample], form: str = "flops+bytes") -> GemmModel:
     names = MODEL_FORMS[form]
     times = np.array([s.time_ms for s in samples])
     design = np.array([[FEATURES[n](s.m, s.n, s.k, s.precision) for n in names] for s in samples])
-    weighted = design / times[:, None]  # relative error: (pred - t) / t
-    scale = np.max(np.abs(weighted), axis=0)
-    scale[scale == 0] = 1.0
-    solution = nnls(weighted / scale, np.ones(len(samples))) / scale
+    solution = relative_nnls(design, times)
     return GemmModel(form, tuple(zip(names, (float(c) for c in solution), strict=True)))
 
 

@@ -7,23 +7,31 @@ time, total, memory) and, given a cnn experiment, holds it against the measured 
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 
 from farm.analysis import resource_data
-from farm.analysis.cnn_descriptor import NETWORKS
+from farm.analysis.cnn_descriptor import NETWORKS, Network
 from farm.analysis.cnn_descriptor import network as network_descriptor
-from farm.analysis.network_model import NetworkPrediction, pool_rate, predict_network
+from farm.analysis.kernel_model import LayerSample, fit_layer_model
+from farm.analysis.network_model import (
+    NetworkPrediction,
+    pool_rate,
+    predict_network,
+    predict_network_by_kernel,
+)
 from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmSample, select_model
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
+from farm.report.layers import prediction_figure
 from farm.report.model import ReportData
 from farm.report.query import load_report_data
 from farm.store import Store
@@ -36,6 +44,14 @@ def _load(results: str | None, experiment: str) -> ReportData:
 
 def _params(data: ReportData) -> Mapping[str, Any]:
     return data.spec.benchmark.params if data.spec is not None else {}
+
+
+class Predictor(enum.StrEnum):
+    """Which model prices a layer in `farm model predict`."""
+
+    AUTO = "auto"
+    GEMM = "gemm"
+    KERNELS = "kernels"
 
 
 @click.group("model")
@@ -107,7 +123,9 @@ def fit(
     for key in sorted(groups):
         try:
             fitted = select_model(groups[key], fastest=not all_repetitions)
-            models.append(PhoneModel(key, fitted, inputs.pool_rates.get(key)))
+            layers = inputs.layers.get(key)
+            kernels = fit_layer_model(layers, fastest=not all_repetitions) if layers else None
+            models.append(PhoneModel(key, fitted, inputs.pool_rates.get(key), kernels))
         except ConfigError as error:
             raise ConfigError(f"{key.label()}: {error}") from None
     document = resource_data.model_file(experiment, inputs.time_metric, models, inputs.source)
@@ -130,6 +148,10 @@ def fit(
             f"{coef('ms_per_mb'):7.3f} {fitted.shapes:6d} {fitted.held_out.mape_pct:12.1f}% "
             f"{fitted.held_out.within_10pct:10.0%} {repeat:>11}"
         )
+    for item in models:
+        if item.kernels is not None:
+            kinds = ", ".join(f"{k.kernel} ({k.shapes} shapes)" for k in item.kernels.kernels)
+            click.echo(f"{item.key.label()}: per-kernel-type layer model: {kinds}")
     click.echo(
         "held-out: each shape predicted by a fit without it; repeat MAPE: the repetitions of one "
         "shape against each other (the noise no model of m, n, k can remove)"
@@ -143,6 +165,7 @@ class _Inputs:
     pool_rates: dict[ModelKey, float | None]
     source: str
     time_metric: str
+    layers: dict[ModelKey, list[LayerSample]] = field(default_factory=dict)  # cnn: every layer
 
 
 def _inputs(data: ReportData, networks: tuple[str, ...]) -> _Inputs:
@@ -152,12 +175,13 @@ def _inputs(data: ReportData, networks: tuple[str, ...]) -> _Inputs:
         return _Inputs(samples, {}, "gemm", resource_data.TIME_METRIC)
     if data.benchmark == "cnn":
         chosen = networks or NETWORKS
-        layers = resource_data.cnn_layer_samples(data.runs, _params(data), chosen)
+        layers = resource_data.cnn_layer_samples(data.runs, _params(data), chosen, data.layers)
         return _Inputs(
             {key: group.convs for key, group in layers.items() if group.convs},
             {key: pool_rate(group.pools) for key, group in layers.items()},
             f"cnn layers of {', '.join(chosen)}",
             "layer time_ns (median of the run)",
+            resource_data.layer_samples(data.runs, _params(data), chosen, data.layers),
         )
     raise ConfigError(
         f"experiment {data.experiment!r} ran {data.benchmark or 'no benchmark'}, not gemm or cnn",
@@ -168,6 +192,7 @@ def _inputs(data: ReportData, networks: tuple[str, ...]) -> _Inputs:
 def _prediction_json(key: ModelKey, prediction: NetworkPrediction) -> dict[str, Any]:
     memory = prediction.memory
     errors = prediction.conv_errors()
+    every = prediction.layer_errors()
     return {
         "device_id": key.device_id,
         "backend": key.backend,
@@ -189,6 +214,7 @@ def _prediction_json(key: ModelKey, prediction: NetworkPrediction) -> dict[str, 
         "measured_total_ms": prediction.measured_total_ms,
         "conv_mape_pct": errors[0] if errors else None,
         "conv_within_10pct": errors[1] if errors else None,
+        "layers_within_10pct": every[1] if every else None,
         "memory": {
             "weights_bytes": memory.weights_bytes,
             "peak_activations_bytes": memory.peak_activations_bytes,
@@ -200,8 +226,8 @@ def _prediction_json(key: ModelKey, prediction: NetworkPrediction) -> dict[str, 
     }
 
 
-def _print_prediction(key: ModelKey, prediction: NetworkPrediction) -> None:
-    click.echo(f"\n{prediction.network} on {key.label()}")
+def _print_prediction(key: ModelKey, prediction: NetworkPrediction, used: str) -> None:
+    click.echo(f"\n{prediction.network} on {key.label()} ({used} model)")
     click.echo(f"  {'layer':<20} {'m x n x k':<18} {'GFLOP':>7} {'pred ms':>9} {'meas ms':>9} {'err':>7}")
     for layer in prediction.layers:
         mnk = "x".join(str(d) for d in layer.gemm_mnk) if layer.gemm_mnk else str(layer.kind)
@@ -217,6 +243,9 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction) -> None:
     errors = prediction.conv_errors()
     if errors:
         line += f"; conv layers MAPE {errors[0]:.1f}%, {errors[1]:.0%} within 10%"
+    every = prediction.layer_errors()
+    if every:
+        line += f"; all layers {every[1]:.0%} within 10%"
     click.echo(line)
     memory = prediction.memory
     mib = 1024 * 1024
@@ -243,6 +272,20 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction) -> None:
 @click.option(
     "--compare", "compare", default=None, help="A cnn experiment in the store: show its measured layer times."
 )
+@click.option(
+    "--predictor",
+    type=click.Choice([p.value for p in Predictor]),
+    default=Predictor.AUTO.value,
+    show_default=True,
+    help="gemm: every conv as its im2col GEMM (Augur); kernels: the per-kernel-type layer model "
+    "of a cnn-fitted file; auto: kernels where the file has them, else gemm.",
+)
+@click.option(
+    "--figure",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="With --compare: write predicted vs measured time per layer (+-10%% band) as SVG here.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @results_option
 def predict(
@@ -251,6 +294,8 @@ def predict(
     devices: tuple[str, ...],
     backends: tuple[str, ...],
     compare: str | None,
+    predictor: str,
+    figure: Path | None,
     as_json: bool,
     results: str | None,
 ) -> None:
@@ -261,6 +306,7 @@ def predict(
     Example:
       farm model predict --model results/gemm/resource_model.json --network squeezenet1.0
       farm model predict --model m.json --network squeezenet1.1 --backend gpu --compare squeezenet_precision
+      farm model predict --model m.json --network squeezenet1.1 --compare cnn_runs --figure pred.svg
     """
     descriptor = network_descriptor(network)
     models = _read_models(model_path)
@@ -277,23 +323,54 @@ def predict(
         data = _load(results, compare)
         if data.benchmark != "cnn":
             raise ConfigError(f"experiment {compare!r} ran {data.benchmark or 'no benchmark'}, not cnn")
-        measured = resource_data.measured_layers(data.runs, _params(data), descriptor.name)
-    predictions = [
-        (
-            m.key,
-            predict_network(
-                m.fitted.model, descriptor, m.key.precision, measured.get(m.key), m.pool_ms_per_mb
-            ),
+        measured = resource_data.measured_layers(data.runs, _params(data), descriptor.name, data.layers)
+    asked = Predictor(predictor)
+    if asked is Predictor.KERNELS and any(m.kernels is None for m in chosen):
+        raise ConfigError(
+            f"{model_path}: --predictor kernels needs a model fitted on a cnn experiment's layers",
+            hint="`farm model fit CNN_EXPERIMENT` writes one; or use --predictor gemm",
         )
+    predictions = [
+        (m.key, used, _predict(m, used, descriptor, measured.get(m.key)))
         for m in chosen
+        for used in [Predictor.KERNELS if asked is not Predictor.GEMM and m.kernels else Predictor.GEMM]
     ]
+    if figure is not None:
+        _write_figure(figure, [(f"{k.label()} ({used})", p) for k, used, p in predictions])
     if as_json:
         echo_json(
-            {"network": descriptor.name, "predictions": [_prediction_json(k, p) for k, p in predictions]}
+            {
+                "network": descriptor.name,
+                "predictions": [
+                    {**_prediction_json(k, p), "predictor": str(used)} for k, used, p in predictions
+                ],
+            }
         )
         return
-    for key, prediction in predictions:
-        _print_prediction(key, prediction)
+    for key, used, prediction in predictions:
+        _print_prediction(key, prediction, used)
+
+
+def _predict(
+    model: PhoneModel, used: Predictor, descriptor: Network, measured: dict[str, float] | None
+) -> NetworkPrediction:
+    if used is Predictor.KERNELS and model.kernels is not None:
+        return predict_network_by_kernel(model.kernels, descriptor, model.key.precision, measured)
+    return predict_network(
+        model.fitted.model, descriptor, model.key.precision, measured, model.pool_ms_per_mb
+    )
+
+
+def _write_figure(path: Path, predictions: list[tuple[str, NetworkPrediction]]) -> None:
+    rendered = prediction_figure(predictions)
+    if rendered is None:
+        raise ConfigError(
+            f"{path}: no measured layer to draw", hint="--figure needs --compare with a cnn experiment"
+        )
+    try:
+        path.write_text(rendered.svg, encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot write the figure ({error.strerror})") from None
 
 
 def _read_models(path: Path) -> list[PhoneModel]:

@@ -20,6 +20,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
 from farm.analysis.power import BatteryCalibration, battery_power, window_power_mw
 from farm.analysis.series import DEFAULT_SOURCES, TraceLike
 from farm.engine.collect import calibration_from_trace, calibration_of
@@ -71,7 +73,12 @@ def baseline_of_trace(
     mean_mw, readings = window_power_mw(power, start_ns, end_ns, trailing=trailing)
     if readings == 0:
         return IdleBaseline(None, charging_disabled=True, note=NO_UPDATE_NOTE)
-    return IdleBaseline(mean_mw, readings, (end_ns - start_ns) / 1e9, start_ns, end_ns, True)
+    # Its first point is the value held when the recording started, not an update: gaps after it.
+    gaps_s = np.diff(power.t_ns[1:]) / 1e9
+    interval_s = float(np.median(gaps_s)) if len(gaps_s) else None
+    return IdleBaseline(
+        mean_mw, readings, (end_ns - start_ns) / 1e9, start_ns, end_ns, True, gauge_interval_s=interval_s
+    )
 
 
 def _gauge_pending(baseline: IdleBaseline) -> bool:

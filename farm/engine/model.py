@@ -72,6 +72,9 @@ class IdleBaseline:
     charging_disabled: bool = False
     note: str | None = None
     took_s: float = 0.0  # what measuring it cost the phone's session, round trips included
+    # The fuel gauge's update interval seen while idling (median gap between its updates), or None
+    # with fewer than two updates: what lengthens a slow gauge's runs (engine.measurement).
+    gauge_interval_s: float | None = None
 
     def to_json(self) -> JsonObject:
         """As env.json's `idle_baseline` and the store's baseline event carry it."""
@@ -84,6 +87,7 @@ class IdleBaseline:
             "charging_disabled": self.charging_disabled,
             "note": self.note,
             "took_s": round(self.took_s, 3),
+            "gauge_interval_s": self.gauge_interval_s,
         }
 
 

@@ -19,11 +19,13 @@ from farm.engine.baseline import idle_power_mw_of
 from farm.engine.clocks import recover_clocks
 from farm.engine.collect import charging_disabled_of, compute_metrics
 from farm.engine.conditions import restore_charging
+from farm.engine.measurement import layers_of
 from farm.engine.onphone import RUNS_DIR
 from farm.errors import FarmError
 from farm.store import Store, ownership
 from farm.store import devices as device_store
 from farm.store import runs as run_store
+from farm.store.layers import put_layers
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 
 KILL_SETTLE_S = 0.3
@@ -141,5 +143,6 @@ def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
             )
             continue
         run_store.put_metrics(store, row["run_id"], metrics)
+        put_layers(store, row["run_id"], layers_of(results / row["artifacts_dir"]))
         filled += 1
     return filled

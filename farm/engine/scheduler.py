@@ -33,7 +33,7 @@ from farm.engine.conditions import read_temperature_c
 from farm.engine.coordination import Supervisor
 from farm.engine.driver import AdbDriver, PhoneDriver
 from farm.engine.ladder import Ladder
-from farm.engine.measurement import measurement_metrics
+from farm.engine.measurement import energy_window_of, layers_of, measurement_metrics
 from farm.engine.model import (
     Gates,
     IdleBaseline,
@@ -56,6 +56,7 @@ from farm.spec.sections import RetryOn
 from farm.store import Outcome, RunState, Store, outbox, ownership, run_artifacts_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store
+from farm.store.layers import put_layers
 from farm.store.runs import StoredRun
 
 LOST_PHONE_WAIT_S = 120.0
@@ -467,7 +468,10 @@ class Sweep:
         job = RunJob(
             run_id=run.run_id,
             experiment_key=self.key,
-            program_args=self.experiment.program_args(cell),
+            # A slow fuel gauge lengthens the window (engine.measurement.energy_window).
+            program_args=self.experiment.program_args(
+                cell, energy_window_of(self.experiment, prepared).min_seconds
+            ),
             program=self.experiment.benchmark.program,
             gpu_load=self.experiment.gpu_load_of(cell),
             artifacts=artifacts,
@@ -579,6 +583,7 @@ class Sweep:
             self.event("note", f"validity not assessed: {error}", run_id=run_id)
         if self.store_error is None:  # else the next start computes them (recovery.backfill_metrics)
             run_store.put_metrics(self.store, run_id, metrics)
+            put_layers(self.store, run_id, layers_of(job.artifacts))
 
     def report(self) -> SweepReport:
         counts = run_store.count_states(self.store, self.key)

@@ -5,11 +5,13 @@ are farm.store.results.StoredResult rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from farm.analysis.validity import Validity, usable
 from farm.spec.model import Experiment
 from farm.spec.sections import FigureKind
+from farm.store.layers import LayerResult
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 
@@ -80,6 +82,8 @@ class ReportData:
     description: str = ""
     # Figures and cell statistics use valid runs only (farm.analysis.validity) unless this is set.
     include_invalid: bool = False
+    # run_id -> its per-layer results (farm.store.layers), for programs that report layers (cnn).
+    layers: Mapping[str, tuple[LayerResult, ...]] = field(default_factory=dict)
 
     def metric_name(self, name: str) -> str:
         """A figure's y as stored: the name itself if some run has it, else its alias."""

@@ -19,6 +19,7 @@ from farm.report.environment import phone_info
 from farm.report.model import FigureSpec, PhoneInfo, ReportData
 from farm.spec.model import Experiment
 from farm.store.db import Store
+from farm.store.layers import experiment_layers
 from farm.store.results import StoredResult
 from farm.store.runs import list_runs
 
@@ -156,4 +157,5 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
         regressions=tuple(dict.fromkeys(row["message"] for row in regression_rows)),
         generated_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         description=spec.description if spec is not None else "",
+        layers=experiment_layers(store, experiment),
     )

@@ -21,6 +21,7 @@ from markupsafe import Markup
 from farm.report import tables
 from farm.report.export import tidy_csv
 from farm.report.figures import RenderedFigure, render_figures
+from farm.report.layers import LayerSection, layer_figures, layer_section
 from farm.report.model import ReportData
 from farm.safe_text import markdown, printable
 from farm.spec.model import Experiment
@@ -78,12 +79,18 @@ class _Context:
     metrics: list[str]
     notes: list[str]
     spec_text: str
+    layers: LayerSection | None  # per-layer results (farm.report.layers), None without any
+
+
+def all_figures(data: ReportData) -> list[RenderedFigure]:
+    """The report's figures: the experiment's own, then its per-layer ones."""
+    return render_figures(data) + layer_figures(data)
 
 
 def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict[str, Any]:
     context = _Context(
         data=data,
-        figures=render_figures(data) if figures is None else figures,
+        figures=all_figures(data) if figures is None else figures,
         counts=tables.state_counts(data),
         failures=tables.failures(data),
         cells=tables.cells(data),
@@ -91,6 +98,7 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
         metrics=tables.table_metrics(data),
         notes=tables.quality_notes(data),
         spec_text=_spec_text(data.spec),
+        layers=layer_section(data),
     )
     return {name: getattr(context, name) for name in context.__dataclass_fields__}
 
@@ -118,11 +126,11 @@ def write_report(
 ) -> list[Path]:
     """Write report.html / report.md / results.csv (tidy) and figures/<name>.svg|.pdf under out_dir;
     returns the paths.
-    `figures` defaults to render_figures(data)."""
+    `figures` defaults to all_figures(data)."""
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown report format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
-    figures = render_figures(data) if figures is None else figures
+    figures = all_figures(data) if figures is None else figures
     figure_dir = out_dir / "figures"
     figure_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

@@ -141,8 +141,10 @@ class Experiment(Frozen):
         level = cell.get(GPU_LOAD, self.benchmark.params.get(GPU_LOAD, 0.0))
         return float(level) if level is not None else 0.0
 
-    def program_args(self, cell: Cell) -> tuple[str, ...]:
-        """Arguments for the benchmark program in this cell: params, cell factors, measurement."""
+    def program_args(self, cell: Cell, min_seconds: float | None = None) -> tuple[str, ...]:
+        """Arguments for the benchmark program in this cell: params, cell factors, measurement.
+        `min_seconds` replaces measurement.min_seconds (an energy window extended for a slow fuel
+        gauge, farm.engine.measurement.energy_window)."""
         program = self.benchmark.program
         values: dict[str, Any] = {**self.benchmark.params, **cell.as_dict()}
         values.pop(GPU_LOAD, None)
@@ -156,6 +158,8 @@ class Experiment(Frozen):
             # Sustained: measure for exactly sustained_s, however many iterations that takes.
             iters = MAX_ITERATIONS if m.sustained_s is not None else m.iterations
             low = m.sustained_s if m.sustained_s is not None else m.min_seconds
+            if min_seconds is not None and m.sustained_s is None:
+                low = min(max(low, min_seconds), m.max_seconds)
             high = m.sustained_s if m.sustained_s is not None else m.max_seconds
             rendered += [
                 f"--warmup={m.warmup}",
@@ -182,6 +186,8 @@ class Experiment(Frozen):
                 data["conditions"].pop(key)
         if data["measurement"].get("sustained_s") is None:
             data["measurement"].pop("sustained_s", None)
+        if data["telemetry"].get("gauge_updates") == 5:  # added later: old digests still match
+            data["telemetry"].pop("gauge_updates")
         if data["conditions"]["cooldown"].get("within_c_of_idle") is None:
             data["conditions"]["cooldown"].pop("within_c_of_idle", None)
         # How a lost phone is recovered changes no measurement (and old nights' digests stay).

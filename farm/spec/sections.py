@@ -154,6 +154,9 @@ class Telemetry(Frozen):
     # Idle power sampled once per phone per `farm run`, subtracted for net energy: at least this
     # long, extended until the fuel gauge has updated a few times; 0 disables it.
     idle_baseline_s: Annotated[StrictFloat, Field(ge=0, le=600)] = 5.0
+    # With battery power measured, each run's measuring window covers at least this many fuel-gauge
+    # updates (the gauge's interval from the idle baseline), at most measurement.max_seconds.
+    gauge_updates: Annotated[StrictInt, Field(ge=1, le=100)] = 5
 
 
 class Cooldown(Frozen):

@@ -102,10 +102,12 @@ def save_experiment(store: Store, name: str, spec_json: str, spec_sha256: str, s
 
 
 def forget_experiment_runs(store: Store, experiment: str) -> int:
-    """--fresh: drop the experiment's runs, attempts, metrics and events (artifacts stay on disk)."""
+    """--fresh: drop the experiment's runs, attempts, metrics, layers and events (artifacts stay
+    on disk)."""
     with store.transaction() as conn:
         conn.execute("DELETE FROM events WHERE experiment = ?", (experiment,))
         ids = "SELECT run_id FROM runs WHERE experiment = ?"
+        conn.execute(f"DELETE FROM layers WHERE run_id IN ({ids})", (experiment,))
         conn.execute(f"DELETE FROM metrics WHERE run_id IN ({ids})", (experiment,))
         conn.execute(f"DELETE FROM attempts WHERE run_id IN ({ids})", (experiment,))
         return int(conn.execute("DELETE FROM runs WHERE experiment = ?", (experiment,)).rowcount)

@@ -24,6 +24,8 @@ Tables (the doc of each is in TABLE_DOCS, and repeated as SQL comments):
   phone at once.
 - schedule_firings (migration 2): one row per slot a nightly schedule handled (run or skipped);
   the daemon's memory of what it did, and `farm schedule list`'s last outcome.
+- layers (migration 6): per-run, per-layer results of programs that report layers (cnn's `layer`
+  events): time, FLOPs, bytes, g and the im2col GEMM shape; (run_id, layer_index) is unique.
 
 Times are UNIX seconds (REAL, UTC). JSON columns hold compact JSON text.
 """
@@ -65,6 +67,11 @@ TABLE_DOCS: dict[str, str] = {
         "One row per cron slot a schedule handled: schedule name, slot_at, trigger (cron, catch_up, "
         "manual), the experiment name the nightly's runs are stored under, outcome (running, ok, "
         "incomplete, error, timeout, interrupted, skipped), run counts, regressions flagged."
+    ),
+    "layers": (
+        "Per-run layer results (programs that report layers, cnn): (run_id, layer_index) unique; "
+        "name, kind (conv, maxpool, avgpool), time_ms (median over the run's iterations), min_ms, "
+        "flops, bytes_moved, g (direct convs), conv_path, gemm_m/n/k (the im2col GEMM), fused_with."
     ),
 }
 
@@ -226,8 +233,31 @@ ALTER TABLE devices ADD COLUMN quarantine_reason TEXT;
 ALTER TABLE devices ADD COLUMN quarantined_by INTEGER;
 """
 
+# Migration 6 (additive): per-layer results (farm.store.layers), so reports and the resource model
+# read what each layer measured without the run folders (a shared store's are on other machines).
+_V6 = """
+-- layers: per-run, per-layer results of programs that report layers (cnn).
+CREATE TABLE layers (
+    run_id      TEXT NOT NULL REFERENCES runs (run_id),
+    layer_index INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    kind        TEXT NOT NULL,       -- conv | maxpool | avgpool
+    time_ms     REAL NOT NULL,       -- median over the run's measured iterations
+    min_ms      REAL,
+    flops       REAL,                -- multiply-add = 2
+    bytes_moved REAL,                -- input + weights + output at the storage precision
+    g           INTEGER,             -- output maps per work item (direct convs)
+    conv_path   TEXT,                -- im2col-gemm | direct
+    gemm_m      INTEGER,
+    gemm_n      INTEGER,
+    gemm_k      INTEGER,
+    fused_with  TEXT,                -- the other layer of a fused expand pair
+    PRIMARY KEY (run_id, layer_index)
+);
+"""
+
 # Append only. Index i holds the SQL that takes schema version i to i + 1 (on both backends:
 # farm.store.backend.sql.postgres_ddl renders the two type names that differ).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 
 SCHEMA_VERSION = len(MIGRATIONS)

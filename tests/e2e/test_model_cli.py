@@ -97,6 +97,23 @@ def test_fit_on_a_measured_gemm_sweep_then_predict_squeezenet(
     assert layer_model["source"] == "cnn layers of squeezenet1.0, squeezenet1.1"
     (entry,) = layer_model["models"]
     assert entry["shapes"] >= 15 and entry["pool_ms_per_mb"] > 0
+    # ... and one model per kernel type, which predict uses unless told otherwise.
+    assert set(entry["kernels"]) == {"conv1x1", "convkxk", "maxpool", "avgpool"}
+    by_kernel = run_farm(
+        port, results, "model", "predict", "--model", str(tmp_path / "c.json"), "--network", "squeezenet1.1",
+        "--compare", "cnn_tiny", "--json", "--figure", str(tmp_path / "pred.svg"),
+    )  # fmt: skip
+    assert by_kernel.returncode == 0, by_kernel.stderr
+    assert "predicted vs measured time per layer" in (tmp_path / "pred.svg").read_text()
+    (fitted_on_itself,) = json.loads(by_kernel.stdout)["predictions"]
+    assert fitted_on_itself["predictor"] == "kernels"
+    # In-sample (fitted on this very run): the total can only be off by the fit's residuals.
+    assert abs(fitted_on_itself["total_ms"] / fitted_on_itself["measured_total_ms"] - 1) < 0.5
+    refused = run_farm(
+        port, results, "model", "predict", "--model", str(model_file), "--network", "squeezenet1.1",
+        "--predictor", "kernels",
+    )  # fmt: skip
+    assert refused.returncode == 2 and "needs a model fitted on a cnn experiment" in refused.stderr
     memory = prediction["memory"]
     assert memory["weights_bytes"] == 4 * 1_235_496
     assert memory["peak_bytes"] > memory["weights_bytes"]

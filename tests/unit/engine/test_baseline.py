@@ -72,3 +72,11 @@ def test_runs_read_the_baseline_and_charging_state_from_env() -> None:
     assert charging_disabled_of({"charging_disabled": False, "charging_restored": True}) is False
     assert charging_disabled_of({"charging_restored": True}) is True  # older runs
     assert charging_disabled_of({}) is None
+
+
+def test_the_gauge_interval_is_the_median_gap_between_its_updates() -> None:
+    # A slow gauge: a new value every 2.5 s; the run windows lengthen by it (engine.measurement).
+    trace = gauge_trace([-250_000.0, -350_000.0, -250_000.0, -300_000.0], gauge_s=2.5)
+    baseline = baseline_of_trace(trace, ABI, charging_disabled=True)
+    assert baseline.gauge_interval_s == pytest.approx(2.5)
+    assert baseline.to_json()["gauge_interval_s"] == pytest.approx(2.5)

@@ -76,6 +76,7 @@ def test_migrate_applies_only_missing_migrations_on_both(location: StoreLocation
             for column in ("quarantined_at", "quarantine_reason", "quarantined_by"):
                 conn.execute(f"ALTER TABLE devices DROP COLUMN {column}")
             conn.execute("DROP TABLE schedule_firings")
+            conn.execute("DROP TABLE layers")
             conn.execute("ALTER TABLE devices DROP COLUMN clocks_restore_json")
             conn.execute("UPDATE farm_schema SET version = 1")
     store = Store(location)
@@ -83,6 +84,7 @@ def test_migrate_applies_only_missing_migrations_on_both(location: StoreLocation
     try:
         assert store.version == len(MIGRATIONS)
         assert store.query("SELECT COUNT(*) FROM schedule_firings")[0][0] == 0
+        assert store.query("SELECT COUNT(*) FROM layers")[0][0] == 0
     finally:
         store.close()
 
