@@ -44,10 +44,12 @@ def test_slow_gauge_run_is_extended_to_see_the_updates(virtual_phones, tmp_path:
         (run,) = run_store.list_runs(store, "slowgauge")
         assert run.state is RunState.DONE
         metrics = {m.name: m.value for m in run_store.get_metrics(store, run.run_id)}
-    # The idle baseline saw the gauge's interval (the gaps between its updates; the sampler's
-    # 20 Hz ticks blur it by a sample, and an update that repeats a value doubles one gap; at most
-    # the longest idle window, 2 s x 8, over its one reading, when it saw a single update).
-    assert gauge_s * 0.9 <= metrics["gauge_interval_s"] <= 16.5, metrics
+    # The idle baseline saw the gauge's interval: the median gap between the updates it saw. The
+    # sampler's 20 Hz ticks blur a gap by a sample, and an update that repeats the value is not
+    # seen, so that gap counts double; with two or three gaps the median can be a double gap or
+    # the mean of a single and a double one (16.7 s was seen at load 4 for a 10 s gauge). Never
+    # less than the gauge's interval: the window it plans is long enough.
+    assert gauge_s * 0.9 <= metrics["gauge_interval_s"] <= 2 * gauge_s * 1.1, metrics
     assert metrics["energy_window_extended"] == 1.0
     # Two updates want ~20 s; max_seconds (12, to keep the test short) caps the window and says so.
     window_s = metrics["energy_window_min_s"]
