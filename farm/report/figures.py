@@ -21,7 +21,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from farm.analysis.aggregate import GroupStat, Observation, aggregate
-from farm.report.model import OWN_CI, FigureSpec, ReportData
+from farm.analysis.pooling import pooled_factors, pooled_phrase
+from farm.report.model import OWN_CI, FigureSpec, ReportData, matches, where_text
 from farm.safe_text import terminal
 from farm.spec.sections import FigureKind
 from farm.store.results import DEVICE, StoredResult
@@ -50,6 +51,7 @@ class RenderedFigure:
     title: str
     svg: str  # a complete SVG document
     pdf: bytes
+    caption: str  # what each point is, which cells it keeps and what it pools
 
     @property
     def name(self) -> str:
@@ -116,7 +118,7 @@ def _hashable(value: Any) -> Hashable:
 
 def _has_data(data: ReportData, spec: FigureSpec) -> bool:
     y = data.metric_name(spec.y)
-    return any(y in run.metrics for run in data.done_runs)
+    return any(y in run.metrics for run in data.done_runs if matches(spec.where, run.factors))
 
 
 def _observations(runs: list[StoredResult], spec: FigureSpec, y: str) -> list[Observation]:
@@ -201,14 +203,38 @@ def _below_zero_energy(y: str, run: StoredResult) -> bool:
     return y.startswith("energy_") and run.metrics[y] < 0
 
 
+def figure_runs(data: ReportData, spec: FigureSpec) -> list[StoredResult]:
+    """The runs a figure draws: DONE, kept by its `where`, with a usable value of its metric."""
+    y = data.metric_name(spec.y)
+    return [
+        run
+        for run in data.done_runs
+        if matches(spec.where, run.factors)
+        and y in run.metrics
+        and data.counts(run, y)
+        and not _below_zero_energy(y, run)
+    ]
+
+
+def caption(data: ReportData, spec: FigureSpec, runs: list[StoredResult], title: str) -> str:
+    """The figure's caption, from the runs it draws: what a point is, the cells kept (`where`),
+    and every factor and phone a point pools (declared in `pool` or not: the runs say)."""
+    rows = [{name: _hashable(run.factor(name)) for name in data.factor_names} for run in runs]
+    pooled = pooled_factors(rows, spec.named, data.factor_names)
+    phones = 1 if DEVICE in spec.named else len({run.device_id for run in runs})
+    parts = [f"{title}: median over runs, error bars = bootstrap 95% CI of the median"]
+    if spec.where:
+        parts.append(f"only {where_text(spec.where)}")
+    pools = pooled_phrase(pooled, phones)
+    if pools:
+        parts.append(pools)
+    return "; ".join(parts) + "."
+
+
 def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
     """Draw one figure from the DONE runs; None when no run has its metric."""
     y = data.metric_name(spec.y)
-    runs = [
-        run
-        for run in data.done_runs
-        if y in run.metrics and data.counts(run, y) and not _below_zero_energy(y, run)
-    ]
+    runs = figure_runs(data, spec)
     if not runs:
         return None
     facets = _values(runs, spec.facet)
@@ -250,7 +276,9 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
         figure.savefig(svg_buffer, format="svg", metadata={"Date": None})
         pdf_buffer = io.BytesIO()
         figure.savefig(pdf_buffer, format="pdf", metadata={"CreationDate": None})
-    return RenderedFigure(spec, title, svg_buffer.getvalue(), pdf_buffer.getvalue())
+    return RenderedFigure(
+        spec, title, svg_buffer.getvalue(), pdf_buffer.getvalue(), caption(data, spec, runs, title)
+    )
 
 
 def render_figures(data: ReportData) -> list[RenderedFigure]:

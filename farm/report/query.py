@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from farm.analysis.regression import REGRESSION_EVENT
 from farm.errors import ConfigError
 from farm.report.environment import phone_info
-from farm.report.model import FigureSpec, PhoneInfo, ReportData
+from farm.report.model import FigureSpec, PhoneInfo, ReportData, where_of
 from farm.spec.model import Experiment
 from farm.store.db import Store
 from farm.store.results import StoredResult
@@ -38,7 +38,16 @@ def _json(text: str | None) -> Any:
 def figure_specs(experiment: Experiment) -> tuple[FigureSpec, ...]:
     """The figures the experiment's report section declares."""
     return tuple(
-        FigureSpec(x=f.x, y=f.y, color=f.color, facet=f.facet, kind=f.kind, title=f.title)
+        FigureSpec(
+            x=f.x,
+            y=f.y,
+            color=f.color,
+            facet=f.facet,
+            kind=f.kind,
+            title=f.title,
+            where=where_of(f.where),
+            pool=f.pool,
+        )
         for f in experiment.report.figures
     )
 

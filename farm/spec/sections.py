@@ -192,8 +192,15 @@ class Retries(Frozen):
     reboot: StrictBool = False
 
 
+Level = StrictBool | StrictInt | StrictFloat | Annotated[str, StringConstraints(strict=True)]
+# A view's filter: factor -> one level, or a list meaning any of them.
+Where = dict[Name, Level | tuple[Level, ...]]
+
+
 class Figure(Frozen):
-    """One figure of the report: x / color / facet name factors (or `device`), y a metric."""
+    """One figure of the report: x / color / facet name factors (or `device`), y a metric.
+    `where` keeps only the cells with those levels; every other factor that varies must be named
+    or listed in `pool` (its levels are then averaged into each point, and the caption says so)."""
 
     x: Name
     y: Name = "latency_median_ms"
@@ -201,7 +208,29 @@ class Figure(Frozen):
     facet: Name | None = None
     kind: FigureKind = FigureKind.LINE
     title: Text | None = None
+    where: Where = Field(default_factory=dict)
+    pool: tuple[Name, ...] = ()
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        return tuple(a for a in (self.x, self.color, self.facet) if a is not None)
+
+
+class Table(Frozen):
+    """One table of the report: a row per combination of `rows` (factors or `device`) with each of
+    `metrics` as median [95% CI]; `where` and `pool` as for figures."""
+
+    rows: Annotated[tuple[Name, ...], Field(min_length=1)]
+    metrics: Annotated[tuple[Name, ...], Field(min_length=1)] = ("latency_median_ms",)
+    title: Text | None = None
+    where: Where = Field(default_factory=dict)
+    pool: tuple[Name, ...] = ()
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        return self.rows
 
 
 class Report(Frozen):
     figures: tuple[Figure, ...] = ()
+    tables: tuple[Table, ...] = ()
