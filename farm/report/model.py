@@ -89,6 +89,27 @@ class FigureSpec:
 
 
 @dataclass(frozen=True)
+class TableSpec:
+    """One declared table (farm.spec.sections.Table): rows name factors; derived tables show one
+    metric relative to a reference level, where that ratio crosses 1, or the best level."""
+
+    rows: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("latency_median_ms",)
+    title: str | None = None
+    where: Where = ()
+    pool: tuple[str, ...] = ()
+    relative_to: tuple[str, Level] | None = None
+    speedup: bool = False
+    crossover: str | None = None
+    best_of: str | None = None
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        derived = [self.relative_to[0] if self.relative_to else None, self.crossover, self.best_of]
+        return (*self.rows, *(name for name in derived if name is not None))
+
+
+@dataclass(frozen=True)
 class PhoneInfo:
     """A phone that ran (or was meant to run) part of the experiment, with its environment."""
 
@@ -108,6 +129,7 @@ class ReportData:
     phones: tuple[PhoneInfo, ...]
     runs: tuple[StoredResult, ...]
     figures: tuple[FigureSpec, ...] = ()  # declared in the experiment's report section
+    tables: tuple[TableSpec, ...] = ()  # declared in the experiment's report section
     notes: tuple[str, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
     # Regressions flagged on this experiment (a nightly) by its schedule or `farm regress`, one line each.
     regressions: tuple[str, ...] = ()

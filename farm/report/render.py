@@ -22,21 +22,14 @@ from farm.report import tables
 from farm.report.export import tidy_csv
 from farm.report.figures import RenderedFigure, render_figures
 from farm.report.model import ReportData
+from farm.report.numbers import number
+from farm.report.views import RenderedTable, render_tables
 from farm.safe_text import markdown, printable
 from farm.spec.model import Experiment
 from farm.store.runs import RunState
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 FORMATS: tuple[str, ...] = ("html", "md", "csv")
-
-
-def _number(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        # Whole numbers from 100 up (power in mW, energy in mJ), three significant digits below.
-        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.{digits}g}"
-    return str(value)
 
 
 def _printable(value: Any) -> Any:
@@ -62,7 +55,7 @@ def _environment(autoescape: bool) -> Environment:
         keep_trailing_newline=True,
         finalize=_printable,
     )
-    env.filters["num"] = _number
+    env.filters["num"] = number
     env.filters["md"] = markdown
     return env
 
@@ -78,6 +71,7 @@ class _Context:
     metrics: list[str]
     notes: list[str]
     spec_text: str
+    tables: list[RenderedTable]  # declared in the experiment's report section
 
 
 def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict[str, Any]:
@@ -91,6 +85,7 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
         metrics=tables.table_metrics(data),
         notes=tables.quality_notes(data),
         spec_text=_spec_text(data.spec),
+        tables=render_tables(data),
     )
     return {name: getattr(context, name) for name in context.__dataclass_fields__}
 

@@ -255,8 +255,10 @@ def _check_figures(experiment: CheckedSpec) -> list[Issue]:
                         )
                     )
         issues += _check_where(experiment, (*path, "where"), view.where)
+        if isinstance(view, Table):
+            issues += _check_table(experiment, path, view)
         for position, name in enumerate(view.pool):
-            if name not in experiment.sweep:
+            if name not in experiment.sweep and not (section == "tables" and name == "device"):
                 issues.append(
                     _issue(
                         (*path, "pool", position),
@@ -265,6 +267,31 @@ def _check_figures(experiment: CheckedSpec) -> list[Issue]:
                 )
         if len(issues) == found and cross_product_size(experiment.sweep, experiment.zip) <= MAX_PLANNED_RUNS:
             issues += _check_pooling(experiment, path, view)
+    return issues
+
+
+def _check_table(experiment: CheckedSpec, path: tuple[str | int, ...], table: Table) -> list[Issue]:
+    issues = []
+    derived = table.relative_to is not None or table.best_of is not None
+    if derived and len(table.metrics) > 1:
+        issues.append(_issue((*path, "metrics"), "a derived table (relative_to, best_of) shows one metric"))
+    if table.relative_to is not None:
+        issues += _check_where(experiment, (*path, "relative_to"), table.relative_to)
+    elif table.speedup:
+        issues.append(_issue((*path, "speedup"), "needs relative_to: {factor: reference level}"))
+    if table.crossover is not None:
+        levels = experiment.sweep.get(table.crossover)
+        if table.relative_to is None:
+            issues.append(_issue((*path, "crossover"), "needs relative_to: {factor: reference level}"))
+        elif levels is None or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in levels
+        ):
+            issues.append(_issue((*path, "crossover"), f"{table.crossover} is not a numeric swept factor"))
+    for name in (table.best_of,):
+        if name is not None and name not in experiment.sweep:
+            issues.append(
+                _issue((*path, "best_of"), f"{name} is not a swept factor{suggest(name, experiment.sweep)}")
+            )
     return issues
 
 

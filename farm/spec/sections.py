@@ -217,18 +217,26 @@ class Figure(Frozen):
 
 
 class Table(Frozen):
-    """One table of the report: a row per combination of `rows` (factors or `device`) with each of
-    `metrics` as median [95% CI]; `where` and `pool` as for figures."""
+    """One table of the report: a row per phone and combination of `rows` (factors) with each of
+    `metrics` as median [95% CI]; `where` and `pool` as for figures. Derived tables (one metric):
+    `relative_to: {backend: cpu}` shows every other level's ratio of medians against that one
+    (`speedup: true`: reference / level), `crossover: gpu_load` (with relative_to) the level of a
+    numeric factor where that ratio crosses 1, `best_of: g` the level with the lowest median."""
 
-    rows: Annotated[tuple[Name, ...], Field(min_length=1)]
+    rows: tuple[Name, ...] = ()
     metrics: Annotated[tuple[Name, ...], Field(min_length=1)] = ("latency_median_ms",)
     title: Text | None = None
     where: Where = Field(default_factory=dict)
     pool: tuple[Name, ...] = ()
+    relative_to: Annotated[dict[Name, Level], Field(min_length=1, max_length=1)] | None = None
+    speedup: StrictBool = False
+    crossover: Name | None = None
+    best_of: Name | None = None
 
     @property
     def named(self) -> tuple[str, ...]:
-        return self.rows
+        derived = [*(self.relative_to or {}), self.crossover, self.best_of]
+        return (*self.rows, *(name for name in derived if name is not None))
 
 
 class Report(Frozen):
