@@ -133,19 +133,31 @@ def relative_to(
 
 
 def share_of(
-    frame: pd.DataFrame, part: str, whole: str, factors: Sequence[str], *, level: float = DEFAULT_LEVEL
+    frame: pd.DataFrame,
+    part: str | Sequence[str],
+    whole: str | Sequence[str],
+    factors: Sequence[str],
+    *,
+    level: float = DEFAULT_LEVEL,
 ) -> list[Share]:
-    """Per phone and cell, the median over runs of part / whole (each run's own ratio)."""
-    rows = frame[frame["metric"].isin([part, whole])]
-    wide = rows.pivot_table(index=["run_id", DEVICE, *factors], columns="metric", values="value")
-    wide = wide.dropna(subset=[c for c in (part, whole) if c in wide.columns])
-    if part not in wide.columns or whole not in wide.columns:
+    """Per phone and cell, the median over runs of part / whole (each run's own ratio); a list of
+    metrics is their sum (host-to-device + device-to-host over those and the kernel time)."""
+    parts = [part] if isinstance(part, str) else list(part)
+    wholes = [whole] if isinstance(whole, str) else list(whole)
+    names = list(dict.fromkeys([*parts, *wholes]))
+    rows = frame[frame["metric"].isin(names)]
+    if rows.empty:
         return []
-    wide = wide[wide[whole] != 0].reset_index()
+    wide = rows.pivot_table(index=["run_id", DEVICE, *factors], columns="metric", values="value")
+    if any(name not in wide.columns for name in names):
+        return []
+    wide = wide.dropna(subset=names)
+    wide = wide.assign(_part=wide[parts].sum(axis=1), _whole=wide[wholes].sum(axis=1))
+    wide = wide[wide["_whole"] != 0].reset_index()
     result = []
     for group, runs in wide.groupby([DEVICE, *factors], sort=True):
         keys = _key(group)
-        shares = (runs[part] / runs[whole]).to_numpy(dtype=np.float64)
+        shares = (runs["_part"] / runs["_whole"]).to_numpy(dtype=np.float64)
         result.append(
             Share(
                 device=str(keys[0]),

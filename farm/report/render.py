@@ -23,6 +23,7 @@ from farm.report.export import tidy_csv
 from farm.report.figures import RenderedFigure, render_figures
 from farm.report.model import ReportData
 from farm.report.numbers import number
+from farm.report.studies import StudySection, study_section
 from farm.report.views import RenderedTable, render_tables
 from farm.safe_text import markdown, printable
 from farm.spec.model import Experiment
@@ -72,6 +73,7 @@ class _Context:
     notes: list[str]
     spec_text: str
     tables: list[RenderedTable]  # declared in the experiment's report section
+    study: StudySection | None  # the seed paper's argument, when the experiment reproduces one
 
 
 def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict[str, Any]:
@@ -86,6 +88,7 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
         notes=tables.quality_notes(data),
         spec_text=_spec_text(data.spec),
         tables=render_tables(data),
+        study=study_section(data),
     )
     return {name: getattr(context, name) for name in context.__dataclass_fields__}
 
@@ -93,7 +96,8 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
 def render_html(data: ReportData, figures: Sequence[RenderedFigure] | None = None) -> str:
     context = _context(data, figures)
     # The SVG comes from matplotlib, which escapes the text it draws; mark it safe to inline.
-    context["inline_svgs"] = {figure.name: Markup(figure.inline_svg) for figure in context["figures"]}
+    shown = [*context["figures"], *(context["study"].figures if context["study"] else ())]
+    context["inline_svgs"] = {figure.name: Markup(figure.inline_svg) for figure in shown}
     return _environment(autoescape=True).get_template("report.html.j2").render(context)
 
 
@@ -118,10 +122,11 @@ def write_report(
     if unknown:
         raise ValueError(f"unknown report format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     figures = render_figures(data) if figures is None else figures
+    study = study_section(data)
     figure_dir = out_dir / "figures"
     figure_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for figure in figures:
+    for figure in [*figures, *(study.figures if study else ())]:
         svg_path = figure_dir / f"{figure.name}.svg"
         pdf_path = figure_dir / f"{figure.name}.pdf"
         svg_path.write_text(figure.svg, encoding="utf-8")

@@ -239,6 +239,17 @@ class Table(Frozen):
         return (*self.rows, *(name for name in derived if name is not None))
 
 
+class Study(StrEnum):
+    """The seed study an experiment reproduces: its report opens with a section that makes the
+    paper's argument from the data (farm.report.studies)."""
+
+    MOBIRNN = "mobirnn"  # Cao et al., EMDL 2017: LSTM on the phone GPU under background load
+    SQUEEZENET = "squeezenet"  # Motamedi et al., arXiv 1611.07151: SqueezeNet, precision, g
+    TRAINING = "training"  # Das et al., PerCom Workshops 2022: training on the phone GPU
+    GEMM = "gemm"  # Augur (Lu et al., ACM MM 2017): GEMM as the building block of CNN layers
+
+
 class Report(Frozen):
+    study: Study | None = None
     figures: tuple[Figure, ...] = ()
     tables: tuple[Table, ...] = ()

@@ -84,6 +84,12 @@ def test_the_share_of_data_movement_is_the_median_of_each_runs_own_share() -> No
     (share,) = share_of(frame, "copy_ms", "step_ms", ["layers", "backend"])
     assert share.value == pytest.approx(0.91) and share.runs == 9
     assert share.ci.contains(0.91) and share.ci.low >= 0.9 and share.ci.high <= 0.92
+    # parts of a whole given as their pieces: copy / (copy + compute)
+    frame.loc[frame.metric == "step_ms", "value"] -= frame.loc[frame.metric == "copy_ms", "value"].to_numpy()
+    frame.loc[frame.metric == "step_ms", "metric"] = "compute_ms"
+    (pieces,) = share_of(frame, ["copy_ms"], ["copy_ms", "compute_ms"], ["layers", "backend"])
+    assert pieces.value == pytest.approx(0.91)
+    assert share_of(frame, "copy_ms", "no_such_ms", ["layers", "backend"]) == []
 
 
 def test_the_best_level_is_the_lowest_median_per_phone_and_cell() -> None:
