@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from study_samples import STUDIES, study_data
 
 from farm.report.render import render_html, render_markdown
 from farm.report.studies import StudySection, study_section
+from tests.fixtures.study_samples import STUDIES, study_data
 
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 
