@@ -100,7 +100,6 @@ def _mobirnn(data: ReportData, frame: pd.DataFrame) -> StudySection:
         ),
     )
     speed_col = "speedup vs backend=cpu"
-    loads = sorted(float(v) for v in _levels(data, "gpu_load"))  # type: ignore[arg-type]
     sentences = []
     share_rows = []
     for row in speed.rows:
@@ -119,38 +118,42 @@ def _mobirnn(data: ReportData, frame: pd.DataFrame) -> StudySection:
         ("device", *rows, "cpu-mt speedup", "gpu speedup", "cpu-mt share of gpu"),
         tuple(share_rows),
     )
-    if loads:
-        low, high = number(loads[0]), number(loads[-1])
-        for row in cross.rows:
-            if _cell(cross, row, "backend") != "gpu":
-                continue
-            key = {c: _cell(cross, row, c) for c in ("device", *(r for r in rows if r != "gpu_load"))}
-            first = _row(speed, **key, gpu_load=low, backend="gpu")
-            last = _row(speed, **key, gpu_load=high, backend="gpu")
-            if first is None or last is None:
-                continue
-            where = ", ".join(f"{k}={v}" for k, v in key.items() if k != "device")
-            text = (
-                f"On {key['device']}{f' ({where})' if where else ''}, the GPU is "
-                f"{_cell(speed, first, speed_col)} {_cell(speed, first, '95% CI')} times as fast as cpu at "
-                f"background GPU load {low} and {_cell(speed, last, speed_col)} "
-                f"{_cell(speed, last, '95% CI')} at {high}"
-            )
-            direction = _cell(cross, row, "direction")
-            at = _cell(cross, row, "speedup crosses 1 at gpu_load")
-            if direction == "falls below 1":
-                text += f"; it loses its lead at load {at} {_cell(cross, row, '95% CI')}"
-            elif direction == "rises above 1":
-                text += f"; it overtakes cpu at load {at} {_cell(cross, row, '95% CI')}"
-            elif direction == "stays above 1":
-                text += f"; it stays ahead up to load {high}"
-            else:
-                text += f"; it is never ahead between {low} and {high}"
+    for row in cross.rows:
+        if _cell(cross, row, "backend") != "gpu":
+            continue
+        # the loads this phone has valid runs at on both sides (an invalid run leaves a gap)
+        low, high = _cell(cross, row, "measured").split("..")
+        key = {c: _cell(cross, row, c) for c in ("device", *(r for r in rows if r != "gpu_load"))}
+        first = _row(speed, **key, gpu_load=low, backend="gpu")
+        last = _row(speed, **key, gpu_load=high, backend="gpu")
+        if first is None or last is None:
+            continue
+        where = ", ".join(f"{k}={v}" for k, v in key.items() if k != "device")
+        text = (
+            f"On {key['device']}{f' ({where})' if where else ''}, the GPU is "
+            f"{_cell(speed, first, speed_col)} {_cell(speed, first, '95% CI')} times as fast as cpu at "
+            f"background GPU load {low} and {_cell(speed, last, speed_col)} "
+            f"{_cell(speed, last, '95% CI')} at {high}"
+        )
+        direction = _cell(cross, row, "direction")
+        at = _cell(cross, row, "speedup crosses 1 at gpu_load")
+        if direction == "falls below 1":
+            text += f"; it loses its lead at load {at} {_cell(cross, row, '95% CI')}"
+        elif direction == "rises above 1":
+            text += f"; it overtakes cpu at load {at} {_cell(cross, row, '95% CI')}"
+        elif direction == "stays above 1":
+            text += f"; it stays ahead up to load {high}"
+        else:
+            text += f"; it is never ahead between loads {low} and {high}"
+        mt = _row(speed, **key, gpu_load=low, backend="cpu-mt")
+        if mt is not None and float(_cell(speed, first, speed_col)) > 1.0:
             # share rows: device, the rows' levels (gpu_load last), the two speedups, the share
             mt_share = next((s for s in share_rows if s[: len(key) + 1] == (*key.values(), low)), None)
             if mt_share is not None:
                 text += f", and cpu-mt reaches {mt_share[-1]} of its speedup at load {low}"
-            sentences.append(text + ".")
+        elif mt is not None:
+            text += f", while cpu-mt is {_cell(speed, mt, speed_col)} times as fast as cpu at load {low}"
+        sentences.append(text + ".")
     figures = []
     ratios = relative_to(
         select(frame, data, ()), LATENCY, ("backend", "cpu"), [*rows, "backend"], speedup=True
