@@ -6,8 +6,9 @@ a report never disagree.
 Columns, in order: experiment, run_id, cell_id, repetition, device, phone_model, phone_virtual,
 state, valid, the validity flags (`valid_<check>`, farm.analysis.validity; missing where a check
 does not apply), one column per factor (`factor_<name>` when the name clashes), metric, value,
-unit. `valid` says whether the row's metric counts (its concern's checks hold; missing for runs not
-DONE). The validity flags are columns, not metric rows. Runs without metrics have no rows.
+unit. `valid` says whether the row's metric counts: the run is DONE and its concern's checks hold
+(so `frame[frame.valid]` is what figures and tables use). The validity flags are columns, not
+metric rows. Runs without metrics have no rows.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def tidy_frame(data: ReportData) -> pd.DataFrame:
             **{column: run.factors.get(name) for name, column in factors},
         }
         for metric in sorted(set(run.metrics) - _NOT_METRICS):
-            valid = usable(run.metrics, metric) if run.state is RunState.DONE else None
+            valid = run.state is RunState.DONE and usable(run.metrics, metric)
             rows.append(
                 {
                     **base,
@@ -87,4 +88,4 @@ def counted(frame: pd.DataFrame, data: ReportData) -> pd.DataFrame:
     """The rows that figures and cell statistics use: DONE and valid, unless the report includes
     invalid runs (then every DONE row)."""
     done = frame[frame["state"] == RunState.DONE.value]
-    return done if data.include_invalid else done[done[VALID].fillna(False).astype(bool)]
+    return done if data.include_invalid else done[done[VALID].astype(bool)]

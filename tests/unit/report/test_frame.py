@@ -9,6 +9,7 @@ import pytest
 from farm.report.frame import counted, tidy_frame
 from farm.report.model import ReportData
 from farm.report.tables import cells
+from farm.store.runs import RunState
 
 
 def test_the_frames_medians_are_the_cell_tables(report_data: ReportData) -> None:
@@ -34,3 +35,12 @@ def test_invalid_runs_are_rows_marked_invalid_and_left_out_of_counted(report_dat
     everything = dataclasses.replace(data, include_invalid=True)
     assert victim.run_id in set(counted(frame, everything).run_id)
     assert "valid_not_throttled" not in set(frame.metric)  # a flag is a column, not a metric row
+
+
+def test_a_failed_runs_partial_metrics_are_rows_that_do_not_count(report_data: ReportData) -> None:
+    failed = dataclasses.replace(report_data.runs[0], run_id="partial", state=RunState.FAILED)
+    data = dataclasses.replace(report_data, runs=(*report_data.runs, failed))
+    frame = tidy_frame(data)
+    partial = frame[frame.run_id == "partial"]
+    assert len(partial) > 0 and not partial.valid.any() and set(partial.state) == {"FAILED"}
+    assert "partial" not in set(frame[frame.valid].run_id)
