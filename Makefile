@@ -17,6 +17,8 @@ APT_PACKAGES += gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf qemu-user-static f
 # The virtual phones' userland (mksh, toybox, one-true-awk, a few busybox applets), their seccomp
 # helper, and aapt for devlib (a third-party client the tests run against them).
 APT_PACKAGES += mksh toybox busybox original-awk libseccomp-dev aapt
+# A real headless browser to check reports as a reader sees them (figures drawn, PDF print).
+APT_PACKAGES += chromium
 STAMP := $(VENV)/.farm-setup-stamp
 
 .PHONY: help setup system-packages venv kernels agents native test test-unit lint bench demo clean

@@ -21,7 +21,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from farm.analysis.aggregate import GroupStat, Observation, aggregate
-from farm.report.model import OWN_CI, FigureSpec, ReportData
+from farm.analysis.derived import Ratio
+from farm.analysis.pooling import pooled_factors, pooled_phrase
+from farm.report.model import OWN_CI, FigureSpec, ReportData, matches, where_text
 from farm.safe_text import terminal
 from farm.spec.sections import FigureKind
 from farm.store.results import DEVICE, StoredResult
@@ -50,6 +52,7 @@ class RenderedFigure:
     title: str
     svg: str  # a complete SVG document
     pdf: bytes
+    caption: str  # what each point is, which cells it keeps and what it pools
 
     @property
     def name(self) -> str:
@@ -116,7 +119,7 @@ def _hashable(value: Any) -> Hashable:
 
 def _has_data(data: ReportData, spec: FigureSpec) -> bool:
     y = data.metric_name(spec.y)
-    return any(y in run.metrics for run in data.done_runs)
+    return any(y in run.metrics for run in data.done_runs if matches(spec.where, run.factors))
 
 
 def _observations(runs: list[StoredResult], spec: FigureSpec, y: str) -> list[Observation]:
@@ -201,14 +204,38 @@ def _below_zero_energy(y: str, run: StoredResult) -> bool:
     return y.startswith("energy_") and run.metrics[y] < 0
 
 
+def figure_runs(data: ReportData, spec: FigureSpec) -> list[StoredResult]:
+    """The runs a figure draws: DONE, kept by its `where`, with a usable value of its metric."""
+    y = data.metric_name(spec.y)
+    return [
+        run
+        for run in data.done_runs
+        if matches(spec.where, run.factors)
+        and y in run.metrics
+        and data.counts(run, y)
+        and not _below_zero_energy(y, run)
+    ]
+
+
+def caption(data: ReportData, spec: FigureSpec, runs: list[StoredResult], title: str) -> str:
+    """The figure's caption, from the runs it draws: what a point is, the cells kept (`where`),
+    and every factor and phone a point pools (declared in `pool` or not: the runs say)."""
+    rows = [{name: _hashable(run.factor(name)) for name in data.factor_names} for run in runs]
+    pooled = pooled_factors(rows, spec.named, data.factor_names)
+    phones = 1 if DEVICE in spec.named else len({run.device_id for run in runs})
+    parts = [f"{title}: median over runs, error bars = bootstrap 95% CI of the median"]
+    if spec.where:
+        parts.append(f"only {where_text(spec.where)}")
+    pools = pooled_phrase(pooled, phones)
+    if pools:
+        parts.append(pools)
+    return "; ".join(parts) + "."
+
+
 def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
     """Draw one figure from the DONE runs; None when no run has its metric."""
     y = data.metric_name(spec.y)
-    runs = [
-        run
-        for run in data.done_runs
-        if y in run.metrics and data.counts(run, y) and not _below_zero_energy(y, run)
-    ]
+    runs = figure_runs(data, spec)
     if not runs:
         return None
     facets = _values(runs, spec.facet)
@@ -250,9 +277,59 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
         figure.savefig(svg_buffer, format="svg", metadata={"Date": None})
         pdf_buffer = io.BytesIO()
         figure.savefig(pdf_buffer, format="pdf", metadata={"CreationDate": None})
-    return RenderedFigure(spec, title, svg_buffer.getvalue(), pdf_buffer.getvalue())
+    return RenderedFigure(
+        spec, title, svg_buffer.getvalue(), pdf_buffer.getvalue(), caption(data, spec, runs, title)
+    )
 
 
 def render_figures(data: ReportData) -> list[RenderedFigure]:
     rendered = (render_figure(data, spec) for spec in figures_for(data))
     return [figure for figure in rendered if figure is not None]
+
+
+def render_ratio_figure(
+    data: ReportData, spec: FigureSpec, ratios: list[Ratio], *, ylabel: str, caption_text: str
+) -> RenderedFigure | None:
+    """A derived figure: ratios (farm.analysis.derived.relative_to) against spec.x, one line per
+    level of the compared factor, one panel per phone, CI error bars and the line where the ratio
+    is 1. `spec` names the figure (its y is the ratio's name)."""
+    points = [r for r in ratios if spec.x in dict(r.cell)]
+    if not points:
+        return None
+    phones = sorted({r.device for r in points})
+    factor = points[0].factor
+    palette = level_colors(data, factor)
+    title = spec.title or f"{ylabel} vs {spec.x}"
+    with rc_context(_RC):  # type: ignore[arg-type]  # keys are valid rcParams
+        figure = Figure(figsize=(min(4.0 * len(phones) + 1.0, 16.0), 3.6), layout="constrained")
+        axes = figure.subplots(1, len(phones), squeeze=False, sharey=True)[0]
+        for ax, phone in zip(axes, phones, strict=True):
+            mine = [r for r in points if r.device == phone]
+            lines: dict[tuple[Hashable, ...], list[Ratio]] = {}
+            for r in mine:
+                rest = tuple(v for k, v in r.cell if k != spec.x)
+                lines.setdefault((r.level, *rest), []).append(r)
+            for key, line in lines.items():
+                line.sort(key=lambda r: _level_order(dict(r.cell)[spec.x]))
+                xs = [float(dict(r.cell)[spec.x]) for r in line]  # type: ignore[arg-type]  # numeric x
+                ys = [r.value for r in line]
+                errors = [[r.value - r.ci.low for r in line], [r.ci.high - r.value for r in line]]
+                rest_label = ", ".join(str(v) for v in key[1:])
+                label = _label(f"{factor}={key[0]}" + (f" ({rest_label})" if rest_label else ""))
+                ax.errorbar(
+                    xs, ys, yerr=errors, marker="o", capsize=3, label=label, color=palette.get(key[0])
+                )
+            ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+            ax.set_title(_label(f"device={phone}"))
+            ax.set_xlabel(FACTOR_LABELS.get(spec.x, spec.x))
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+        axes[0].set_ylabel(ylabel)
+        figure.suptitle(_label(title))
+        svg_buffer = io.StringIO()
+        figure.savefig(svg_buffer, format="svg", metadata={"Date": None})
+        pdf_buffer = io.BytesIO()
+        figure.savefig(pdf_buffer, format="pdf", metadata={"CreationDate": None})
+    return RenderedFigure(
+        spec, title, svg_buffer.getvalue(), pdf_buffer.getvalue(), f"{title}: {caption_text}."
+    )

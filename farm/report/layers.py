@@ -95,12 +95,12 @@ def layer_section(data: ReportData) -> LayerSection | None:
     )
 
 
-def _render(spec: FigureSpec, title: str, figure: Figure) -> RenderedFigure:
+def _render(spec: FigureSpec, title: str, caption: str, figure: Figure) -> RenderedFigure:
     svg = io.StringIO()
     figure.savefig(svg, format="svg", metadata={"Date": None})
     pdf = io.BytesIO()
     figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})
-    return RenderedFigure(spec, title, svg.getvalue(), pdf.getvalue())
+    return RenderedFigure(spec, title, svg.getvalue(), pdf.getvalue(), caption)
 
 
 def stacked_figure(section: LayerSection) -> RenderedFigure:
@@ -134,7 +134,8 @@ def stacked_figure(section: LayerSection) -> RenderedFigure:
             fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=2 if len(names) > 16 else 1
         )
         figure.suptitle(_label(title))
-        return _render(spec, title, figure)
+        caption = f"{title}: one bar per cell and phone, each layer's median time over the cell's runs."
+        return _render(spec, title, caption, figure)
 
 
 def prediction_figure(predictions: Sequence[tuple[str, NetworkPrediction]]) -> RenderedFigure | None:
@@ -183,7 +184,8 @@ def prediction_figure(predictions: Sequence[tuple[str, NetworkPrediction]]) -> R
             ax.legend(fontsize=7)
         axes[0].set_ylabel("predicted [ms]")
         figure.suptitle(_label(title))
-        return _render(spec, title, figure)
+        caption = f"{title}: one point per layer, measured against predicted; the band is +-10 %."
+        return _render(spec, title, caption, figure)
 
 
 def layer_figures(data: ReportData, section: LayerSection | None = None) -> list[RenderedFigure]:

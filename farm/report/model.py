@@ -5,10 +5,12 @@ are farm.store.results.StoredResult rows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from farm.analysis.validity import Validity, usable
+from farm.spec.expand import same_level
 from farm.spec.model import Experiment
 from farm.spec.sections import FigureKind
 from farm.store.layers import LayerResult
@@ -34,9 +36,33 @@ OWN_CI: dict[str, tuple[str, str]] = {
 }
 
 
+Level = bool | int | float | str
+# A view's filter: (factor, levels it may take), in the order the spec wrote them.
+Where = tuple[tuple[str, tuple[Level, ...]], ...]
+
+
+def where_of(where: dict[str, Level | tuple[Level, ...]]) -> Where:
+    """A spec's `where` mapping as a FigureSpec / TableSpec field."""
+    return tuple((name, value if isinstance(value, tuple) else (value,)) for name, value in where.items())
+
+
+def where_text(where: Where) -> str:
+    """`backend=gpu, g=1 or 2`: the cells a view keeps, for its caption."""
+    return ", ".join(f"{name}={' or '.join(str(v) for v in levels)}" for name, levels in where)
+
+
+def matches(where: Where, factors: Mapping[str, object]) -> bool:
+    """Whether a run with these factor levels is one a view with `where` keeps."""
+    return all(
+        name in factors and any(same_level(factors[name], level) for level in levels)  # type: ignore[arg-type]
+        for name, levels in where
+    )
+
+
 @dataclass(frozen=True)
 class FigureSpec:
-    """One figure: y is a metric, x / color / facet name factors or `device`."""
+    """One figure: y is a metric, x / color / facet name factors or `device`; `where` keeps only
+    runs with those levels, `pool` names the factors the figure averages over on purpose."""
 
     x: str
     y: str = "latency_median_ms"
@@ -44,6 +70,12 @@ class FigureSpec:
     facet: str | None = None
     kind: FigureKind = FigureKind.LINE
     title: str | None = None
+    where: Where = ()
+    pool: tuple[str, ...] = ()
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        return tuple(a for a in (self.x, self.color, self.facet) if a is not None)
 
     @property
     def name(self) -> str:
@@ -52,7 +84,30 @@ class FigureSpec:
             parts += ["by", self.color]
         if self.facet:
             parts += ["per", self.facet]
-        return "_".join(parts).replace("/", "-")
+        for factor, levels in self.where:
+            parts += ["at", factor, "-".join(str(v) for v in levels)]
+        return re.sub(r"[^A-Za-z0-9_.+-]", "-", "_".join(parts))
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One declared table (farm.spec.sections.Table): rows name factors; derived tables show one
+    metric relative to a reference level, where that ratio crosses 1, or the best level."""
+
+    rows: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("latency_median_ms",)
+    title: str | None = None
+    where: Where = ()
+    pool: tuple[str, ...] = ()
+    relative_to: tuple[str, Level] | None = None
+    speedup: bool = False
+    crossover: str | None = None
+    best_of: str | None = None
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        derived = [self.relative_to[0] if self.relative_to else None, self.crossover, self.best_of]
+        return (*self.rows, *(name for name in derived if name is not None))
 
 
 @dataclass(frozen=True)
@@ -75,6 +130,7 @@ class ReportData:
     phones: tuple[PhoneInfo, ...]
     runs: tuple[StoredResult, ...]
     figures: tuple[FigureSpec, ...] = ()  # declared in the experiment's report section
+    tables: tuple[TableSpec, ...] = ()  # declared in the experiment's report section
     notes: tuple[str, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
     # Regressions flagged on this experiment (a nightly) by its schedule or `farm regress`, one line each.
     regressions: tuple[str, ...] = ()

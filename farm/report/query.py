@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from farm.analysis.regression import REGRESSION_EVENT
 from farm.errors import ConfigError
 from farm.report.environment import phone_info
-from farm.report.model import FigureSpec, PhoneInfo, ReportData
+from farm.report.model import FigureSpec, PhoneInfo, ReportData, TableSpec, where_of
 from farm.spec.model import Experiment
 from farm.store.db import Store
 from farm.store.layers import experiment_layers
@@ -39,8 +39,35 @@ def _json(text: str | None) -> Any:
 def figure_specs(experiment: Experiment) -> tuple[FigureSpec, ...]:
     """The figures the experiment's report section declares."""
     return tuple(
-        FigureSpec(x=f.x, y=f.y, color=f.color, facet=f.facet, kind=f.kind, title=f.title)
+        FigureSpec(
+            x=f.x,
+            y=f.y,
+            color=f.color,
+            facet=f.facet,
+            kind=f.kind,
+            title=f.title,
+            where=where_of(f.where),
+            pool=f.pool,
+        )
         for f in experiment.report.figures
+    )
+
+
+def table_specs(experiment: Experiment) -> tuple[TableSpec, ...]:
+    """The tables the experiment's report section declares."""
+    return tuple(
+        TableSpec(
+            rows=t.rows,
+            metrics=t.metrics,
+            title=t.title,
+            where=where_of(t.where),
+            pool=t.pool,
+            relative_to=next(iter(t.relative_to.items())) if t.relative_to else None,
+            speedup=t.speedup,
+            crossover=t.crossover,
+            best_of=t.best_of,
+        )
+        for t in experiment.report.tables
     )
 
 
@@ -153,6 +180,7 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
         phones=_phones(store, device_ids, environments),
         runs=results,
         figures=figure_specs(spec) if spec is not None else (),
+        tables=table_specs(spec) if spec is not None else (),
         notes=notes,
         regressions=tuple(dict.fromkeys(row["message"] for row in regression_rows)),
         generated_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

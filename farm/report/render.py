@@ -23,21 +23,15 @@ from farm.report.export import tidy_csv
 from farm.report.figures import RenderedFigure, render_figures
 from farm.report.layers import LayerSection, layer_figures, layer_section
 from farm.report.model import ReportData
+from farm.report.numbers import number
+from farm.report.studies import StudySection, study_section
+from farm.report.views import RenderedTable, render_tables
 from farm.safe_text import markdown, printable
 from farm.spec.model import Experiment
 from farm.store.runs import RunState
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 FORMATS: tuple[str, ...] = ("html", "md", "csv")
-
-
-def _number(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        # Whole numbers from 100 up (power in mW, energy in mJ), three significant digits below.
-        return f"{value:.0f}" if abs(value) >= 100 else f"{value:.{digits}g}"
-    return str(value)
 
 
 def _printable(value: Any) -> Any:
@@ -63,7 +57,7 @@ def _environment(autoescape: bool) -> Environment:
         keep_trailing_newline=True,
         finalize=_printable,
     )
-    env.filters["num"] = _number
+    env.filters["num"] = number
     env.filters["md"] = markdown
     return env
 
@@ -80,6 +74,8 @@ class _Context:
     notes: list[str]
     spec_text: str
     layers: LayerSection | None  # per-layer results (farm.report.layers), None without any
+    tables: list[RenderedTable]  # declared in the experiment's report section
+    study: StudySection | None  # the seed paper's argument, when the experiment reproduces one
 
 
 def all_figures(data: ReportData) -> list[RenderedFigure]:
@@ -99,6 +95,8 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
         notes=tables.quality_notes(data),
         spec_text=_spec_text(data.spec),
         layers=layer_section(data),
+        tables=render_tables(data),
+        study=study_section(data),
     )
     return {name: getattr(context, name) for name in context.__dataclass_fields__}
 
@@ -106,7 +104,8 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
 def render_html(data: ReportData, figures: Sequence[RenderedFigure] | None = None) -> str:
     context = _context(data, figures)
     # The SVG comes from matplotlib, which escapes the text it draws; mark it safe to inline.
-    context["inline_svgs"] = {figure.name: Markup(figure.inline_svg) for figure in context["figures"]}
+    shown = [*context["figures"], *(context["study"].figures if context["study"] else ())]
+    context["inline_svgs"] = {figure.name: Markup(figure.inline_svg) for figure in shown}
     return _environment(autoescape=True).get_template("report.html.j2").render(context)
 
 
@@ -131,10 +130,11 @@ def write_report(
     if unknown:
         raise ValueError(f"unknown report format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     figures = all_figures(data) if figures is None else figures
+    study = study_section(data)
     figure_dir = out_dir / "figures"
     figure_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for figure in figures:
+    for figure in [*figures, *(study.figures if study else ())]:
         svg_path = figure_dir / f"{figure.name}.svg"
         pdf_path = figure_dir / f"{figure.name}.pdf"
         svg_path.write_text(figure.svg, encoding="utf-8")

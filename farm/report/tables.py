@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from farm.analysis.aggregate import Observation, aggregate
 from farm.analysis.validity import Validity
@@ -45,6 +47,9 @@ class Cell:
     done: int
     failed: int
     values: dict[str, tuple[float, float, float]]  # metric -> (median, ci_low, ci_high)
+    # Pooled over phones (device_id None): metric -> (lowest, highest) of the per-phone medians,
+    # and how many phones had a value; empty per phone.
+    spread: dict[str, tuple[float, float, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,9 +84,26 @@ def cells(data: ReportData, *, by_device: bool = True) -> list[Cell]:
                 values[metric] = (stat.median, stat.ci_low, stat.ci_high)
         factors = tuple((name, runs[0].factors.get(name)) for name in data.factor_names)
         failed = sum(1 for r in runs if r.state is RunState.FAILED)
-        result.append(Cell(factors, device_id, len(done), failed, values))
+        spread = {} if by_device else _between_phones(data, done, metrics)
+        result.append(Cell(factors, device_id, len(done), failed, values, spread))
     result.sort(key=lambda c: (str(c.device_id), [_order(v) for _, v in c.factors]))
     return result
+
+
+def _between_phones(
+    data: ReportData, done: list[StoredResult], metrics: list[str]
+) -> dict[str, tuple[float, float, int]]:
+    """Per metric, the lowest and highest per-phone median of a pooled cell, and the phone count."""
+    spread = {}
+    for metric in metrics:
+        by_phone: dict[str | None, list[float]] = {}
+        for run in done:
+            if metric in run.metrics and data.counts(run, metric):
+                by_phone.setdefault(run.device_id, []).append(run.metrics[metric])
+        if by_phone:
+            medians = [float(np.median(values)) for values in by_phone.values()]
+            spread[metric] = (min(medians), max(medians), len(medians))
+    return spread
 
 
 def _order(value: Any) -> tuple[int, float, str]:

@@ -9,13 +9,14 @@ experiment through `CheckedSpec`, the part of farm.spec.model.Experiment they ne
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from farm.spec.expand import Cell, cross_product_size, level_key
+from farm.analysis.pooling import pooled_factors
+from farm.spec.expand import Cell, cross_product_size, level_key, rule_matches, same_level
 from farm.spec.programs import GPU_LOAD, MEASUREMENT_ARGS, Program, arguments, factor_arg, show
-from farm.spec.sections import Devices, Measurement, Report
+from farm.spec.sections import Devices, Figure, Measurement, Report, Table
 
 Scalar = bool | int | float | str
 
@@ -230,19 +231,113 @@ def _check_plan_size(experiment: CheckedSpec) -> list[Issue]:
 
 
 def _check_figures(experiment: CheckedSpec) -> list[Issue]:
-    issues = []
+    """Figures and tables: axes name factors or columns, `where` levels exist, and no factor that
+    varies within a point is left unnamed unless the view lists it in `pool`."""
+    issues: list[Issue] = []
     columns = [*experiment.sweep, *FIGURE_COLUMNS]
-    for index, figure in enumerate(experiment.report.figures):
-        for axis in ("x", "color", "facet"):
-            name = getattr(figure, axis)
-            if name is not None and name not in columns:
+    views: list[tuple[str, int, Figure | Table, tuple[str, ...]]] = [
+        *(("figures", i, f, ("x", "color", "facet")) for i, f in enumerate(experiment.report.figures)),
+        *(("tables", i, t, ("rows",)) for i, t in enumerate(experiment.report.tables)),
+    ]
+    for section, index, view, axes in views:
+        path = ("report", section, index)
+        found = len(issues)
+        for axis in axes:
+            value = getattr(view, axis)
+            for position, name in enumerate(value if isinstance(value, tuple) else (value,)):
+                if name is not None and name not in columns:
+                    at = (*path, axis, position) if isinstance(value, tuple) else (*path, axis)
+                    issues.append(
+                        _issue(
+                            at,
+                            f"{name} is not a swept factor or {' / '.join(FIGURE_COLUMNS)}"
+                            f"{suggest(name, columns)}",
+                        )
+                    )
+        issues += _check_where(experiment, (*path, "where"), view.where)
+        if isinstance(view, Table):
+            issues += _check_table(experiment, path, view)
+        for position, name in enumerate(view.pool):
+            if name not in experiment.sweep and not (section == "tables" and name == "device"):
                 issues.append(
                     _issue(
-                        ("report", "figures", index, axis),
-                        f"{name} is not a swept factor or {' / '.join(FIGURE_COLUMNS)}"
-                        f"{suggest(name, columns)}",
+                        (*path, "pool", position),
+                        f"{name} is not a swept factor{suggest(name, experiment.sweep)}",
                     )
                 )
+        if len(issues) == found and cross_product_size(experiment.sweep, experiment.zip) <= MAX_PLANNED_RUNS:
+            issues += _check_pooling(experiment, path, view)
+    return issues
+
+
+def _check_table(experiment: CheckedSpec, path: tuple[str | int, ...], table: Table) -> list[Issue]:
+    issues = []
+    derived = table.relative_to is not None or table.best_of is not None
+    if derived and len(table.metrics) > 1:
+        issues.append(_issue((*path, "metrics"), "a derived table (relative_to, best_of) shows one metric"))
+    if table.relative_to is not None:
+        issues += _check_where(experiment, (*path, "relative_to"), table.relative_to)
+    elif table.speedup:
+        issues.append(_issue((*path, "speedup"), "needs relative_to: {factor: reference level}"))
+    if table.crossover is not None:
+        levels = experiment.sweep.get(table.crossover)
+        if table.relative_to is None:
+            issues.append(_issue((*path, "crossover"), "needs relative_to: {factor: reference level}"))
+        elif levels is None or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in levels
+        ):
+            issues.append(_issue((*path, "crossover"), f"{table.crossover} is not a numeric swept factor"))
+    for name in (table.best_of,):
+        if name is not None and name not in experiment.sweep:
+            issues.append(
+                _issue((*path, "best_of"), f"{name} is not a swept factor{suggest(name, experiment.sweep)}")
+            )
+    return issues
+
+
+def _check_where(
+    experiment: CheckedSpec, path: tuple[str | int, ...], where: Mapping[str, object]
+) -> list[Issue]:
+    issues = []
+    for name, wanted in where.items():
+        if name not in experiment.sweep:
+            issues.append(
+                _issue((*path, name), f"{name} is not a swept factor{suggest(name, experiment.sweep)}")
+            )
+            continue
+        levels = experiment.sweep[name]
+        for value in wanted if isinstance(wanted, tuple) else (wanted,):
+            if not any(same_level(value, level) for level in levels):
+                issues.append(
+                    _issue(
+                        (*path, name),
+                        f"{name} has no level {show(value)}; "
+                        f"its levels: {', '.join(show(v) for v in levels)}",
+                    )
+                )
+    return issues
+
+
+def _check_pooling(experiment: CheckedSpec, path: tuple[str | int, ...], view: Figure | Table) -> list[Issue]:
+    cells = [c.as_dict() for c in experiment.cells() if rule_matches(view.where, c.as_dict())]
+    if not cells:
+        return [_issue((*path, "where"), "no cell of the sweep has these levels together")]
+    rows = [{name: level_key(value) for name, value in cell.items()} for cell in cells]
+    values: dict[str, dict[Hashable, Scalar]] = {
+        name: {level_key(v): v for v in experiment.sweep[name]} for name in experiment.sweep
+    }
+    kind = "figure" if path[1] == "figures" else "table"
+    issues = []
+    for pooled in pooled_factors(rows, (*view.named, *view.pool), list(experiment.sweep)):
+        shown = ", ".join(str(values[pooled.factor][key]) for key in pooled.levels)
+        issues.append(
+            _issue(
+                path,
+                f"{pooled.factor} varies within each point ({shown}) but the {kind} does not name "
+                f"it: name it as an axis, hold it with `where: {{{pooled.factor}: ...}}`, "
+                f"or say `pool: [{pooled.factor}]` to average over it",
+            )
+        )
     return issues
 
 

@@ -195,8 +195,15 @@ class Retries(Frozen):
     reboot: StrictBool = False
 
 
+Level = StrictBool | StrictInt | StrictFloat | Annotated[str, StringConstraints(strict=True)]
+# A view's filter: factor -> one level, or a list meaning any of them.
+Where = dict[Name, Level | tuple[Level, ...]]
+
+
 class Figure(Frozen):
-    """One figure of the report: x / color / facet name factors (or `device`), y a metric."""
+    """One figure of the report: x / color / facet name factors (or `device`), y a metric.
+    `where` keeps only the cells with those levels; every other factor that varies must be named
+    or listed in `pool` (its levels are then averaged into each point, and the caption says so)."""
 
     x: Name
     y: Name = "latency_median_ms"
@@ -204,7 +211,48 @@ class Figure(Frozen):
     facet: Name | None = None
     kind: FigureKind = FigureKind.LINE
     title: Text | None = None
+    where: Where = Field(default_factory=dict)
+    pool: tuple[Name, ...] = ()
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        return tuple(a for a in (self.x, self.color, self.facet) if a is not None)
+
+
+class Table(Frozen):
+    """One table of the report: a row per phone and combination of `rows` (factors) with each of
+    `metrics` as median [95% CI]; `where` and `pool` as for figures. Derived tables (one metric):
+    `relative_to: {backend: cpu}` shows every other level's ratio of medians against that one
+    (`speedup: true`: reference / level), `crossover: gpu_load` (with relative_to) the level of a
+    numeric factor where that ratio crosses 1, `best_of: g` the level with the lowest median."""
+
+    rows: tuple[Name, ...] = ()
+    metrics: Annotated[tuple[Name, ...], Field(min_length=1)] = ("latency_median_ms",)
+    title: Text | None = None
+    where: Where = Field(default_factory=dict)
+    pool: tuple[Name, ...] = ()
+    relative_to: Annotated[dict[Name, Level], Field(min_length=1, max_length=1)] | None = None
+    speedup: StrictBool = False
+    crossover: Name | None = None
+    best_of: Name | None = None
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        derived = [*(self.relative_to or {}), self.crossover, self.best_of]
+        return (*self.rows, *(name for name in derived if name is not None))
+
+
+class Study(StrEnum):
+    """The seed study an experiment reproduces: its report opens with a section that makes the
+    paper's argument from the data (farm.report.studies)."""
+
+    MOBIRNN = "mobirnn"  # Cao et al., EMDL 2017: LSTM on the phone GPU under background load
+    SQUEEZENET = "squeezenet"  # Motamedi et al., arXiv 1611.07151: SqueezeNet, precision, g
+    TRAINING = "training"  # Das et al., PerCom Workshops 2022: training on the phone GPU
+    GEMM = "gemm"  # Augur (Lu et al., ACM MM 2017): GEMM as the building block of CNN layers
 
 
 class Report(Frozen):
+    study: Study | None = None
     figures: tuple[Figure, ...] = ()
+    tables: tuple[Table, ...] = ()

@@ -38,11 +38,17 @@ def test_lstm_gpu_load_is_the_mobirnn_matrix() -> None:
     assert experiment.benchmark.params["seq_len"] == 128
 
 
-def test_quick_variant_fits_the_demo_budget() -> None:
-    quick = load(EXPERIMENTS[0].parent / "lstm_gpu_load.yaml", "quick")
+@pytest.mark.parametrize("study", ["lstm_gpu_load", "squeezenet_precision", "gpu_training", "gemm"])
+def test_quick_variants_are_blocked_by_phone_and_fit_the_demo_budget(study: str) -> None:
+    quick = load(EXPERIMENTS[0].parent / f"{study}.yaml", "quick")
+    assert quick.report.study is not None
     planned = plan(quick, FOUR_PHONES)
-    assert len(planned.runs) <= 24
-    assert planned.estimated_s < 120  # planner's estimate; the 5-minute budget leaves room for PoCL
+    # blocked by phone: every phone runs every cell, so a study's comparisons never cross phones
+    cells = {run.cell.cell_id for run in planned.runs}
+    for phone in FOUR_PHONES:
+        assert {run.cell.cell_id for run in planned.runs if run.device == phone} == cells
+    assert len(planned.runs) <= 4 * 18
+    assert planned.estimated_s < 180  # planner's estimate; the 5-minute budget leaves room for PoCL
 
 
 def test_smoke_is_seconds_per_phone() -> None:
