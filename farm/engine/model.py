@@ -13,9 +13,10 @@ from pathlib import Path
 
 from farm.device.session import DeviceSession
 from farm.engine.clocks import AppliedClocks
-from farm.engine.deploy import Deployed
+from farm.engine.deploy import Deployed, ExternalDeployed
 from farm.engine.thermal import ThrottleReport
 from farm.fleet.inventory import Phone
+from farm.spec.external import OutputSpec
 from farm.spec.programs import Program
 from farm.spec.sections import Intensity
 from farm.store import Metric, Outcome, RunState
@@ -100,6 +101,8 @@ class PreparedPhone:
     idle_baseline: IdleBaseline | None = None  # this session's idle power of the phone
     clocks: AppliedClocks | None = None  # the clock control it got for this sweep (engine.clocks)
     idle_temperature_c: float | None = None  # read when prepared, for cooldown.within_c_of_idle
+    # An external program's binary (also in `programs` under "external") and assets on this phone.
+    external: ExternalDeployed | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class RunJob:
     program: Program
     gpu_load: float
     artifacts: Path
+    env: tuple[tuple[str, str], ...] = ()  # an external program's environment variables
+    output: OutputSpec | None = None  # an external program's adapter; None: farm's own events
 
 
 @dataclass(frozen=True)

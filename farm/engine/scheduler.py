@@ -31,6 +31,7 @@ from farm.engine.cancel import PhoneCancel
 from farm.engine.clocks import ClocksRefused, apply_clocks, restore_clocks
 from farm.engine.conditions import read_temperature_c
 from farm.engine.coordination import Supervisor
+from farm.engine.deploy import NoBinaryForAbi
 from farm.engine.driver import AdbDriver, PhoneDriver
 from farm.engine.ladder import Ladder
 from farm.engine.measurement import measurement_metrics
@@ -45,6 +46,7 @@ from farm.engine.model import (
     RunJob,
     RunResult,
 )
+from farm.engine.program import job_arguments
 from farm.engine.thermal import throttle_decision
 from farm.engine.watch import TraceWatcher
 from farm.engine.workers import PhoneStatus, Worker
@@ -300,7 +302,8 @@ class Sweep:
                     if not self.has_work(phone.device_id):
                         break
                     status.state = Phase.PREPARING
-                    prepared = self.driver.prepare(phone, self.experiment.benchmark.program, self.store)
+                    prepared = self.driver.prepare(phone, self.experiment, self.store)
+                    self._deploy_event(prepared)
                     device_store.clear_quarantine(self.store, phone.device_id)
                     prepared = self._with_clocks(prepared)
                     prepared = self._with_baseline(prepared, status, worker.cancel)
@@ -326,7 +329,7 @@ class Sweep:
             status.state = Phase.LOST
             if self._recover(worker, status):
                 self._work(worker)
-        except ClocksRefused as error:
+        except (ClocksRefused, NoBinaryForAbi) as error:
             status.state = Phase.FAILED
             self.event("error", f"phone skipped: {error}", device_id=phone.device_id)
             self.problems.append(str(error))  # it names the phone
@@ -344,6 +347,15 @@ class Sweep:
             elif status.state not in (Phase.LOST, Phase.FAILED, Phase.QUARANTINED):
                 status.state = Phase.IDLE
             status.cell = None
+
+    def _deploy_event(self, prepared: PreparedPhone) -> None:
+        """One `deploy` event per prepared phone: what was copied (a phone that already has the
+        same sha256 of everything gets `nothing pushed`)."""
+        pushed = [d.name for d in prepared.programs.values() if d.pushed]
+        if prepared.external is not None:
+            pushed += [f"asset {d.name}" for d in prepared.external.assets.values() if d.pushed]
+        message = f"pushed {', '.join(pushed)}" if pushed else "nothing pushed (the phone has every sha256)"
+        self.event("deploy", message, device_id=prepared.phone.device_id)
 
     def _with_clocks(self, prepared: PreparedPhone) -> PreparedPhone:
         """The experiment's clock control for this sweep (engine.clocks); ClocksRefused (a
@@ -464,13 +476,16 @@ class Sweep:
                 error="cell no longer in the experiment file",
             )
             return
+        args, env = job_arguments(self.experiment, cell, prepared)
         job = RunJob(
             run_id=run.run_id,
             experiment_key=self.key,
-            program_args=self.experiment.program_args(cell),
+            program_args=args,
             program=self.experiment.benchmark.program,
             gpu_load=self.experiment.gpu_load_of(cell),
             artifacts=artifacts,
+            env=env,
+            output=self.experiment.benchmark.output,
         )
         status.cell = cell.label(self.experiment.factor_names)
         status.run_started = time.time()
