@@ -89,6 +89,21 @@ class IdleBaseline:
 
 
 @dataclass(frozen=True)
+class TuneChoice:
+    """What one tuning run chose (or why it chose nothing: `error`)."""
+
+    workload_args: tuple[str, ...]
+    fields: JsonObject  # the `tune_*` keys of the program's info event
+    error: str | None = None
+
+    def to_json(self) -> JsonObject:
+        document: JsonObject = {"args": list(self.workload_args), **self.fields}
+        if self.error is not None:
+            document["error"] = self.error
+        return document
+
+
+@dataclass(frozen=True)
 class PreparedPhone:
     """A phone probed and deployed to, once per phone per sweep. `caps` is what farm-probe found,
     parsed once here: every later question about the phone (charging node, GPU busy counter,
@@ -103,6 +118,7 @@ class PreparedPhone:
     idle_temperature_c: float | None = None  # read when prepared, for cooldown.within_c_of_idle
     # An external program's binary (also in `programs` under "external") and assets on this phone.
     external: ExternalDeployed | None = None
+    tuned: tuple[TuneChoice, ...] = ()  # benchmark.tune: what tuning chose here (engine.tuning)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from farm.engine.model import (
 )
 from farm.engine.program import job_arguments
 from farm.engine.thermal import throttle_decision
+from farm.engine.tuning import tune_phone
 from farm.engine.watch import TraceWatcher
 from farm.engine.workers import PhoneStatus, Worker
 from farm.errors import DeviceTransientError, FarmError, StoreError
@@ -306,6 +307,7 @@ class Sweep:
                     self._deploy_event(prepared)
                     device_store.clear_quarantine(self.store, phone.device_id)
                     prepared = self._with_clocks(prepared)
+                    prepared = self._with_tuning(prepared, status)
                     prepared = self._with_baseline(prepared, status, worker.cancel)
                 claimed = run_store.claim_next(
                     self.store,
@@ -347,6 +349,24 @@ class Sweep:
             elif status.state not in (Phase.LOST, Phase.FAILED, Phase.QUARANTINED):
                 status.state = Phase.IDLE
             status.cell = None
+
+    def _with_tuning(self, prepared: PreparedPhone, status: PhoneStatus) -> PreparedPhone:
+        """benchmark.tune: each gpu workload tuned once on this phone (engine.tuning), under the
+        sweep's clocks; what it chose goes with every run (env.json `tuned`) and in one event."""
+        benchmark = self.experiment.benchmark
+        if not benchmark.tune:
+            return prepared
+        status.state = Phase.PREPARING
+        timeout_s = self.experiment.timeouts.run_timeout_s + (benchmark.tune_budget_s or 30.0)
+        choices = tune_phone(prepared, self.experiment, timeout_s, benchmark.tune_budget_s)
+        for choice in choices:
+            shown = choice.error or ", ".join(
+                f"{k}={v}" for k, v in choice.fields.items() if k != "tune_cache_path"
+            )
+            self.event(
+                "tune", f"{' '.join(choice.workload_args)}: {shown}", device_id=prepared.phone.device_id
+            )
+        return dataclasses.replace(prepared, tuned=choices)
 
     def _deploy_event(self, prepared: PreparedPhone) -> None:
         """One `deploy` event per prepared phone: what was copied (a phone that already has the

@@ -88,6 +88,9 @@ class Benchmark(Frozen):
     assets: tuple[Text, ...] = Field(default=(), description="external: files pushed to the phone")
     output: OutputSpec | None = Field(default=None, description="external: jsonl, tflite or regex")
     tune: StrictBool = Field(default=False, description="farm's programs: tune once per phone (--tune)")
+    tune_budget_s: Annotated[StrictFloat, Field(gt=0, le=3600)] | None = Field(
+        default=None, description="tune: search time per workload (the program's default: 30 s)"
+    )
 
     @property
     def external(self) -> bool:
@@ -210,6 +213,8 @@ class Experiment(Frozen):
         data = self.model_dump(
             mode="json", exclude={"name", "description", "report", "variants", "variant", "source_dir"}
         )
+        data["measurement"].pop("order")
+        # Keys added after experiments were stored count only when set, so old digests still match.
         for key, empty in (
             ("binary", {}),
             ("args", []),
@@ -217,11 +222,10 @@ class Experiment(Frozen):
             ("assets", []),
             ("output", None),
             ("tune", False),
+            ("tune_budget_s", None),
         ):
             if data["benchmark"].get(key) == empty:
                 data["benchmark"].pop(key)
-        data["measurement"].pop("order")
-        # Keys added after experiments were stored count only when set, so old digests still match.
         for key, default in (("clocks", DEFAULT_CLOCKS.model_dump(mode="json")), ("on_throttle", "flag")):
             if data["conditions"].get(key) == default:
                 data["conditions"].pop(key)
@@ -263,6 +267,8 @@ def _farm_program_checks(benchmark: Benchmark) -> list[Issue]:
             )
     if benchmark.tune and benchmark.program not in BENCH_PROGRAMS:
         issues.append(Issue(("benchmark", "tune"), f"{benchmark.program.value} has no kernels to tune"))
+    if benchmark.tune_budget_s is not None and not benchmark.tune:
+        issues.append(Issue(("benchmark", "tune_budget_s"), "is the budget of tune: true; set tune too"))
     return issues
 
 
