@@ -4,6 +4,7 @@ Pure: no phone, no push (PreparedPhone holds no session here)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -13,12 +14,13 @@ import pytest
 from farm.adapters import Granularity, ProgramOutput
 from farm.analysis.metric import Metric
 from farm.analysis.series import Series, SeriesTrace
+from farm.engine.collect import compute_metrics
 from farm.engine.deploy import Deployed, ExternalDeployed, binary_abi
 from farm.engine.model import PreparedPhone, RunJob
 from farm.engine.program import GRANULARITY_METRIC, benchmark_argv, job_arguments, output_metrics
 from farm.fleet.inventory import Phone, PhoneState
 from farm.spec import load_text
-from farm.spec.external import Abi
+from farm.spec.external import Abi, OutputSpec
 from farm.spec.programs import Program
 
 SPEC = """\
@@ -120,3 +122,26 @@ def test_summary_figures_stand_in_and_no_count_means_no_energy_per_inference() -
     assert "latency_median_ms" not in values  # not invented from a mean
     no_telemetry = _values(output_metrics(parsed, None, None, None, None))
     assert "energy_total_mj" not in no_telemetry and no_telemetry["latency_mean_ms"] == 5.0
+
+
+def test_pulled_artifacts_are_read_with_the_adapter(tmp_path: Path) -> None:
+    """What the metrics step and a resume's backfill compute from a run folder."""
+    regex = OutputSpec.model_validate(
+        {
+            "adapter": "regex",
+            "patterns": [r"^iter \d+: (?P<ms>[0-9.]+) ms$"],
+            "metrics": {"ms": {"name": "latency", "unit": "ms"}},
+            "latency": "ms",
+        }
+    )
+    (tmp_path / "stdout.jsonl").write_text("start\niter 0: 3.0 ms\niter 1: 5.0 ms\n")
+    values = _values(compute_metrics(tmp_path, 0.0, output=regex))
+    assert values[GRANULARITY_METRIC] == 1.0 and values["latency_median_ms"] == pytest.approx(4.0)
+    stamped = [
+        {"event": "iter", "i": 0, "t_start_ns": 1_000_000, "t_end_ns": 3_000_000},
+        {"event": "result", "iterations": 1},
+    ]
+    (tmp_path / "stdout.jsonl").write_text("".join(json.dumps(e) + "\n" for e in stamped))
+    values = _values(compute_metrics(tmp_path, 0.0, output=OutputSpec.model_validate("jsonl")))
+    assert values[GRANULARITY_METRIC] == 1.0 and values["latency_median_ms"] == pytest.approx(2.0)
+    assert GRANULARITY_METRIC not in _values(compute_metrics(tmp_path, 0.0))  # farm's own program
