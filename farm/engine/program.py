@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from farm.adapters import Granularity, OutputError, ProgramOutput
+from farm.adapters.output import GRANULARITY_METRIC
 from farm.analysis.iterations import Iterations
 from farm.analysis.metric import Metric
 from farm.analysis.metrics import latency_metrics, telemetry_metrics
@@ -34,9 +35,6 @@ from farm.spec.expand import Cell
 from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.spec.template import ASSET_PREFIX, render
-
-# A store metric saying how the latencies were measured: 1 one per iteration, 0 summary only.
-GRANULARITY_METRIC = "latency_per_iteration"
 
 
 def job_arguments(

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 from farm.adapters import Granularity, ProgramOutput
+from farm.adapters.output import GRANULARITY_METRIC
 from farm.analysis.metric import Metric
 from farm.analysis.series import Series, SeriesTrace
 from farm.engine.collect import compute_metrics
 from farm.engine.deploy import Deployed, ExternalDeployed, binary_abi
 from farm.engine.model import PreparedPhone, RunJob
-from farm.engine.program import GRANULARITY_METRIC, benchmark_argv, job_arguments, output_metrics
+from farm.engine.program import benchmark_argv, job_arguments, output_metrics
 from farm.fleet.inventory import Phone, PhoneState
 from farm.spec import load_text
 from farm.spec.external import Abi, OutputSpec
