@@ -53,6 +53,7 @@ from farm.spec.sections import (
     Text,
     Timeouts,
 )
+from farm.spec.template import fields
 
 Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
 Levels = Annotated[tuple[Scalar, ...], Field(min_length=1)]
@@ -95,6 +96,11 @@ class Benchmark(Frozen):
     @property
     def external(self) -> bool:
         return self.program is Program.EXTERNAL
+
+    def placeholder_names(self) -> frozenset[str]:
+        """The factor and measurement names an external program's args and env use."""
+        texts = [str(a) for a in self.args] + [str(v) for v in self.env.values()]
+        return frozenset(f.name for text in texts for f in fields(text) if f.asset is None)
 
 
 class Experiment(Frozen):

@@ -17,6 +17,7 @@ from farm.analysis.metric import Metric
 from farm.analysis.series import Series, SeriesTrace
 from farm.engine.collect import compute_metrics
 from farm.engine.deploy import Deployed, ExternalDeployed, binary_abi
+from farm.engine.measurement import requirements_of
 from farm.engine.model import PreparedPhone, RunJob
 from farm.engine.program import benchmark_argv, job_arguments, output_metrics
 from farm.fleet.inventory import Phone, PhoneState
@@ -146,3 +147,14 @@ def test_pulled_artifacts_are_read_with_the_adapter(tmp_path: Path) -> None:
     values = _values(compute_metrics(tmp_path, 0.0, output=OutputSpec.model_validate("jsonl")))
     assert values[GRANULARITY_METRIC] == 1.0 and values["latency_median_ms"] == pytest.approx(2.0)
     assert GRANULARITY_METRIC not in _values(compute_metrics(tmp_path, 0.0))  # farm's own program
+
+
+def test_an_external_program_is_held_to_the_counts_it_is_given(tmp_path: Path) -> None:
+    for name in ("prog-x86", "prog-arm64"):
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "x.bin").write_bytes(b"x")
+    given = requirements_of(load_text(SPEC, source_dir=tmp_path))
+    assert (given.min_iterations, given.min_seconds) == (7, 0.0)  # {iters} passed, no {min_seconds}
+    own = requirements_of(load_text(SPEC.replace("--iters={iters}", "--iters=3"), source_dir=tmp_path))
+    assert own.min_iterations == 1
