@@ -1,6 +1,7 @@
 """After a run: pull its artifacts, snapshot the environment, compute its metrics.
 
-Artifacts in results/<experiment>/<run-id>/: stdout.jsonl (benchmark events), stderr.txt,
+Artifacts in results/<experiment>/<run-id>/: stdout.jsonl (benchmark events; an external
+program's stdout whatever its format, read by its adapter), stderr.txt,
 trace.bin (sampler), gpuload.jsonl, env.json (environment snapshot), notes in env.json.
 """
 
