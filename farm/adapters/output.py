@@ -12,6 +12,9 @@ from farm.errors import FarmError
 
 # How much of stderr a failure quotes: the end, where a crashing program says why.
 STDERR_TAIL_CHARS = 300
+# The store metric that says how a program's latencies were measured: 1 one per iteration, 0 only
+# summary figures (the report tells readers which).
+GRANULARITY_METRIC = "latency_per_iteration"
 # Time units a latency may be given in, as factors to milliseconds.
 MS_PER_UNIT = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
 

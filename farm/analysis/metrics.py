@@ -71,7 +71,21 @@ def opencl_metrics(iterations: Iterations) -> list[Metric]:
 def energy_metrics(
     power_mw: Series, iterations: Iterations, idle_power_mw: float | None, *, trailing: bool
 ) -> list[Metric]:
-    start_ns, end_ns = iterations.window_ns
+    return window_energy_metrics(
+        power_mw, iterations.window_ns, len(iterations), idle_power_mw, trailing=trailing
+    )
+
+
+def window_energy_metrics(
+    power_mw: Series,
+    window_ns: tuple[int, int],
+    inferences: int | None,
+    idle_power_mw: float | None,
+    *,
+    trailing: bool,
+) -> list[Metric]:
+    """Power and energy over a window; per inference only when the count is known (and not 0)."""
+    start_ns, end_ns = window_ns
     if end_ns <= start_ns:
         return []
     duration_s = (end_ns - start_ns) / 1e9
@@ -81,19 +95,19 @@ def energy_metrics(
         # its last reading is from before (maybe from before charging was switched off).
         return [Metric("power_readings", 0.0, "count")]
     gross_mj = mean_mw * duration_s
+    per = inferences if inferences else None
     metrics = [
         Metric("power_mean_mw", mean_mw, "mW"),
         Metric("power_readings", float(readings), "count"),
         Metric("energy_total_mj", gross_mj, "mJ"),
-        Metric("energy_per_inference_gross_mj", gross_mj / len(iterations), "mJ"),
     ]
+    if per is not None:
+        metrics.append(Metric("energy_per_inference_gross_mj", gross_mj / per, "mJ"))
     if idle_power_mw is not None:
         net_mj = gross_mj - idle_power_mw * duration_s
-        metrics += [
-            Metric("power_idle_mw", idle_power_mw, "mW"),
-            Metric("energy_net_mj", net_mj, "mJ"),
-            Metric("energy_per_inference_mj", net_mj / len(iterations), "mJ"),
-        ]
+        metrics += [Metric("power_idle_mw", idle_power_mw, "mW"), Metric("energy_net_mj", net_mj, "mJ")]
+        if per is not None:
+            metrics.append(Metric("energy_per_inference_mj", net_mj / per, "mJ"))
     return metrics
 
 
@@ -279,21 +293,52 @@ def compute_run_metrics(
     metrics = latency_metrics(iterations) + opencl_metrics(iterations) + benchmark_metrics(events)
     if trace is None:
         return metrics
-    start_ns, end_ns = iterations.window_ns
+    # Only OpenCL runs split their iterations into h2d / kernel / d2h.
+    on_gpu = iterations.kernel_ns is not None
+    return metrics + telemetry_metrics(
+        trace,
+        calibration,
+        idle_power_mw,
+        target_gpu_load,
+        iterations.window_ns,
+        len(iterations),
+        benchmark_on_gpu=on_gpu,
+        sources=sources,
+    )
+
+
+def telemetry_metrics(
+    trace: TraceLike,
+    calibration: BatteryCalibration | None,
+    idle_power_mw: float | None,
+    target_gpu_load: float | None,
+    window_ns: tuple[int, int],
+    inferences: int | None,
+    *,
+    benchmark_on_gpu: bool,
+    sources: SourceNames = DEFAULT_SOURCES,
+) -> list[Metric]:
+    """What the sampler saw over the benchmark's window (phone clock): power and energy (per
+    inference when the count is known), GPU load and clocks, temperature, memory."""
+    metrics: list[Metric] = []
+    start_ns, end_ns = window_ns
     # Without a calibration (the probe could not tell the current's sign) raw current and voltage
     # mean nothing: the run keeps its other metrics and gets no power rather than a wrong one.
     needs_calibration = trace.series(sources.battery_power) is None
     power = battery_power(trace, calibration, sources) if calibration or not needs_calibration else None
     if power is not None:
         trailing = calibration.gauge_trailing if calibration else False
-        metrics += energy_metrics(power, iterations, idle_power_mw, trailing=trailing)
+        metrics += window_energy_metrics(power, window_ns, inferences, idle_power_mw, trailing=trailing)
     busy = trace.series(sources.gpu_busy)
     busy_format = source_format(trace, sources.gpu_busy)
     if busy is not None:
-        # Only OpenCL runs split their iterations into h2d / kernel / d2h.
-        on_gpu = iterations.kernel_ns is not None
         metrics += gpu_load_metrics(
-            busy, start_ns, end_ns, target_gpu_load, source_format=busy_format, benchmark_on_gpu=on_gpu
+            busy,
+            start_ns,
+            end_ns,
+            target_gpu_load,
+            source_format=busy_format,
+            benchmark_on_gpu=benchmark_on_gpu,
         )
     freq = trace.series(sources.gpu_freq)
     if freq is not None:

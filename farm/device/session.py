@@ -29,6 +29,7 @@ DEFAULT_TIMEOUT_S = 30.0
 PUSH_TIMEOUT_S = 120.0
 FARM_ROOT = "/data/local/tmp/farm"
 BIN_DIR = f"{FARM_ROOT}/bin"
+ASSETS_DIR = f"{FARM_ROOT}/assets"
 _EXIT_MARKER = "__FARM_EXIT__"
 
 
@@ -243,18 +244,22 @@ class DeviceSession:
         self._sha_cache[local] = (stat.st_mtime, stat.st_size, digest)
         return digest
 
-    def push_cached(self, local: Path, *, name: str | None = None) -> tuple[str, bool]:
-        """Install an executable under bin/<sha256 prefix>/<name>; skip the copy when the phone
-        already holds the same content. Returns (phone path, pushed?). Verified by sha256."""
+    def push_cached(
+        self, local: Path, *, name: str | None = None, folder: str = BIN_DIR, mode: int = 0o755
+    ) -> tuple[str, bool]:
+        """Install a file under <folder>/<sha256 prefix>/<name> (an executable under bin/ by
+        default; data files such as an external program's assets elsewhere, mode 644); skip the
+        copy when the phone already holds the same content. Returns (phone path, pushed?).
+        Verified by sha256."""
         digest = self.local_sha256(local)
-        remote_dir = f"{BIN_DIR}/{digest[:16]}"
+        remote_dir = f"{folder}/{digest[:16]}"
         remote = f"{remote_dir}/{name or local.name}"
         if self.sha256(remote) == digest:
             return remote, False
         partial = f"{remote}.partial"
         self.shell(["mkdir", "-p", remote_dir], check=True)
-        self.push(local, partial, mode=0o755)
-        self.shell(["chmod", "755", partial], check=True)
+        self.push(local, partial, mode=mode)
+        self.shell(["chmod", f"{mode:o}", partial], check=True)
         if self.sha256(partial) != digest:
             self.shell(["rm", "-f", partial])
             raise DeviceTransientError(self.device_id, f"{local.name}: sha256 mismatch after push")

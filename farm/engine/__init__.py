@@ -18,7 +18,11 @@
 - onphone: the run folder and the programs of a run on the phone (sampler, load, benchmark);
 - baseline: the idle power of each phone, once per sweep;
 - watch: the running sampler's newest readings for the live view (its own session, ~1 Hz);
-- deploy: programs by (name, ABI), content-addressed on the phone;
+- deploy: programs by (name, ABI), content-addressed on the phone; an external program's binary
+  for the phone's ABI and its assets (NoBinaryForAbi: the phone is skipped);
+- program: what runs for one job (args/env rendered, argv on the phone) and what an external
+  program's output means (its adapter's verdict, metrics without iteration stamps);
+- tuning: benchmark.tune, each gpu workload tuned once per phone before the sweep;
 - recovery: what a restarted farm repairs (dead executions, RUNNING runs, charging left off,
   stale processes on phones);
 - collect / progress: artifacts, environment snapshot, metrics rows; the live-view Snapshot.

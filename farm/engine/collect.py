@@ -1,6 +1,7 @@
 """After a run: pull its artifacts, snapshot the environment, compute its metrics.
 
-Artifacts in results/<experiment>/<run-id>/: stdout.jsonl (benchmark events), stderr.txt,
+Artifacts in results/<experiment>/<run-id>/: stdout.jsonl (benchmark events; an external
+program's stdout whatever its format, read by its adapter), stderr.txt,
 trace.bin (sampler), gpuload.jsonl, env.json (environment snapshot), notes in env.json.
 """
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import farm
 from farm.adapters.jsonl import parse_event_lines
+from farm.analysis.metric import Metric as AnalysisMetric
 from farm.analysis.metrics import compute_run_metrics
 from farm.analysis.power import BatteryCalibration, calibrate
 from farm.analysis.series import Series, TraceLike
@@ -18,6 +20,8 @@ from farm.device.session import DeviceSession
 from farm.engine.conditions import charging_control
 from farm.engine.model import CpuPolicyState, JsonObject, PhoneEnvironment, PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import RunDir
+from farm.engine.program import GRANULARITY_METRIC, output_metrics
+from farm.spec.external import OutputSpec
 from farm.store import Metric
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.trace import Trace, parse_trace
@@ -115,6 +119,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "idle_baseline": prepared.idle_baseline.to_json() if prepared.idle_baseline is not None else None,
         "clocks": prepared.clocks.to_json() if prepared.clocks is not None else None,
         "throttle": result.throttle.to_json() if result.throttle is not None else None,
+        "tuned": [choice.to_json() for choice in prepared.tuned] if prepared.tuned else None,
     }
     document.update({key: value for key, value in reached.items() if value is not None})
     environment = result.environment
@@ -134,6 +139,10 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
 def read_events(path: Path) -> list[Mapping[str, object]]:
     """The benchmark's JSON Lines events; lines that are not a JSON object are passed over."""
     return list(parse_event_lines(path.read_text(errors="replace")).events) if path.is_file() else []
+
+
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.is_file() else ""
 
 
 def _parse(path: Path) -> Trace | None:
@@ -213,12 +222,18 @@ def compute_metrics(
     discharging: bool = False,
     idle_power_mw: float | None = None,
     charging_disabled: bool | None = None,
+    output: OutputSpec | None = None,
 ) -> list[Metric]:
     """Per-run metrics from the pulled artifacts (farm.analysis.metrics), as store rows.
 
     `charging_disabled` False: the charger fed the phone while it measured, so battery power is
-    not its consumption and no power or energy metric is kept (`charging_disabled` 0 says why)."""
+    not its consumption and no power or energy metric is kept (`charging_disabled` 0 says why).
+    `output`: an external program's adapter; what it reads without iteration stamps goes through
+    farm.engine.program.output_metrics (stamped jsonl iterations are read like farm's own)."""
     events = read_events(artifacts / "stdout.jsonl")
+    parsed = None
+    if output is not None:
+        parsed = output.adapter_of().parse(_text(artifacts / "stdout.jsonl"), _text(artifacts / "stderr.txt"))
     main = _parse(artifacts / "trace.bin")
     memory = _parse(artifacts / "mem.bin")
     trace: TraceLike | None = main or memory
@@ -227,7 +242,12 @@ def compute_metrics(
     calibration = calibration_of(caps) if caps is not None else None
     if calibration is None and discharging and trace is not None:
         calibration = calibration_from_trace(trace)
-    computed = compute_run_metrics(events, trace, calibration, idle_power_mw, target_gpu_load)
+    if parsed is not None and parsed.iterations is None:
+        computed = output_metrics(parsed, trace, calibration, idle_power_mw, target_gpu_load)
+    else:
+        computed = compute_run_metrics(events, trace, calibration, idle_power_mw, target_gpu_load)
+        if parsed is not None:
+            computed.append(AnalysisMetric(GRANULARITY_METRIC, 1.0, "bool"))
     metrics = [Metric(m.name, float(m.value), m.unit) for m in computed]
     if charging_disabled is None:
         return metrics

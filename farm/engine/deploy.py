@@ -1,19 +1,26 @@
 """Deploy programs to a phone by (name, ABI): benchmark programs from kernels/build/<abi>/ and
 device agents from device_agents/build/<abi>/, content-addressed on the phone under
 /data/local/tmp/farm/bin/<sha256 prefix>/<name> (no push when the phone has the same sha256).
+
+An external program (`program: external`) brings its own binary per ABI and its assets:
+`deploy_external` pushes the binary for the phone's first ABI that has one (bin/ as above) and
+each asset to /data/local/tmp/farm/assets/<sha256 prefix>/<file name>, with the same cache. A
+phone none of whose ABIs has a binary raises NoBinaryForAbi: the sweep skips that phone.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import farm
 from farm.device.elf import read_elf_header, runs_on
-from farm.device.session import DeviceSession
+from farm.device.session import ASSETS_DIR, DeviceSession
 from farm.errors import DevicePermanentError, EnvironmentProblem
+from farm.spec.external import Abi
+from farm.spec.model import Experiment
 
 BUILD_DIRS = ("kernels/build", "device_agents/build")
 
@@ -25,6 +32,32 @@ class Deployed:
     phone_path: str
     sha256: str
     pushed: bool
+
+
+class NoBinaryForAbi(DevicePermanentError):
+    """The external program has no binary for any ABI the phone runs: the phone is skipped."""
+
+
+@dataclass(frozen=True)
+class ExternalDeployed:
+    """An external program on one phone: its binary and its assets by the path the file lists."""
+
+    binary: Deployed
+    assets: Mapping[str, Deployed]
+
+    @property
+    def pushed(self) -> tuple[str, ...]:
+        """What this deployment copied (the rest the phone already had, same sha256)."""
+        items = [self.binary, *self.assets.values()]
+        return tuple(item.name for item in items if item.pushed)
+
+
+def binary_abi(binaries: Mapping[Abi, str], abis: Sequence[str]) -> Abi | None:
+    """The phone's first ABI (its preference order, ro.product.cpu.abilist) that has a binary."""
+    for abi in abis:
+        if abi in binaries:
+            return Abi(abi)
+    return None
 
 
 def source_root() -> Path:
@@ -71,3 +104,37 @@ def deploy(
             raise DevicePermanentError(session.device_id, f"{phone_path} is not executable after deploy")
         installed[name] = Deployed(name, abi, phone_path, session.local_sha256(local), pushed)
     return installed
+
+
+def _check_machine(local: Path, abi: str, key: str) -> None:
+    header = read_elf_header(local)
+    if header is not None and not runs_on(header, abi):
+        raise EnvironmentProblem(
+            f"{local} is an {header.describe()} binary, not {abi}",
+            hint=f"give benchmark.binary.{key} a build for {abi}",
+        )
+
+
+def deploy_external(session: DeviceSession, experiment: Experiment, abis: Sequence[str]) -> ExternalDeployed:
+    """Push the external program's binary for this phone's ABI and its assets (content-cached)."""
+    benchmark = experiment.benchmark
+    abi = binary_abi(benchmark.binary, abis)
+    if abi is None:
+        given = ", ".join(a.value for a in benchmark.binary)
+        raise NoBinaryForAbi(
+            session.device_id,
+            f"no binary for its ABI {'/'.join(abis) or '?'} (benchmark.binary has {given})",
+            hint="add a build for that ABI to benchmark.binary",
+        )
+    local = experiment.resolve_path(benchmark.binary[abi])
+    _check_machine(local, abi.value, abi.value)
+    phone_path, pushed = session.push_cached(local)
+    if not session.shell(["test", "-x", phone_path]).ok:
+        raise DevicePermanentError(session.device_id, f"{phone_path} is not executable after deploy")
+    binary = Deployed(local.name, abi.value, phone_path, session.local_sha256(local), pushed)
+    assets = {}
+    for asset in benchmark.assets:
+        file = experiment.resolve_path(asset)
+        path, copied = session.push_cached(file, folder=ASSETS_DIR, mode=0o644)
+        assets[asset] = Deployed(asset, "any", path, session.local_sha256(file), copied)
+    return ExternalDeployed(binary, assets)

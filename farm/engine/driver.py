@@ -29,7 +29,7 @@ from farm.engine.watch import TraceWatcher
 from farm.errors import DeviceTransientError, FarmError
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
-from farm.spec.programs import Program
+from farm.spec.model import Experiment
 from farm.store import Metric, Store
 
 HEALTH_TIMEOUT_S = 10.0
@@ -41,8 +41,9 @@ class PhoneDriver(Protocol):
 
     def endpoint(self, phone: Phone) -> Endpoint: ...
 
-    def prepare(self, phone: Phone, program: Program, store: Store) -> PreparedPhone:
-        """Undo what a dead farm left on the phone, probe it, deploy the programs."""
+    def prepare(self, phone: Phone, experiment: Experiment, store: Store) -> PreparedPhone:
+        """Undo what a dead farm left on the phone, probe it, deploy the experiment's programs.
+        NoBinaryForAbi: an external program has no build for the phone (it is skipped)."""
         ...
 
     def baseline(
@@ -109,10 +110,12 @@ class AdbDriver:
             default_timeout_s=timeout_s or self.call_timeout_s,
         )
 
-    def prepare(self, phone: Phone, program: Program, store: Store) -> PreparedPhone:
+    def prepare(self, phone: Phone, experiment: Experiment, store: Store) -> PreparedPhone:
         session = self.session(phone)
         recover_phone(store, session, phone.device_id)
-        return prepare_phone(session, phone, program, store)
+        program = experiment.benchmark.program
+        external = experiment if experiment.benchmark.external else None
+        return prepare_phone(session, phone, program, store, external=external)
 
     def baseline(
         self, prepared: PreparedPhone, gates: Gates, store: Store, cancel: threading.Event, artifacts: Path
@@ -142,6 +145,7 @@ class AdbDriver:
             discharging=result.charging_disabled is True,
             idle_power_mw=baseline.power_mw if baseline is not None else None,
             charging_disabled=result.charging_disabled,
+            output=job.output,
         )
 
     def watcher(

@@ -16,10 +16,12 @@ import threading
 import time
 from contextlib import AbstractContextManager
 
+from farm.adapters import OutputError
+from farm.adapters.output import stderr_tail
 from farm.device import controls
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
-from farm.engine.collect import collect_artifacts, env_document, environment_snapshot
+from farm.engine.collect import ARTIFACTS, collect_artifacts, env_document, environment_snapshot
 from farm.engine.conditions import (
     battery_pct,
     cooldown_limit_c,
@@ -30,7 +32,6 @@ from farm.engine.conditions import (
 )
 from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import (
-    CL_CACHE_DIR,
     LOAD,
     PROBE,
     SAMPLER,
@@ -41,9 +42,11 @@ from farm.engine.onphone import (
     load_argv,
     trace_sampler,
 )
+from farm.engine.program import benchmark_argv, read_output
 from farm.engine.thermal import throttle_watch
 from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
 from farm.fleet.inventory import Phone
+from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
@@ -88,11 +91,27 @@ def probe_phone(session: DeviceSession, phone: Phone) -> Capabilities:
     return read_probe(session, phone)[0]
 
 
-def prepare_phone(session: DeviceSession, phone: Phone, program: Program, store: Store) -> PreparedPhone:
-    """Probe once, deploy the benchmark, the load generator and the sampler (content-cached)."""
+def prepare_phone(
+    session: DeviceSession,
+    phone: Phone,
+    program: Program,
+    store: Store,
+    *,
+    external: Experiment | None = None,
+) -> PreparedPhone:
+    """Probe once, deploy the benchmark, the load generator and the sampler (content-cached).
+    An external program (`external`: its experiment) brings its own binary and assets; a phone
+    it has no binary for raises NoBinaryForAbi (the sweep skips the phone)."""
     caps, doc = read_probe(session, phone)
-    names = [program, SAMPLER] + ([LOAD] if program != LOAD else [])
+    own = [] if program is Program.EXTERNAL else [program]
+    names = [*own, SAMPLER] + ([LOAD] if program != LOAD else [])
+    deployed_external = None
+    if program is Program.EXTERNAL:
+        assert external is not None, "an external program is deployed from its experiment"
+        deployed_external = deploy_mod.deploy_external(session, external, phone.abis)
     programs = deploy_mod.deploy(session, names, phone.abis)
+    if deployed_external is not None:
+        programs[Program.EXTERNAL.value] = deployed_external.binary
     controls.stay_awake(session, on=True)
     device_store.record_device(
         store,
@@ -105,7 +124,7 @@ def prepare_phone(session: DeviceSession, phone: Phone, program: Program, store:
         capabilities=doc,
         state="online",
     )
-    return PreparedPhone(session, phone, caps, programs)
+    return PreparedPhone(session, phone, caps, programs, external=deployed_external)
 
 
 def settle_load(load: Background, target: float, gates: Gates, cancel: threading.Event) -> float | None:
@@ -185,6 +204,8 @@ def execute_run(
         except FarmError as error:
             if result.outcome is Outcome.DONE:
                 result.outcome, result.error = Outcome.LOST, f"artifacts not pulled: {error}"
+        if result.outcome is Outcome.DONE:
+            _check_output(job, result)
         result.environment = environment_snapshot(prepared)
         document = env_document(prepared, job, result)
         (job.artifacts / "env.json").write_text(json.dumps(document, indent=2, sort_keys=True, default=str))
@@ -265,9 +286,7 @@ def _run_benchmark(
     notify: OnPhase,
 ) -> None:
     session = prepared.session
-    argv = [prepared.programs[job.program].phone_path, *job.program_args, f"--cl-cache={CL_CACHE_DIR}"]
-    if prepared.clocks is not None:  # affinity: big | little (toybox taskset), recorded in env.json
-        argv = [*prepared.clocks.taskset_prefix(), *argv]
+    argv = list(benchmark_argv(prepared, job))
     result.argv = tuple(argv)
     notify(PhaseUpdate(Phase.RUNNING))
     bench = Background(session, run_dir, "bench", gated_argv(argv, run_dir))
@@ -290,9 +309,28 @@ def _run_benchmark(
         if code == 0:
             result.outcome = Outcome.DONE
         else:
-            tail = (session.read_text(bench.stderr) or "").strip().splitlines()
+            stderr = session.read_text(bench.stderr) or ""
             result.outcome = Outcome.FAILED
-            result.error = f"{job.program} exited {code}: {tail[-1] if tail else 'no stderr'}"
+            if job.program is Program.EXTERNAL:
+                name = prepared.programs[job.program].name
+                result.error = f"{name} exited {code}: {stderr_tail(stderr)}"
+            else:
+                tail = stderr.strip().splitlines()
+                result.error = f"{job.program} exited {code}: {tail[-1] if tail else 'no stderr'}"
+
+
+def _check_output(job: RunJob, result: RunResult) -> None:
+    """An external program that exited 0 but printed no usable result fails with the adapter's
+    one reason (FAILED: never retried, the sweep goes on)."""
+    stdout, stderr = job.artifacts / ARTIFACTS["bench.out"], job.artifacts / ARTIFACTS["bench.err"]
+    try:
+        read_output(
+            job,
+            stdout.read_text(errors="replace") if stdout.is_file() else "",
+            stderr.read_text(errors="replace") if stderr.is_file() else "",
+        )
+    except OutputError as error:
+        result.outcome, result.error = Outcome.FAILED, str(error)
 
 
 def _restore(

@@ -13,9 +13,10 @@ from pathlib import Path
 
 from farm.device.session import DeviceSession
 from farm.engine.clocks import AppliedClocks
-from farm.engine.deploy import Deployed
+from farm.engine.deploy import Deployed, ExternalDeployed
 from farm.engine.thermal import ThrottleReport
 from farm.fleet.inventory import Phone
+from farm.spec.external import OutputSpec
 from farm.spec.programs import Program
 from farm.spec.sections import Intensity
 from farm.store import Metric, Outcome, RunState
@@ -92,6 +93,21 @@ class IdleBaseline:
 
 
 @dataclass(frozen=True)
+class TuneChoice:
+    """What one tuning run chose (or why it chose nothing: `error`)."""
+
+    workload_args: tuple[str, ...]
+    fields: JsonObject  # the `tune_*` keys of the program's info event
+    error: str | None = None
+
+    def to_json(self) -> JsonObject:
+        document: JsonObject = {"args": list(self.workload_args), **self.fields}
+        if self.error is not None:
+            document["error"] = self.error
+        return document
+
+
+@dataclass(frozen=True)
 class PreparedPhone:
     """A phone probed and deployed to, once per phone per sweep. `caps` is what farm-probe found,
     parsed once here: every later question about the phone (charging node, GPU busy counter,
@@ -104,6 +120,9 @@ class PreparedPhone:
     idle_baseline: IdleBaseline | None = None  # this session's idle power of the phone
     clocks: AppliedClocks | None = None  # the clock control it got for this sweep (engine.clocks)
     idle_temperature_c: float | None = None  # read when prepared, for cooldown.within_c_of_idle
+    # An external program's binary (also in `programs` under "external") and assets on this phone.
+    external: ExternalDeployed | None = None
+    tuned: tuple[TuneChoice, ...] = ()  # benchmark.tune: what tuning chose here (engine.tuning)
 
 
 @dataclass(frozen=True)
@@ -116,6 +135,8 @@ class RunJob:
     program: Program
     gpu_load: float
     artifacts: Path
+    env: tuple[tuple[str, str], ...] = ()  # an external program's environment variables
+    output: OutputSpec | None = None  # an external program's adapter; None: farm's own events
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from farm.engine.conditions import restore_charging
 from farm.engine.measurement import layers_of
 from farm.engine.onphone import RUNS_DIR
 from farm.errors import FarmError
+from farm.spec.external import OutputSpec
 from farm.store import Store, ownership
 from farm.store import devices as device_store
 from farm.store import runs as run_store
@@ -106,9 +107,12 @@ def _stored_capabilities(text: str | None) -> Capabilities | None:
         return None
 
 
-def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
+def backfill_metrics(
+    store: Store, results: Path, experiment: str, *, output: OutputSpec | None = None
+) -> int:
     """DONE runs without metrics (a crash came between the result and its metrics): compute them
-    from the artifacts on disk. Returns how many runs got metrics."""
+    from the artifacts on disk (`output`: an external program's adapter). Returns how many runs
+    got metrics."""
     rows = store.query(
         "SELECT r.run_id, r.factors_json, r.ran_on, r.artifacts_dir, d.capabilities_json FROM runs r "
         "LEFT JOIN devices d ON d.device_id = r.ran_on WHERE r.experiment = ? AND r.state = 'DONE' "
@@ -136,6 +140,7 @@ def backfill_metrics(store: Store, results: Path, experiment: str) -> int:
                 discharging=charging_disabled is True,
                 idle_power_mw=idle_power_mw_of(env),
                 charging_disabled=charging_disabled,
+                output=output,
             )
         except Exception as error:  # keep going: one bad artifact must not block a resume
             run_store.add_event(

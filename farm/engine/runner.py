@@ -244,7 +244,7 @@ def run_experiment(
                 hint="check `farm devices`, --devices and the experiment's devices: section",
             )
         _restore_left_charging(store, fleet.endpoints, phones)
-        backfill_metrics(store, artifacts, key)
+        backfill_metrics(store, artifacts, key, output=experiment.benchmark.output)
         plan = planner.plan(experiment, [p.device_id for p in eligible])
         if options.dry_run:
             return RunSummary(

@@ -31,9 +31,10 @@ from farm.engine.cancel import PhoneCancel
 from farm.engine.clocks import ClocksRefused, apply_clocks, restore_clocks
 from farm.engine.conditions import read_temperature_c
 from farm.engine.coordination import Supervisor
+from farm.engine.deploy import NoBinaryForAbi
 from farm.engine.driver import AdbDriver, PhoneDriver
 from farm.engine.ladder import Ladder
-from farm.engine.measurement import energy_window_of, layers_of, measurement_metrics
+from farm.engine.measurement import layers_of, measurement_metrics
 from farm.engine.model import (
     Gates,
     IdleBaseline,
@@ -45,7 +46,9 @@ from farm.engine.model import (
     RunJob,
     RunResult,
 )
+from farm.engine.program import job_arguments
 from farm.engine.thermal import throttle_decision
+from farm.engine.tuning import tune_phone
 from farm.engine.watch import TraceWatcher
 from farm.engine.workers import PhoneStatus, Worker
 from farm.errors import DeviceTransientError, FarmError, StoreError
@@ -301,9 +304,11 @@ class Sweep:
                     if not self.has_work(phone.device_id):
                         break
                     status.state = Phase.PREPARING
-                    prepared = self.driver.prepare(phone, self.experiment.benchmark.program, self.store)
+                    prepared = self.driver.prepare(phone, self.experiment, self.store)
+                    self._deploy_event(prepared)
                     device_store.clear_quarantine(self.store, phone.device_id)
                     prepared = self._with_clocks(prepared)
+                    prepared = self._with_tuning(prepared, status)
                     prepared = self._with_baseline(prepared, status, worker.cancel)
                 claimed = run_store.claim_next(
                     self.store,
@@ -327,7 +332,7 @@ class Sweep:
             status.state = Phase.LOST
             if self._recover(worker, status):
                 self._work(worker)
-        except ClocksRefused as error:
+        except (ClocksRefused, NoBinaryForAbi) as error:
             status.state = Phase.FAILED
             self.event("error", f"phone skipped: {error}", device_id=phone.device_id)
             self.problems.append(str(error))  # it names the phone
@@ -345,6 +350,33 @@ class Sweep:
             elif status.state not in (Phase.LOST, Phase.FAILED, Phase.QUARANTINED):
                 status.state = Phase.IDLE
             status.cell = None
+
+    def _with_tuning(self, prepared: PreparedPhone, status: PhoneStatus) -> PreparedPhone:
+        """benchmark.tune: each gpu workload tuned once on this phone (engine.tuning), under the
+        sweep's clocks; what it chose goes with every run (env.json `tuned`) and in one event."""
+        benchmark = self.experiment.benchmark
+        if not benchmark.tune:
+            return prepared
+        status.state = Phase.PREPARING
+        timeout_s = self.experiment.timeouts.run_timeout_s + (benchmark.tune_budget_s or 30.0)
+        choices = tune_phone(prepared, self.experiment, timeout_s, benchmark.tune_budget_s)
+        for choice in choices:
+            shown = choice.error or ", ".join(
+                f"{k}={v}" for k, v in choice.fields.items() if k != "tune_cache_path"
+            )
+            self.event(
+                "tune", f"{' '.join(choice.workload_args)}: {shown}", device_id=prepared.phone.device_id
+            )
+        return dataclasses.replace(prepared, tuned=choices)
+
+    def _deploy_event(self, prepared: PreparedPhone) -> None:
+        """One `deploy` event per prepared phone: what was copied (a phone that already has the
+        same sha256 of everything gets `nothing pushed`)."""
+        pushed = [d.name for d in prepared.programs.values() if d.pushed]
+        if prepared.external is not None:
+            pushed += [f"asset {d.name}" for d in prepared.external.assets.values() if d.pushed]
+        message = f"pushed {', '.join(pushed)}" if pushed else "nothing pushed (the phone has every sha256)"
+        self.event("deploy", message, device_id=prepared.phone.device_id)
 
     def _with_clocks(self, prepared: PreparedPhone) -> PreparedPhone:
         """The experiment's clock control for this sweep (engine.clocks); ClocksRefused (a
@@ -465,16 +497,16 @@ class Sweep:
                 error="cell no longer in the experiment file",
             )
             return
+        args, env = job_arguments(self.experiment, cell, prepared)
         job = RunJob(
             run_id=run.run_id,
             experiment_key=self.key,
-            # A slow fuel gauge lengthens the window (engine.measurement.energy_window).
-            program_args=self.experiment.program_args(
-                cell, energy_window_of(self.experiment, prepared).min_seconds
-            ),
+            program_args=args,
             program=self.experiment.benchmark.program,
             gpu_load=self.experiment.gpu_load_of(cell),
             artifacts=artifacts,
+            env=env,
+            output=self.experiment.benchmark.output,
         )
         status.cell = cell.label(self.experiment.factor_names)
         status.run_started = time.time()

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from farm.adapters.output import GRANULARITY_METRIC
 from farm.analysis.aggregate import Observation, aggregate
 from farm.analysis.validity import Validity
 from farm.report.model import OWN_CI, ReportData
@@ -218,6 +219,7 @@ def quality_notes(data: ReportData) -> list[str]:
             notes.append(
                 f"{len(no_power) - len(unread)} run(s) have no battery power samples: no energy for them."
             )
+    notes += _granularity_notes(data)
     notes += _validity_notes(data)
     virtual = sorted(phone.device_id for phone in data.phones if phone.virtual)
     if virtual:
@@ -226,6 +228,22 @@ def quality_notes(data: ReportData) -> list[str]:
             "timings are this machine's, not a phone's; power and temperature come from a model."
         )
     return notes
+
+
+def _granularity_notes(data: ReportData) -> list[str]:
+    """For an external program: whether its latencies are per iteration or its own summary."""
+    summary = _flagged(data, GRANULARITY_METRIC, 0.0)
+    per_iteration = _flagged(data, GRANULARITY_METRIC, 1.0)
+    if summary:
+        return [
+            f"{len(summary)} run(s) of the external program printed summary figures only, no latency per "
+            f"iteration: their latency columns are the program's own figures (no median CI, percentiles "
+            f"only where it printed them): {_some(summary)}."
+            + (f" {len(per_iteration)} run(s) have latencies per iteration." if per_iteration else "")
+        ]
+    if per_iteration:
+        return [f"Latencies of the external program: one per iteration in all {len(per_iteration)} run(s)."]
+    return []
 
 
 def _validity_notes(data: ReportData) -> list[str]:

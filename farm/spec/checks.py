@@ -78,7 +78,9 @@ def suggest(word: str, candidates: Iterable[str]) -> str:
 
 def check(experiment: CheckedSpec) -> list[Issue]:
     issues: list[Issue] = []
-    issues += _check_params(experiment)
+    # An external program's params and factor names are checked by farm.spec.external.
+    if experiment.benchmark.program is not Program.EXTERNAL:
+        issues += _check_params(experiment)
     issues += _check_sweep(experiment)
     issues += _check_zip(experiment)
     issues += _check_exclude(experiment)
@@ -131,14 +133,14 @@ def _check_sweep(experiment: CheckedSpec) -> list[Issue]:
     zipped = {name for group in experiment.zip for name in group}
     for name, levels in experiment.sweep.items():
         unknown = _unknown_name(experiment, name)
-        if unknown:
+        external = program is Program.EXTERNAL and name != GPU_LOAD
+        if unknown and not (external and name not in MEASUREMENT_ARGS):
             issues.append(_issue(("sweep", name), unknown))
             continue
         arg = factor_arg(program, name)
-        assert arg is not None
         seen: set[tuple[object, ...]] = set()
         for index, value in enumerate(levels):
-            problem = arg.problem(value, in_list=True)
+            problem = arg.problem(value, in_list=True) if arg is not None else None
             if problem:
                 issues.append(_issue(("sweep", name, index), problem))
             elif name not in zipped and level_key(value) in seen:

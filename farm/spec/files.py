@@ -4,6 +4,9 @@
 becomes a ConfigError whose text is `FILE:LINE: key.path: what is wrong` (the first problem by
 line, with a count of the others). Variants are checked too, even when not selected, so a broken
 `quick` variant is found before the long run, not after.
+
+This is also the one place the spec reads the disk: an external program's binaries and assets
+(paths relative to the experiment file's folder) must be files, found before any phone is touched.
 """
 
 from __future__ import annotations
@@ -15,23 +18,28 @@ from yaml.nodes import MappingNode, ScalarNode
 
 from farm.errors import ConfigError
 from farm.safe_yaml import read_text
+from farm.spec.checks import Issue
 from farm.spec.loader import compose, find, line_of, overlay, to_python, without_key
 from farm.spec.messages import Problem, at_path, from_validation_error
 from farm.spec.model import Experiment, SpecProblem
 
 VARIANTS_KEY = "variants"
 # A variant may change anything but these: they identify the experiment or hold the variants.
-_NOT_IN_VARIANTS = ("name", VARIANTS_KEY, "variant")
+_NOT_IN_VARIANTS = ("name", VARIANTS_KEY, "variant", "source_dir")
 
 
 def load(path: str | Path, variant: str | None = None) -> Experiment:
     """Load and validate an experiment file; `variant` selects one of its `variants:`."""
     path = Path(path)
-    return load_text(read_text(path, "experiment file"), str(path), variant)
+    return load_text(read_text(path, "experiment file"), str(path), variant, source_dir=path.parent)
 
 
-def load_text(text: str, filename: str = "<experiment>", variant: str | None = None) -> Experiment:
-    """Like `load`, for text already in memory (`filename` only names it in messages)."""
+def load_text(
+    text: str, filename: str = "<experiment>", variant: str | None = None, *, source_dir: Path | None = None
+) -> Experiment:
+    """Like `load`, for text already in memory (`filename` only names it in messages; relative
+    binary and asset paths are taken from `source_dir`, else the current directory)."""
+    folder = str((source_dir or Path.cwd()).resolve())
     root = compose(text, filename)
     names = _variant_names(root, filename)
     if variant is not None and variant not in names:
@@ -40,9 +48,9 @@ def load_text(text: str, filename: str = "<experiment>", variant: str | None = N
             f"variant {variant!r} is not defined in variants: (defined: {known})",
             location=f"{filename}:{line_of(root, (VARIANTS_KEY,))}",
         )
-    experiment = _validate(root, filename, None)
+    experiment = _validate(root, filename, None, folder)
     for name in names:
-        checked = _validate(overlay(root, _variant_node(root, name)), filename, name)
+        checked = _validate(overlay(root, _variant_node(root, name)), filename, name, folder)
         if name == variant:
             experiment = checked
     return experiment
@@ -82,7 +90,7 @@ def _variant_node(root: MappingNode, name: str) -> MappingNode:
     return node
 
 
-def _validate(root: MappingNode, filename: str, variant: str | None) -> Experiment:
+def _validate(root: MappingNode, filename: str, variant: str | None, folder: str) -> Experiment:
     data = to_python(root)
     if variant is not None:
         data = to_python(without_key(root, VARIANTS_KEY)) | {"variant": variant}
@@ -91,14 +99,36 @@ def _validate(root: MappingNode, filename: str, variant: str | None) -> Experime
             "variant: unknown key; define variants under variants: and pick one with --variant",
             location=f"{filename}:{line_of(root, ('variant',))}",
         )
+    if "source_dir" in data:  # the loader's own field: the file's folder
+        raise ConfigError("source_dir: unknown key", location=f"{filename}:{line_of(root, ('source_dir',))}")
     try:
-        return Experiment.model_validate(data)
+        experiment = Experiment.model_validate(data | {"source_dir": folder})
+        problems = [at_path(issue.path, issue.message, root) for issue in _missing_files(experiment)]
+        if not problems:
+            return experiment
     except ValidationError as error:
         problems = from_validation_error(error, root, Experiment)
     except SpecProblem as problem:
         problems = [at_path(issue.path, issue.message, root) for issue in problem.issues]
-        problems.sort(key=lambda p: p.line)
+    problems.sort(key=lambda p: p.line)
     raise _config_error(problems, filename, variant)
+
+
+def _missing_files(experiment: Experiment) -> list[Issue]:
+    """An external program's binaries and assets that are not files (relative to source_dir)."""
+    benchmark = experiment.benchmark
+    places: list[tuple[tuple[str | int, ...], str, str]] = [
+        (("benchmark", "binary", abi.value), path, f"binary for {abi.value}")
+        for abi, path in benchmark.binary.items()
+    ]
+    places += [(("benchmark", "assets", index), path, "asset") for index, path in enumerate(benchmark.assets)]
+    issues = []
+    for key_path, path, what in places:
+        resolved = experiment.resolve_path(path)
+        if not resolved.is_file():
+            state = "is a folder, not a file" if resolved.is_dir() else "does not exist"
+            issues.append(Issue(key_path, f"{what} {path} {state} (looked at {resolved})"))
+    return issues
 
 
 def _config_error(problems: list[Problem], filename: str, variant: str | None) -> ConfigError:

@@ -25,15 +25,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, StringConstraints, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from farm.errors import ConfigError
 from farm.spec.checks import Issue, check
 from farm.spec.clocks import DEFAULT_CLOCKS
 from farm.spec.expand import Cell, canonical_json, cells_of, short_hash
+from farm.spec.external import ENV_NAME_PATTERN, Abi, OutputSpec, check_external
 from farm.spec.loader import format_path
 from farm.spec.programs import BENCH_PROGRAMS, GPU_LOAD, Program, factor_arg
 from farm.spec.sections import (
@@ -48,8 +50,10 @@ from farm.spec.sections import (
     Retries,
     Slug,
     Telemetry,
+    Text,
     Timeouts,
 )
+from farm.spec.template import fields
 
 Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
 Levels = Annotated[tuple[Scalar, ...], Field(min_length=1)]
@@ -67,11 +71,36 @@ class SpecProblem(ConfigError):
         self.issues = tuple(issues)
 
 
+EnvName = Annotated[str, StringConstraints(strict=True, pattern=ENV_NAME_PATTERN, max_length=128)]
+
+
 class Benchmark(Frozen):
-    """Which program runs, with fixed arguments (`params`: argument name -> value)."""
+    """Which program runs, with fixed arguments (`params`: argument name -> value).
+
+    `program: external` runs the user's own binary instead (farm.spec.external): `binary` by ABI,
+    `args` and `env` with placeholders, `assets` pushed beside it, `output` its adapter. `tune`
+    asks farm's own programs to tune their GPU kernels once per phone before the sweep."""
 
     program: Program
     params: dict[Name, Scalar] = Field(default_factory=dict)
+    binary: dict[Abi, Text] = Field(default_factory=dict, description="external: ABI -> path of the binary")
+    args: tuple[Scalar, ...] = Field(default=(), description="external: arguments, with {placeholders}")
+    env: dict[EnvName, Scalar] = Field(default_factory=dict, description="external: environment variables")
+    assets: tuple[Text, ...] = Field(default=(), description="external: files pushed to the phone")
+    output: OutputSpec | None = Field(default=None, description="external: jsonl, tflite or regex")
+    tune: StrictBool = Field(default=False, description="farm's programs: tune once per phone (--tune)")
+    tune_budget_s: Annotated[StrictFloat, Field(gt=0, le=3600)] | None = Field(
+        default=None, description="tune: search time per workload (the program's default: 30 s)"
+    )
+
+    @property
+    def external(self) -> bool:
+        return self.program is Program.EXTERNAL
+
+    def placeholder_names(self) -> frozenset[str]:
+        """The factor and measurement names an external program's args and env use."""
+        texts = [str(a) for a in self.args] + [str(v) for v in self.env.values()]
+        return frozenset(f.name for text in texts for f in fields(text) if f.asset is None)
 
 
 class Experiment(Frozen):
@@ -95,6 +124,9 @@ class Experiment(Frozen):
         default_factory=dict, description="named overrides merged over the file, e.g. quick: {sweep: ...}"
     )
     variant: SkipJsonSchema[Slug | None] = Field(default=None, description="set by the loader")
+    # The experiment file's folder: an external program's binary and asset paths are relative to
+    # it. Set by the loader; None (in Python) means the current directory.
+    source_dir: SkipJsonSchema[str | None] = Field(default=None, description="set by the loader")
 
     @model_validator(mode="before")
     @classmethod
@@ -109,6 +141,10 @@ class Experiment(Frozen):
     @model_validator(mode="after")
     def _cross_field_checks(self) -> Experiment:
         issues = check(self)
+        if self.benchmark.external:
+            issues += check_external(self.benchmark, self.sweep)
+        else:
+            issues += _farm_program_checks(self.benchmark)
         sustained = self.measurement.sustained_s
         if sustained is not None and self.timeouts.run_timeout_s <= sustained:
             issues.append(
@@ -141,11 +177,26 @@ class Experiment(Frozen):
         level = cell.get(GPU_LOAD, self.benchmark.params.get(GPU_LOAD, 0.0))
         return float(level) if level is not None else 0.0
 
+    def resolve_path(self, path: str) -> Path:
+        """A binary or asset path of the file, made absolute from the file's folder."""
+        return Path(self.source_dir or ".").joinpath(path).resolve()
+
+    def placeholder_values(self, cell: Cell, min_seconds: float | None = None) -> dict[str, str]:
+        """What an external program's {placeholders} stand for in this cell, assets aside (the
+        engine adds `asset:PATH` -> phone path, known once the asset is deployed)."""
+        values = {name: _text(value) for name, value in cell.as_dict().items()}
+        values.update(_measurement_values(self.measurement, min_seconds))
+        return values
+
     def program_args(self, cell: Cell, min_seconds: float | None = None) -> tuple[str, ...]:
         """Arguments for the benchmark program in this cell: params, cell factors, measurement.
         `min_seconds` replaces measurement.min_seconds (an energy window extended for a slow fuel
-        gauge, farm.engine.measurement.energy_window)."""
+        gauge, farm.engine.measurement.energy_window).
+
+        Not for external programs, whose arguments are their own templates
+        (farm.engine.program.external_command renders them)."""
         program = self.benchmark.program
+        assert program is not Program.EXTERNAL, "external programs: farm.engine.program.external_command"
         values: dict[str, Any] = {**self.benchmark.params, **cell.as_dict()}
         values.pop(GPU_LOAD, None)
         rendered = []
@@ -155,19 +206,8 @@ class Experiment(Frozen):
             rendered.append(arg.render(values[name]))
         m = self.measurement
         if program in BENCH_PROGRAMS:
-            # Sustained: measure for exactly sustained_s, however many iterations that takes.
-            iters = MAX_ITERATIONS if m.sustained_s is not None else m.iterations
-            low = m.sustained_s if m.sustained_s is not None else m.min_seconds
-            if min_seconds is not None and m.sustained_s is None:
-                low = min(max(low, min_seconds), m.max_seconds)
-            high = m.sustained_s if m.sustained_s is not None else m.max_seconds
-            rendered += [
-                f"--warmup={m.warmup}",
-                f"--iters={iters}",
-                f"--min-seconds={_plain(low)}",
-                f"--max-seconds={_plain(high)}",
-                f"--seed={m.seed}",
-            ]
+            values = _measurement_values(m, min_seconds)
+            rendered += [f"--{name.replace('_', '-')}={values[name]}" for name in _MEASURED_ORDER]
         elif "duration_s" not in values:  # gpuload runs until SIGTERM without it
             rendered.append(f"--duration-s={_plain(m.max_seconds)}")
         return tuple(rendered)
@@ -178,9 +218,22 @@ class Experiment(Frozen):
 
         Store it with runs; when a resumed experiment's digest differs, the file was edited.
         """
-        data = self.model_dump(mode="json", exclude={"name", "description", "report", "variants", "variant"})
+        data = self.model_dump(
+            mode="json", exclude={"name", "description", "report", "variants", "variant", "source_dir"}
+        )
         data["measurement"].pop("order")
         # Keys added after experiments were stored count only when set, so old digests still match.
+        for key, empty in (
+            ("binary", {}),
+            ("args", []),
+            ("env", {}),
+            ("assets", []),
+            ("output", None),
+            ("tune", False),
+            ("tune_budget_s", None),
+        ):
+            if data["benchmark"].get(key) == empty:
+                data["benchmark"].pop(key)
         for key, default in (("clocks", DEFAULT_CLOCKS.model_dump(mode="json")), ("on_throttle", "flag")):
             if data["conditions"].get(key) == default:
                 data["conditions"].pop(key)
@@ -194,6 +247,51 @@ class Experiment(Frozen):
         data["timeouts"].pop("lost_phone_wait_s")
         data["retries"].pop("reboot")
         return short_hash(canonical_json(data))
+
+
+_MEASURED_ORDER = ("warmup", "iters", "min_seconds", "max_seconds", "seed")
+
+
+def _measurement_values(m: Measurement, min_seconds: float | None = None) -> dict[str, str]:
+    """The measurement arguments every run gets, as text (farm's programs and placeholders);
+    `min_seconds` lengthens the window (never past max_seconds; not for sustained runs)."""
+    # Sustained: measure for exactly sustained_s, however many iterations that takes.
+    iters = MAX_ITERATIONS if m.sustained_s is not None else m.iterations
+    low = m.sustained_s if m.sustained_s is not None else m.min_seconds
+    if min_seconds is not None and m.sustained_s is None:
+        low = min(max(low, min_seconds), m.max_seconds)
+    high = m.sustained_s if m.sustained_s is not None else m.max_seconds
+    return {
+        "warmup": str(m.warmup),
+        "iters": str(iters),
+        "min_seconds": _plain(low),
+        "max_seconds": _plain(high),
+        "seed": str(m.seed),
+    }
+
+
+def _farm_program_checks(benchmark: Benchmark) -> list[Issue]:
+    """The external-only keys are refused for farm's own programs; tune needs a benchmark loop."""
+    issues = []
+    for key in ("binary", "args", "env", "assets", "output"):
+        if getattr(benchmark, key):
+            issues.append(
+                Issue(("benchmark", key), f"is for program: external; {benchmark.program.value} takes params")
+            )
+    if benchmark.tune and benchmark.program not in BENCH_PROGRAMS:
+        issues.append(Issue(("benchmark", "tune"), f"{benchmark.program.value} has no kernels to tune"))
+    if benchmark.tune_budget_s is not None and not benchmark.tune:
+        issues.append(Issue(("benchmark", "tune_budget_s"), "is the budget of tune: true; set tune too"))
+    return issues
+
+
+def _text(value: Any) -> str:
+    """A level as a program reads it: true/false as 1/0 (like farm's own flags), numbers plainly."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float):
+        return _plain(value)
+    return str(value)
 
 
 def _is_number(value: Any) -> bool:

@@ -26,6 +26,7 @@ class Program(StrEnum):
     CNN = "cnn"
     TRAIN = "train"
     GPULOAD = "gpuload"
+    EXTERNAL = "external"  # a researcher's own binary (farm.spec.external): its arguments are its own
 
 
 class Backend(StrEnum):
@@ -257,7 +258,10 @@ BENCH_PROGRAMS = frozenset({Program.GEMM, Program.LSTM, Program.CNN, Program.TRA
 
 
 def arguments(program: Program) -> dict[str, Arg]:
-    """Every argument `program` accepts through params or sweep, by snake_case name."""
+    """Every argument `program` accepts through params or sweep, by snake_case name (an external
+    program has none farm knows: its factors reach it through placeholders, farm.spec.external)."""
+    if program is Program.EXTERNAL:
+        return {}
     if program not in BENCH_PROGRAMS:
         return {arg.name: arg for arg in _SPECIFIC[program]}
     args = {arg.name: arg for arg in _COMMON + _SPECIFIC[program]}

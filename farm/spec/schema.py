@@ -22,6 +22,9 @@ def json_schema() -> dict[str, Any]:
         ],
         "default": "all",
     }
+    # `output: jsonl` is the shorthand of `output: {adapter: jsonl}`.
+    output = schema["$defs"]["Benchmark"]["properties"]["output"]
+    output["anyOf"].insert(0, {"$ref": "#/$defs/AdapterName"})
     return {
         "$schema": SCHEMA_DIALECT,
         "$id": "https://farm.invalid/schemas/experiment.json",

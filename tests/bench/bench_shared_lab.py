@@ -55,7 +55,7 @@ from farm.engine.scheduler import Sweep  # noqa: E402
 from farm.fleet.endpoint import AdbState, Listed  # noqa: E402
 from farm.fleet.inventory import Phone, PhoneState  # noqa: E402
 from farm.spec import load  # noqa: E402
-from farm.spec.programs import Program  # noqa: E402
+from farm.spec.model import Experiment  # noqa: E402
 from farm.store import Metric, Outcome, Store, ownership  # noqa: E402
 from farm.store import runs as run_store  # noqa: E402
 
@@ -109,7 +109,7 @@ class BenchOnlyInstantPhones:
     def endpoint(self, phone: Phone) -> Any:
         return self
 
-    def prepare(self, phone: Phone, program: Program, store: Store) -> PreparedPhone:
+    def prepare(self, phone: Phone, experiment: Experiment, store: Store) -> PreparedPhone:
         return PreparedPhone(cast(Any, None), phone, cast(Any, None), {})
 
     def baseline(

@@ -74,3 +74,9 @@ def test_farm_virtual_up_with_a_hostile_profile_is_one_line_exit_2(tmp_path: Pat
         _assert_one_line(result, f"{profile}:12: ", "alias *e stands for 66,430 values")
     finally:  # had the profile been accepted, phones would be running: stop them
         _farm(tmp_path, "virtual", "down", "--state-dir", str(state))
+
+
+def test_farm_run_of_an_external_program_whose_binary_is_missing_is_one_line_exit_2(tmp_path: Path) -> None:
+    path = BAD_DIR / "external_missing_binary.yaml"
+    line, piece = path.read_text().splitlines()[0].removeprefix("# expect: ").split(": ", 1)
+    _assert_one_line(_farm(tmp_path, "run", str(path)), f"{path}:{line}: ", piece)

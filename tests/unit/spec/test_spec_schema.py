@@ -32,7 +32,7 @@ def test_schema_is_a_closed_object_schema_of_the_model() -> None:
     assert document["type"] == "object"
     assert document["additionalProperties"] is False
     assert set(document["required"]) == {"name", "benchmark"}
-    assert set(document["properties"]) == set(Experiment.model_fields) - {"variant"}
+    assert set(document["properties"]) == set(Experiment.model_fields) - {"variant", "source_dir"}
 
 
 def test_every_ref_resolves_and_every_section_is_closed() -> None:

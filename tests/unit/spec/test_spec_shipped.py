@@ -67,3 +67,13 @@ def test_readme_key_block_is_valid_and_shows_the_real_defaults() -> None:
         "sweep: {backend: [cpu, cpu-mt, gpu], gpu_load: [0, 0.5, 0.9], hidden: [32, 64]}\n"
     )
     assert documented == same_with_defaults
+
+
+def test_the_readme_external_program_is_the_shipped_example() -> None:
+    folder = EXPERIMENTS[0].parent
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "program: external" in b)
+    documented = load_text(block, "experiments/README.md", source_dir=folder)
+    shipped = load(folder / "external_example.yaml")
+    assert documented.benchmark == shipped.benchmark and documented.sweep == shipped.sweep
+    assert documented.measurement == shipped.measurement
