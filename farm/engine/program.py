@@ -29,7 +29,6 @@ from farm.analysis.metric import Metric
 from farm.analysis.metrics import latency_metrics, telemetry_metrics
 from farm.analysis.power import BatteryCalibration
 from farm.analysis.series import DEFAULT_SOURCES, TraceLike
-from farm.engine.measurement import energy_window_of
 from farm.engine.model import PreparedPhone, RunJob
 from farm.engine.onphone import CL_CACHE_DIR
 from farm.spec.expand import Cell
@@ -39,11 +38,10 @@ from farm.spec.template import ASSET_PREFIX, render
 
 
 def job_arguments(
-    experiment: Experiment, cell: Cell, prepared: PreparedPhone
+    experiment: Experiment, cell: Cell, prepared: PreparedPhone, min_seconds: float | None = None
 ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The program's arguments and environment for one cell on this phone; a slow fuel gauge
-    lengthens the window (engine.measurement.energy_window)."""
-    min_seconds = energy_window_of(experiment, prepared).min_seconds
+    """The program's arguments and environment for one cell on this phone; `min_seconds`
+    lengthens the window (a slow fuel gauge: engine.measurement.energy_window)."""
     if not experiment.benchmark.external:
         return experiment.program_args(cell, min_seconds), ()
     assert prepared.external is not None, "an external program is deployed when the phone is prepared"

@@ -34,7 +34,7 @@ from farm.engine.coordination import Supervisor
 from farm.engine.deploy import NoBinaryForAbi
 from farm.engine.driver import AdbDriver, PhoneDriver
 from farm.engine.ladder import Ladder
-from farm.engine.measurement import layers_of, measurement_metrics
+from farm.engine.measurement import energy_window_of, layers_of, measurement_metrics
 from farm.engine.model import (
     Gates,
     IdleBaseline,
@@ -497,7 +497,9 @@ class Sweep:
                 error="cell no longer in the experiment file",
             )
             return
-        args, env = job_arguments(self.experiment, cell, prepared)
+        args, env = job_arguments(
+            self.experiment, cell, prepared, energy_window_of(self.experiment, prepared).min_seconds
+        )
         job = RunJob(
             run_id=run.run_id,
             experiment_key=self.key,
