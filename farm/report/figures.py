@@ -64,6 +64,17 @@ class RenderedFigure:
         return self.svg[self.svg.index("<svg") :]
 
 
+def rendered(spec: FigureSpec, title: str, caption_text: str, figure: Figure) -> RenderedFigure:
+    """A drawn figure as SVG (for the page) and PDF (for papers). Call it inside rc_context(_RC):
+    the writers read the rcParams (text as <text>, stable ids). No dates in either file, so the
+    same data gives the same bytes."""
+    svg = io.StringIO()
+    figure.savefig(svg, format="svg", metadata={"Date": None})
+    pdf = io.BytesIO()
+    figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})
+    return RenderedFigure(spec, title, svg.getvalue(), pdf.getvalue(), caption_text)
+
+
 def default_figures(data: ReportData) -> list[FigureSpec]:
     """Sensible figures when the experiment declares none, or beside the declared ones."""
     factors = [f for f in data.factor_names if _levels(data, f) > 1]
@@ -273,18 +284,12 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
                 ax.legend(fontsize=7)
         axes[0].set_ylabel(f"{y} [{unit}]" if unit else y)
         figure.suptitle(_label(title))
-        svg_buffer = io.StringIO()
-        figure.savefig(svg_buffer, format="svg", metadata={"Date": None})
-        pdf_buffer = io.BytesIO()
-        figure.savefig(pdf_buffer, format="pdf", metadata={"CreationDate": None})
-    return RenderedFigure(
-        spec, title, svg_buffer.getvalue(), pdf_buffer.getvalue(), caption(data, spec, runs, title)
-    )
+        return rendered(spec, title, caption(data, spec, runs, title), figure)
 
 
 def render_figures(data: ReportData) -> list[RenderedFigure]:
-    rendered = (render_figure(data, spec) for spec in figures_for(data))
-    return [figure for figure in rendered if figure is not None]
+    drawn = (render_figure(data, spec) for spec in figures_for(data))
+    return [figure for figure in drawn if figure is not None]
 
 
 def render_ratio_figure(
@@ -326,10 +331,4 @@ def render_ratio_figure(
             ax.legend(fontsize=7)
         axes[0].set_ylabel(ylabel)
         figure.suptitle(_label(title))
-        svg_buffer = io.StringIO()
-        figure.savefig(svg_buffer, format="svg", metadata={"Date": None})
-        pdf_buffer = io.BytesIO()
-        figure.savefig(pdf_buffer, format="pdf", metadata={"CreationDate": None})
-    return RenderedFigure(
-        spec, title, svg_buffer.getvalue(), pdf_buffer.getvalue(), f"{title}: {caption_text}."
-    )
+        return rendered(spec, title, f"{title}: {caption_text}.", figure)

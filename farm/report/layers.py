@@ -8,7 +8,6 @@ out; render.py places them.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,7 +21,7 @@ from farm.analysis.layers import BestG, LayerRow, RunLayers, best_g_per_layer, l
 from farm.analysis.network_model import NetworkPrediction, predict_network_by_kernel
 from farm.analysis.resource_model import WITHIN_FRACTION
 from farm.errors import ConfigError
-from farm.report.figures import _RC, RenderedFigure, _label
+from farm.report.figures import _RC, RenderedFigure, _label, rendered
 from farm.report.model import FigureSpec, ReportData
 from farm.spec.sections import FigureKind
 from farm.store.results import DEVICE
@@ -95,14 +94,6 @@ def layer_section(data: ReportData) -> LayerSection | None:
     )
 
 
-def _render(spec: FigureSpec, title: str, caption: str, figure: Figure) -> RenderedFigure:
-    svg = io.StringIO()
-    figure.savefig(svg, format="svg", metadata={"Date": None})
-    pdf = io.BytesIO()
-    figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})
-    return RenderedFigure(spec, title, svg.getvalue(), pdf.getvalue(), caption)
-
-
 def stacked_figure(section: LayerSection) -> RenderedFigure:
     """Time per layer stacked into each cell's bar, one panel per phone; layers keep one colour."""
     phones = sorted({row.device_id for row in section.rows})
@@ -135,7 +126,7 @@ def stacked_figure(section: LayerSection) -> RenderedFigure:
         )
         figure.suptitle(_label(title))
         caption = f"{title}: one bar per cell and phone, each layer's median time over the cell's runs."
-        return _render(spec, title, caption, figure)
+        return rendered(spec, title, caption, figure)
 
 
 def prediction_figure(predictions: Sequence[tuple[str, NetworkPrediction]]) -> RenderedFigure | None:
@@ -185,7 +176,7 @@ def prediction_figure(predictions: Sequence[tuple[str, NetworkPrediction]]) -> R
         axes[0].set_ylabel("predicted [ms]")
         figure.suptitle(_label(title))
         caption = f"{title}: one point per layer, measured against predicted; the band is +-10 %."
-        return _render(spec, title, caption, figure)
+        return rendered(spec, title, caption, figure)
 
 
 def layer_figures(data: ReportData, section: LayerSection | None = None) -> list[RenderedFigure]:
