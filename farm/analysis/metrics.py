@@ -182,7 +182,7 @@ def gpu_load_metrics(
     return metrics
 
 
-def _to_mhz(freq: np.ndarray) -> np.ndarray:
+def to_mhz(freq: np.ndarray) -> np.ndarray:
     """GPU clocks arrive in Hz (kgsl devfreq), kHz (Trepn, MediaTek) or MHz (clock_mhz)."""
     top = float(np.max(freq)) if freq.size else 0.0
     if top > 1e7:
@@ -198,7 +198,7 @@ def throttling_metrics(
     window = freq.within(start_ns, end_ns)
     if len(window) == 0:
         return []
-    mhz = _to_mhz(window.values)
+    mhz = to_mhz(window.values)
     running_max = np.maximum.accumulate(mhz)
     under_load = np.ones(mhz.size, dtype=bool)
     if busy is not None and len(busy) > 0:

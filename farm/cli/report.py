@@ -12,6 +12,7 @@ from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.report.query import load_report_data
 from farm.report.render import FORMATS, write_report
+from farm.report.run_files import sustained_series_of
 from farm.safe_text import terminal
 from farm.store.artifacts import ArtifactLocation, artifact_locations, unreadable_here
 from farm.store.db import Store
@@ -77,7 +78,10 @@ def report(
     location = store_location(results)
     with Store(location, read_only=True) as store:
         data = dataclasses.replace(load_report_data(store, experiment), include_invalid=include_invalid)
-        elsewhere = unreadable_here(artifact_locations(store, experiment), location.artifacts)
+        locations = artifact_locations(store, experiment)
+    elsewhere = unreadable_here(locations, location.artifacts)
+    folders = {loc.run_id: location.artifacts / loc.relative for loc in locations if loc not in elsewhere}
+    data = dataclasses.replace(data, sustained=sustained_series_of(data, folders))
     if elsewhere:  # another coordinator's disk (a shared store): the metrics are all in the database
         note = artifacts_note(elsewhere)
         click.echo(terminal(f"farm: {note}"), err=True)

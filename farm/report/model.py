@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from farm.analysis.sustained import SustainedSeries
 from farm.analysis.validity import Validity, usable
 from farm.spec.expand import same_level
 from farm.spec.model import Experiment
@@ -140,6 +141,9 @@ class ReportData:
     include_invalid: bool = False
     # run_id -> its per-layer results (farm.store.layers), for programs that report layers (cnn).
     layers: Mapping[str, tuple[LayerResult, ...]] = field(default_factory=dict)
+    # run_id -> its latency, clocks and temperature over time, for sustained runs whose folder is
+    # readable here (farm.report.run_files; the store holds only their summary metrics).
+    sustained: Mapping[str, SustainedSeries] = field(default_factory=dict)
 
     def metric_name(self, name: str) -> str:
         """A figure's y as stored: the name itself if some run has it, else its alias."""

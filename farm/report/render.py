@@ -25,6 +25,7 @@ from farm.report.layers import LayerSection, layer_figures, layer_section
 from farm.report.model import ReportData
 from farm.report.numbers import number
 from farm.report.studies import StudySection, study_section
+from farm.report.sustained_figure import sustained_figure
 from farm.report.views import RenderedTable, render_tables
 from farm.safe_text import markdown, printable
 from farm.spec.model import Experiment
@@ -79,8 +80,9 @@ class _Context:
 
 
 def all_figures(data: ReportData) -> list[RenderedFigure]:
-    """The report's figures: the experiment's own, then its per-layer ones."""
-    return render_figures(data) + layer_figures(data)
+    """The report's figures: the experiment's own, the sustained runs' curves, the per-layer ones."""
+    sustained = sustained_figure(data)
+    return render_figures(data) + ([sustained] if sustained else []) + layer_figures(data)
 
 
 def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict[str, Any]:

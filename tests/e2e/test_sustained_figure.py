@@ -1,0 +1,69 @@
+"""The sustained figure end to end: a short sustained run on the hot virtual profile (it caps its
+clocks within seconds under load), then `farm report`: the figure is in the HTML (drawn SVG) and
+listed in the Markdown with its SVG and PDF files, its throttle mark is where the phone's ground
+truth says the CPU slowed down, and the latency after the mark is above the latency before it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from farm.report.query import load_report_data
+from farm.report.run_files import sustained_series_of
+from farm.report.sustained_figure import SPEC
+from farm.store import runs as run_store
+from farm.virtual.groundtruth import read_ground_truth
+from tests.e2e.farm_cli import open_store, run_farm, write_experiment
+
+pytestmark = pytest.mark.integration
+
+# A multi-threaded gemm wants more cores than the phone's budget, so a clock cap slows it.
+BODY = (
+    "benchmark: {program: gemm, params: {m: 192, n: 192, k: 192, backend: cpu-mt}}\n"
+    "sweep: {}\n"
+    "measurement: {warmup: 1, sustained_s: 14, repetitions: 1}\n"
+    "telemetry: {idle_baseline_s: 0}\n"
+    "conditions:\n  cooldown: {max_temp_c: 90, timeout_s: 5}\n  min_battery_pct: 1\n"
+)
+THROTTLE_POLL_S = 5.0  # farm.engine.thermal.THROTTLE_POLL_S: the watch sees a cap this late at most
+
+
+def test_a_sustained_run_on_a_hot_phone_has_a_latency_over_time_figure_marked_at_its_throttle(
+    virtual_phones, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    phones = virtual_phones(count=1, profiles=["adreno-sd888-hot"])
+    results = tmp_path / "results"
+    spec = write_experiment(tmp_path, "sustained", BODY)
+    done = run_farm(phones.adb_port, results, "run", str(spec), "--no-live")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "report"
+    report = run_farm(phones.adb_port, results, "report", "sustained", "--out", str(out))
+    assert report.returncode == 0, report.stderr
+    html = (out / "report.html").read_text()
+    start = html.index(f'<figure id="fig-{SPEC.name}">')
+    figure = html[start : html.index("</figure>", start)]
+    assert "<svg" in figure and "<path" in figure and "time to throttle" in figure
+    markdown = (out / "report.md").read_text()
+    assert f"figures/{SPEC.name}.svg" in markdown and f"figures/{SPEC.name}.pdf" in markdown
+    assert (out / "figures" / f"{SPEC.name}.pdf").read_bytes().startswith(b"%PDF")
+
+    with open_store(results) as store:
+        data = load_report_data(store, "sustained")
+        (run,) = run_store.list_runs(store, "sustained")
+    (series,) = sustained_series_of(data, {run.run_id: results / (run.artifacts_dir or "")}).values()
+    assert series.duration_s >= 14.0 and len(series.latency.t_s) > 50
+    assert any(c.label.startswith("cpu ") for c in series.clocks) and series.temperature is not None
+    # The throttle mark against the ground truth (same CLOCK_MONOTONIC): the first tick of the run
+    # where the fastest core ran below its top clock.
+    assert series.throttle_s is not None
+    truth = [r for r in read_ground_truth(phones[0].ground_truth) if r.t_ns >= series.origin_ns]
+    slowed = next(r for r in truth if r.cpu_speed < 0.999)
+    slowed_s = (slowed.t_ns - series.origin_ns) / 1e9
+    assert slowed_s - 1.0 <= series.throttle_s <= slowed_s + THROTTLE_POLL_S + 1.0, (slowed_s, series)
+    # Slower after the mark: the phone's cap is a real slowdown of a CPU-bound benchmark.
+    assert series.latency_before_ms is not None and series.latency_after_ms is not None
+    assert series.latency_after_ms > series.latency_before_ms, json.dumps(
+        [series.latency_before_ms, series.latency_after_ms, series.latency.values.tolist()]
+    )
