@@ -21,7 +21,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from farm.analysis.aggregate import GroupStat, Observation, aggregate
-from farm.analysis.derived import Ratio
 from farm.analysis.pooling import pooled_factors, pooled_phrase
 from farm.report.model import OWN_CI, FigureSpec, ReportData, matches, where_text
 from farm.safe_text import terminal
@@ -129,8 +128,12 @@ def _hashable(value: Any) -> Hashable:
 
 
 def _has_data(data: ReportData, spec: FigureSpec) -> bool:
-    y = data.metric_name(spec.y)
-    return any(y in run.metrics for run in data.done_runs if matches(spec.where, run.factors))
+    wanted = [*spec.share_of[0], *spec.share_of[1]] if spec.share_of else [data.metric_name(spec.y)]
+    return any(
+        all(name in run.metrics for name in wanted)
+        for run in data.done_runs
+        if matches(spec.where, run.factors)
+    )
 
 
 def _observations(runs: list[StoredResult], spec: FigureSpec, y: str) -> list[Observation]:
@@ -228,13 +231,18 @@ def figure_runs(data: ReportData, spec: FigureSpec) -> list[StoredResult]:
     ]
 
 
-def caption(data: ReportData, spec: FigureSpec, runs: list[StoredResult], title: str) -> str:
+POINT = "median over runs, error bars = bootstrap 95% CI of the median"
+
+
+def caption(
+    data: ReportData, spec: FigureSpec, runs: list[StoredResult], title: str, what: str = POINT
+) -> str:
     """The figure's caption, from the runs it draws: what a point is, the cells kept (`where`),
     and every factor and phone a point pools (declared in `pool` or not: the runs say)."""
     rows = [{name: _hashable(run.factor(name)) for name in data.factor_names} for run in runs]
     pooled = pooled_factors(rows, spec.named, data.factor_names)
     phones = 1 if DEVICE in spec.named else len({run.device_id for run in runs})
-    parts = [f"{title}: median over runs, error bars = bootstrap 95% CI of the median"]
+    parts = [f"{title}: {what}"]
     if spec.where:
         parts.append(f"only {where_text(spec.where)}")
     pools = pooled_phrase(pooled, phones)
@@ -285,50 +293,3 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
         axes[0].set_ylabel(f"{y} [{unit}]" if unit else y)
         figure.suptitle(_label(title))
         return rendered(spec, title, caption(data, spec, runs, title), figure)
-
-
-def render_figures(data: ReportData) -> list[RenderedFigure]:
-    drawn = (render_figure(data, spec) for spec in figures_for(data))
-    return [figure for figure in drawn if figure is not None]
-
-
-def render_ratio_figure(
-    data: ReportData, spec: FigureSpec, ratios: list[Ratio], *, ylabel: str, caption_text: str
-) -> RenderedFigure | None:
-    """A derived figure: ratios (farm.analysis.derived.relative_to) against spec.x, one line per
-    level of the compared factor, one panel per phone, CI error bars and the line where the ratio
-    is 1. `spec` names the figure (its y is the ratio's name)."""
-    points = [r for r in ratios if spec.x in dict(r.cell)]
-    if not points:
-        return None
-    phones = sorted({r.device for r in points})
-    factor = points[0].factor
-    palette = level_colors(data, factor)
-    title = spec.title or f"{ylabel} vs {spec.x}"
-    with rc_context(_RC):  # type: ignore[arg-type]  # keys are valid rcParams
-        figure = Figure(figsize=(min(4.0 * len(phones) + 1.0, 16.0), 3.6), layout="constrained")
-        axes = figure.subplots(1, len(phones), squeeze=False, sharey=True)[0]
-        for ax, phone in zip(axes, phones, strict=True):
-            mine = [r for r in points if r.device == phone]
-            lines: dict[tuple[Hashable, ...], list[Ratio]] = {}
-            for r in mine:
-                rest = tuple(v for k, v in r.cell if k != spec.x)
-                lines.setdefault((r.level, *rest), []).append(r)
-            for key, line in lines.items():
-                line.sort(key=lambda r: _level_order(dict(r.cell)[spec.x]))
-                xs = [float(dict(r.cell)[spec.x]) for r in line]  # type: ignore[arg-type]  # numeric x
-                ys = [r.value for r in line]
-                errors = [[r.value - r.ci.low for r in line], [r.ci.high - r.value for r in line]]
-                rest_label = ", ".join(str(v) for v in key[1:])
-                label = _label(f"{factor}={key[0]}" + (f" ({rest_label})" if rest_label else ""))
-                ax.errorbar(
-                    xs, ys, yerr=errors, marker="o", capsize=3, label=label, color=palette.get(key[0])
-                )
-            ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
-            ax.set_title(_label(f"device={phone}"))
-            ax.set_xlabel(FACTOR_LABELS.get(spec.x, spec.x))
-            ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7)
-        axes[0].set_ylabel(ylabel)
-        figure.suptitle(_label(title))
-        return rendered(spec, title, f"{title}: {caption_text}.", figure)

@@ -73,14 +73,29 @@ class FigureSpec:
     title: str | None = None
     where: Where = ()
     pool: tuple[str, ...] = ()
+    # Derived figures (farm.report.derived_figures), per phone: y against a reference level of a
+    # factor (speedup: reference / level), or each run's part / whole (metric names summed).
+    relative_to: tuple[str, Level] | None = None
+    speedup: bool = False
+    share_of: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+
+    @property
+    def derived(self) -> bool:
+        return self.relative_to is not None or self.share_of is not None
 
     @property
     def named(self) -> tuple[str, ...]:
-        return tuple(a for a in (self.x, self.color, self.facet) if a is not None)
+        derived = (*(self.relative_to[:1] if self.relative_to else ()), "device") if self.derived else ()
+        return tuple(dict.fromkeys(a for a in (self.x, self.color, self.facet, *derived) if a is not None))
 
     @property
     def name(self) -> str:
         parts = [self.y, "vs", self.x]
+        if self.relative_to is not None:
+            kind = "speedup" if self.speedup else "ratio"
+            parts = [self.y, kind, "over", self.relative_to[0], str(self.relative_to[1]), "vs", self.x]
+        elif self.share_of is not None:
+            parts = ["share", "+".join(self.share_of[0]), "vs", self.x]
         if self.color:
             parts += ["by", self.color]
         if self.facet:

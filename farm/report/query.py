@@ -48,6 +48,9 @@ def figure_specs(experiment: Experiment) -> tuple[FigureSpec, ...]:
             title=f.title,
             where=where_of(f.where),
             pool=f.pool,
+            relative_to=next(iter(f.relative_to.items())) if f.relative_to else None,
+            speedup=f.speedup,
+            share_of=(f.share_of.part, f.share_of.whole) if f.share_of else None,
         )
         for f in experiment.report.figures
     )

@@ -19,8 +19,9 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from farm.report import tables
+from farm.report.derived_figures import render_figures
 from farm.report.export import tidy_csv
-from farm.report.figures import RenderedFigure, render_figures
+from farm.report.figures import RenderedFigure
 from farm.report.layers import LayerSection, layer_figures, layer_section
 from farm.report.model import ReportData
 from farm.report.numbers import number

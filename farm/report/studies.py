@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from farm.analysis.derived import best_of, relative_to, share_of
+from farm.report.derived_figures import render_ratio_figure
 from farm.report.export import factor_columns
-from farm.report.figures import RenderedFigure, render_figure, render_ratio_figure
+from farm.report.figures import RenderedFigure, render_figure
 from farm.report.frame import tidy_frame
 from farm.report.model import FigureSpec, ReportData, TableSpec
 from farm.report.numbers import interval, number

@@ -259,6 +259,8 @@ def _check_figures(experiment: CheckedSpec) -> list[Issue]:
         issues += _check_where(experiment, (*path, "where"), view.where)
         if isinstance(view, Table):
             issues += _check_table(experiment, path, view)
+        else:
+            issues += _check_derived_figure(experiment, path, view)
         for position, name in enumerate(view.pool):
             if name not in experiment.sweep and not (section == "tables" and name == "device"):
                 issues.append(
@@ -293,6 +295,46 @@ def _check_table(experiment: CheckedSpec, path: tuple[str | int, ...], table: Ta
         if name is not None and name not in experiment.sweep:
             issues.append(
                 _issue((*path, "best_of"), f"{name} is not a swept factor{suggest(name, experiment.sweep)}")
+            )
+    return issues
+
+
+def _check_derived_figure(
+    experiment: CheckedSpec, path: tuple[str | int, ...], figure: Figure
+) -> list[Issue]:
+    """relative_to / speedup / share_of: one of them, a reference level that exists, and axes a
+    per-phone derived figure can draw (phones are its panels; relative_to's levels its lines)."""
+    issues = []
+    if figure.relative_to is None and figure.speedup:
+        issues.append(_issue((*path, "speedup"), "needs relative_to: {factor: reference level}"))
+    if figure.relative_to is not None and figure.share_of is not None:
+        issues.append(_issue((*path, "share_of"), "a figure is relative_to or share_of, not both"))
+    if figure.relative_to is None and figure.share_of is None:
+        return issues
+    kind = "relative_to" if figure.relative_to is not None else "share_of"
+    if figure.x == "device":
+        issues.append(
+            _issue((*path, "x"), f"a {kind} figure has one panel per phone; x names a swept factor")
+        )
+    if figure.facet is not None and figure.facet != "device":
+        issues.append(_issue((*path, "facet"), f"a {kind} figure has one panel per phone; leave facet out"))
+    if figure.relative_to is not None:
+        issues += _check_where(experiment, (*path, "relative_to"), figure.relative_to)
+        (factor,) = figure.relative_to
+        if factor == figure.x:
+            issues.append(
+                _issue(
+                    (*path, "relative_to", factor),
+                    f"{factor} is the figure's x; compare the levels of another factor along x",
+                )
+            )
+        if figure.color is not None and figure.color != factor:
+            issues.append(
+                _issue(
+                    (*path, "color"),
+                    f"a relative_to figure draws one line per level of {factor}; "
+                    f"leave color out or make it {factor}",
+                )
             )
     return issues
 

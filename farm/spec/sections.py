@@ -200,10 +200,23 @@ Level = StrictBool | StrictInt | StrictFloat | Annotated[str, StringConstraints(
 Where = dict[Name, Level | tuple[Level, ...]]
 
 
+class ShareOf(Frozen):
+    """Parts of a whole, as metrics per run: `part` summed over `whole` summed (data movement,
+    h2d + d2h, over h2d + d2h + kernel time)."""
+
+    part: Annotated[tuple[Name, ...], Field(min_length=1)]
+    whole: Annotated[tuple[Name, ...], Field(min_length=1)]
+
+
 class Figure(Frozen):
     """One figure of the report: x / color / facet name factors (or `device`), y a metric.
     `where` keeps only the cells with those levels; every other factor that varies must be named
-    or listed in `pool` (its levels are then averaged into each point, and the caption says so)."""
+    or listed in `pool` (its levels are then averaged into each point, and the caption says so).
+
+    Derived figures are per phone (one panel each): `relative_to: {backend: cpu}` draws every other
+    level's ratio of medians of y against that one, one line (or bar) per level, with its bootstrap
+    CI (`speedup: true`: reference / level); `share_of: {part: [...], whole: [...]}` draws the
+    median over runs of each run's part / whole, one line per level of `color`."""
 
     x: Name
     y: Name = "latency_median_ms"
@@ -213,10 +226,14 @@ class Figure(Frozen):
     title: Text | None = None
     where: Where = Field(default_factory=dict)
     pool: tuple[Name, ...] = ()
+    relative_to: Annotated[dict[Name, Level], Field(min_length=1, max_length=1)] | None = None
+    speedup: StrictBool = False
+    share_of: ShareOf | None = None
 
     @property
     def named(self) -> tuple[str, ...]:
-        return tuple(a for a in (self.x, self.color, self.facet) if a is not None)
+        derived = (*(self.relative_to or {}), "device") if self.relative_to or self.share_of else ()
+        return tuple(dict.fromkeys(a for a in (self.x, self.color, self.facet, *derived) if a is not None))
 
 
 class Table(Frozen):
