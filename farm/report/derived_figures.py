@@ -40,6 +40,8 @@ from farm.report.views import select
 from farm.spec.sections import FigureKind
 from farm.store.results import StoredResult
 
+SHORT_LABEL = 40  # characters of a y label that fit beside a 3.6-inch-high panel
+
 
 @dataclass(frozen=True)
 class Point:
@@ -200,13 +202,13 @@ def render_relative(data: ReportData, spec: FigureSpec) -> RenderedFigure | None
     at = f"{factor}={reference}"
     how = f"median at {at} / median" if spec.speedup else f"median / median at {at}"
     title = spec.title or f"{y}: {kind} {at} vs {spec.x}"
-    what = f"{how} over runs per phone, error bars = bootstrap 95% CI of the ratio, dashed: 1"
+    what = f"{y}, {how} over runs per phone, error bars = bootstrap 95% CI of the ratio, dashed: 1"
     return draw_per_phone(
         data,
         spec,
         relative_points(data, spec),
         palette_factor=factor,
-        ylabel=f"{y} {kind} {at} [x]",
+        ylabel=f"{kind} {at} [x]",
         caption_text=caption(data, spec, _figure_runs(data, spec, [y]), title, what),
         title=title,
         ratio=True,
@@ -225,7 +227,7 @@ def render_share(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
         spec,
         share_points(data, spec),
         palette_factor=spec.color,
-        ylabel=f"share of {wholes}",
+        ylabel=f"share of {wholes}" if len(wholes) <= SHORT_LABEL else "share of the whole [fraction]",
         caption_text=caption(data, spec, _figure_runs(data, spec, [*part, *whole]), title, what),
         title=title,
         ratio=False,

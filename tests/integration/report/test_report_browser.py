@@ -4,13 +4,28 @@ to PDF (for a paper's appendix)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
+from farm.report.model import FigureSpec
+from farm.report.query import figure_specs
 from farm.report.render import write_report
+from farm.spec import load
 from tests.fixtures.browser import CHROMIUM, check_pages, print_pdf
 from tests.fixtures.study_samples import STUDIES, study_data
+
+EXPERIMENTS = Path(__file__).parents[3] / "experiments"
+# The shipped experiments whose declared figures include derived ones (relative_to, share_of).
+SHIPPED = {"squeezenet": "squeezenet_precision.yaml", "training": "gpu_training.yaml"}
+
+
+def _derived(study: str) -> tuple[FigureSpec, ...]:
+    if study not in SHIPPED:
+        return ()
+    return tuple(spec for spec in figure_specs(load(EXPERIMENTS / SHIPPED[study])) if spec.derived)
+
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium missing: `make system-packages` installs it"
@@ -19,8 +34,11 @@ pytestmark = pytest.mark.skipif(
 
 def test_every_figure_of_every_study_is_drawn_and_the_page_prints(tmp_path: Path) -> None:
     pages = {}
+    derived = {study: _derived(study) for study in STUDIES}
+    assert all(derived[study] for study in SHIPPED)
     for study in sorted(STUDIES):
-        write_report(study_data(study, repetitions=3), tmp_path / study, formats=("html",))
+        data = dataclasses.replace(study_data(study, repetitions=3), figures=derived[study])
+        write_report(data, tmp_path / study, formats=("html",))
         pages[study] = tmp_path / study / "report.html"
     checked = check_pages(pages, tmp_path)
     assert set(checked) == set(STUDIES)
@@ -31,6 +49,9 @@ def test_every_figure_of_every_study_is_drawn_and_the_page_prints(tmp_path: Path
         for figure in page.figures:
             assert figure.width > 100 and figure.height > 50, (study, figure)
             assert figure.drawn > 20, (study, figure)
+        # the shipped derived figures (a speedup, a ratio, a share: per phone with CI bars) are drawn
+        ids = {figure.id for figure in page.figures}
+        assert {f"fig-{spec.name}" for spec in derived[study]} <= ids, (study, ids)
     pdf = tmp_path / "mobirnn.pdf"
     printed = print_pdf(pages["mobirnn"], pdf, tmp_path)
     assert printed.returncode == 0, printed.stderr[-2000:]

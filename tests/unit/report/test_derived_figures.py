@@ -83,7 +83,8 @@ def test_a_share_figure_draws_each_runs_part_over_its_whole(report_data: ReportD
         assert point.value == pytest.approx(3.0 / (4.0 + float(point.x) / 32))  # type: ignore[arg-type]
         assert point.low <= point.value <= point.high
     figure = draw(data, spec)
-    assert figure is not None and "share of opencl_h2d_total_ms + opencl_d2h_total_ms" in figure.svg
+    assert figure is not None and "Share of opencl_h2d_total_ms + opencl_d2h_total_ms in" in figure.svg
+    assert "share of the whole [fraction]" in figure.svg
     assert "median over runs of (opencl_h2d_total_ms + opencl_d2h_total_ms)" in figure.caption
 
 
