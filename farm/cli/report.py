@@ -80,7 +80,8 @@ def report(
         data = dataclasses.replace(load_report_data(store, experiment), include_invalid=include_invalid)
         locations = artifact_locations(store, experiment)
     elsewhere = unreadable_here(locations, location.artifacts)
-    folders = {loc.run_id: location.artifacts / loc.relative for loc in locations if loc not in elsewhere}
+    away = {loc.run_id for loc in elsewhere}
+    folders = {loc.run_id: location.artifacts / loc.relative for loc in locations if loc.run_id not in away}
     data = dataclasses.replace(data, sustained=sustained_series_of(data, folders))
     if elsewhere:  # another coordinator's disk (a shared store): the metrics are all in the database
         note = artifacts_note(elsewhere)
