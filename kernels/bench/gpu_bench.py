@@ -641,7 +641,9 @@ def gather_section(
             while len(gemm_ms.setdefault(shape, [])) < rounds:
                 gemm_ms[shape].append(gemm_kernel_ms(dev, cache, shape, "fp32", 0.0)[0])
         median = statistics.median
-        print(f"\n{model}: conv1 and the 3x3 layers run apart, median over {rounds} rounds (ms, ratio to gemm)")
+        print(
+            f"\n{model}: conv1 and the 3x3 layers run apart, median over {rounds} rounds (ms, ratio to gemm)"
+        )
         print("| layer | m x n x k | gemm ms | " + " | ".join(f"{g} ms | {g} ratio" for g in gathers) + " |")
         print("|---|---|---|" + "---|---|" * len(gathers))
         rows = []
@@ -686,7 +688,9 @@ def main() -> int:
     ap.add_argument("--cl-device", default=None, help="OpenCL device P:D (default: the first GPU)")
     ap.add_argument("--gather-rounds", type=int, default=3, help="interleaved rounds of the gather section")
     ap.add_argument("--gathers", default="arith,window", help="gathers the gather section compares")
-    ap.add_argument("--cnn-iters", type=int, default=30, help="measured inferences of each gather-section run")
+    ap.add_argument(
+        "--cnn-iters", type=int, default=30, help="measured inferences of each gather-section run"
+    )
     args = ap.parse_args()
     cache = Path(os.environ.get("FARM_CL_CACHE") or tempfile.mkdtemp(prefix="farm-gpu-bench-"))
     dev = args.cl_device or gpu_selector(cache)
