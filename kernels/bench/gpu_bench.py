@@ -599,24 +599,29 @@ def fp16_section(dev: str, cache: Path, out: dict[str, Any]) -> None:
         print("  " + json.dumps(r))
 
 
-def gather_section(dev: str, cache: Path, out: dict[str, Any], rounds: int, gathers: list[str]) -> None:
+def gather_section(
+    dev: str, cache: Path, out: dict[str, Any], rounds: int, gathers: list[str], iters: int = 30
+) -> None:
     """Each gathering conv layer (k > 1) and fused pair under each gather, defaults, `rounds`
     interleaved rounds (the medians of single runs swing by 10-20% on a GPU shared by nobody
-    else, more on PoCL): per layer the median over rounds of its per-run median kernel time."""
-    gemm_ms: dict[tuple[int, int, int], float] = {}
+    else, more on PoCL): per layer the median over rounds of its per-run median kernel time, and
+    the gemm program on its im2col shape once per round too (its medians swing as much)."""
     for model in ("squeezenet1.0", "squeezenet1.1"):
         conv: dict[tuple[str, str], list[float]] = {}
         fused: dict[tuple[str, str], list[float]] = {}
         shapes: dict[str, tuple[int, int, int]] = {}
         walls: dict[tuple[str, bool], list[float]] = {}
+        gemm_ms: dict[tuple[int, int, int], list[float]] = {}
         for _ in range(rounds):
+            for shape in sorted(set(shapes.values())):  # known after the first round's runs
+                gemm_ms.setdefault(shape, []).append(gemm_kernel_ms(dev, cache, shape, "fp32", 0.0)[0])
             for gather in gathers:
                 for fuse in (False, True):
                     ev = run(
                         "cnn",
                         f"--cl-device={dev}",
                         f"--model={model}",
-                        "--iters=30",
+                        f"--iters={iters}",
                         "--verify",
                         "--tuned=ignore",
                         f"--gather={gather}",
@@ -629,19 +634,21 @@ def gather_section(dev: str, cache: Path, out: dict[str, Any], rounds: int, gath
                     for layer in (e for e in ev if e["event"] == "layer" and e["kind"] == "conv"):
                         if fuse and "fused_ns" in layer and layer["name"].endswith("expand3x3"):
                             fused.setdefault((layer["name"], gather), []).append(layer["fused_ns"] / 1e6)
-                        elif not fuse and "3x3" in layer["name"]:
+                        elif not fuse and ("3x3" in layer["name"] or layer["name"] == "conv1"):
                             shapes[layer["name"]] = (layer["gemm_m"], layer["gemm_n"], layer["gemm_k"])
                             conv.setdefault((layer["name"], gather), []).append(layer["time_ns"] / 1e6)
-        for shape in shapes.values():
-            if shape not in gemm_ms:
-                gemm_ms[shape] = gemm_kernel_ms(dev, cache, shape, "fp32", 0.0)[0]
+        for shape in set(shapes.values()):  # the first round's gemm runs
+            while len(gemm_ms.setdefault(shape, [])) < rounds:
+                gemm_ms[shape].append(gemm_kernel_ms(dev, cache, shape, "fp32", 0.0)[0])
         median = statistics.median
-        print(f"\n{model}: 3x3 layers run apart, median over {rounds} rounds (ms, ratio to gemm)")
+        print(
+            f"\n{model}: conv1 and the 3x3 layers run apart, median over {rounds} rounds (ms, ratio to gemm)"
+        )
         print("| layer | m x n x k | gemm ms | " + " | ".join(f"{g} ms | {g} ratio" for g in gathers) + " |")
         print("|---|---|---|" + "---|---|" * len(gathers))
         rows = []
         for name, shape in shapes.items():
-            g = gemm_ms[shape]
+            g = median(gemm_ms[shape])
             cells = [(median(conv[(name, gather)]), median(conv[(name, gather)]) / g) for gather in gathers]
             rows.append(
                 {
@@ -681,6 +688,9 @@ def main() -> int:
     ap.add_argument("--cl-device", default=None, help="OpenCL device P:D (default: the first GPU)")
     ap.add_argument("--gather-rounds", type=int, default=3, help="interleaved rounds of the gather section")
     ap.add_argument("--gathers", default="arith,window", help="gathers the gather section compares")
+    ap.add_argument(
+        "--cnn-iters", type=int, default=30, help="measured inferences of each gather-section run"
+    )
     args = ap.parse_args()
     cache = Path(os.environ.get("FARM_CL_CACHE") or tempfile.mkdtemp(prefix="farm-gpu-bench-"))
     dev = args.cl_device or gpu_selector(cache)
@@ -698,7 +708,7 @@ def main() -> int:
     if "lstm" in sections:
         lstm_section(dev, cache, out, pk, args.small_tune_budget_s)
     if "gather" in sections:
-        gather_section(dev, cache, out, args.gather_rounds, args.gathers.split(","))
+        gather_section(dev, cache, out, args.gather_rounds, args.gathers.split(","), args.cnn_iters)
     if "fp16" in sections and not args.quick:
         fp16_section(dev, cache, out)
     if args.out:

@@ -30,33 +30,68 @@ typedef struct {
     cnn_cpu cpu;
     cnn_gpu gpu_state;
     cnn_tune tune;
-    uint64_t *layer_ns; /* [call][layer], every call of the iteration function */
-    uint64_t *host_ns;  /* [call][2]: gpu host time enqueueing + waiting, reading events after */
-    size_t calls, cap;
+    /* measured calls only (reset when the measure phase begins), in bounded memory (quant.c) */
+    farm_quant layer_q[CNN_MAX_LAYERS]; /* each layer's time */
+    farm_quant pair_q[CNN_MAX_LAYERS];  /* a fused pair's launch (both layers), at the lower index */
+    farm_quant host_q[2];               /* gpu host time enqueueing + waiting, reading events after */
+    uint64_t layer_min_ns[CNN_MAX_LAYERS];
+    size_t exact_cap; /* --exact-iterations */
 } app;
+
+/* Starts (or restarts) the statistics of the calls that follow. */
+static void stats_begin(void *user)
+{
+    app *a = user;
+    for (int i = 0; i < CNN_MAX_LAYERS; ++i) {
+        farm_quant_free(&a->layer_q[i]);
+        farm_quant_free(&a->pair_q[i]);
+        farm_quant_init(&a->layer_q[i], a->exact_cap);
+        farm_quant_init(&a->pair_q[i], a->exact_cap);
+        a->layer_min_ns[i] = UINT64_MAX;
+    }
+    for (int k = 0; k < 2; ++k) {
+        farm_quant_free(&a->host_q[k]);
+        farm_quant_init(&a->host_q[k], a->exact_cap);
+    }
+}
+
+static void stats_free(app *a)
+{
+    for (int i = 0; i < CNN_MAX_LAYERS; ++i) {
+        farm_quant_free(&a->layer_q[i]);
+        farm_quant_free(&a->pair_q[i]);
+    }
+    farm_quant_free(&a->host_q[0]);
+    farm_quant_free(&a->host_q[1]);
+}
+
+/* One call's layer times (fused pairs: each layer's FLOP share of the pair's launch). */
+static void record(app *a, const uint64_t *ns)
+{
+    for (int i = 0; i < a->net->nlayers; ++i) {
+        farm_quant_add(&a->layer_q[i], ns[i]);
+        a->layer_min_ns[i] = ns[i] < a->layer_min_ns[i] ? ns[i] : a->layer_min_ns[i];
+        const int pair = a->gpu && a->gpu_state.conv_gemm ? a->gpu_state.fused_with[i] : -1;
+        if (pair > i)
+            farm_quant_add(&a->pair_q[i], ns[i] + ns[pair]);
+    }
+}
 
 static int iterate(void *user, farm_split *split)
 {
     app *a = user;
-    if (a->calls == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 64;
-        a->layer_ns = realloc(a->layer_ns, a->cap * CNN_MAX_LAYERS * sizeof(uint64_t));
-        a->host_ns = realloc(a->host_ns, a->cap * 2 * sizeof(uint64_t));
-        if (!a->layer_ns || !a->host_ns)
-            farm_die(FARM_EXIT_ERROR, "out of memory (layer times)");
-    }
     (void)split; /* gpu: filled by collect, from the profiling events */
     if (a->gpu) {
         cnn_gpu_submit(&a->gpu_state);
-        return FARM_EXIT_OK; /* collect counts the call */
+        return FARM_EXIT_OK; /* collect records the call */
     }
-    uint64_t *row = a->layer_ns + a->calls * CNN_MAX_LAYERS;
+    uint64_t row[CNN_MAX_LAYERS];
     for (int i = 0; i < a->net->nlayers; ++i) {
         const uint64_t t0 = farm_now_ns();
         cnn_cpu_layer(&a->cpu, i);
         row[i] = farm_now_ns() - t0;
     }
-    a->calls++;
+    record(a, row);
     return FARM_EXIT_OK;
 }
 
@@ -67,46 +102,26 @@ static int collect(void *user, farm_split *split)
     if (!a->gpu)
         return FARM_EXIT_OK;
     cnn_gpu_collect(&a->gpu_state, split);
-    memcpy(a->layer_ns + a->calls * CNN_MAX_LAYERS, a->gpu_state.layer_ns, sizeof(uint64_t) * (size_t)a->net->nlayers);
-    a->host_ns[2 * a->calls] = a->gpu_state.host_enqueue_ns;
-    a->host_ns[2 * a->calls + 1] = a->gpu_state.host_collect_ns;
-    a->calls++;
+    record(a, a->gpu_state.layer_ns);
+    farm_quant_add(&a->host_q[0], a->gpu_state.host_enqueue_ns);
+    farm_quant_add(&a->host_q[1], a->gpu_state.host_collect_ns);
     return FARM_EXIT_OK;
 }
 
-static int cmp_u64(const void *x, const void *y)
+/* A median in whole nanoseconds (exact: the integer mean of the two middle values, as before). */
+static uint64_t median_ns(farm_quant *q)
 {
-    const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return (a > b) - (a < b);
+    const double m = farm_quant_median(q);
+    return m == m ? (uint64_t)floor(m) : 0;
 }
 
-/* Median over the measured calls (from `first`) of v[call * stride + a] (+ v[call * stride + b]
- * when b >= 0). */
-static uint64_t median_of(const uint64_t *v, size_t first, long measured, size_t stride, int a, int b)
+/* One `layer` event per layer: median and minimum over the measured iterations (the statistics
+ * restart when the measure phase begins, so warm-up calls are not in them). */
+static void emit_layers(app *a, long measured, int elem_bytes)
 {
-    uint64_t *w = farm_alloc((size_t)measured * sizeof(uint64_t));
-    for (long c = 0; c < measured; ++c) {
-        const uint64_t *row = v + (first + (size_t)c) * stride;
-        w[c] = row[a] + (b >= 0 ? row[b] : 0);
-    }
-    qsort(w, (size_t)measured, sizeof *w, cmp_u64);
-    const uint64_t med = measured % 2 ? w[measured / 2] : (w[measured / 2 - 1] + w[measured / 2]) / 2;
-    free(w);
-    return med;
-}
-
-/* One `layer` event per layer: median and minimum over the measured iterations (the last
- * `measured` calls; earlier ones were warm-up). */
-static void emit_layers(const app *a, long measured, int elem_bytes)
-{
-    uint64_t *v = farm_alloc((size_t)measured * sizeof(uint64_t));
-    const size_t first = a->calls - (size_t)measured;
     for (int i = 0; i < a->net->nlayers; ++i) {
         const cnn_layer *l = &a->net->layer[i];
-        for (long c = 0; c < measured; ++c)
-            v[c] = a->layer_ns[(first + (size_t)c) * CNN_MAX_LAYERS + (size_t)i];
-        qsort(v, (size_t)measured, sizeof *v, cmp_u64);
-        const uint64_t med = measured % 2 ? v[measured / 2] : (v[measured / 2 - 1] + v[measured / 2]) / 2;
+        const uint64_t med = median_ns(&a->layer_q[i]);
         const double flops = cnn_layer_flops(l);
         farm_json j;
         farm_json_begin(&j, "layer");
@@ -114,7 +129,7 @@ static void emit_layers(const app *a, long measured, int elem_bytes)
         farm_json_str(&j, "name", l->name);
         farm_json_str(&j, "kind", l->kind == CNN_CONV ? "conv" : l->kind == CNN_MAXPOOL ? "maxpool" : "avgpool");
         farm_json_u64(&j, "time_ns", med);
-        farm_json_u64(&j, "min_ns", v[0]);
+        farm_json_u64(&j, "min_ns", a->layer_min_ns[i]);
         farm_json_num(&j, "flops", flops);
         farm_json_num(&j, "bytes", cnn_layer_bytes(l, elem_bytes));
         farm_json_num(&j, "gflops", med ? flops / (double)med : NAN);
@@ -140,7 +155,7 @@ static void emit_layers(const app *a, long measured, int elem_bytes)
             farm_json_int(&j, "launches", a->gpu_state.launches[i]);
             if (pair >= 0) {
                 farm_json_str(&j, "fused_with", a->net->layer[pair].name);
-                farm_json_u64(&j, "fused_ns", median_of(a->layer_ns, first, measured, CNN_MAX_LAYERS, i, pair));
+                farm_json_u64(&j, "fused_ns", median_ns(&a->pair_q[pair > i ? i : pair]));
                 farm_json_str(&j, "time_split", "flops");
             }
             farm_json_str(&j, "tune_source", farm_tune_source_name(cnn_tune_layer(&a->tune, ran)->source));
@@ -154,9 +169,9 @@ static void emit_layers(const app *a, long measured, int elem_bytes)
         snprintf(shape, sizeof shape, "[%d,%d,%d]", l->cout, l->hout, l->wout);
         farm_json_raw(&j, "out_shape", shape);
         farm_json_int(&j, "iterations", measured);
+        farm_json_str(&j, "quantiles", farm_quant_kind(&a->layer_q[i]));
         farm_json_end(&j);
     }
-    free(v);
 }
 
 /* Top-5 classes of softmax(scores) as a JSON array. */
@@ -272,8 +287,9 @@ int main(int argc, char **argv)
          0, 0, gemm_kernels},
         {"gather", FARM_OPT_CHOICE, &gather,
          "im2col-gemm on GPUs: how the GEMM's B-tile loads gather im2col: index tables per load (tab), the "
-         "pixel's table entry kept in registers (hoist), that plus the window compiled in (arith; auto), or K in "
-         "window-major order, one window position per K tile (window)",
+         "pixel's table entry kept in registers (hoist), that plus the window compiled in (arith), or K in "
+         "window-major order, one window position per K tile (window; auto, arith where the K tile does not "
+         "divide cin)",
          0, 0, gathers},
         {"fuse-expand", FARM_OPT_FLAG, &fuse_expand,
          "im2col-gemm on GPUs: each fire module's expand1x1 and expand3x3 as one launch (=0: a launch each)", 0, 0,
@@ -342,7 +358,11 @@ int main(int argc, char **argv)
         a.conv = conv;
         if (strcmp(gemm_kernel, "auto") != 0)
             a.gpu_state.tiled = !strcmp(gemm_kernel, "local");
-        cnn_gather gather_choice = CNN_GATHER_ARITH;
+        /* auto: window-major K where the K tile divides cin (cnn_gemm_set_gather falls back to
+         * arith elsewhere): on the H200 its 3x3 layers ran 1.13-1.55x of the gemm kernel on their
+         * shapes against arith's 1.36-1.62x, its fused pairs faster in 15 of 16
+         * (kernels/bench/results-h200.md) */
+        cnn_gather gather_choice = CNN_GATHER_WINDOW;
         for (int i = 0; cnn_gather_names[i]; ++i)
             if (!strcmp(gather, cnn_gather_names[i]))
                 gather_choice = (cnn_gather)i;
@@ -410,7 +430,10 @@ int main(int argc, char **argv)
     farm_json_end(&j);
 
     farm_stats stats;
-    int rc = farm_bench_run_after(&common, iterate, collect, &a, a.gpu, NULL, &stats);
+    a.exact_cap = (size_t)common.exact_iterations;
+    stats_begin(&a);
+    const farm_bench_hooks hooks = {iterate, collect, NULL, stats_begin};
+    int rc = farm_bench_run_hooks(&common, &hooks, &a, a.gpu, &stats);
     if (rc != FARM_EXIT_OK)
         farm_die(rc, "benchmark iteration failed");
     const int elem_bytes = fp16 ? 2 : 4;
@@ -439,9 +462,8 @@ int main(int argc, char **argv)
     farm_json_num(&j, "gflops", total_flops / (stats.median_ms * 1e6));
     farm_json_num(&j, "checksum", farm_checksum(result, n));
     if (a.gpu) { /* where an inference's wall time goes on the host (medians over measured iterations) */
-        const size_t first = a.calls - (size_t)stats.iterations;
-        farm_json_num(&j, "median_host_enqueue_ms", (double)median_of(a.host_ns, first, stats.iterations, 2, 0, -1) / 1e6);
-        farm_json_num(&j, "median_host_collect_ms", (double)median_of(a.host_ns, first, stats.iterations, 2, 1, -1) / 1e6);
+        farm_json_num(&j, "median_host_enqueue_ms", (double)median_ns(&a.host_q[0]) / 1e6);
+        farm_json_num(&j, "median_host_collect_ms", (double)median_ns(&a.host_q[1]) / 1e6);
     }
     if (net.nlayers == net.total_layers) {
         char top[512];
@@ -471,7 +493,6 @@ int main(int argc, char **argv)
     cnn_tune_free(&a.tune);
     cnn_free_weights(&net);
     free(input);
-    free(a.layer_ns);
-    free(a.host_ns);
+    stats_free(&a);
     return FARM_EXIT_OK;
 }

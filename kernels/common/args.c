@@ -24,6 +24,7 @@ void farm_common_defaults(farm_common *c)
     c->tune_budget_s = 30.0;
     c->tuned = "use";
     c->iteration_events = FARM_ITERATION_EVENTS_DEFAULT;
+    c->exact_iterations = FARM_EXACT_ITERATIONS_DEFAULT;
 }
 
 void farm_common_check(const farm_common *c)

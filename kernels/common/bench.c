@@ -7,24 +7,6 @@
 
 #include "farm.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median and p90 of v (sorted in place). */
-static double quantile(double *v, size_t n, double q)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, n, sizeof *v, cmp_double);
-    if (q == 0.5)
-        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    size_t idx = (size_t)ceil(q * (double)n) - 1;
-    return v[idx < n ? idx : n - 1];
-}
-
 static void phase(const char *name)
 {
     farm_json j;
@@ -34,29 +16,36 @@ static void phase(const char *name)
     farm_json_end(&j);
 }
 
+/* The times whose medians (and wall p90) the result reports, in bounded memory (quant.c). */
 typedef struct {
-    double *total, *h2d, *kern, *d2h;
-    size_t n, cap;
+    farm_quant total, h2d, kern, d2h;
+    double sum_ms;
 } samples;
 
-static void push(samples *s, double total, const farm_split *sp)
+static void samples_init(samples *s, long cap)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        double **arrs[] = {&s->total, &s->h2d, &s->kern, &s->d2h};
-        for (int i = 0; i < 4; i++) {
-            double *p = realloc(*arrs[i], cap * sizeof(double));
-            if (!p)
-                farm_die(FARM_EXIT_ERROR, "out of memory (iteration samples)");
-            *arrs[i] = p;
-        }
-        s->cap = cap;
+    farm_quant *q[] = {&s->total, &s->h2d, &s->kern, &s->d2h};
+    for (int i = 0; i < 4; i++)
+        farm_quant_init(q[i], (size_t)cap);
+    s->sum_ms = 0.0;
+}
+
+static void samples_free(samples *s)
+{
+    farm_quant *q[] = {&s->total, &s->h2d, &s->kern, &s->d2h};
+    for (int i = 0; i < 4; i++)
+        farm_quant_free(q[i]);
+}
+
+static void push(samples *s, uint64_t total_ns, const farm_split *sp, int has_split)
+{
+    farm_quant_add(&s->total, total_ns);
+    s->sum_ms += (double)total_ns / 1e6;
+    if (has_split) {
+        farm_quant_add(&s->h2d, sp->h2d_ns);
+        farm_quant_add(&s->kern, sp->kernel_ns);
+        farm_quant_add(&s->d2h, sp->d2h_ns);
     }
-    s->total[s->n] = total;
-    s->h2d[s->n] = (double)sp->h2d_ns / 1e6;
-    s->kern[s->n] = (double)sp->kernel_ns / 1e6;
-    s->d2h[s->n] = (double)sp->d2h_ns / 1e6;
-    s->n++;
 }
 
 int farm_bench_run(const farm_common *c, farm_iter_fn fn, void *user, int has_split, farm_stats *out)
@@ -180,6 +169,15 @@ static int cmp_rec(const void *a, const void *b)
 int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn after, void *user, int has_split,
                          farm_iter_fields_fn fields, farm_stats *out)
 {
+    const farm_bench_hooks h = {fn, after, fields, NULL};
+    return farm_bench_run_hooks(c, &h, user, has_split, out);
+}
+
+int farm_bench_run_hooks(const farm_common *c, const farm_bench_hooks *h, void *user, int has_split,
+                         farm_stats *out)
+{
+    const farm_iter_fn fn = h->fn, after = h->after;
+    const farm_iter_fields_fn fields = h->fields;
     memset(out, 0, sizeof *out);
     const uint64_t max_ns = c->max_seconds > 0 ? (uint64_t)(c->max_seconds * 1e9) : UINT64_MAX;
     const uint64_t min_ns = (uint64_t)(c->min_seconds * 1e9);
@@ -196,6 +194,8 @@ int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn aft
     }
 
     phase("measure");
+    if (h->measure)
+        h->measure(user);
     /* Past the first `head` iterations (0: no limit) the events stop: a reservoir keeps a uniform
      * sample of `head` of the rest (algorithm R) for the host's latency-over-time metrics. */
     const long head = c->iteration_events;
@@ -206,7 +206,8 @@ int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn aft
         farm_die(FARM_EXIT_ERROR, "out of memory (iteration summary)");
     long pooled = 0;
     uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)c->seed;
-    samples s = {0};
+    samples s;
+    samples_init(&s, c->exact_iterations > 0 ? c->exact_iterations : FARM_EXACT_ITERATIONS_DEFAULT);
     uint64_t m0 = farm_now_ns();
     /* --min-seconds bounds the measured window as the host sees it, from the first iteration's
      * t_start to the last one's t_end (power and energy are integrated over exactly that span),
@@ -240,7 +241,7 @@ int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn aft
                 pool[slot] = r;
         }
         tally_add(&t, &r);
-        push(&s, (double)(r.t1 - r.t0) / 1e6, &r.sp);
+        push(&s, r.t1 - r.t0, &r.sp, has_split);
     }
     if (rc == FARM_EXIT_OK) {
         if (pooled)
@@ -250,28 +251,24 @@ int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn aft
         summary_event(&t, head == 0 || t.n < head ? t.n : head, pooled, has_split);
     }
     free(pool);
-    free(t.hist);
     if (rc != FARM_EXIT_OK) {
-        free(s.total), free(s.h2d), free(s.kern), free(s.d2h);
+        free(t.hist);
+        samples_free(&s);
         return rc;
     }
     out->measure_s = (double)(farm_now_ns() - m0) / 1e9;
-    out->iterations = (long)s.n;
-    double sum = 0, mn = INFINITY, mx = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        sum += s.total[i];
-        mn = fmin(mn, s.total[i]);
-        mx = fmax(mx, s.total[i]);
-    }
-    out->mean_ms = sum / (double)s.n;
-    out->min_ms = mn;
-    out->max_ms = mx;
-    out->p90_ms = quantile(s.total, s.n, 0.9);
-    out->median_ms = quantile(s.total, s.n, 0.5);
-    out->median_h2d_ms = has_split ? quantile(s.h2d, s.n, 0.5) : NAN;
-    out->median_kernel_ms = has_split ? quantile(s.kern, s.n, 0.5) : NAN;
-    out->median_d2h_ms = has_split ? quantile(s.d2h, s.n, 0.5) : NAN;
-    free(s.total), free(s.h2d), free(s.kern), free(s.d2h);
+    out->iterations = t.n;
+    out->mean_ms = s.sum_ms / (double)t.n;
+    out->min_ms = (double)t.min_ns / 1e6;
+    out->max_ms = (double)t.max_ns / 1e6;
+    out->p90_ms = farm_quant_nearest_rank(&s.total, 0.9) / 1e6;
+    out->median_ms = farm_quant_median(&s.total) / 1e6;
+    out->median_h2d_ms = has_split ? farm_quant_median(&s.h2d) / 1e6 : NAN;
+    out->median_kernel_ms = has_split ? farm_quant_median(&s.kern) / 1e6 : NAN;
+    out->median_d2h_ms = has_split ? farm_quant_median(&s.d2h) / 1e6 : NAN;
+    out->quantiles = farm_quant_kind(&s.total);
+    free(t.hist);
+    samples_free(&s);
     return FARM_EXIT_OK;
 }
 
@@ -286,4 +283,7 @@ void farm_json_stats(farm_json *j, const farm_stats *s)
     farm_json_num(j, "median_h2d_ms", s->median_h2d_ms);
     farm_json_num(j, "median_kernel_ms", s->median_kernel_ms);
     farm_json_num(j, "median_d2h_ms", s->median_d2h_ms);
+    /* exact: medians and p90 from every measured iteration; histogram: past --exact-iterations,
+     * from a log histogram of all of them, within 0.54% (mean, min, max stay exact) */
+    farm_json_str(j, "quantiles", s->quantiles ? s->quantiles : "exact");
 }

@@ -140,11 +140,17 @@ typedef struct {
     const char *tuned;     /* --tuned=use|ignore: tuned parameters from the cache (default use) */
     long iteration_events; /* --iteration-events: `iter` events for the first N measured iterations,
                             * then a sample and a summary (0 = every iteration) (default 2000) */
+    long exact_iterations; /* --exact-iterations: iterations whose times are kept for exact result
+                            * quantiles; past it, quantiles from a log histogram (default 65536) */
 } farm_common;
 
 /* Default of --iteration-events: bounds a time-bound run of a fast kernel to ~2 x 2000 lines. */
 #ifndef FARM_ITERATION_EVENTS_DEFAULT
 #define FARM_ITERATION_EVENTS_DEFAULT 2000
+#endif
+/* Default of --exact-iterations: 8 bytes per kept time and statistic (512 kB each at most). */
+#ifndef FARM_EXACT_ITERATIONS_DEFAULT
+#define FARM_EXACT_ITERATIONS_DEFAULT 65536
 #endif
 /* Wall-time histogram of the `iter_summary` event: bin k holds [2^(k/B), 2^((k+1)/B)) ns. */
 #define FARM_HIST_BINS_PER_OCTAVE 64
@@ -176,7 +182,10 @@ void farm_common_defaults(farm_common *c);
      0, 0, NULL},                                                                                 \
     {"dump-output", FARM_OPT_STRING, &(c)->dump_output, "write the output as .npy to this file", 0, 0, NULL}, \
     {"iteration-events", FARM_OPT_INT, &(c)->iteration_events,                                    \
-     "iter events for the first N measured iterations, then a sample and a summary (0: all)", 0, 1e9, NULL}
+     "iter events for the first N measured iterations, then a sample and a summary (0: all)", 0, 1e9, NULL}, \
+    {"exact-iterations", FARM_OPT_INT, &(c)->exact_iterations,                                    \
+     "iterations whose times are kept for exact result quantiles (more: from a log histogram, within 0.54%)", \
+     1, 1e9, NULL}
 
 #define FARM_OPTS_CL(c)                                                                           \
     {"cl-device", FARM_OPT_STRING, &(c)->cl_device,                                               \
@@ -299,6 +308,7 @@ typedef struct {
     double median_ms, mean_ms, min_ms, max_ms, p90_ms;
     double median_h2d_ms, median_kernel_ms, median_d2h_ms; /* NaN when not measured */
     double measure_s;  /* wall time of the measure phase */
+    const char *quantiles; /* "exact" (every measured iteration kept) | "histogram" (--exact-iterations) */
 } farm_stats;
 
 /* Runs `warmup` iterations (bounded by max_seconds), then measures until at least `iters`
@@ -319,6 +329,38 @@ int farm_bench_run_fields(const farm_common *c, farm_iter_fn fn, void *user, int
  * program's per-kernel profiling events); it may add to the split and fail like fn. */
 int farm_bench_run_after(const farm_common *c, farm_iter_fn fn, farm_iter_fn after, void *user, int has_split,
                          farm_iter_fields_fn fields, farm_stats *out);
+
+/* ---------------------------------------------------------------- quant.c */
+/* Quantiles of a stream of nanosecond times in bounded memory: the first `cap` values are kept
+ * and sorted (exact quantiles); past cap every value goes into a log histogram (the iter_summary
+ * bins, plus one for exact zeros) and an order statistic is its bin's geometric midpoint, within
+ * 2^(1/(2 FARM_HIST_BINS_PER_OCTAVE)) - 1 = 0.54% of the exact one. At most 8 cap bytes, or
+ * 8 (FARM_HIST_BINS + 1) = 32 kB once past cap. */
+typedef struct {
+    uint64_t *v;    /* the values while exact */
+    uint64_t *hist; /* NULL while exact */
+    size_t n, cap, alloc;
+    int sorted;
+} farm_quant;
+void farm_quant_init(farm_quant *q, size_t cap); /* allocates nothing yet */
+void farm_quant_add(farm_quant *q, uint64_t ns);
+int farm_quant_exact(const farm_quant *q);        /* every value added is still kept */
+const char *farm_quant_kind(const farm_quant *q); /* "exact" | "histogram" */
+double farm_quant_median(farm_quant *q);          /* ns; mean of the two middle ones for even n; NaN if empty */
+double farm_quant_nearest_rank(farm_quant *q, double p); /* ns; the ceil(p n)-th smallest; NaN if empty */
+void farm_quant_free(farm_quant *q);
+
+/* Same, with every hook in one place and `measure` (may be NULL) called once when the measure
+ * phase begins, after the warm-up: a program keeping its own per-iteration statistics (cnn's
+ * layer times) starts them there instead of storing every call to drop the warm-up ones later. */
+typedef struct {
+    farm_iter_fn fn;
+    farm_iter_fn after;         /* may be NULL */
+    farm_iter_fields_fn fields; /* may be NULL */
+    void (*measure)(void *user); /* may be NULL */
+} farm_bench_hooks;
+int farm_bench_run_hooks(const farm_common *c, const farm_bench_hooks *h, void *user, int has_split,
+                         farm_stats *out);
 
 /* Adds iterations, median_ms, mean_ms, min_ms, max_ms, p90_ms and the split medians. */
 void farm_json_stats(farm_json *j, const farm_stats *s);

@@ -20,10 +20,11 @@
 //   TILED_EXTRA     extra kernel parameters after C (empty)
 //   TILED_LOAD_B(k, n)   element k, n of op(B) (k < K, n < N guaranteed)
 //   TILED_STORE(m, n, v) writes output m, n (m < M, n < N guaranteed)
-//   TILED_B_STATE_T, TILED_B_PREP(n), TILED_LOAD_B_ST(s, k, n)   optional: a value per B element
-//                   this work-item loads, made once before the K loop from its column n (columns
-//                   do not move along K: an im2col loader keeps its pixel's window origin there)
-//                   and passed to the load instead of re-deriving it in every tile
+//   TILED_B_STATE_T, TILED_B_PREP(n), TILED_LOAD_B_ST(s, k, n)   optional: a value per B column
+//                   this work-item loads from (one where the work-group size is a multiple of TSN),
+//                   made once before the K loop from its column n (columns do not move along K: an
+//                   im2col loader keeps its pixel's window origin there) and passed to the load
+//                   instead of re-deriving it in every tile
 //   TILED_B_TILE_T, TILED_B_TILE(t0), TILED_LOAD_B_TT(s, ts, k, n)   optional, with the above: a
 //                   value made once per K tile (t0: its first k) by every work-item and passed to
 //                   each of the tile's loads (an im2col loader whose K order keeps one window
@@ -64,10 +65,21 @@
 #ifndef TILED_STORE
 #define TILED_STORE(m, n, v) T_ST((v), (m) * ldc + (n), C)
 #endif
+// A work-item's B loads of a tile lie in columns (lid + e NT) mod TSN: where NT is a multiple of
+// TSN (every built-in and tuned tile on GPUs) that is ONE column, so one state serves all of them
+// (one pixel-table read and one int4 in registers instead of LPT_B; on the H200 the per-load state
+// cost the 729-pixel 3x3 layers 15-25%, kernels/bench/results-h200.md).
+#if !defined(TRANS_B) && (NT % TSN) == 0
+#define B_NST 1
+#define B_ST(e) bst[0]
+#else
+#define B_NST LPT_B
+#define B_ST(e) bst[e]
+#endif
 #if defined(TILED_B_STATE_T) && defined(TILED_B_TILE_T)
-#define B_LOAD(e, k, n) TILED_LOAD_B_TT(bst[e], tst_, k, n)
+#define B_LOAD(e, k, n) TILED_LOAD_B_TT(B_ST(e), tst_, k, n)
 #elif defined(TILED_B_STATE_T)
-#define B_LOAD(e, k, n) TILED_LOAD_B_ST(bst[e], k, n)
+#define B_LOAD(e, k, n) TILED_LOAD_B_ST(B_ST(e), k, n)
 #else
 #define B_LOAD(e, k, n) TILED_LOAD_B(k, n)
 #endif
@@ -115,9 +127,9 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
     tacc_t ra[LPT_A], rb[LPT_B];
     const int ntiles = (K + TSK - 1) / TSK;
 #ifdef TILED_B_STATE_T
-    TILED_B_STATE_T bst[LPT_B];
+    TILED_B_STATE_T bst[B_NST];
 #pragma unroll
-    for (int e = 0; e < LPT_B; e++) {
+    for (int e = 0; e < B_NST; e++) {
         int r, c;
         B_COORD(lid + e * NT, r, c);
         (void)r;
@@ -228,6 +240,8 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 #undef B_TILE_STATE
 #undef TILED_SELECT
 #undef B_LOAD
+#undef B_NST
+#undef B_ST
 #undef A_AT
 #undef A_COORD
 #undef B_COORD

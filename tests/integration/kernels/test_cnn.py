@@ -322,3 +322,25 @@ def test_kernels_compile_in_every_precision(defines: list[str]) -> None:
     argv = [str(CLANG), *opencl_c, "-fsyntax-only", "-Werror", *defines, str(source)]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("cap", [60, 7])
+def test_layer_medians_cover_the_measured_inferences_only_in_bounded_memory(cnn, net, cap: int) -> None:
+    """A layer's time_ns is the median over the measured inferences (warm-up left out), from at most
+    --exact-iterations kept times, then from a log histogram (within half a bin: 0.54%). With one
+    layer, each inference's kernel_ns in its `iter` event is that layer's time: the truth."""
+    model, _, _, d = net
+    r = cnn(f"--model={model}", f"--weights-dir={d / 'w'}", f"--input={d / 'x.npy'}", "--backend=gpu",
+            "--layers-limit=1", "--warmup=5", "--iters=60", "--iteration-events=0",
+            f"--exact-iterations={cap}")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (layer,) = r.of("layer")
+    kernel_ns = np.sort([e["kernel_ns"] for e in r.of("iter")])
+    assert layer["iterations"] == len(kernel_ns) == 60
+    assert layer["quantiles"] == ("exact" if cap >= 60 else "histogram")
+    assert layer["min_ns"] == kernel_ns[0]
+    if cap >= 60:
+        assert layer["time_ns"] == (kernel_ns[29] + kernel_ns[30]) // 2
+    else:
+        mid = 2.0 ** ((np.floor(64 * np.log2(kernel_ns[29:31].astype(float))) + 0.5) / 64)
+        assert layer["time_ns"] == int(np.floor(mid.mean()))

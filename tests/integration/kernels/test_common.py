@@ -229,3 +229,42 @@ def test_iteration_events_zero_prints_every_iteration(kernel_program):
     assert len(run.of("iter")) == 3000 and not run.of("iter_sample")
     summary = run.one("iter_summary")
     assert (summary["iterations"], summary["iter_events"], summary["samples"]) == (3000, 3000, 0)
+
+
+def _median_p90_ms(wall_ns, binned=False):
+    """What the result event means by median (mean of the two middle values) and p90 (nearest
+    rank), from every iteration's own event; binned: each value as the geometric midpoint of its
+    iter_summary histogram bin (64 per octave), as the program reads them past --exact-iterations."""
+    ordered = np.sort(wall_ns).astype(np.float64)
+    if binned:
+        ordered = 2.0 ** ((np.floor(64 * np.log2(ordered)) + 0.5) / 64)
+    n = len(ordered)
+    median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    return median / 1e6, ordered[int(np.ceil(0.9 * n)) - 1] / 1e6
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_result_quantiles_are_exact_up_to_the_cap_and_within_half_a_bin_past_it(kernel_program, program):
+    """The result's medians keep at most --exact-iterations times in memory (a long run used to keep
+    32 bytes per iteration to its end); past the cap they come from a log histogram of every
+    iteration, within 2^(1/128) - 1 = 0.54%, and the event says which. The truth: every iteration's
+    own `iter` event (--iteration-events=0)."""
+    shape = ["--m=4"] if program == "gemm" else ["--hidden=8", "--seq-len=4", "--input-dim=3"]
+    common = ("--backend=cpu", *shape, "--warmup=0", "--iters=3000", "--iteration-events=0")
+    for cap, kind in ((3000, "exact"), (500, "histogram")):
+        run = kernel_program(program).run(*common, f"--exact-iterations={cap}")
+        assert run.returncode == 0, run.stderr
+        result, wall_ns = run.one("result"), _wall_ns(run.of("iter"))
+        assert len(wall_ns) == result["iterations"] == 3000
+        assert result["quantiles"] == kind
+        # to the 9 digits printed; past the cap within half a bin of the exact values, too
+        assert (result["median_ms"], result["p90_ms"]) == pytest.approx(
+            _median_p90_ms(wall_ns, binned=kind == "histogram"), rel=1e-7
+        )
+        assert (result["median_ms"], result["p90_ms"]) == pytest.approx(
+            _median_p90_ms(wall_ns), rel=2 ** (1 / 128) - 1
+        )
+        # mean, min and max never depend on the cap
+        assert result["mean_ms"] == pytest.approx(wall_ns.mean() / 1e6, rel=1e-7)
+        extremes_ms = (wall_ns.min() / 1e6, wall_ns.max() / 1e6)
+        assert (result["min_ms"], result["max_ms"]) == pytest.approx(extremes_ms)
