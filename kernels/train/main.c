@@ -33,20 +33,21 @@ typedef struct {
     int gpu;
     mlp_cpu cpu;
     mlp_gpu gpu_state;
-    double *loss;          /* per call (warm-up included) */
-    farm_split *split;     /* per call */
+    double loss_first, loss_last;
+    double *loss;          /* per call (warm-up included), kept only for --dump-output (the loss curve) */
+    int keep_losses;
+    farm_split moved;      /* summed over the measured steps (reset when the measure phase begins) */
     size_t calls, cap;
 } app;
 
 static int step(void *user, farm_split *split)
 {
     app *a = user;
-    if (a->calls == a->cap) {
+    if (a->keep_losses && a->calls == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 256;
         a->loss = realloc(a->loss, a->cap * sizeof *a->loss);
-        a->split = realloc(a->split, a->cap * sizeof *a->split);
-        if (!a->loss || !a->split)
-            farm_die(FARM_EXIT_ERROR, "out of memory (step records)");
+        if (!a->loss)
+            farm_die(FARM_EXIT_ERROR, "out of memory (the loss of %zu steps)", a->cap);
     }
     const size_t batches = a->data->n / (size_t)a->m->batch;
     const size_t row = (a->calls % batches) * (size_t)a->m->batch;
@@ -62,8 +63,14 @@ static int step(void *user, farm_split *split)
     if (!isfinite(loss))
         farm_die(FARM_EXIT_ERROR, "loss diverged (%s) at step %zu: lower --lr", isnan(loss) ? "NaN" : "infinite",
                  a->calls);
-    a->loss[a->calls] = loss;
-    a->split[a->calls] = *split;
+    if (a->keep_losses)
+        a->loss[a->calls] = loss;
+    if (a->calls == 0)
+        a->loss_first = loss;
+    a->loss_last = loss;
+    a->moved.h2d_ns += split->h2d_ns;
+    a->moved.kernel_ns += split->kernel_ns;
+    a->moved.d2h_ns += split->d2h_ns;
     a->calls++;
     return FARM_EXIT_OK;
 }
@@ -72,7 +79,13 @@ static void iter_fields(void *user, farm_json *j)
 {
     const app *a = user;
     farm_json_int(j, "step", (long long)a->calls - 1);
-    farm_json_num(j, "loss", a->loss[a->calls - 1]);
+    farm_json_num(j, "loss", a->loss_last);
+}
+
+static void measure_begins(void *user)
+{
+    app *a = user;
+    memset(&a->moved, 0, sizeof a->moved);
 }
 
 static void clone(const mlp *src, mlp *dst)
@@ -507,18 +520,17 @@ int main(int argc, char **argv)
     farm_json_end(&j);
 
     farm_stats stats;
-    int rc = farm_bench_run_fields(&common, step, &a, a.gpu, iter_fields, &stats);
+    a.keep_losses = common.dump_output != NULL;
+    const farm_bench_hooks hooks = {step, NULL, iter_fields, measure_begins};
+    int rc = farm_bench_run_hooks(&common, &hooks, &a, a.gpu, &stats);
     if (rc != FARM_EXIT_OK)
         farm_die(rc, "training step failed");
     if (a.gpu)
         mlp_gpu_read_weights(&a.gpu_state);
 
-    /* data movement share over the measured steps (the last stats.iterations calls) */
-    double moved = 0.0, total = 0.0;
-    for (size_t s = a.calls - (size_t)stats.iterations; s < a.calls; ++s) {
-        moved += (double)(a.split[s].h2d_ns + a.split[s].d2h_ns);
-        total += (double)(a.split[s].h2d_ns + a.split[s].d2h_ns + a.split[s].kernel_ns);
-    }
+    /* data movement share over the measured steps */
+    const double moved = (double)(a.moved.h2d_ns + a.moved.d2h_ns);
+    const double total = moved + (double)a.moved.kernel_ns;
     if (dump_dir) {
         ensure_dir(dump_dir);
         if (mlp_save_weights(&m, dump_dir, err, sizeof err))
@@ -552,8 +564,8 @@ int main(int argc, char **argv)
         farm_json_str(&j, "buffers", buffers);
     farm_json_stats(&j, &stats);
     farm_json_u64(&j, "steps_total", a.calls);
-    farm_json_num(&j, "loss_first", a.loss[0]);
-    farm_json_num(&j, "loss_last", a.loss[a.calls - 1]);
+    farm_json_num(&j, "loss_first", a.loss_first);
+    farm_json_num(&j, "loss_last", a.loss_last);
     farm_json_num(&j, "flops_per_step", flops);
     farm_json_num(&j, "gflops", flops / (stats.median_ms * 1e6));
     if (a.gpu) {
@@ -598,7 +610,6 @@ int main(int argc, char **argv)
         farm_pool_destroy(pool);
     free(x_storage);
     free(a.loss);
-    free(a.split);
     mlp_data_free(&data);
     mlp_free(&init);
     mlp_free(&m);

@@ -183,7 +183,11 @@ def test_buffer_strategies_split_time_and_agree(train, buffers: str) -> None:
     assert all(e["h2d_ns"] > 0 and e["kernel_ns"] > 0 and e["d2h_ns"] > 0 for e in iters)
     (result,) = r.of("result")
     assert result["buffers"] == buffers and result["verified"] is True
+    # over the measured steps only (the warm-up step is left out): their iter events are the truth
+    moved = sum(e["h2d_ns"] + e["d2h_ns"] for e in iters)
+    share = moved / (moved + sum(e["kernel_ns"] for e in iters))
     assert 0.0 < result["data_movement_share"] < 1.0
+    assert result["data_movement_share"] == pytest.approx(share, rel=1e-6)
     assert result["gflops_kernel"] > 0 and result["steps_total"] == 4
     # same arithmetic whatever moves the data: same trained weights as the copy strategy
     ref = train("--backend=gpu", "--buffers=copy", "--layers=64,32,8", "--steps=3", "--warmup=1")
