@@ -265,6 +265,14 @@ class PhoneCgroups:
         if self.v2 and (d / "cgroup.type").read_text(encoding="ascii").strip() != "threaded":
             _write(d / "cgroup.type", "threaded")
 
+    def add_group(self, group: str) -> None:
+        """A group made while the phone runs (a cpuset group its root created), under `group`'s
+        parent, which must exist."""
+        parent = group.rpartition("/")[0]
+        if self.v2 and parent:
+            _add_controllers(self.group_dir(parent) / "cgroup.subtree_control", ("cpu",))
+        self._mkgroup(group)
+
     def destroy(self) -> None:
         """Remove the tree, leaves first; waits (bounded) for exiting tasks to leave."""
         dirs = sorted((p for p in self.cpu_dir.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))

@@ -100,7 +100,8 @@ def cpuset_groups(profile: Profile) -> tuple[CpusetGroup, ...]:
     return tuple(groups)
 
 
-def _cpuset_files(group: CpusetGroup, root: bool) -> dict[str, str]:
+def cpuset_files(group: CpusetGroup, root: bool, mems: str = "0") -> dict[str, str]:
+    """A cpuset group's files (noprefix, as Android mounts cpuset); `root`: the hierarchy's top."""
     cpus = format_cpulist(group.cpus)
     files = {
         "cgroup.clone_children": "0\n",
@@ -108,8 +109,8 @@ def _cpuset_files(group: CpusetGroup, root: bool) -> dict[str, str]:
         "tasks": "",
         "cpus": f"{cpus}\n",
         "effective_cpus": f"{cpus}\n",
-        "mems": "0\n",
-        "effective_mems": "0\n",
+        "mems": f"{mems}\n",
+        "effective_mems": f"{mems}\n",
         "cpu_exclusive": "1\n" if root else "0\n",
         "mem_exclusive": "1\n" if root else "0\n",
         "mem_hardwall": "0\n",
@@ -197,7 +198,7 @@ class CgroupTrees:
 
         shutil.rmtree(self.root, ignore_errors=True)
         for group in self.groups():
-            self._files(self.group_dir(group.name), _cpuset_files(group, root=not group.name), owner)
+            self._files(self.group_dir(group.name), cpuset_files(group, root=not group.name), owner)
         phone_dir, sched = _sched_tree(self.profile)
         base = self.root / phone_dir.removeprefix("/dev/")
         for name, files in sched.items():

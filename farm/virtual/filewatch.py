@@ -39,6 +39,7 @@ class FileWatch:
         self._fd: int | None = None
         self._paths: dict[int, Path] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._on_write: Callable[[Path], None] | None = None
 
     def _open(self) -> int:
         if self._fd is None:
@@ -59,7 +60,14 @@ class FileWatch:
     def start(self, on_write: Callable[[Path], None]) -> None:
         self._loop = asyncio.get_running_loop()
         fd = self._open()
+        self._on_write = on_write
         self._loop.add_reader(fd, self._drain, on_write)
+
+    def settle(self) -> None:
+        """Handle the events queued so far now, on the caller's thread (the loop's): whoever
+        saw a writer finish knows its events are handled when this returns."""
+        if self._fd is not None and self._on_write is not None:
+            self._drain(self._on_write)
 
     def _drain(self, on_write: Callable[[Path], None]) -> None:
         assert self._fd is not None
@@ -92,6 +100,7 @@ class FileWatch:
         if self._loop is not None:
             self._loop.remove_reader(self._fd)
             self._loop = None
+        self._on_write = None
         os.close(self._fd)
         self._fd = None
         self._paths = {}

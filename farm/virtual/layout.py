@@ -14,9 +14,9 @@
                kept across down/up only when they match (a different profile is another phone)
   proc-meminfo bound over /proc/meminfo (the profile's RAM)
   proc-cpuinfo bound over /proc/cpuinfo (the profile's CPUs, farm/virtual/cpuinfo.py)
-  proc-cgroups bound over /proc/cgroups: the cgroup controllers the phone has views of (none
-               unless the world's cgroup views add lines), not the host's: tools such as devlib
-               mount every controller listed there
+  proc-cgroups bound over /proc/cgroups: the cgroup hierarchies the phone has views of
+               (cpuset, cpu or schedtune; farm/virtual/cgmounts.py), not the host's: tools such
+               as devlib mount every controller listed there
   init.log     bwrap's and the phone's init's output
   ground_truth.jsonl  the physics' ground truth (farm/virtual/groundtruth.py)
 
@@ -67,6 +67,7 @@ TOOL_NAMES = (
     "log",
     "getenforce",
     "setenforce",
+    "mount",  # toybox's, plus the kernel's `-t cgroup` (tools/t_mount.py)
 )
 # Applets of Android's toybox that Debian's toybox build leaves out. busybox provides them, as hard
 # links named by the applet (busybox runs the applet its argv[0] names): a real phone has no

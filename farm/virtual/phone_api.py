@@ -27,6 +27,11 @@ class PhoneWorld(Protocol):
     async def reboot(self) -> None:
         """Kill every process, reset volatile state (adbd root, setprops, battery overrides)."""
 
+    def settle(self) -> None:
+        """A command of the phone has ended: handle what it wrote to the phone's kernel files
+        (clock nodes, cgroups, mount requests) before its end is reported, so the next command
+        sees the kernel's answer. Runs on the world's loop; cheap when nothing was written."""
+
     def banner_props(self) -> dict[str, str]:
         """ro.product.name / ro.product.model / ro.product.device for the CNXN banner."""
 

@@ -30,11 +30,12 @@ from pathlib import Path
 
 from farm.virtual import ctlfiles
 from farm.virtual.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
+from farm.virtual.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
 from farm.virtual.cgroup import GPU_GROUP, PhoneCgroups
 from farm.virtual.clocknodes import ClockNodes, ClockReadings
 from farm.virtual.cpuinfo import cpuinfo_text
 from farm.virtual.cpusets import CgroupTrees, format_cpulist, parse_cpulist
-from farm.virtual.filewatch import IN_CLOSE_WRITE, IN_DELETE, IN_MOVED_TO, FileWatch
+from farm.virtual.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
 from farm.virtual.groundtruth import GroundTruthLog, TruthRow
 from farm.virtual.nodes import NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from farm.virtual.power import power_mw
@@ -120,6 +121,9 @@ class Physics:
         self.sandbox = sandbox
         self.cgroups = cgroups
         self.trees = cgroup_trees
+        self.mounter = (
+            None if cgroup_trees is None else CgroupMounter(layout.ctl, cgroup_trees, root_owner or (0, 0))
+        )
         self.files = NodeFiles(layout.sys, root_owner if profile.rooted else None)
         self.nodes = TelemetryNodes(profile, self.files)
         self.model = SocModel(profile)
@@ -178,6 +182,8 @@ class Physics:
         self._write_battery_state()
         if self.trees is not None:
             self._cpuset_cpus = {g.name: g.cpus for g in self.trees.groups()}
+        if self.mounter is not None:
+            self.mounter.boot(self.layout.proc_cgroups)
         self._thermal_override = None
         self._write_thermalservice()
         self._apply_quotas()
@@ -209,8 +215,19 @@ class Physics:
                 self._watch.watch(self.layout.sys / rel)
             if self.trees is not None:
                 for group in self.trees.groups():
-                    self._watch.watch(self.trees.group_dir(group.name) / "cpus")
+                    self._watch_group(group.name)
         self._watch.start(self.on_write)
+
+    def _watch_group(self, name: str) -> None:
+        """A cpuset group's `cpus` (writes) and its directory (groups made inside it)."""
+        assert self.trees is not None
+        self._watch.watch(self.trees.group_dir(name) / "cpus")
+        self._watch.watch(self.trees.group_dir(name), IN_CREATE)
+
+    def settle(self) -> None:
+        """Handle what the phone wrote so far now (a command has ended): the next command sees
+        the answer, as if the kernel had judged the write during the call."""
+        self._watch.settle()
 
     async def _run(self) -> None:
         last_ns = time.monotonic_ns()
@@ -232,6 +249,10 @@ class Physics:
             if path.parent == self.layout.ctl:
                 if path.name in ctlfiles.HAL_FLAGS:
                     self._hal_flags()
+                elif path.name.startswith(MOUNT_REQUEST_PREFIX) and self.mounter is not None:
+                    self.mounter.serve(path, self.sandbox.init_pid)
+            elif self.trees is not None and self.trees.cpuset_dir in path.parents and path.is_dir():
+                self._new_cpuset_group(path)
             elif self.trees is not None and path.name == "cpus" and self.trees.cpuset_dir in path.parents:
                 self._cpuset_write(path)
             else:
@@ -255,6 +276,20 @@ class Physics:
         self._write_clock_nodes(self.model.readings(self.temp_c), taken={rel: text})
         self._apply_quotas()
 
+    def _new_cpuset_group(self, path: Path) -> None:
+        """Phone root made a directory in /dev/cpuset (or a view of it): a new group."""
+        assert self.trees is not None and self.mounter is not None
+        name = str(path.relative_to(self.trees.cpuset_dir))
+        if name in self._cpuset_cpus or name.rpartition("/")[0] not in self._cpuset_cpus:
+            return  # known, or inside a directory that is no group
+        if not self.mounter.add_group(name, self.cgroups, self.sandbox.init_pid):
+            return
+        self._cpuset_cpus[name] = ()
+        self._watch_group(name)
+        if (path / "cpus").read_text(encoding="utf-8", errors="replace").strip():
+            self._cpuset_write(path / "cpus")  # written before the group was laid out
+        self._apply_quotas()
+
     def _cpuset_write(self, path: Path) -> None:
         assert self.trees is not None
         rel_group = path.parent.relative_to(self.trees.cpuset_dir)
@@ -266,7 +301,11 @@ class Physics:
         if text == shown or not text.strip():
             return  # our own rewrite, or a write under way (O_TRUNC): its close comes next
         cpus = parse_cpulist(text, self.model.soc.ncpu)
-        parent = tuple(range(self.model.soc.ncpu)) if not name else self._cpuset_cpus.get("", ())
+        parent = (
+            tuple(range(self.model.soc.ncpu))
+            if not name
+            else self._cpuset_cpus.get(name.rpartition("/")[0], ())
+        )
         if cpus is None or not set(cpus) <= set(parent):
             self._kmsg(f"cpuset: {name or '/'}: cpus {text.strip()!r} invalid or outside the parent (EINVAL)")
         else:

@@ -143,10 +143,15 @@ class SocModel:
     def _quotas(self, cpuset_cpus: dict[str, tuple[int, ...]], threads: float) -> Quotas:
         cores_wanted = min(self.profile.cpu.budget_cores, max(1.0, threads))
         cores = {"cpu": cores_wanted * max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state))}
-        for name, cpus in cpuset_cpus.items():
+        # Parents first: a group gets no more than its parent (cgroup v1 refuses more). A group
+        # without CPUs (just made) runs at its parent's speed.
+        for name, cpus in sorted(cpuset_cpus.items(), key=lambda item: item[0].count("/")):
             if name:
-                speed = max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state, within=cpus))
-                cores[f"cpu/{name}"] = min(cores["cpu"], cores_wanted * speed)
+                parent = name.rpartition("/")[0]
+                cap = cores.get(f"cpu/{parent}", cores["cpu"]) if parent else cores["cpu"]
+                within = cpus or cpuset_cpus.get(parent) or None
+                speed = max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state, within=within))
+                cores[f"cpu/{name}"] = min(cap, cores_wanted * speed)
         if self.profile.gpu is not None:
             cores["gpu"] = self.profile.gpu.host_budget_cores * self.soc.gpu_speed(self.state)
         return Quotas(cores)

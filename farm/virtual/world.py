@@ -224,6 +224,10 @@ class SandboxWorld:
         """The cable of this phone's profile (PhoneServer reads it when the daemon sets none)."""
         return PRESETS[self.profile.link]
 
+    def settle(self) -> None:
+        if self.sandbox.running:
+            self.physics.settle()
+
     def banner_props(self) -> dict[str, str]:
         return {
             "ro.product.name": self.profile.props["ro.product.name"],

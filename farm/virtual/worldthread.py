@@ -52,7 +52,7 @@ class WorldThread:
 
     def sh(self, command: str, timeout_s: float = 30.0, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         """Run `command` in the phone like `adb shell` (stdout and stderr kept apart)."""
-        return subprocess.run(
+        done = subprocess.run(
             self.world.shell_argv(command),
             env=self.world.shell_env(None),
             capture_output=True,
@@ -62,3 +62,8 @@ class WorldThread:
             check=False,
             **kwargs,
         )
+        self.call(self._settle())  # as the adb shell service does after each command
+        return done
+
+    async def _settle(self) -> None:
+        self.world.settle()

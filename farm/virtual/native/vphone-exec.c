@@ -17,6 +17,15 @@
  *   vphone-exec noexec --pid P PATH
  *       remount PATH in the phone's mount namespace noexec (with the phone's own mount rights:
  *       its user namespace), as Android mounts shared storage; bwrap binds have no such option.
+ *   vphone-exec bind --pid P (--view SRC | --host-file FILE) DST
+ *       a mount the phone asked for, done in its mount namespace with its own mount rights, as
+ *       its kernel would (the phone's root itself may not mount: seccomp, no CAP_SYS_ADMIN).
+ *       --view: SRC is a cgroup view of the phone (/dev/cpuset...), made a shared mount and
+ *       bound recursively at DST (`mount -t cgroup` of that hierarchy; shared, so that files
+ *       bound into the view later show at DST too). --host-file: the host's FILE (a cgroup's
+ *       tasks or cgroup.procs of this phone's own host cgroup, chosen by the daemon) is bound
+ *       over the phone's file DST (a new cpuset group's membership files). Paths in the phone
+ *       resolve inside its root (chroot), so no path it gives can name a host file.
  *   vphone-exec seccomp-bpf
  *       write the seccomp filter as BPF on stdout (for bwrap --seccomp, which starts init). The
  *       filter is compiled in (bin/seccomp_filter.h, from seccomp-gen.c).
@@ -463,12 +472,9 @@ static void enter_namespace(long pid, const char *name) {
     close(fd);
 }
 
-static int cmd_noexec(int argc, char **argv) {
-    if (argc != 3 || strcmp(argv[0], "--pid") != 0) {
-        errno = EINVAL;
-        die("noexec: needs --pid P PATH");
-    }
-    long pid = parse_long(argv[1], "pid");
+/* Enter the mount namespace of the phone whose init is host pid `pid`, with its user
+ * namespace's rights (skipped when we already are in it), and its root directory. */
+static void enter_phone_mounts(long pid) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%ld/root", pid);
     int root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -479,8 +485,43 @@ static int cmd_noexec(int argc, char **argv) {
         enter_namespace(pid, "user");
     enter_namespace(pid, "mnt");
     if (fchdir(root) != 0 || chroot(".") != 0) die("enter the phone's root");
+    close(root);
+}
+
+static int cmd_noexec(int argc, char **argv) {
+    if (argc != 3 || strcmp(argv[0], "--pid") != 0) {
+        errno = EINVAL;
+        die("noexec: needs --pid P PATH");
+    }
+    enter_phone_mounts(parse_long(argv[1], "pid"));
     unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOEXEC | MS_NOSUID | MS_NODEV | MS_RELATIME;
     if (mount(NULL, argv[2], NULL, flags, NULL) != 0) die("remount %s noexec", argv[2]);
+    return 0;
+}
+
+static int cmd_bind(int argc, char **argv) {
+    if (argc != 5 || strcmp(argv[0], "--pid") != 0 ||
+        (strcmp(argv[2], "--view") != 0 && strcmp(argv[2], "--host-file") != 0)) {
+        errno = EINVAL;
+        die("bind: needs --pid P (--view SRC | --host-file FILE) DST");
+    }
+    long pid = parse_long(argv[1], "pid");
+    const char *src = argv[3], *dst = argv[4];
+    if (!strcmp(argv[2], "--host-file")) {
+        /* A detached copy of the host file's mount, taken before we leave the host's view. */
+        int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (tree < 0) die("open_tree %s", src);
+        struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+            die("mount_setattr %s", src);
+        enter_phone_mounts(pid);
+        if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+            die("bind %s over the phone's %s", src, dst);
+        return 0;
+    }
+    enter_phone_mounts(pid);
+    if (mount(NULL, src, NULL, MS_SHARED, NULL) != 0) die("make the phone's %s shared", src);
+    if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0) die("bind the phone's %s at %s", src, dst);
     return 0;
 }
 
@@ -500,8 +541,9 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "launch")) return cmd_launch(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "enter")) return cmd_enter(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "noexec")) return cmd_noexec(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "bind")) return cmd_bind(argc - 2, argv + 2);
     if (argc == 2 && !strcmp(argv[1], "seccomp-bpf")) return cmd_seccomp_bpf();
-    fputs("usage: vphone-exec launch|enter|noexec|seccomp-bpf ... (see farm/virtual/native/vphone-exec.c)\n",
+    fputs("usage: vphone-exec launch|enter|noexec|bind|seccomp-bpf ... (see farm/virtual/native/vphone-exec.c)\n",
           stderr);
     return 2;
 }

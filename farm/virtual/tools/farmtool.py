@@ -14,6 +14,7 @@ import ctlstore
 import t_dumpsys
 import t_logcat
 import t_misc
+import t_mount
 import t_pm
 import t_props
 import t_settings
@@ -35,6 +36,7 @@ TOOLS = {
     "pm": t_pm.pm,
     "logcat": t_logcat.logcat,
     "log": t_logcat.log,
+    "mount": t_mount.mount,
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from farm.virtual.cgroup import FARM_GROUP, CgroupsUnavailable, phone_group_name, read_host_cgroups
 from tests.fixtures.phones import AdbServer, PhoneFactory
 
 devlib = pytest.importorskip("devlib", reason="devlib is in the `clients` extra")
@@ -42,9 +43,10 @@ def targets(module_virtual_phones: PhoneFactory, module_adb_server: AdbServer) -
             target.connect(timeout=60)
             target.setup()  # installs devlib's busybox and the default modules
             made[kind] = target
+            made[f"{kind}-phone"] = phone
         yield made
-        for target in made.values():
-            target.disconnect()
+        for kind in PROFILES:
+            made[kind].disconnect()
 
 
 @pytest.mark.parametrize("kind", PROFILES)
@@ -131,10 +133,53 @@ def test_hotplug_module_takes_a_cpu_offline_as_root(targets: dict[str, Any]) -> 
     assert 1 in target.list_online_cpus()
 
 
-def test_cgroups_module_loads_on_the_rooted_phone(targets: dict[str, Any]) -> None:
-    # /proc/cgroups lists the controllers the phone has views of: devlib mounts each of them.
-    # None yet, so the module loads with no controller (devlib warns) instead of failing setup.
+def test_cgroups_module_mounts_the_phones_cpuset_and_runs_a_task_in_a_new_group(
+    targets: dict[str, Any],
+) -> None:
+    # /proc/cgroups lists the hierarchies the phone has (Android 12: cpuset and cpu); devlib
+    # mounts each under its working dir and sees Android's groups there, noprefix like /dev/cpuset.
     target = targets["rooted"]
     assert target.has("cgroups")
-    assert target.cgroups.list_subsystems() == []
+    assert {s.name for s in target.cgroups.list_subsystems()} == {"cpuset", "cpu"}
+    cpuset = target.cgroups.controller("cpuset")
+    assert {"/", "/top-app", "/background"} <= set(cpuset.list_all())
+    mounted = target.execute(f"mount | grep '^{cpuset.mount_name} '")
+    assert "type cgroup" in mounted and "noprefix" in mounted
+    # A new group on the phone's big cores (4-6 of its 8 CPUs; the host has fewer).
+    group = cpuset.cgroup("/devlib_big")
+    group.set(cpus=[4, 5, 6], mems=0)
+    assert group.get()["cpus"] == "4-6"
+    assert target.read_value("/dev/cpuset/devlib_big/effective_cpus") == "4-6"
+    # run_into moves devlib's shell into the group (the kernel's own membership) and execs.
+    out = target.cgroups.run_into("/devlib_big", "cat /proc/self/cgroup")
+    assert any(line.endswith(":/devlib_big") for line in out.splitlines()), out
+    # In its own sh: devlib prefixes `export ... &&`, so a bare `&` would background a subshell
+    # that keeps the output open. nohup: the stream's end hangs up what is left, as adbd does.
+    # As root: the phone's root moves only its own processes (a limit of the sandbox, cgroup.py).
+    background = "sh -c 'nohup sleep 60 > /dev/null 2>&1 < /dev/null & echo $!'"
+    sleeper = int(target.execute(background, as_root=True).strip())
+    try:
+        group.add_task(sleeper)
+        assert sleeper in group.get_tasks()
+        # The physics' view: the group's host cgroup runs at the big cores' speed, below top-app's
+        # (which has the prime core), and holds the task.
+        phone = targets["rooted-phone"]
+        try:
+            host = read_host_cgroups()
+        except CgroupsUnavailable:
+            pytest.skip("no host cgroups here")
+        phone_cg = host.cpu_root / FARM_GROUP / phone_group_name(phone.serial, phone.state_dir) / "cpu"
+        if not (phone_cg / "devlib_big").is_dir():
+            pytest.skip("CPU budgets are not enforced here")
+        assert 0 < quota_us(phone_cg / "devlib_big") < quota_us(phone_cg / "top-app")
+    finally:
+        target.execute(f"kill {sleeper}", as_root=True)
     assert not targets["unrooted"].has("cgroups")  # needs root, as on a phone
+
+
+def quota_us(group: Path) -> float:
+    """CFS quota per period of a host cgroup (v1 or v2)."""
+    if (group / "cpu.max").exists():
+        quota, period = (group / "cpu.max").read_text().split()
+        return int(quota) / int(period)
+    return int((group / "cpu.cfs_quota_us").read_text()) / int((group / "cpu.cfs_period_us").read_text())

@@ -97,6 +97,7 @@ async def run_raw(stream: Stream, ctx: ServiceContext, request: ShellRequest) ->
 
     stdin_task = asyncio.create_task(stdin_loop())
     await _run_child(child, stdin_task, asyncio.ensure_future(process.pump_output(child, sink)))
+    ctx.world.settle()
 
 
 async def run_v2(stream: Stream, ctx: ServiceContext, request: ShellRequest) -> None:
@@ -122,6 +123,7 @@ async def run_v2(stream: Stream, ctx: ServiceContext, request: ShellRequest) -> 
 
     stdin_task = asyncio.create_task(stdin_loop())
     await _run_child(child, stdin_task, asyncio.ensure_future(process.pump_output(child, sink)))
+    ctx.world.settle()
     await stream.write(pack_v2(ID_EXIT, bytes([child.exit_code()])))
 
 
