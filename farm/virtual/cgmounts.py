@@ -45,6 +45,7 @@ from farm.virtual import ctlfiles
 from farm.virtual.cgroup import CPU_GROUP, PhoneCgroups
 from farm.virtual.cpusets import CPUSET_PHONE_DIR, STUNE_PHONE_DIR, CgroupTrees, CpusetGroup, cpuset_files
 from farm.virtual.layout import native_binary
+from farm.virtual.nodes import open_beneath
 
 log = logging.getLogger(__name__)
 
@@ -210,16 +211,21 @@ class CgroupMounter:
     def add_group(self, name: str, cgroups: PhoneCgroups | None, init_pid: int) -> bool:
         """Make the new directory `name` (relative to /dev/cpuset) a cpuset group; False when it
         is not one (a name the host cgroup refuses)."""
-        d = self.trees.group_dir(name)
         owner = self.root_owner if os.geteuid() == 0 else None
         for file, text in cpuset_files(CpusetGroup(name, ()), root=False, mems="").items():
-            path = d / file
-            if path.exists():
+            # Below the tree phone root owns, no link is followed (nodes.open_beneath).
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            try:
+                fd = open_beneath(self.trees.cpuset_dir, f"{name}/{file}", flags, 0o644)
+            except FileExistsError:
                 continue  # the phone wrote it first: the caller judges that write
-            path.write_text(text, encoding="ascii")
-            os.chmod(path, 0o644)
-            if owner is not None:
-                os.chown(path, *owner)
+            try:
+                os.write(fd, text.encode())
+                os.fchmod(fd, 0o644)
+                if owner is not None:
+                    os.fchown(fd, *owner)
+            finally:
+                os.close(fd)
         if cgroups is None:
             return True  # no host cgroups: bookkeeping only, as /dev/stune
         host_group = f"{CPU_GROUP}/{name}"

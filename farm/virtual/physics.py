@@ -37,7 +37,7 @@ from farm.virtual.cpuinfo import cpuinfo_text
 from farm.virtual.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from farm.virtual.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
 from farm.virtual.groundtruth import GroundTruthLog, TruthRow
-from farm.virtual.nodes import NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
+from farm.virtual.nodes import NodeFiles, Telemetry, TelemetryNodes, current_now_raw, read_beneath, write_node
 from farm.virtual.power import power_mw
 from farm.virtual.procscan import ProcScanner
 from farm.virtual.profile import THERMALSERVICE_MIN_SDK, Profile, SensorType
@@ -251,10 +251,11 @@ class Physics:
                     self._hal_flags()
                 elif path.name.startswith(MOUNT_REQUEST_PREFIX) and self.mounter is not None:
                     self.mounter.serve(path, self.sandbox.init_pid)
-            elif self.trees is not None and self.trees.cpuset_dir in path.parents and path.is_dir():
-                self._new_cpuset_group(path)
-            elif self.trees is not None and path.name == "cpus" and self.trees.cpuset_dir in path.parents:
-                self._cpuset_write(path)
+            elif self.trees is not None and self.trees.cpuset_dir in path.parents:
+                if path.name == "cpus":
+                    self._cpuset_write(path)
+                elif path.is_dir() and not path.is_symlink():  # a link is no group (never followed)
+                    self._new_cpuset_group(path)
             else:
                 self._clock_write(path)
         except OSError as exc:
@@ -267,7 +268,7 @@ class Physics:
         knob = self.clock_nodes.knob_at(rel)
         if knob is None:
             return
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_beneath(self.layout.sys, rel)
         if not text or text == self.files.last(rel):
             return  # our own rewrite echoing back, or a newer write under way (its event follows)
         result = self.model.write(knob[0], knob[1], text)
@@ -286,7 +287,7 @@ class Physics:
             return
         self._cpuset_cpus[name] = ()
         self._watch_group(name)
-        if (path / "cpus").read_text(encoding="utf-8", errors="replace").strip():
+        if read_beneath(self.trees.cpuset_dir, f"{name}/cpus").strip():
             self._cpuset_write(path / "cpus")  # written before the group was laid out
         self._apply_quotas()
 
@@ -296,7 +297,8 @@ class Physics:
         name = "" if str(rel_group) == "." else str(rel_group)
         if name not in self._cpuset_cpus:
             return
-        text = path.read_text(encoding="utf-8", errors="replace")
+        tree = self.trees.cpuset_dir
+        text = read_beneath(tree, str(path.relative_to(tree)))
         shown = format_cpulist(self._cpuset_cpus[name]) + "\n"
         if text == shown or not text.strip():
             return  # our own rewrite, or a write under way (O_TRUNC): its close comes next
@@ -311,8 +313,8 @@ class Physics:
         else:
             self._cpuset_cpus[name] = cpus
             shown = format_cpulist(cpus) + "\n"
-            write_node(path.parent / "effective_cpus", shown)
-        write_node(path, shown)
+            write_node(path.parent / "effective_cpus", shown, beneath=tree)
+        write_node(path, shown, beneath=tree)
         self._apply_quotas()
 
     def _hal_flags(self) -> None:
