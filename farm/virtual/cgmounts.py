@@ -41,11 +41,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from farm.virtual import ctlfiles
+from farm.virtual import beneath, ctlfiles
 from farm.virtual.cgroup import CPU_GROUP, PhoneCgroups
 from farm.virtual.cpusets import CPUSET_PHONE_DIR, STUNE_PHONE_DIR, CgroupTrees, CpusetGroup, cpuset_files
 from farm.virtual.layout import native_binary
-from farm.virtual.nodes import open_beneath
 
 log = logging.getLogger(__name__)
 
@@ -213,10 +212,10 @@ class CgroupMounter:
         is not one (a name the host cgroup refuses)."""
         owner = self.root_owner if os.geteuid() == 0 else None
         for file, text in cpuset_files(CpusetGroup(name, ()), root=False, mems="").items():
-            # Below the tree phone root owns, no link is followed (nodes.open_beneath).
+            # Below the tree phone root owns, no link is followed (beneath.py).
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
             try:
-                fd = open_beneath(self.trees.cpuset_dir, f"{name}/{file}", flags, 0o644)
+                fd = beneath.open_file(self.trees.cpuset_dir, f"{name}/{file}", flags, 0o644)
             except FileExistsError:
                 continue  # the phone wrote it first: the caller judges that write
             try:

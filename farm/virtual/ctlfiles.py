@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+from farm.virtual import beneath
 
 RO_PROPS = "props/ro.json"
 SET_PROPS = "props/set"
@@ -51,28 +52,22 @@ KMSG_MAX_BYTES = 64 * 1024
 
 
 def write_text(ctl: Path, rel: str, text: str, *, mode: int = 0o644) -> None:
-    """Atomic replace of a text file (readers never see half of it)."""
-    final = ctl / rel
-    tmp = final.with_name(f".{final.name}.host.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.chmod(tmp, mode)
-    os.replace(tmp, final)
+    """Atomic replace of a text file (readers never see half of it). The phone's shell owns the
+    control dir: no link in it is followed (beneath.py)."""
+    beneath.replace_text(ctl, rel, text, mode)
 
 
 def read_text(ctl: Path, rel: str) -> str | None:
     try:
-        return (ctl / rel).read_text(encoding="utf-8")
+        return beneath.read_text(ctl, rel)
     except OSError:
         return None
 
 
 def append_kmsg(ctl: Path, line: str) -> None:
     """One kernel-log line; the oldest half is dropped once the file passes KMSG_MAX_BYTES."""
-    path = ctl / KMSG
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line.rstrip("\n") + "\n")
-    if path.stat().st_size > KMSG_MAX_BYTES:
-        text = path.read_text(encoding="utf-8")
+    if beneath.append_text(ctl, KMSG, line.rstrip("\n") + "\n") > KMSG_MAX_BYTES:
+        text = beneath.read_text(ctl, KMSG)
         write_text(ctl, KMSG, text[len(text) // 2 :].split("\n", 1)[-1])
 
 
@@ -83,7 +78,7 @@ def write_json(ctl: Path, rel: str, value: Any, *, mode: int = 0o644) -> None:
 
 def read_json(ctl: Path, rel: str, default: Any) -> Any:
     try:
-        return json.loads((ctl / rel).read_text(encoding="utf-8"))
+        return json.loads(beneath.read_text(ctl, rel))
     except (OSError, ValueError):
         return default
 
@@ -96,7 +91,7 @@ def read_props(ctl: Path) -> dict[str, str]:
             for f in d.iterdir():
                 if not f.name.endswith(".tmp"):
                     with contextlib.suppress(OSError):
-                        props[f.name] = f.read_text(encoding="utf-8")
+                        props[f.name] = beneath.read_text(ctl, f"{sub}/{f.name}")
     return props
 
 

@@ -11,11 +11,11 @@ and thermal zones.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from farm.virtual import beneath as beneath_files
 from farm.virtual.profile import CurrentUnit, DischargeSign, GpuKind, Profile
 
 BATTERY_DIR = "class/power_supply/battery"
@@ -56,40 +56,14 @@ def current_now_raw(profile: Profile, battery_current_ma: float) -> int:
     return round(value)
 
 
-def open_beneath(root: Path, rel: str, flags: int, mode: int = RO_MODE) -> int:
-    """Open root/rel without following a symlink anywhere below `root`. The phone's root owns
-    its /sys and cgroup trees and may plant links in them; resolved by the daemon (host root)
-    they would name the host's files. Each directory is opened from the last one's descriptor,
-    so swapping one for a link meanwhile fails too (ELOOP / ENOTDIR)."""
-    parts = [p for p in rel.split("/") if p]
-    if not parts or any(p in (".", "..") for p in parts):
-        raise OSError(errno.EINVAL, f"not a path below {root}", rel)
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts[:-1]:
-            below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            os.close(fd)
-            fd = below
-        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def read_beneath(root: Path, rel: str) -> str:
-    """A file the phone may write, read without following its links (open_beneath)."""
-    fd = open_beneath(root, rel, os.O_RDONLY)
-    with open(fd, encoding="utf-8", errors="replace") as f:
-        return f.read()
-
-
 def write_node(path: Path, text: str, beneath: Path | None = None) -> None:
     """Replace a file's content keeping its inode (see the module doc). `beneath`: the tree the
-    phone's root owns, below which no link is followed (open_beneath); a last-component link is
+    phone's root owns, below which no link is followed (farm/virtual/beneath.py); a last-component link is
     never followed."""
     data = text.encode()
     flags = os.O_WRONLY | os.O_CREAT
     if beneath is not None:
-        fd = open_beneath(beneath, str(path.relative_to(beneath)), flags)
+        fd = beneath_files.open_file(beneath, str(path.relative_to(beneath)), flags, RO_MODE)
     else:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, RO_MODE)
     try:
@@ -140,7 +114,7 @@ class NodeFiles:
         """Rewrite `rel` only if it still holds `expected` (someone else may write it too);
         the check and the write are microseconds apart, the best a plain file allows."""
         try:
-            if read_beneath(self.root, rel) != expected:
+            if beneath_files.read_text(self.root, rel) != expected:
                 return False
         except OSError:
             return False

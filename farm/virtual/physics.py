@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.virtual import ctlfiles
+from farm.virtual import beneath, ctlfiles
 from farm.virtual.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
 from farm.virtual.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
 from farm.virtual.cgroup import GPU_GROUP, PhoneCgroups
@@ -37,7 +37,7 @@ from farm.virtual.cpuinfo import cpuinfo_text
 from farm.virtual.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from farm.virtual.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
 from farm.virtual.groundtruth import GroundTruthLog, TruthRow
-from farm.virtual.nodes import NodeFiles, Telemetry, TelemetryNodes, current_now_raw, read_beneath, write_node
+from farm.virtual.nodes import NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from farm.virtual.power import power_mw
 from farm.virtual.procscan import ProcScanner
 from farm.virtual.profile import THERMALSERVICE_MIN_SDK, Profile, SensorType
@@ -268,7 +268,7 @@ class Physics:
         knob = self.clock_nodes.knob_at(rel)
         if knob is None:
             return
-        text = read_beneath(self.layout.sys, rel)
+        text = beneath.read_text(self.layout.sys, rel)
         if not text or text == self.files.last(rel):
             return  # our own rewrite echoing back, or a newer write under way (its event follows)
         result = self.model.write(knob[0], knob[1], text)
@@ -287,7 +287,7 @@ class Physics:
             return
         self._cpuset_cpus[name] = ()
         self._watch_group(name)
-        if read_beneath(self.trees.cpuset_dir, f"{name}/cpus").strip():
+        if beneath.read_text(self.trees.cpuset_dir, f"{name}/cpus").strip():
             self._cpuset_write(path / "cpus")  # written before the group was laid out
         self._apply_quotas()
 
@@ -298,7 +298,7 @@ class Physics:
         if name not in self._cpuset_cpus:
             return
         tree = self.trees.cpuset_dir
-        text = read_beneath(tree, str(path.relative_to(tree)))
+        text = beneath.read_text(tree, str(path.relative_to(tree)))
         shown = format_cpulist(self._cpuset_cpus[name]) + "\n"
         if text == shown or not text.strip():
             return  # our own rewrite, or a write under way (O_TRUNC): its close comes next

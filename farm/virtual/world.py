@@ -285,13 +285,10 @@ class SandboxWorld:
             raise PermissionError(f"property {key} is read-only")
         ctl = self.sandbox.layout.ctl
         (ctl / ctlfiles.SET_PROPS).mkdir(parents=True, exist_ok=True)
-        target = ctl / ctlfiles.SET_PROPS / key
-        target.write_text(value, encoding="utf-8")
-        os.chmod(target, 0o666)
+        # The phone's shell owns these dirs: written without following its links (beneath.py).
+        ctlfiles.write_text(ctl, f"{ctlfiles.SET_PROPS}/{key}", value, mode=0o666)
         if key.startswith("persist."):
-            persist = ctl / ctlfiles.PERSIST_PROPS / key
-            persist.write_text(value, encoding="utf-8")
-            os.chmod(persist, 0o666)
+            ctlfiles.write_text(ctl, f"{ctlfiles.PERSIST_PROPS}/{key}", value, mode=0o666)
 
     def properties(self) -> dict[str, str]:
         """Every property as getprop shows it (host-side view, for tests and the daemon)."""

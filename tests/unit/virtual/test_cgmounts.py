@@ -13,6 +13,7 @@ from types import ModuleType
 
 import pytest
 
+from farm.virtual import beneath
 from farm.virtual.cgmounts import (
     CgroupMount,
     Hierarchy,
@@ -21,7 +22,7 @@ from farm.virtual.cgmounts import (
     refused_dir,
     table_entries,
 )
-from farm.virtual.nodes import open_beneath, read_beneath, write_node
+from farm.virtual.nodes import write_node
 
 HS = (
     Hierarchy(1, "cpuset", "/dev/cpuset", True, 6),
@@ -119,11 +120,20 @@ def test_writes_below_a_phone_tree_never_follow_a_planted_link(tmp_path: Path) -
             write_node(tree / rel, "0-1\n", beneath=tree)
         assert refused.value.errno in (errno.ELOOP, errno.ENOTDIR)
         with pytest.raises(OSError):
-            read_beneath(tree, rel)
+            beneath.read_text(tree, rel)
     assert victim.read_text() == "host's\n"
     with pytest.raises(OSError):
         write_node(tree / "group" / "effective_cpus", "0-1\n")  # no tree given: still no link
     with pytest.raises(OSError):
-        open_beneath(tree, "group/../../host/effective_cpus", os.O_RDONLY)
+        beneath.open_file(tree, "group/../../host/effective_cpus", os.O_RDONLY)
     write_node(tree / "group" / "cpus", "0-1\n", beneath=tree)
-    assert read_beneath(tree, "group/cpus") == "0-1\n"
+    assert beneath.read_text(tree, "group/cpus") == "0-1\n"
+    # Atomic replaces and appends in the control dir (shell's) follow no link either.
+    (tree / "kmsg").symlink_to(victim)
+    with pytest.raises(OSError):
+        beneath.append_text(tree, "kmsg", "a kernel line\n")
+    beneath.replace_text(tree, "kmsg", "replaced\n", 0o644)  # the link itself is replaced
+    assert not (tree / "kmsg").is_symlink() and (tree / "kmsg").read_text() == "replaced\n"
+    with pytest.raises(OSError):
+        beneath.replace_text(tree, "swapped/state.json", "{}", 0o644)
+    assert victim.read_text() == "host's\n" and sorted(p.name for p in host.iterdir()) == ["effective_cpus"]
