@@ -98,14 +98,12 @@ def test_killpg_of_shell_argv_reaches_shell_and_children(phone: WorldThread) -> 
         stdout=subprocess.PIPE,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 5
-    while "sleep 301" not in phone.sh("ps -A -o ARGS").stdout and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # Whole lines: the shell's own line names both sleeps before either has started.
+    assert _wait_for_ps(phone, lambda ps: {"sleep 300", "sleep 301"} <= _lines(ps))
     os.killpg(proc.pid, signal.SIGHUP)
     assert proc.wait(5) != 0
     assert proc.stdout is not None and proc.stdout.read() == b""
-    time.sleep(0.2)
-    assert "sleep 30" not in phone.sh("ps -A -o ARGS").stdout
+    assert _wait_for_ps(phone, lambda ps: not {"sleep 300", "sleep 301"} & _lines(ps))
 
 
 def test_two_phones_are_isolated(phone: WorldThread, tmp_path: Path) -> None:
@@ -281,12 +279,24 @@ def test_setsid_escapes_the_stream_group_like_on_a_phone(phone: WorldThread) -> 
         stdout=subprocess.DEVNULL,
         start_new_session=True,
     )
-    # Both must run before the kill: `sleep 302` shown means setsid already left the group.
-    assert _wait_for_ps(phone, lambda ps: "sleep 302" in ps and "sleep 303" in ps)
+
+    # Both must run before the kill, and setsid must have left the group. toybox runs its own
+    # applets in place (the line stays `setsid sleep 302`), so that is read from the kernel: the
+    # process leads a process group of its own (PGID = PID).
+    def left(ps: str) -> bool:
+        rows = [line.split(None, 2) for line in ps.splitlines()[1:]]
+        leader = any(r[0] == r[1] and r[2].endswith("sleep 302") for r in rows if len(r) == 3)
+        return leader and any(len(r) == 3 and r[2] == "sleep 303" for r in rows)
+
+    assert eventually(lambda: left(phone.sh("ps -A -o PID,PGID,ARGS").stdout), 20.0)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(5)
-    assert _wait_for_ps(phone, lambda ps: "sleep 303" not in ps)
-    assert "sleep 302" in phone.sh("ps -A -o ARGS").stdout
+    assert _wait_for_ps(phone, lambda ps: "sleep 303" not in _lines(ps))
+    assert any(line.endswith("sleep 302") for line in _lines(phone.sh("ps -A -o ARGS").stdout))
+
+
+def _lines(ps: str) -> set[str]:
+    return {line.strip() for line in ps.splitlines()}
 
 
 def _wait_for_ps(phone: WorldThread, ready: Callable[[str], bool], timeout_s: float = 20.0) -> bool:
