@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import shlex
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import adbutils
 
+from farm.device.stream import ShellStream
 from farm.errors import CommandTimeout, DevicePermanentError, DeviceTransientError
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -55,6 +57,8 @@ class DeviceSession:
     """A phone, reached through an adbutils device (the transport is passed in, not built here).
 
     `device_id` is the fleet identity `host/serial`, used in every error message.
+    `round_trips` counts the adb conversations this session opened (each shell call, shell stream
+    and sync transfer is one): what per-run overhead is made of, read by tests and the bench.
     """
 
     def __init__(
@@ -67,6 +71,16 @@ class DeviceSession:
         # What this session learnt about the phone (e.g. how root writes work), to save round trips.
         self.facts: dict[str, object] = {}
         self._sha_cache: dict[Path, tuple[float, int, str]] = {}
+        self._round_trips = 0
+        self._count_lock = threading.Lock()  # the throttle and live watchers share a session
+
+    @property
+    def round_trips(self) -> int:
+        return self._round_trips
+
+    def _count(self) -> None:
+        with self._count_lock:
+            self._round_trips += 1
 
     # -- shell --------------------------------------------------------------------------------
 
@@ -124,6 +138,7 @@ class DeviceSession:
         return self._shell_v2
 
     def _open(self, command: str | None, deadline: float) -> adbutils.AdbConnection:
+        self._count()
         remaining = max(0.1, deadline - time.monotonic())
         conn = self._device.open_transport(command, timeout=remaining)
         conn.conn.settimeout(remaining)
@@ -184,10 +199,32 @@ class DeviceSession:
         except TimeoutError as error:
             raise CommandTimeout(self.device_id, f"`{_short((command,))}` timed out") from error
 
+    def stream(self, argv: Sequence[str], *, idle_timeout_s: float | None = None) -> ShellStream:
+        """A conversation with argv on the phone (each argument quoted): its stdout read as it comes,
+        lines written to its stdin (shell v2; on a v1-only phone stdin is raw and the exit code
+        unknown). Every read waits at most idle_timeout_s (default: the call timeout) for the phone
+        to say something; silence longer than that raises DeviceTransientError."""
+        idle = self.default_timeout_s if idle_timeout_s is None else idle_timeout_s
+        deadline = time.monotonic() + idle
+        command = quote_argv(argv)
+        try:
+            v2 = self._supports_v2(deadline)
+            conn = self._open(None, deadline)
+            try:
+                conn.send_command(f"shell,v2,raw:{command}" if v2 else f"shell:{command}")
+                conn.check_okay()
+            except BaseException:
+                conn.close()
+                raise
+        except (adbutils.AdbError, OSError, EOFError) as error:
+            raise DeviceTransientError(self.device_id, f"adb shell stream failed: {error}") from error
+        return ShellStream(conn.conn, self.device_id, idle_timeout_s=idle, framed=v2, closer=conn.close)
+
     # -- files --------------------------------------------------------------------------------
 
     def push(self, local: Path, remote: str, *, mode: int = 0o644) -> None:
         """Copy a host file to the phone (parent folders are created by the sync service)."""
+        self._count()
         try:
             self._device.sync.push(str(local), remote, mode=mode)
         except (adbutils.AdbError, OSError, EOFError) as error:
@@ -198,6 +235,7 @@ class DeviceSession:
     def pull(self, remote: str, local: Path) -> int:
         """Copy a phone file to the host; returns its size in bytes."""
         local.parent.mkdir(parents=True, exist_ok=True)
+        self._count()
         try:
             return int(self._device.sync.pull(remote, str(local)))
         except (adbutils.AdbError, OSError, EOFError) as error:

@@ -43,6 +43,7 @@ from farm.engine.onphone import (
     trace_sampler,
 )
 from farm.engine.program import benchmark_argv, read_output
+from farm.engine.runscript import MEM_LINGER_S, MEM_RATE_HZ, gated_argv
 from farm.engine.thermal import throttle_watch
 from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
 from farm.fleet.inventory import Phone
@@ -54,17 +55,6 @@ from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 from farm.telemetry.sampler import sampler_argv
 
 PROBE_TIMEOUT_S = 20.0
-MEM_RATE_HZ = 50.0
-MEM_LINGER_S = 0.2
-# The benchmark waits at most this long for its memory sampler before it starts anyway.
-MEM_GATE_WAIT_S = 5.0
-MEM_GATE_POLL_S = 0.01
-# `sh -c` script: wait until the memory sampler has opened the pid's status ($0 non-empty) or the
-# host says go ($1), then exec the program in place, so the pid the sampler watches becomes it.
-_GATED_EXEC = (
-    'i=0; while [ ! -s "$0" ] && [ ! -e "$1" ] && [ "$i" -lt "$2" ]; do sleep "$3"; i=$((i+1)); done; '
-    'shift 3; exec "$@"'
-)
 
 
 def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict[str, object]]:
@@ -250,15 +240,6 @@ def _run_measured(
                 result.load_achieved = last_achieved_load(load.read_stdout()) or result.load_achieved
         else:
             _run_benchmark(prepared, job, gates, run_dir, result, cancel, notify)
-
-
-def gated_argv(argv: list[str], run_dir: RunDir, wait_s: float = MEM_GATE_WAIT_S) -> list[str]:
-    """argv behind a shell that waits for the memory sampler (at least wait_s of polls at most),
-    then execs argv: the benchmark's memory is watched from its first instruction, also for runs
-    of a few ms."""
-    steps = max(1, int(wait_s / MEM_GATE_POLL_S))
-    gate = [run_dir.file("mem.bin"), run_dir.file("bench.go"), str(steps), f"{MEM_GATE_POLL_S:g}"]
-    return ["sh", "-c", _GATED_EXEC, *gate, *argv]
 
 
 def _memory_sampler(

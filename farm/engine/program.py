@@ -33,7 +33,7 @@ from farm.engine.model import PreparedPhone, RunJob
 from farm.engine.onphone import CL_CACHE_DIR
 from farm.spec.expand import Cell
 from farm.spec.model import Experiment
-from farm.spec.programs import Program
+from farm.spec.programs import NO_OPENCL, Program
 from farm.spec.template import ASSET_PREFIX, render
 
 
@@ -60,6 +60,8 @@ def benchmark_argv(prepared: PreparedPhone, job: RunJob) -> tuple[str, ...]:
         # toybox env: the variables for this program only, no shell parsing of their values.
         prefix = ["env", *(f"{name}={value}" for name, value in job.env)] if job.env else []
         argv = [*prefix, binary, *job.program_args]
+    elif job.program in NO_OPENCL:
+        argv = [binary, *job.program_args]
     else:
         argv = [binary, *job.program_args, f"--cl-cache={CL_CACHE_DIR}"]
     if prepared.clocks is not None:  # affinity: big | little (toybox taskset), recorded in env.json

@@ -26,6 +26,7 @@ class Program(StrEnum):
     CNN = "cnn"
     TRAIN = "train"
     GPULOAD = "gpuload"
+    IDLE = "idle"  # sleeps --seconds speaking the contract: idle power, orchestration cost
     EXTERNAL = "external"  # a researcher's own binary (farm.spec.external): its arguments are its own
 
 
@@ -219,6 +220,15 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         Arg("buffers", ArgKind.CHOICE, "gpu data movement per step", choices=("copy", "resident", "mapped")),
         Arg("samples", ArgKind.INT, "synthetic dataset size, a multiple of batch (0: 32 batches)", minimum=0),
     ),
+    Program.IDLE: (
+        Arg(
+            "seconds",
+            ArgKind.FLOAT,
+            "total time to sleep, split over the iterations",
+            minimum=0.0,
+            maximum=1e6,
+        ),
+    ),
     Program.GPULOAD: (
         Arg("target", ArgKind.FLOAT, "utilisation to hold, 0..1", minimum=0.0, maximum=1.0),
         Arg("intensity", ArgKind.CHOICE, "kind of load", choices=("compute", "memory")),
@@ -254,7 +264,9 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
 # Programs built on kernels/common's benchmark loop: they take --backend, the common arguments
 # and the measurement arguments. gpuload is a load generator: it holds --target for
 # --duration-s and takes none of those.
-BENCH_PROGRAMS = frozenset({Program.GEMM, Program.LSTM, Program.CNN, Program.TRAIN})
+BENCH_PROGRAMS = frozenset({Program.GEMM, Program.LSTM, Program.CNN, Program.TRAIN, Program.IDLE})
+# Programs without OpenCL (kernels/idle): no --cl-cache.
+NO_OPENCL = frozenset({Program.IDLE})
 
 
 def arguments(program: Program) -> dict[str, Arg]:

@@ -1,0 +1,281 @@
+#!/system/bin/sh
+# farm-run: one run on the phone as ONE conversation with the host (one adb round trip).
+#
+#   sh farm-run.sh KEY=VALUE ... -- BENCHMARK ARGV ...
+#
+# farm.engine.runscript builds the parameters, farm.engine.steering reads what this prints and
+# answers where it asks. POSIX sh only (Android's mksh and Debian's dash both run it) and toybox
+# tools. Values arrive verbatim: KEY=VALUE parameters are split at the first "=" and only ever
+# expanded in double quotes; the benchmark argv is "$@" after "--"; the list parameters (temps,
+# policies, files, sampler, load, mem) are argv blocks the host quoted with shlex.quote, read back
+# with `eval "set -- $block"` inside a function (so the benchmark's "$@" is kept).
+#
+# Steps: run folder; battery (dumpsys, `unplug`; the host answers go|wait|stop); charging off as
+# root; cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
+# benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; wait with
+# the run timeout, a stop file and heartbeats, throttle samples every throttle_ms; stop load and
+# samplers; battery reset and charging back on; environment; the run's files as one bundle; done.
+#
+# Out: one line per event, "TAG FIELDS"; a block is "begin NAME", "| LINE"..., "end NAME".
+# In: after "ask NAME" one line: go | wait | stop. A closed stdin means stop.
+
+PROTO=1
+dir= cache= battery=0 unplug=0 charge_node= charge_off= charge_on= root_way=direct
+cool=0 temps= policies= kgsl= throttle_ms=5000 sampler= load= mem= files= env=1
+timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
+
+while [ "$#" -gt 0 ]; do
+  case $1 in
+    --) shift; break ;;
+    *=*)
+      key=${1%%=*}
+      case $key in
+        dir|cache|battery|unplug|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
+        kgsl|throttle_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
+        cool_poll_s|settle_poll_s)
+          eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
+        *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
+      esac ;;
+    *) printf 'error expected KEY=VALUE or --, got %s\n' "$1"; exit 2 ;;
+  esac
+  shift
+done
+
+top=$$
+woke=0
+reply=go
+ended=
+way_used=
+unplugged=0
+charging_off=0
+bpid= lpid= spid= mpid=
+WRITE='printf "%s\n" "$1" > "$2" && [ "$(cat "$2")" = "$1" ]'
+
+# mksh reports a closed stdout as printf failing (status 141), dash by SIGPIPE: both hang up.
+say() { printf '%s\n' "$*" || hangup; }
+
+block() {  # stdin as the block $1
+  say "begin $1"
+  while IFS= read -r line || [ -n "$line" ]; do printf '| %s\n' "$line"; done
+  say "end $1"
+}
+
+ask() {  # the host's answer to $1, in $reply (stop when it hung up)
+  say "ask $1"
+  IFS= read -r reply || reply=stop
+  case $reply in go|wait|stop) ;; *) reply=stop ;; esac
+}
+
+quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+root_write() {  # $1 value to $2 node as root, read back; the way that worked in $way_used
+  tried=
+  for w in "$root_way" direct su-c su-0; do
+    case " $tried " in *" $w "*) continue ;; esac
+    tried="$tried $w"
+    case $w in
+      direct) sh -c "$WRITE" farm "$1" "$2" ;;
+      su-c) su -c "sh -c $(quote "$WRITE") farm $(quote "$1") $(quote "$2")" ;;
+      su-0) su 0 sh -c "$WRITE" farm "$1" "$2" ;;
+      *) false ;;
+    esac > /dev/null 2>&1 < /dev/null && { way_used=$w; return 0; }
+  done
+  return 1
+}
+
+spawn() {  # $1 name, $2 1 = signal this script when it ends, then argv. In the run folder, in the
+  # background under a wrapper that writes NAME.pid and NAME.exit; the program's pid in $bg_pid.
+  n=$1 notify=$2
+  shift 2
+  rm -f "$n.pid" "$n.exit"
+  (
+    "$@" > "$n.out" 2> "$n.err" < /dev/null &
+    echo "$!" > "$n.pid"
+    wait "$!"
+    echo "$?" > "$n.exit.tmp" && mv -f "$n.exit.tmp" "$n.exit"
+    [ "$notify" = 1 ] && kill -s USR1 "$top" 2> /dev/null
+  ) > /dev/null 2>&1 &
+  i=0
+  while [ ! -s "$n.pid" ] && [ "$i" -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
+  bg_pid=
+  read -r bg_pid < "$n.pid" 2> /dev/null
+}
+
+spawn_block() {  # $1 name, $2 argv block
+  n=$1
+  eval "set -- $2"
+  spawn "$n" 0 "$@"
+}
+
+read_battery() { dumpsys battery 2>&1 | block battery; }
+
+read_temps() {  # each readable thermal node; dumpsys battery when none is
+  eval "set -- $temps"
+  n=0
+  say "begin temp"
+  for f in "$@"; do
+    if v=$(cat "$f" 2> /dev/null); then printf '| %s\n' "$v"; n=$((n + 1)); fi
+  done
+  say "end temp"
+  [ "$n" = 0 ] && read_battery
+}
+
+throttle_sample() {  # what farm.engine.thermal.parse_sample reads
+  eval "set -- $policies"
+  {
+    for d in "$@"; do echo "cpu $d $(cat "$d/scaling_max_freq" 2> /dev/null)"; done
+    [ -n "$kgsl" ] && echo "kgsl $(cat "$kgsl/thermal_pwrlevel" 2> /dev/null)"
+    dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
+  } | block throttle
+}
+
+start_mem() {  # the memory sampler on the benchmark's pid; without it the benchmark is told to go
+  if [ -n "$mem" ] && [ -n "$bpid" ]; then
+    eval "set -- $mem"
+    spawn memsampler 0 "$@" "--watch-pid=$bpid"
+    mpid=$bg_pid
+  fi
+  [ -n "$mpid" ] || : > bench.go
+}
+
+wait_bench() {  # until the benchmark ends, the run timeout or the stop file
+  t=0
+  next_throttle=0
+  while [ ! -f bench.exit ]; do
+    if [ -e farm.stop ]; then kill -s KILL "$bpid" 2> /dev/null; ended=stopped; break; fi
+    if [ "$t" -ge "$timeout_ms" ]; then kill -s KILL "$bpid" 2> /dev/null; ended=timeout; break; fi
+    if [ "$t" -ge "$next_throttle" ]; then
+      throttle_sample
+      next_throttle=$((next_throttle + throttle_ms))
+    fi
+    say "beat $t"
+    # A trapped USR1 (the benchmark's wrapper, when it ends) interrupts `wait` at once.
+    sleep "$beat_s" &
+    sp=$!
+    [ "$woke" = 1 ] || [ -f bench.exit ] || wait "$sp" 2> /dev/null
+    kill "$sp" 2> /dev/null
+    t=$((t + beat_ms))
+  done
+  i=0  # a killed benchmark: its wrapper writes the status at once
+  while [ ! -f bench.exit ] && [ "$i" -lt 100 ]; do sleep 0.02; i=$((i + 1)); done
+  code=
+  read -r code < bench.exit 2> /dev/null
+  say "exit ${ended:-exited} ${code:-none}"
+}
+
+stop_all() {  # load and trace sampler TERM (the memory sampler ends by itself), KILL after ~1 s
+  for p in $lpid $spid; do kill -s TERM "$p" 2> /dev/null; done
+  i=0
+  while [ "$i" -lt 50 ]; do
+    left=0
+    [ -n "$lpid" ] && [ ! -f gpuload.exit ] && left=1
+    [ -n "$spid" ] && [ ! -f sampler.exit ] && left=1
+    [ -n "$mpid" ] && [ ! -f memsampler.exit ] && left=1
+    [ "$left" = 0 ] && break
+    sleep 0.02
+    i=$((i + 1))
+  done
+  for p in $lpid $spid $mpid; do kill -s KILL "$p" 2> /dev/null; done
+}
+
+restore() {  # battery state reset, charging back on (verified)
+  [ "$unplugged" = 1 ] && dumpsys battery reset > /dev/null 2>&1
+  if [ "$charging_off" = 1 ]; then
+    if root_write "$charge_on" "$charge_node"; then say "charging on $way_used"; charging_off=0
+    else say "charging stuck"; fi
+  fi
+}
+
+environment() {  # what farm.engine.collect.parse_environment reads
+  {
+    for d in /sys/devices/system/cpu/cpufreq/policy* /sys/devices/system/cpu/cpu[0-9]*/cpufreq; do
+      [ -d "$d" ] || continue
+      echo "cpufreq $d $(cat "$d/scaling_governor" 2> /dev/null) $(cat "$d/scaling_cur_freq" 2> /dev/null)"
+    done
+    for z in /sys/class/thermal/thermal_zone*; do
+      [ -d "$z" ] || continue
+      echo "thermal $(cat "$z/type" 2> /dev/null) $(cat "$z/temp" 2> /dev/null)"
+    done
+    [ -n "$charge_node" ] && echo "charging $(cat "$charge_node" 2> /dev/null)"
+  } | block env
+}
+
+bundle() {  # the run's files that exist: their sizes (wc), then their bytes back to back
+  eval "set -- $files"
+  for f do
+    shift
+    [ -f "$f" ] && set -- "$@" "$f"
+  done
+  if [ "$#" -gt 0 ]; then wc -c "$@" | block sizes; else printf 'begin sizes\nend sizes\n'; fi
+  say data
+  [ "$#" -gt 0 ] && cat "$@"
+}
+
+hangup() {  # the host went away: nothing more can be said; stop everything, charging back on
+  trap '' HUP PIPE TERM INT
+  exec > /dev/null 2>&1
+  kill -s KILL $bpid 2> /dev/null
+  stop_all
+  restore
+  exit 1
+}
+
+trap 'woke=1' USR1
+trap hangup HUP PIPE TERM INT
+
+rm -rf "$dir" && mkdir -p "$dir" "$cache" && cd "$dir" || { say "error cannot create $dir"; exit 3; }
+say "hello $PROTO $$"
+
+if [ "$battery" = 1 ]; then
+  read_battery
+  if [ "$unplug" = 1 ]; then dumpsys battery unplug > /dev/null 2>&1; unplugged=1; fi
+  ask battery
+  while [ "$reply" = wait ]; do sleep "$battery_poll_s"; read_battery; ask battery; done
+fi
+
+if [ -n "$charge_node" ] && [ "$reply" != stop ]; then
+  if root_write "$charge_off" "$charge_node"; then say "charging off $way_used"; charging_off=1
+  else say "charging failed"; fi
+fi
+
+if [ "$cool" = 1 ] && [ "$reply" != stop ]; then
+  read_temps
+  ask cool
+  while [ "$reply" = wait ]; do sleep "$cool_poll_s"; read_temps; ask cool; done
+fi
+
+if [ "$reply" != stop ] && [ -n "$sampler" ]; then
+  spawn_block sampler "$sampler"
+  spid=$bg_pid
+  say "sampler ${spid:-none}"
+fi
+
+if [ "$reply" != stop ] && [ -n "$load" ]; then
+  spawn_block gpuload "$load"
+  lpid=$bg_pid
+  say "load ${lpid:-none}"
+  while :; do
+    sleep "$settle_poll_s"
+    tail -n 2 gpuload.out 2> /dev/null | block load
+    [ -f gpuload.exit ] && say "load-exit $(cat gpuload.exit)"
+    ask settle
+    [ "$reply" = wait ] || break
+  done
+fi
+
+if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
+  spawn bench 1 "$@"
+  bpid=$bg_pid
+  say "bench ${bpid:-none}"
+  start_mem
+  say "memsampler ${mpid:-none}"
+  wait_bench
+  throttle_sample
+  [ -n "$lpid" ] && tail -n 2 gpuload.out 2> /dev/null | block load
+fi
+
+stop_all
+restore
+[ "$env" = 1 ] && environment
+bundle
+say "done $PROTO"

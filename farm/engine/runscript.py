@@ -1,0 +1,149 @@
+"""The run script's command line: device_agents/run/farm-run.sh with one job's parameters.
+
+Quoting rule (farm.device.session): nothing here is ever a shell command string. Scalars travel as
+`KEY=VALUE` arguments, which the script splits at the first `=` and only expands in double quotes;
+the benchmark's argv (user values: an external program's args and `env K=V`) is the script's
+"$@" after `--`; the lists (thermal nodes, policy folders, the sampler's, load's and memory
+sampler's argv, the files to bring back) are argv blocks made with shlex.quote that the script
+turns back into argv with `eval "set -- $block"`. The whole argv then goes through the session's
+own quote_argv, like every other phone command.
+
+    script = install_run_script(session)                      # once per phone (content-cached)
+    argv = run_script_argv(script, prepared, job, gates, RunDir.of(job.run_id))
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from farm.device.session import DeviceSession
+from farm.engine.conditions import charging_control, cooldown_limit_c, temperature_nodes
+from farm.engine.deploy import source_root
+from farm.engine.model import Gates, PreparedPhone, RunJob
+from farm.engine.onphone import CL_CACHE_DIR, LOAD, SAMPLER, TRACE, RunDir, gpu_busy_path, load_argv
+from farm.engine.program import benchmark_argv
+from farm.engine.steering import SteeringPlan
+from farm.telemetry.sampler import default_sources, sampler_argv
+
+RUN_SCRIPT = "farm-run.sh"
+SCRIPT_SOURCE = Path("device_agents") / "run" / RUN_SCRIPT
+MEM_RATE_HZ = 50.0
+MEM_LINGER_S = 0.2
+# The benchmark waits at most this long for its memory sampler before it starts anyway.
+MEM_GATE_WAIT_S = 5.0
+MEM_GATE_POLL_S = 0.01
+# `sh -c` script: wait until the memory sampler has opened the pid's status ($0 non-empty) or the
+# host says go ($1), then exec the program in place, so the pid the sampler watches becomes it.
+_GATED_EXEC = (
+    'i=0; while [ ! -s "$0" ] && [ ! -e "$1" ] && [ "$i" -lt "$2" ]; do sleep "$3"; i=$((i+1)); done; '
+    'shift 3; exec "$@"'
+)
+BEAT_S = 1.0  # the script's heartbeat while the benchmark runs (the host's idle timeout is longer)
+THROTTLE_POLL_S = 5.0  # dumpsys thermalservice is a binder call: not more often than this
+SETTLE_POLL_S = 0.25
+BATTERY_POLL_S = 5.0
+COOL_POLL_S = 1.0
+# The phone files a run brings back (farm.engine.collect.ARTIFACTS names what they become).
+RUN_FILES = ("bench.out", "bench.err", TRACE, "gpuload.out", "gpuload.err", "sampler.err", "mem.bin")
+# farm.device.controls' names of the root-write ways -> the script's.
+_ROOT_WAYS = {"direct": "direct", "su -c": "su-c", "su 0": "su-0"}
+
+
+def host_root_way(script_way: str | None) -> str | None:
+    """The script's name of a root-write way as farm.device.controls remembers it."""
+    return next((host for host, script in _ROOT_WAYS.items() if script == script_way), None)
+
+
+def block(argv: Sequence[str]) -> str:
+    """An argv as one quoted parameter the script reads back with `eval "set -- $block"`."""
+    return " ".join(shlex.quote(str(arg)) for arg in argv)
+
+
+def gated_argv(argv: Sequence[str], run_dir: RunDir, wait_s: float = MEM_GATE_WAIT_S) -> list[str]:
+    """argv behind a shell that waits for the memory sampler (at least wait_s of polls at most),
+    then execs argv: the benchmark's memory is watched from its first instruction, also for runs
+    of a few ms."""
+    steps = max(1, int(wait_s / MEM_GATE_POLL_S))
+    gate = [run_dir.file("mem.bin"), run_dir.file("bench.go"), str(steps), f"{MEM_GATE_POLL_S:g}"]
+    return ["sh", "-c", _GATED_EXEC, *gate, *argv]
+
+
+def install_run_script(session: DeviceSession, root: Path | None = None) -> str:
+    """Put farm-run.sh on the phone (skipped when it holds the same content); its phone path."""
+    path, _pushed = session.push_cached((root or source_root()) / SCRIPT_SOURCE, mode=0o755)
+    return path
+
+
+def memory_sampler_argv(binary: str, run_dir: RunDir) -> list[str]:
+    """The benchmark-pid memory sampler without its pid (the script appends --watch-pid=)."""
+    argv = sampler_argv(binary, [], MEM_RATE_HZ, run_dir.file("mem.bin"), 1, linger_s=MEM_LINGER_S)
+    return [arg for arg in argv if not arg.startswith("--watch-pid=")]
+
+
+def _ms(seconds: float) -> str:
+    return str(max(0, round(seconds * 1000)))
+
+
+def run_script_argv(
+    script: str,
+    prepared: PreparedPhone,
+    job: RunJob,
+    gates: Gates,
+    run_dir: RunDir,
+    *,
+    root_way: str | None = None,
+) -> list[str]:
+    """`sh farm-run.sh KEY=VALUE... -- GATED BENCHMARK ARGV` for one attempt (pure)."""
+    caps, programs = prepared.caps, prepared.programs
+    params = {
+        "dir": run_dir.path,
+        "cache": CL_CACHE_DIR,
+        "battery": "1",
+        "unplug": "1" if gates.disable_charging else "0",
+        "cool": "1",
+        "temps": block(temperature_nodes(caps)),
+        "policies": block([p.dir for p in caps.cpu_policies]),
+        "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",
+        "throttle_ms": _ms(THROTTLE_POLL_S),
+        "timeout_ms": _ms(gates.run_timeout_s),
+        "beat_s": f"{BEAT_S:g}",
+        "beat_ms": _ms(BEAT_S),
+        "battery_poll_s": f"{BATTERY_POLL_S:g}",
+        "cool_poll_s": f"{COOL_POLL_S:g}",
+        "settle_poll_s": f"{SETTLE_POLL_S:g}",
+        "files": block(RUN_FILES),
+    }
+    control = charging_control(caps) if gates.disable_charging else None
+    if control is not None:
+        params |= {
+            "charge_node": control.node,
+            "charge_off": control.disable_value,
+            "charge_on": control.enable_value,
+            "root_way": _ROOT_WAYS.get(root_way or "", "direct"),
+        }
+    sampler = programs[SAMPLER].phone_path
+    sources = default_sources(caps)
+    if sources:
+        params["sampler"] = block(sampler_argv(sampler, sources, gates.rate_hz, run_dir.file(TRACE)))
+    if job.gpu_load > 0 and LOAD in programs:
+        load = load_argv(programs[LOAD].phone_path, job.gpu_load, gates.intensity, gpu_busy_path(caps))
+        params["load"] = block(load)
+    params["mem"] = block(memory_sampler_argv(sampler, run_dir))
+    bench = gated_argv(list(benchmark_argv(prepared, job)), run_dir)
+    return ["sh", script, *(f"{key}={value}" for key, value in params.items()), "--", *bench]
+
+
+def steering_plan(prepared: PreparedPhone, job: RunJob, gates: Gates) -> SteeringPlan:
+    """What the host decides the script's questions by, for this attempt (pure)."""
+    has_load = job.gpu_load > 0 and LOAD in prepared.programs
+    return SteeringPlan(
+        min_battery_pct=gates.min_battery_pct,
+        battery_timeout_s=gates.cooldown_timeout_s,
+        temp_limit_c=cooldown_limit_c(gates, prepared.idle_temperature_c),
+        cooldown_timeout_s=gates.cooldown_timeout_s,
+        load_target=job.gpu_load if has_load else None,
+        settle_s=gates.settle_s,
+        tolerance=gates.tolerance,
+    )

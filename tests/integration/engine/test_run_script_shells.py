@@ -1,0 +1,226 @@
+"""device_agents/run/farm-run.sh under both shells it must run in: mksh (Android's /system/bin/sh)
+and dash (POSIX, nothing more), driven by the host's own conversation loop
+(farm.engine.conversation + steering) over pipes instead of an adb stream.
+
+The script's whole command line goes through the session's quote_argv and is parsed by the shell
+under test, as adbd's shell parses it on a phone; the parameter values must arrive verbatim."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from farm.device.session import quote_argv
+from farm.engine.conversation import converse
+from farm.engine.onphone import RunDir
+from farm.engine.runscript import RUN_FILES, SCRIPT_SOURCE, block, gated_argv
+from farm.engine.steering import BenchEnd, Ended, Steering, SteeringPlan
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / SCRIPT_SOURCE
+SHELLS = [name for name in ("mksh", "dash") if shutil.which(name)]
+# Every character a value may carry that a shell would otherwise act on.
+HOSTILE = ["it's", 'say "hi"', "$HOME ${PATH} $(id) `id`", "two\nlines", "  spaces  ", "*", "-- ;|&<>"]
+PLAN = SteeringPlan(20.0, 10.0, 40.0, 20.0, None, 0.0, 0.1)
+DEADLINE_S = 60.0
+
+
+class PipeChannel:
+    """The script under a local shell, read with a deadline (farm.engine.conversation.Channel)."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.buffer = bytearray()
+        self.deadline = time.monotonic() + DEADLINE_S
+
+    def _fill(self) -> bool:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], max(0.0, self.deadline - time.monotonic()))
+        assert ready, "the script said nothing before the test's deadline"
+        chunk = os.read(fd, 65536)
+        self.buffer += chunk
+        return bool(chunk)
+
+    def read_line(self) -> bytes | None:
+        while b"\n" not in self.buffer:
+            if not self._fill():
+                return None
+        line, _, rest = bytes(self.buffer).partition(b"\n")
+        self.buffer = bytearray(rest)
+        return line
+
+    def read_exact(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            assert self._fill(), "the bundle ended early"
+        data, self.buffer = bytes(self.buffer[:size]), self.buffer[size:]
+        return data
+
+    def send_line(self, text: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(text.encode() + b"\n")
+        self.process.stdin.flush()
+
+
+@pytest.fixture(params=SHELLS)
+def shell_bin(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """A folder whose `sh` is the shell under test (the gate's inner `sh -c` runs in it too)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "sh").symlink_to(shutil.which(request.param) or request.param)
+    return folder
+
+
+def start(shell_bin: Path, params: dict[str, str], bench: Sequence[str]) -> subprocess.Popen[bytes]:
+    argv = ["sh", str(SCRIPT), *(f"{k}={v}" for k, v in params.items()), "--", *bench]
+    env = {**os.environ, "PATH": f"{shell_bin}:{os.environ['PATH']}"}
+    return subprocess.Popen(
+        [str(shell_bin / "sh"), "-c", quote_argv(argv)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Iterator[RunDir]:
+    yield RunDir(str(tmp_path / "runs" / 'a run\'s "dir" $x'))
+
+
+def params_for(run_dir: RunDir, tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        "dir": run_dir.path,
+        "cache": str(tmp_path / "cache"),
+        "env": "0",
+        "beat_s": "0.2",
+        "beat_ms": "200",
+        "files": block([*RUN_FILES, "sampler.out"]),
+        **extra,
+    }
+
+
+def talk(process: subprocess.Popen[bytes], steering: Steering, **kwargs: object) -> dict[str, bytes]:
+    try:
+        return converse(
+            PipeChannel(process),
+            steering,
+            cancel=kwargs.get("cancel", threading.Event()),  # type: ignore[arg-type]
+            run_timeout_s=float(kwargs.get("run_timeout_s", 60.0)),  # type: ignore[arg-type]
+            request_stop=kwargs.get("request_stop", lambda: None),  # type: ignore[arg-type]
+        )
+    finally:
+        process.wait(timeout=DEADLINE_S)
+
+
+def args_of(data: bytes) -> list[str]:
+    return data.decode().split("\0")[:-1]
+
+
+def test_values_arrive_verbatim_as_scalars_blocks_and_benchmark_argv(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path
+) -> None:
+    record = 'printf "%s\\0" "$@"'
+    sampler = ["sh", "-c", record, "sampler", *HOSTILE]
+    # The memory sampler stand-in writes mem.bin: the benchmark's gate opens on it.
+    mem = ["sh", "-c", record + ' > "$0"', run_dir.file("mem.bin"), *HOSTILE]
+    bench = gated_argv(["sh", "-c", record, "bench", *HOSTILE], run_dir, wait_s=20.0)
+    params = params_for(run_dir, tmp_path, sampler=block(sampler), mem=block(mem))
+    steering = Steering(PLAN)
+    files = talk(start(shell_bin, params, bench), steering)
+    report = steering.report
+    assert report.bench_end == Ended(BenchEnd.EXITED, 0) and report.done
+    assert args_of(files["bench.out"]) == HOSTILE  # through the script's "$@" and the gate's exec
+    assert args_of(files["sampler.out"]) == HOSTILE  # through a quoted block and eval
+    watched = args_of(files["mem.bin"])  # the memory sampler got the benchmark's pid appended
+    assert watched[:-1] == HOSTILE and watched[-1] == f"--watch-pid={report.started['bench']}"
+    assert Path(run_dir.path).is_dir()  # the scalar path, quotes and all, is the folder it made
+    assert set(files) == {"bench.out", "bench.err", "mem.bin", "sampler.out", "sampler.err"}
+
+
+def test_the_host_answers_the_cooldown_gate_until_the_phone_is_cool(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path
+) -> None:
+    node = tmp_path / "thermal temp"
+    node.write_text("45000\n")
+    params = params_for(run_dir, tmp_path, cool="1", temps=block([str(node)]), cool_poll_s="0.05")
+    steering = Steering(PLAN)
+    waits = []
+
+    def cool_down_after_two_waits(event: object) -> None:
+        if type(event).__name__ == "Block" and getattr(event, "name", "") == "temp":
+            waits.append(event)
+            if len(waits) == 2:
+                node.write_text("30000\n")
+
+    process = start(shell_bin, params, ["true"])
+    try:
+        converse(
+            PipeChannel(process),
+            steering,
+            cancel=threading.Event(),
+            run_timeout_s=60.0,
+            request_stop=lambda: None,
+            on_event=cool_down_after_two_waits,
+        )
+    finally:
+        process.wait(timeout=DEADLINE_S)
+    assert len(waits) >= 3  # asked again after each `wait`
+    assert steering.report.temperature_start_c == 30.0
+    assert steering.report.bench_end == Ended(BenchEnd.EXITED, 0)
+
+
+def test_the_run_timeout_and_the_stop_file_kill_the_benchmark(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path
+) -> None:
+    steering = Steering(PLAN)
+    talk(start(shell_bin, params_for(run_dir, tmp_path, timeout_ms="600"), ["sleep", "30"]), steering)
+    assert steering.report.bench_end == Ended(BenchEnd.TIMEOUT, 137)
+
+    steering = Steering(PLAN)
+    cancel = threading.Event()
+    process = start(shell_bin, params_for(run_dir, tmp_path), ["sleep", "30"])
+    cancel.set()  # Ctrl-C: the host writes the stop file once the benchmark runs
+    stop_file = Path(run_dir.file("farm.stop"))
+    started = time.monotonic()
+    talk(process, steering, cancel=cancel, request_stop=stop_file.touch)
+    assert steering.report.bench_end == Ended(BenchEnd.STOPPED, 137)
+    assert time.monotonic() - started < 20.0  # not the benchmark's 30 s
+
+
+def test_the_end_of_the_benchmark_is_seen_at_once_not_at_the_next_heartbeat(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path
+) -> None:
+    params = params_for(run_dir, tmp_path, beat_s="30", beat_ms="30000")
+    steering = Steering(PLAN)
+    started = time.monotonic()
+    talk(start(shell_bin, params, ["sleep", "0.2"]), steering)
+    assert steering.report.bench_end == Ended(BenchEnd.EXITED, 0)
+    assert time.monotonic() - started < 15.0  # woken by the benchmark's end, not the 30 s beat
+
+
+def test_the_host_hanging_up_kills_the_benchmark(shell_bin: Path, run_dir: RunDir, tmp_path: Path) -> None:
+    process = start(shell_bin, params_for(run_dir, tmp_path), ["sleep", "30"])
+    channel = PipeChannel(process)
+    pid = None
+    while pid is None:
+        line = channel.read_line()
+        assert line is not None
+        if line.startswith(b"bench "):
+            pid = int(line.split()[1])
+    assert process.stdout is not None and process.stdin is not None
+    process.stdout.close()  # adbd closes the stream: the next heartbeat gets SIGPIPE
+    process.stdin.close()
+    process.wait(timeout=DEADLINE_S)
+    deadline = time.monotonic() + DEADLINE_S
+    while Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+        assert time.monotonic() < deadline, "the benchmark outlived the conversation"
+        time.sleep(0.05)
