@@ -1,4 +1,4 @@
-"""After a run: pull its artifacts, snapshot the environment, compute its metrics.
+"""After a run: the names of its artifacts, its environment, its metrics.
 
 Artifacts in results/<experiment>/<run-id>/: stdout.jsonl (benchmark events; an external
 program's stdout whatever its format, read by its adapter), stderr.txt,
@@ -16,10 +16,8 @@ from farm.analysis.metric import Metric as AnalysisMetric
 from farm.analysis.metrics import compute_run_metrics
 from farm.analysis.power import BatteryCalibration, calibrate
 from farm.analysis.series import Series, TraceLike
-from farm.device.session import DeviceSession
 from farm.engine.conditions import charging_control
 from farm.engine.model import CpuPolicyState, JsonObject, PhoneEnvironment, PreparedPhone, RunJob, RunResult
-from farm.engine.onphone import RunDir
 from farm.engine.program import GRANULARITY_METRIC, output_metrics
 from farm.spec.external import OutputSpec
 from farm.store import Metric
@@ -48,17 +46,6 @@ ENV_PROPS = (
 )
 
 
-def collect_artifacts(session: DeviceSession, run_dir: RunDir, local_dir: Path) -> list[str]:
-    """Pull the run's files that exist on the phone (one round trip); returns the artifact names."""
-    remotes = {run_dir.file(phone_name): local_name for phone_name, local_name in ARTIFACTS.items()}
-    pulled = []
-    for remote, data in session.pull_many(list(remotes)).items():
-        local_dir.mkdir(parents=True, exist_ok=True)
-        (local_dir / remotes[remote]).write_bytes(data)
-        pulled.append(remotes[remote])
-    return pulled
-
-
 _ENV_SCRIPT = (
     "for d in /sys/devices/system/cpu/cpufreq/policy* /sys/devices/system/cpu/cpu[0-9]*/cpufreq; do "
     '[ -d "$d" ] || continue; '
@@ -71,13 +58,22 @@ _ENV_SCRIPT = (
 
 
 def environment_snapshot(prepared: PreparedPhone) -> PhoneEnvironment:
-    """Governors and frequencies, thermal zones and the charging node, read after the run (one
-    round trip). Best effort: a phone that is gone yields the error instead."""
+    """Governors and frequencies, thermal zones and the charging node, read now (one round trip;
+    a run reads them in its own conversation, device_agents/run/farm-run.sh). Best effort: a phone
+    that is gone yields the error instead."""
     control = charging_control(prepared.caps)
     try:
         text = prepared.session.script(_ENV_SCRIPT, control.node if control else "").stdout
     except Exception as error:  # the phone may be gone; the snapshot must not hide the outcome
         return PhoneEnvironment(error=str(error))
+    return parse_environment(text)
+
+
+def parse_environment(text: str, *, error: str | None = None) -> PhoneEnvironment:
+    """`cpufreq DIR GOVERNOR KHZ`, `thermal TYPE RAW` and `charging VALUE` lines (pure); with
+    `error`, the snapshot that could not be taken."""
+    if error is not None:
+        return PhoneEnvironment(error=error)
     cpufreq: dict[str, CpuPolicyState] = {}
     thermal: dict[str, str] = {}
     charging_value = None

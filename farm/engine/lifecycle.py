@@ -1,11 +1,19 @@
-"""One run on one phone: prepare -> sampler -> load -> benchmark -> stop -> collect -> restore.
+"""One run on one phone: prepare -> (one conversation with the run script) -> store the files.
 
-`prepare_phone` runs once per phone per sweep (probe, deploy). `execute_run` runs one attempt and
-returns how it ended; it never leaves charging off (farm.engine.conditions says how).
+`prepare_phone` runs once per phone per sweep (probe, deploy, the run script). `execute_run` runs
+one attempt and returns how it ended: the whole attempt is one shell stream with
+device_agents/run/farm-run.sh (run folder, battery, charging off, cooldown, sampler, load settle,
+benchmark, stop, restore, environment, the run's files), steered by farm.engine.steering. In
+steady state that is one adb round trip per run; a stop file (cancel, a host-side timeout) and a
+host-side restore when the script could not say it restored charging are the only others.
+
+Charging: the store marker is written BEFORE the script switches charging off and cleared only
+once the script says it is back on (verified), or the host restored it itself; a crash anywhere
+in between leaves the marker, which the next farm process repairs (farm.engine.recovery).
 
 Outcomes: exit 0 -> DONE; another exit code -> FAILED (stderr kept); past run_timeout_s -> the
-benchmark is killed on the phone by pid, TIMEOUT; the phone dropping off -> LOST; the cancel
-event set (Ctrl-C) -> INTERRUPTED. The scheduler decides retries from the outcome.
+benchmark is killed on the phone, TIMEOUT; the phone dropping off or going silent longer than the
+call timeout -> LOST; the cancel event set (Ctrl-C) -> INTERRUPTED. The scheduler decides retries.
 """
 
 from __future__ import annotations
@@ -13,38 +21,30 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-import time
-from contextlib import AbstractContextManager
+from collections.abc import Callable
+from pathlib import Path
 
 from farm.adapters import OutputError
 from farm.adapters.output import stderr_tail
 from farm.device import controls
+from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
-from farm.engine.collect import ARTIFACTS, collect_artifacts, env_document, environment_snapshot
-from farm.engine.conditions import (
-    battery_pct,
-    cooldown_limit_c,
-    disable_charging,
-    restore_power,
-    wait_for_battery,
-    wait_until_cool,
-)
+from farm.engine.collect import ARTIFACTS, env_document, parse_environment
+from farm.engine.conditions import charging_control, cooldown_limit_c, restore_power
+from farm.engine.conversation import converse
 from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
-from farm.engine.onphone import (
-    LOAD,
-    PROBE,
-    SAMPLER,
-    Background,
-    RunDir,
-    gpu_busy_path,
-    last_achieved_load,
-    load_argv,
-    trace_sampler,
-)
+from farm.engine.onphone import LOAD, PROBE, SAMPLER, RunDir, last_achieved_load
 from farm.engine.program import benchmark_argv, read_output
-from farm.engine.runscript import MEM_LINGER_S, MEM_RATE_HZ, gated_argv
-from farm.engine.thermal import throttle_watch
+from farm.engine.runscript import (
+    gated_argv,
+    host_root_way,
+    install_run_script,
+    run_script_argv,
+    steering_plan,
+)
+from farm.engine.steering import Ask, BenchEnd, Block, Ended, Event, Question, RunReport, Started, Steering
+from farm.engine.thermal import ThrottleReport, judge
 from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
 from farm.fleet.inventory import Phone
 from farm.spec.model import Experiment
@@ -52,9 +52,10 @@ from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
-from farm.telemetry.sampler import sampler_argv
+from farm.telemetry.sampler import default_sources
 
 PROBE_TIMEOUT_S = 20.0
+RUN_SCRIPT_FACT = "run_script"  # session.facts: the run script's phone path, once installed
 
 
 def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict[str, object]]:
@@ -89,7 +90,8 @@ def prepare_phone(
     *,
     external: Experiment | None = None,
 ) -> PreparedPhone:
-    """Probe once, deploy the benchmark, the load generator and the sampler (content-cached).
+    """Probe once, deploy the benchmark, the load generator, the sampler and the run script
+    (content-cached).
     An external program (`external`: its experiment) brings its own binary and assets; a phone
     it has no binary for raises NoBinaryForAbi (the sweep skips the phone)."""
     caps, doc = read_probe(session, phone)
@@ -103,6 +105,7 @@ def prepare_phone(
     if deployed_external is not None:
         programs[Program.EXTERNAL.value] = deployed_external.binary
     controls.stay_awake(session, on=True)
+    session.facts[RUN_SCRIPT_FACT] = install_run_script(session)
     device_store.record_device(
         store,
         phone.device_id,
@@ -117,26 +120,6 @@ def prepare_phone(
     return PreparedPhone(session, phone, caps, programs, external=deployed_external)
 
 
-def settle_load(load: Background, target: float, gates: Gates, cancel: threading.Event) -> float | None:
-    """Wait until gpuload reports utilisation within tolerance of the target (at least settle_s,
-    at most 3x settle_s + 5 s); returns the last achieved value."""
-    start = time.monotonic()
-    limit_s = 3 * gates.settle_s + 5.0
-    achieved = None
-    while not cancel.is_set():
-        elapsed = time.monotonic() - start
-        achieved = last_achieved_load(load.read_stdout())
-        if elapsed >= gates.settle_s and achieved is not None and abs(achieved - target) <= gates.tolerance:
-            return achieved
-        if elapsed >= limit_s:
-            return achieved
-        code = load.exit_code()
-        if code is not None:
-            raise FarmError(f"gpuload exited {code} before the load settled")
-        cancel.wait(0.5)
-    return achieved
-
-
 def execute_run(
     prepared: PreparedPhone,
     job: RunJob,
@@ -147,157 +130,217 @@ def execute_run(
 ) -> RunResult:
     """One attempt of one run; the phone is restored whatever happens."""
     session = prepared.session
+    device_id = prepared.phone.device_id
     result = RunResult(Outcome.FAILED)
     notify = on_phase or (lambda _update: None)
     run_dir = RunDir.of(job.run_id)
-    charging_off = False
+    steering = Steering(steering_plan(prepared, job, gates))
+    control = charging_control(prepared.caps) if gates.disable_charging else None
+    marked = False
+    lost: str | None = None
     job.artifacts.mkdir(parents=True, exist_ok=True)
     try:
         notify(PhaseUpdate(Phase.PREPARING))
-        run_dir.create(session)
-        level = battery_pct(prepared, unplug=gates.disable_charging)
-        if level is not None and level < gates.min_battery_pct:
-            notify(PhaseUpdate(Phase.CHARGING, battery_pct=level))
-            level = wait_for_battery(prepared, gates, cancel)
-            if level is not None and level < gates.min_battery_pct:
-                result.notes.append(f"battery {level:.0f}% below the minimum {gates.min_battery_pct:.0f}%")
-        result.battery_start_pct = level
-        if gates.disable_charging:
-            charging_off = disable_charging(prepared, store, result.notes)
-        result.charging_disabled = charging_off
-        notify(PhaseUpdate(Phase.COOLING, battery_pct=level))
-        temp, waited = wait_until_cool(prepared, gates, cancel)
-        result.cooldown_waited_s = round(waited, 3)
-        result.temperature_start_c = temp
-        limit_c = cooldown_limit_c(gates, prepared.idle_temperature_c)
-        if temp is not None and temp > limit_c:
-            result.notes.append(
-                f"still {temp:.1f} °C (limit {limit_c:.1f} °C) after the "
-                f"{gates.cooldown_timeout_s:.0f} s cooldown"
+        script = session.facts.get(RUN_SCRIPT_FACT)
+        if not isinstance(script, str):
+            script = session.facts[RUN_SCRIPT_FACT] = install_run_script(session)
+        root_way = session.facts.get("root_write")
+        argv = run_script_argv(
+            script, prepared, job, gates, run_dir, root_way=root_way if isinstance(root_way, str) else None
+        )
+        result.argv = tuple(benchmark_argv(prepared, job))
+        if control is not None:
+            device_store.mark_charging_disabled(store, device_id, control.node, control.enable_value)
+            marked = True
+        with session.stream(argv) as stream:
+            files = converse(
+                stream,
+                steering,
+                cancel=cancel,
+                run_timeout_s=gates.run_timeout_s,
+                request_stop=lambda: _request_stop(session, run_dir),
+                on_event=_phase_notifier(notify, steering, gates),
             )
-        notify(PhaseUpdate(Phase.COOLING, temperature_c=temp))
-        policy_dirs = [p.dir for p in prepared.caps.cpu_policies]
-        with throttle_watch(session, policy_dirs, prepared.clocks) as watch:
-            _run_measured(prepared, job, gates, run_dir, result, cancel, notify)
-        result.throttle = watch.report()
+        _store_files(files, job.artifacts)
+        _outcome(prepared, job, gates, steering.report, files, cancel, result)
     except DeviceTransientError as error:
         result.outcome, result.error = Outcome.LOST, str(error)
+        lost = str(error)
     except StoreError:
         raise  # the store failed, not the run: the sweep stops (the phone is restored below)
     except FarmError as error:
         result.outcome, result.error = Outcome.FAILED, str(error)
     finally:
         notify(PhaseUpdate(Phase.RESTORING))
-        _restore(prepared, store, result, charging_off, gates)
-        try:
-            collect_artifacts(session, run_dir, job.artifacts)
-        except FarmError as error:
-            if result.outcome is Outcome.DONE:
-                result.outcome, result.error = Outcome.LOST, f"artifacts not pulled: {error}"
+        report = steering.report
+        _gates_of(prepared, job, gates, report, control, result)
+        _restore(prepared, store, report, marked, gates, result)
+        if report.root_way is not None and host_root_way(report.root_way) is not None:
+            session.facts["root_write"] = host_root_way(report.root_way)
+        result.throttle = _throttle(prepared, report)
+        if report.environment_text is not None:
+            result.environment = parse_environment(report.environment_text)
+        else:
+            result.environment = parse_environment("", error=lost or "the run script did not get that far")
         if result.outcome is Outcome.DONE:
             _check_output(job, result)
-        result.environment = environment_snapshot(prepared)
         document = env_document(prepared, job, result)
         (job.artifacts / "env.json").write_text(json.dumps(document, indent=2, sort_keys=True, default=str))
     return result
 
 
-def _run_measured(
+def _phase_notifier(notify: OnPhase, steering: Steering, gates: Gates) -> Callable[[Event], None]:
+    """The scheduler's phase updates (live view, `farm status`) from the script's events."""
+
+    entered_cooling = False
+
+    def on_event(event: Event) -> None:
+        nonlocal entered_cooling
+        report = steering.report
+        match event:
+            case Block(name="temp") if not entered_cooling:  # entering the gate (its first reading)
+                entered_cooling = True
+                notify(PhaseUpdate(Phase.COOLING, battery_pct=report.battery_last_pct))
+            case Block(name="battery") if (report.battery_last_pct or 100.0) < gates.min_battery_pct:
+                notify(PhaseUpdate(Phase.CHARGING, battery_pct=report.battery_last_pct))
+            case Ask(question=Question.COOL):
+                notify(PhaseUpdate(Phase.COOLING, temperature_c=report.temperature_start_c))
+            case Started(name="load"):
+                notify(PhaseUpdate(Phase.LOADING, gpu_load_target=steering.plan.load_target))
+            case Ask(question=Question.SETTLE):
+                notify(PhaseUpdate(Phase.LOADING, gpu_load_achieved=report.load_achieved))
+            case Started(name="bench"):
+                notify(PhaseUpdate(Phase.RUNNING))
+            case Ended():
+                notify(PhaseUpdate(Phase.RESTORING))
+            case _:
+                pass
+
+    return on_event
+
+
+def _request_stop(session: DeviceSession, run_dir: RunDir) -> None:
+    """Cancel or a host-side timeout: the script's stop file (a second, short call)."""
+    with contextlib.suppress(FarmError):  # the phone is gone: the conversation's own read says so
+        session.script('touch "$1"', run_dir.file("farm.stop"), timeout_s=10.0)
+
+
+def _store_files(files: dict[str, bytes], artifacts: Path) -> None:
+    for phone_name, data in files.items():
+        local = ARTIFACTS.get(phone_name)
+        if local is not None:
+            (artifacts / local).write_bytes(data)
+
+
+def _outcome(
     prepared: PreparedPhone,
     job: RunJob,
     gates: Gates,
-    run_dir: RunDir,
-    result: RunResult,
+    report: RunReport,
+    files: dict[str, bytes],
     cancel: threading.Event,
-    notify: OnPhase,
+    result: RunResult,
 ) -> None:
-    session = prepared.session
-    programs = prepared.programs
-    sampler = trace_sampler(session, run_dir, programs[SAMPLER].phone_path, prepared.caps, gates.rate_hz)
-    if sampler is None:
+    """How the attempt ended, from what the script said (exit code, timeout, stop)."""
+    if report.load_exit_code is not None:
+        raise FarmError(f"gpuload exited {report.load_exit_code} before the load settled")
+    load = files.get("gpuload.out")
+    if load is not None:  # what the load held while the benchmark ran, not only at the start
+        result.load_achieved = last_achieved_load(load.decode("utf-8", "replace")) or report.load_achieved
+    end = report.bench_end
+    if end is None or (end.how is BenchEnd.STOPPED and cancel.is_set()):
+        result.outcome, result.error = Outcome.INTERRUPTED, "interrupted"  # stopped at a gate, or Ctrl-C
+        return
+    if end.how is not BenchEnd.EXITED:
+        pid = report.started.get("bench")
+        result.outcome = Outcome.TIMEOUT
+        result.error = f"timed out after {gates.run_timeout_s:g} s; killed on the phone (pid {pid})"
+        return
+    result.exit_code = end.exit_code
+    if end.exit_code == 0:
+        result.outcome = Outcome.DONE
+        return
+    stderr = files.get("bench.err", b"").decode("utf-8", "replace")
+    result.outcome = Outcome.FAILED
+    if job.program is Program.EXTERNAL:
+        name = prepared.programs[job.program].name
+        result.error = f"{name} exited {end.exit_code}: {stderr_tail(stderr)}"
+    else:
+        tail = stderr.strip().splitlines()
+        result.error = f"{job.program} exited {end.exit_code}: {tail[-1] if tail else 'no stderr'}"
+
+
+def _gates_of(
+    prepared: PreparedPhone,
+    job: RunJob,
+    gates: Gates,
+    report: RunReport,
+    control: ChargingControl | None,
+    result: RunResult,
+) -> None:
+    """The gates' readings and their notes, as far as the conversation got."""
+    result.battery_start_pct = report.battery_last_pct  # what the run started at, after the gate
+    level = report.battery_last_pct
+    if level is not None and level < gates.min_battery_pct:
+        result.notes.append(f"battery {level:.0f}% below the minimum {gates.min_battery_pct:.0f}%")
+    past_battery = report.charging_disabled is not None or report.cooldown_waited_s is not None
+    if gates.disable_charging and control is None and past_battery:
+        result.notes.append("charging could not be disabled: no writable charging node")
+    if report.charging_disabled is False:
+        result.notes.append("charging could not be disabled: the phone refused every root write")
+    result.charging_disabled = bool(report.charging_disabled) if past_battery else None
+    result.cooldown_waited_s = report.cooldown_waited_s
+    temp = result.temperature_start_c = report.temperature_start_c
+    limit_c = cooldown_limit_c(gates, prepared.idle_temperature_c)
+    if temp is not None and temp > limit_c:
+        waited = f"{gates.cooldown_timeout_s:.0f} s cooldown"
+        result.notes.append(f"still {temp:.1f} °C (limit {limit_c:.1f} °C) after the {waited}")
+    if "sampler" not in report.started and "bench" in report.started and not default_sources(prepared.caps):
         result.notes.append("no telemetry: the phone has no readable battery, GPU or thermal node")
-    with sampler or contextlib.nullcontext():
-        if job.gpu_load > 0 and LOAD in programs:
-            notify(PhaseUpdate(Phase.LOADING, gpu_load_target=job.gpu_load))
-            load = Background(
-                session,
-                run_dir,
-                "gpuload",
-                load_argv(
-                    programs[LOAD].phone_path, job.gpu_load, gates.intensity, gpu_busy_path(prepared.caps)
-                ),
-            )
-            with load:
-                result.load_achieved = settle_load(load, job.gpu_load, gates, cancel)
-                notify(PhaseUpdate(Phase.LOADING, gpu_load_achieved=result.load_achieved))
-                if result.load_achieved is None or abs(result.load_achieved - job.gpu_load) > gates.tolerance:
-                    result.notes.append(
-                        f"background load not reached: target {job.gpu_load:g}, "
-                        f"achieved {result.load_achieved}"
-                    )
-                _run_benchmark(prepared, job, gates, run_dir, result, cancel, notify)
-                # What the load held while the benchmark ran, not only at the start.
-                result.load_achieved = last_achieved_load(load.read_stdout()) or result.load_achieved
-        else:
-            _run_benchmark(prepared, job, gates, run_dir, result, cancel, notify)
+    if "load" in report.started and "bench" in report.started:
+        achieved = report.load_achieved
+        if achieved is None or abs(achieved - job.gpu_load) > gates.tolerance:
+            result.notes.append(f"background load not reached: target {job.gpu_load:g}, achieved {achieved}")
 
 
-def _memory_sampler(
-    prepared: PreparedPhone, run_dir: RunDir, bench: Background
-) -> AbstractContextManager[object]:
-    """A second sampler that watches the benchmark's own pid (VmRSS / VmHWM) into mem.bin; it
-    ends by itself shortly after the benchmark. The benchmark (gated_argv) starts once mem.bin
-    exists; when the pid cannot be read it is told to go on without."""
-    pid = prepared.session.program_pid(bench.exit_file)
-    if pid is None:
-        prepared.session.script('touch "$1"', run_dir.file("bench.go"))
-        return contextlib.nullcontext()
-    binary = prepared.programs[SAMPLER].phone_path
-    argv = sampler_argv(binary, [], MEM_RATE_HZ, run_dir.file("mem.bin"), pid, linger_s=MEM_LINGER_S)
-    return Background(prepared.session, run_dir, "memsampler", argv)
-
-
-def _run_benchmark(
+def _restore(
     prepared: PreparedPhone,
-    job: RunJob,
+    store: Store,
+    report: RunReport,
+    marked: bool,
     gates: Gates,
-    run_dir: RunDir,
     result: RunResult,
-    cancel: threading.Event,
-    notify: OnPhase,
 ) -> None:
-    session = prepared.session
-    argv = list(benchmark_argv(prepared, job))
-    result.argv = tuple(argv)
-    notify(PhaseUpdate(Phase.RUNNING))
-    bench = Background(session, run_dir, "bench", gated_argv(argv, run_dir))
-    with bench, _memory_sampler(prepared, run_dir, bench):
-        deadline = time.monotonic() + gates.run_timeout_s
-        code = None
-        while code is None and not cancel.is_set() and time.monotonic() < deadline:
-            code = bench.wait(min(1.0, max(0.0, deadline - time.monotonic())))
-        if code is None:
-            session.kill(bench.pid or 0, "KILL")
-            if cancel.is_set():
-                result.outcome, result.error = Outcome.INTERRUPTED, "interrupted"
-            else:
-                result.outcome = Outcome.TIMEOUT
-                result.error = (
-                    f"timed out after {gates.run_timeout_s:g} s; killed on the phone (pid {bench.pid})"
-                )
-            return
-        result.exit_code = code
-        if code == 0:
-            result.outcome = Outcome.DONE
-        else:
-            stderr = session.read_text(bench.stderr) or ""
-            result.outcome = Outcome.FAILED
-            if job.program is Program.EXTERNAL:
-                name = prepared.programs[job.program].name
-                result.error = f"{name} exited {code}: {stderr_tail(stderr)}"
-            else:
-                tail = stderr.strip().splitlines()
-                result.error = f"{job.program} exited {code}: {tail[-1] if tail else 'no stderr'}"
+    """Clear the charging marker once charging is verified back on (the script's word, or the
+    host's own restore when the script could not say it: the phone dropped, the script died).
+    Failures are kept as notes; the marker then stays, so recovery retries on the next start."""
+    device_id = prepared.phone.device_id
+    if not marked:
+        return
+    if report.charging_restored or report.charging_disabled is False:
+        device_store.clear_charging_disabled(store, device_id)  # back on, or never switched off
+        result.charging_restored = True if report.charging_restored else None
+        return
+    if report.done and report.charging_disabled is None:
+        device_store.clear_charging_disabled(store, device_id)  # the script never got that far
+        return
+    try:
+        unplugged = gates.disable_charging and not report.done
+        if restore_power(prepared, store, unplugged=unplugged, charging_off=True):
+            result.charging_restored = True
+    except FarmError as error:
+        result.notes.append(f"charging not restored yet: {error}")
+        result.charging_restored = False
+
+
+def _throttle(prepared: PreparedPhone, report: RunReport) -> ThrottleReport | None:
+    """Throttling over the script's samples (None: it took none, the run never measured)."""
+    if not report.throttle_samples:
+        return None
+    clocks = prepared.clocks
+    if clocks is None:
+        return judge(report.throttle_samples, {}, None)
+    return judge(report.throttle_samples, clocks.pinned_khz, clocks.pinned_pwrlevel)
 
 
 def _check_output(job: RunJob, result: RunResult) -> None:
@@ -312,19 +355,6 @@ def _check_output(job: RunJob, result: RunResult) -> None:
         )
     except OutputError as error:
         result.outcome, result.error = Outcome.FAILED, str(error)
-
-
-def _restore(
-    prepared: PreparedPhone, store: Store, result: RunResult, charging_off: bool, gates: Gates
-) -> None:
-    """Charging back on and Android's battery state reset; failures are kept as notes (the store
-    marker stays, so recovery retries on the next start)."""
-    try:
-        if restore_power(prepared, store, unplugged=gates.disable_charging, charging_off=charging_off):
-            result.charging_restored = True
-    except FarmError as error:
-        result.notes.append(f"charging not restored yet: {error}")
-        result.charging_restored = False
 
 
 __all__ = ["execute_run", "gated_argv", "prepare_phone", "probe_phone"]
