@@ -109,12 +109,17 @@ spawn_block() {  # $1 name, $2 argv block
 
 read_battery() { dumpsys battery 2>&1 | block battery; }
 
+val() {  # the first line of file $1 in $v ("" when unreadable): a builtin read, no process
+  v=
+  { IFS= read -r v || [ -n "$v" ]; } < "$1" 2> /dev/null
+}
+
 read_temps() {  # each readable thermal node; dumpsys battery when none is
   eval "set -- $temps"
   n=0
   say "begin temp"
   for f in "$@"; do
-    if v=$(cat "$f" 2> /dev/null); then printf '| %s\n' "$v"; n=$((n + 1)); fi
+    if val "$f" && [ -n "$v" ]; then printf '| %s\n' "$v"; n=$((n + 1)); fi
   done
   say "end temp"
   [ "$n" = 0 ] && read_battery
@@ -123,8 +128,8 @@ read_temps() {  # each readable thermal node; dumpsys battery when none is
 throttle_sample() {  # what farm.engine.thermal.parse_sample reads
   eval "set -- $policies"
   {
-    for d in "$@"; do echo "cpu $d $(cat "$d/scaling_max_freq" 2> /dev/null)"; done
-    [ -n "$kgsl" ] && echo "kgsl $(cat "$kgsl/thermal_pwrlevel" 2> /dev/null)"
+    for d in "$@"; do val "$d/scaling_max_freq"; echo "cpu $d $v"; done
+    [ -n "$kgsl" ] && val "$kgsl/thermal_pwrlevel" && echo "kgsl $v"
     dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
   } | block throttle
 }
@@ -163,20 +168,25 @@ wait_bench() {  # until the benchmark ends, the run timeout or the stop file
   say "exit ${ended:-exited} ${code:-none}"
 }
 
-stop_all() {  # load and trace sampler TERM (the memory sampler ends by itself), KILL after ~1 s
+signal_stop() {  # load and trace sampler TERM; the memory sampler ends by itself (--linger-s)
   for p in $lpid $spid; do kill -s TERM "$p" 2> /dev/null; done
+}
+
+wait_stopped() {  # until all three ended, KILL after ~1 s
   i=0
   while [ "$i" -lt 50 ]; do
     left=0
     [ -n "$lpid" ] && [ ! -f gpuload.exit ] && left=1
     [ -n "$spid" ] && [ ! -f sampler.exit ] && left=1
     [ -n "$mpid" ] && [ ! -f memsampler.exit ] && left=1
-    [ "$left" = 0 ] && break
+    [ "$left" = 0 ] && return 0
     sleep 0.02
     i=$((i + 1))
   done
   for p in $lpid $spid $mpid; do kill -s KILL "$p" 2> /dev/null; done
 }
+
+stop_all() { signal_stop; wait_stopped; }
 
 restore() {  # battery state reset, charging back on (verified)
   [ "$unplugged" = 1 ] && dumpsys battery reset > /dev/null 2>&1
@@ -190,13 +200,19 @@ environment() {  # what farm.engine.collect.parse_environment reads
   {
     for d in /sys/devices/system/cpu/cpufreq/policy* /sys/devices/system/cpu/cpu[0-9]*/cpufreq; do
       [ -d "$d" ] || continue
-      echo "cpufreq $d $(cat "$d/scaling_governor" 2> /dev/null) $(cat "$d/scaling_cur_freq" 2> /dev/null)"
+      val "$d/scaling_governor"
+      g=$v
+      val "$d/scaling_cur_freq"
+      echo "cpufreq $d $g $v"
     done
     for z in /sys/class/thermal/thermal_zone*; do
       [ -d "$z" ] || continue
-      echo "thermal $(cat "$z/type" 2> /dev/null) $(cat "$z/temp" 2> /dev/null)"
+      val "$z/type"
+      ty=$v
+      val "$z/temp"
+      echo "thermal $ty $v"
     done
-    [ -n "$charge_node" ] && echo "charging $(cat "$charge_node" 2> /dev/null)"
+    [ -n "$charge_node" ] && val "$charge_node" && echo "charging $v"
   } | block env
 }
 
@@ -274,8 +290,9 @@ if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
   [ -n "$lpid" ] && tail -n 2 gpuload.out 2> /dev/null | block load
 fi
 
-stop_all
+signal_stop  # while the load and the samplers end: charging back on, the environment
 restore
 [ "$env" = 1 ] && environment
+wait_stopped
 bundle
 say "done $PROTO"

@@ -1,39 +1,28 @@
 """Throttling seen while a run measures, and what the experiment's `on_throttle` makes of it.
 
-A watch thread reads, every THROTTLE_POLL_S and once more at the end: each cpufreq policy's
+The run script (device_agents/run/farm-run.sh) samples, when the benchmark starts, every few
+seconds while it runs (farm.engine.runscript.THROTTLE_POLL_S) and once more at its end: each cpufreq policy's
 scaling_max_freq (the kernel shows the thermal cap there: the cooling device's QoS request),
 kgsl's thermal_pwrlevel (above the pinned level: the GPU is capped) and `dumpsys
 thermalservice`'s "Thermal Status" (Android 10+; 1 = light throttling and up). A CPU is capped
 when its maximum falls below what it was when the run started (or below its pin).
 
-    with ThrottleWatch(session, policy_dirs, pinned_khz, kgsl_dir, pinned_pwrlevel) as watch:
-        ...  # the benchmark
-    report = watch.report()          # ThrottleReport: capped CPU / GPU, status, time to throttle
+    samples = [(seconds_since_start, parse_sample(text)), ...]   # the script's throttle blocks
+    report = judge(samples, pinned_khz, pinned_pwrlevel)  # ThrottleReport: capped CPU / GPU, status
     next_state = throttle_decision(...)  # on_throttle: flag | retry | fail
 """
 
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from farm.device.session import DeviceSession
-from farm.engine.clocks import AppliedClocks
 from farm.spec.clocks import OnThrottle
 from farm.store import Metric, Outcome, RunState
 
-THROTTLE_POLL_S = 5.0  # dumpsys thermalservice is a binder call: not more often than this
 THERMAL_STATUS_LIGHT = 1  # android.os.PowerManager.THERMAL_STATUS_LIGHT
 _STATUS = re.compile(r"^Thermal Status:\s*(\d+)", re.MULTILINE)
-# $1: kgsl folder or ""; $2...: policy folders. `cpu DIR MAX_KHZ`, `kgsl LEVEL`, then the dump.
-_SAMPLE = (
-    'k=$1; shift; for d in "$@"; do echo "cpu $d $(cat "$d/scaling_max_freq" 2>/dev/null)"; done; '
-    '[ -n "$k" ] && echo "kgsl $(cat "$k/thermal_pwrlevel" 2>/dev/null)"; '
-    "dumpsys thermalservice 2>/dev/null | grep '^Thermal Status'; true"
-)
 
 
 @dataclass(frozen=True)
@@ -44,7 +33,7 @@ class ThrottleSample:
 
 
 def parse_sample(text: str) -> ThrottleSample:
-    """One `_SAMPLE` output (pure)."""
+    """One sample: `cpu DIR MAX_KHZ` lines, `kgsl LEVEL`, then dumpsys thermalservice's status (pure)."""
     cpu: dict[str, int] = {}
     kgsl = None
     for line in text.splitlines():
@@ -130,62 +119,6 @@ def judge(
         if first is None and (now_capped or gpu_now or hot):
             first = round(at_s, 3)
     return ThrottleReport(tuple(capped), gpu, status_max, first, len(samples))
-
-
-@dataclass
-class ThrottleWatch:
-    """Samples throttling on its own thread while a run measures (see the module docstring)."""
-
-    session: DeviceSession
-    policy_dirs: Sequence[str]
-    pinned_khz: Mapping[str, int] = field(default_factory=dict)
-    kgsl_dir: str | None = None
-    pinned_pwrlevel: int | None = None
-    poll_s: float = THROTTLE_POLL_S
-
-    def __post_init__(self) -> None:
-        self._samples: list[tuple[float, ThrottleSample]] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._start = 0.0
-        self.error: str | None = None
-
-    def _sample(self) -> None:
-        try:
-            text = self.session.script(_SAMPLE, self.kgsl_dir or "", *self.policy_dirs).stdout
-        except Exception as error:  # the phone may be gone: the run's outcome says so, not this
-            self.error = str(error)
-            return
-        self._samples.append((time.monotonic() - self._start, parse_sample(text)))
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.poll_s):
-            self._sample()
-
-    def __enter__(self) -> ThrottleWatch:
-        self._start = time.monotonic()
-        self._sample()
-        self._thread = threading.Thread(target=self._loop, name="throttle-watch", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._sample()
-
-    def report(self) -> ThrottleReport:
-        return judge(self._samples, self.pinned_khz, self.pinned_pwrlevel)
-
-
-def throttle_watch(
-    session: DeviceSession, policy_dirs: Sequence[str], clocks: AppliedClocks | None
-) -> ThrottleWatch:
-    """The watch for a run on a phone prepared with these clocks."""
-    if clocks is None:
-        return ThrottleWatch(session, policy_dirs)
-    return ThrottleWatch(session, policy_dirs, clocks.pinned_khz, clocks.kgsl_dir, clocks.pinned_pwrlevel)
 
 
 def throttle_decision(
