@@ -17,11 +17,14 @@
 # samplers; battery reset and charging back on; environment; the run's files as one bundle; done.
 #
 # Out: one line per event, "TAG FIELDS"; a block is "begin NAME", "| LINE"..., "end NAME".
-# In: after "ask NAME" one line: go | wait | stop. A closed stdin means stop.
+# In: after "ask NAME" one line: go | wait | stop. A closed stdin means stop. The battery and
+# cooldown gates only ask when they would hold the run (battery_min, temp_limit_mc): a run that
+# passes them costs no wait for the host's answer.
 
 PROTO=1
 dir= cache= battery=0 unplug=0 charge_node= charge_off= charge_on= root_way=direct
 cool=0 temps= policies= kgsl= throttle_ms=5000 sampler= load= mem= files= env=1
+battery_min= temp_limit_mc=
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
 while [ "$#" -gt 0 ]; do
@@ -31,6 +34,7 @@ while [ "$#" -gt 0 ]; do
       key=${1%%=*}
       case $key in
         dir|cache|battery|unplug|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
+        battery_min|temp_limit_mc|\
         kgsl|throttle_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
         cool_poll_s|settle_poll_s)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
@@ -48,7 +52,8 @@ ended=
 way_used=
 unplugged=0
 charging_off=0
-bpid= lpid= spid= mpid=
+bpid=
+started=
 WRITE='printf "%s\n" "$1" > "$2" && [ "$(cat "$2")" = "$1" ]'
 
 # mksh reports a closed stdout as printf failing (status 141), dash by SIGPIPE: both hang up.
@@ -66,7 +71,12 @@ ask() {  # the host's answer to $1, in $reply (stop when it hung up)
   case $reply in go|wait|stop) ;; *) reply=stop ;; esac
 }
 
-quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+quote() {  # $1 in single quotes for `su -c` (sed only when it holds one itself)
+  case $1 in
+    *\'*) printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+    *) printf "'%s'" "$1" ;;
+  esac
+}
 
 root_write() {  # $1 value to $2 node as root, read back; the way that worked in $way_used
   tried=
@@ -84,7 +94,7 @@ root_write() {  # $1 value to $2 node as root, read back; the way that worked in
 }
 
 spawn() {  # $1 name, $2 1 = signal this script when it ends, then argv. In the run folder, in the
-  # background under a wrapper that writes NAME.pid and NAME.exit; the program's pid in $bg_pid.
+  # background under a wrapper that writes NAME.pid and NAME.exit (pid_of reads the pid).
   n=$1 notify=$2
   shift 2
   rm -f "$n.pid" "$n.exit"
@@ -95,10 +105,14 @@ spawn() {  # $1 name, $2 1 = signal this script when it ends, then argv. In the 
     echo "$?" > "$n.exit.tmp" && mv -f "$n.exit.tmp" "$n.exit"
     [ "$notify" = 1 ] && kill -s USR1 "$top" 2> /dev/null
   ) > /dev/null 2>&1 &
+  [ "$n" = bench ] || started="$started $n"
+}
+
+pid_of() {  # the pid of program $1 in $bg_pid, waiting (at most ~5 s) for its wrapper to write it
   i=0
-  while [ ! -s "$n.pid" ] && [ "$i" -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
+  while [ ! -s "$1.pid" ] && [ "$i" -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
   bg_pid=
-  read -r bg_pid < "$n.pid" 2> /dev/null
+  read -r bg_pid < "$1.pid" 2> /dev/null
 }
 
 spawn_block() {  # $1 name, $2 argv block
@@ -107,22 +121,49 @@ spawn_block() {  # $1 name, $2 argv block
   spawn "$n" 0 "$@"
 }
 
-read_battery() { dumpsys battery 2>&1 | block battery; }
+read_battery() {  # the block for the host, and the level for battery_ok
+  dumpsys battery > battery.txt 2>&1
+  level=
+  while read -r key value rest; do [ "$key" = level: ] && [ -z "$level" ] && level=$value; done < battery.txt
+  case $level in '' | *[!0-9]*) level= ;; esac
+  block battery < battery.txt
+}
+
+battery_ok() {  # at or above the minimum: no need to ask the host (it reads the block anyway)
+  [ -n "$battery_min" ] && [ -n "$level" ] && [ "$level" -ge "$battery_min" ]
+}
+
+to_mc() {  # a thermal node's integer value in millidegrees in $mc (as farm.device.android
+  # .parse_thermal_c reads it: millidegrees, decidegrees or degrees); "" when not one
+  mc=
+  case ${1#-} in '' | *[!0-9]*) return 1 ;; esac
+  a=${1#-}
+  if [ "$a" -ge 1000 ]; then mc=$1; elif [ "$a" -ge 150 ]; then mc=$(($1 * 100)); else mc=$(($1 * 1000)); fi
+  [ "$mc" -ge -40000 ] && [ "$mc" -le 150000 ] || mc=
+}
 
 val() {  # the first line of file $1 in $v ("" when unreadable): a builtin read, no process
   v=
   { IFS= read -r v || [ -n "$v" ]; } < "$1" 2> /dev/null
 }
 
-read_temps() {  # each readable thermal node; dumpsys battery when none is
+read_temps() {  # each readable thermal node; dumpsys battery when none is. $cool_ok: the hottest
+  # is at or below temp_limit_mc (no need to ask the host)
   eval "set -- $temps"
   n=0
+  hottest=
   say "begin temp"
   for f in "$@"; do
-    if val "$f" && [ -n "$v" ]; then printf '| %s\n' "$v"; n=$((n + 1)); fi
+    if val "$f" && [ -n "$v" ]; then
+      printf '| %s\n' "$v"
+      n=$((n + 1))
+      to_mc "$v" && { [ -z "$hottest" ] || [ "$mc" -gt "$hottest" ]; } && hottest=$mc
+    fi
   done
   say "end temp"
   [ "$n" = 0 ] && read_battery
+  cool_ok=0
+  [ -n "$temp_limit_mc" ] && [ -n "$hottest" ] && [ "$hottest" -le "$temp_limit_mc" ] && cool_ok=1
 }
 
 throttle_sample() {  # what farm.engine.thermal.parse_sample reads
@@ -138,9 +179,9 @@ start_mem() {  # the memory sampler on the benchmark's pid; without it the bench
   if [ -n "$mem" ] && [ -n "$bpid" ]; then
     eval "set -- $mem"
     spawn memsampler 0 "$@" "--watch-pid=$bpid"
-    mpid=$bg_pid
+  else
+    : > bench.go
   fi
-  [ -n "$mpid" ] || : > bench.go
 }
 
 wait_bench() {  # until the benchmark ends, the run timeout or the stop file
@@ -168,22 +209,30 @@ wait_bench() {  # until the benchmark ends, the run timeout or the stop file
   say "exit ${ended:-exited} ${code:-none}"
 }
 
-signal_stop() {  # load and trace sampler TERM; the memory sampler ends by itself (--linger-s)
-  for p in $lpid $spid; do kill -s TERM "$p" 2> /dev/null; done
+signal_each() {  # signal $1 to each started program (not the benchmark) that has not ended; the
+  # memory sampler only with KILL (it ends by itself once the benchmark's pid is gone)
+  for n in $started; do
+    [ -f "$n.exit" ] && continue
+    [ "$n" = memsampler ] && [ "$1" != KILL ] && continue
+    p=
+    read -r p < "$n.pid" 2> /dev/null
+    [ -n "$p" ] && kill -s "$1" "$p" 2> /dev/null
+  done
 }
 
-wait_stopped() {  # until all three ended, KILL after ~1 s
+signal_stop() { signal_each TERM; }
+
+wait_stopped() {  # until every started program ended (TERM again every 0.2 s), KILL after ~1 s
   i=0
   while [ "$i" -lt 50 ]; do
     left=0
-    [ -n "$lpid" ] && [ ! -f gpuload.exit ] && left=1
-    [ -n "$spid" ] && [ ! -f sampler.exit ] && left=1
-    [ -n "$mpid" ] && [ ! -f memsampler.exit ] && left=1
+    for n in $started; do [ -f "$n.exit" ] || left=1; done
     [ "$left" = 0 ] && return 0
+    [ $((i % 10)) = 9 ] && signal_each TERM  # one started just now may not have had its pid yet
     sleep 0.02
     i=$((i + 1))
   done
-  for p in $lpid $spid $mpid; do kill -s KILL "$p" 2> /dev/null; done
+  signal_each KILL
 }
 
 stop_all() { signal_stop; wait_stopped; }
@@ -245,8 +294,8 @@ say "hello $PROTO $$"
 if [ "$battery" = 1 ]; then
   read_battery
   if [ "$unplug" = 1 ]; then dumpsys battery unplug > /dev/null 2>&1; unplugged=1; fi
-  ask battery
-  while [ "$reply" = wait ]; do sleep "$battery_poll_s"; read_battery; ask battery; done
+  battery_ok || ask battery
+  while [ "$reply" = wait ]; do sleep "$battery_poll_s"; read_battery; battery_ok && { reply=go; break; }; ask battery; done
 fi
 
 if [ -n "$charge_node" ] && [ "$reply" != stop ]; then
@@ -256,20 +305,18 @@ fi
 
 if [ "$cool" = 1 ] && [ "$reply" != stop ]; then
   read_temps
-  ask cool
-  while [ "$reply" = wait ]; do sleep "$cool_poll_s"; read_temps; ask cool; done
+  [ "$cool_ok" = 1 ] || ask cool
+  while [ "$reply" = wait ]; do sleep "$cool_poll_s"; read_temps; [ "$cool_ok" = 1 ] && { reply=go; break; }; ask cool; done
 fi
 
 if [ "$reply" != stop ] && [ -n "$sampler" ]; then
   spawn_block sampler "$sampler"
-  spid=$bg_pid
-  say "sampler ${spid:-none}"
+  say "sampler -"
 fi
 
 if [ "$reply" != stop ] && [ -n "$load" ]; then
   spawn_block gpuload "$load"
-  lpid=$bg_pid
-  say "load ${lpid:-none}"
+  say "load -"
   while :; do
     sleep "$settle_poll_s"
     tail -n 2 gpuload.out 2> /dev/null | block load
@@ -281,13 +328,14 @@ fi
 
 if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
   spawn bench 1 "$@"
+  pid_of bench
   bpid=$bg_pid
   say "bench ${bpid:-none}"
   start_mem
-  say "memsampler ${mpid:-none}"
+  say "memsampler -"
   wait_bench
   throttle_sample
-  [ -n "$lpid" ] && tail -n 2 gpuload.out 2> /dev/null | block load
+  [ -n "$load" ] && tail -n 2 gpuload.out 2> /dev/null | block load
 fi
 
 signal_stop  # while the load and the samplers end: charging back on, the environment

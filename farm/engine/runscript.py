@@ -14,6 +14,7 @@ own quote_argv, like every other phone command.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,6 +104,9 @@ def run_script_argv(
         "battery": "1",
         "unplug": "1" if gates.disable_charging else "0",
         "cool": "1",
+        # The script asks the host only when a gate would hold the run (it still reports readings).
+        "battery_min": str(math.ceil(gates.min_battery_pct)),
+        "temp_limit_mc": str(math.floor(cooldown_limit_c(gates, prepared.idle_temperature_c) * 1000)),
         "temps": block(temperature_nodes(caps)),
         "policies": block([p.dir for p in caps.cpu_policies]),
         "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",

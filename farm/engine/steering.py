@@ -274,12 +274,14 @@ class Steering:
                     report.battery_start_pct = battery.level_pct
                 report.battery_last_pct = battery.level_pct
                 if self._cool_since is not None:  # no thermal node: the battery's temperature
-                    self._last_temp = battery.temperature_c
+                    self._last_temp = report.temperature_start_c = battery.temperature_c
             case Block(name="temp"):
+                # The script asks only when the gate would hold the run: every reading counts.
                 temps = [t for t in (parse_thermal_c(line) for line in event.lines) if t is not None]
-                self._last_temp = max(temps) if temps else None
+                self._last_temp = report.temperature_start_c = max(temps) if temps else None
                 if self._cool_since is None:
                     self._cool_since = now_s
+                report.cooldown_waited_s = round(now_s - self._cool_since, 3)
             case Block(name="load"):
                 achieved = last_achieved_load(event.text)
                 if achieved is not None:

@@ -151,7 +151,9 @@ def test_the_host_answers_the_cooldown_gate_until_the_phone_is_cool(
 ) -> None:
     node = tmp_path / "thermal temp"
     node.write_text("45000\n")
-    params = params_for(run_dir, tmp_path, cool="1", temps=block([str(node)]), cool_poll_s="0.05")
+    params = params_for(
+        run_dir, tmp_path, cool="1", temps=block([str(node)]), cool_poll_s="0.05", temp_limit_mc="40000"
+    )
     steering = Steering(PLAN)
     waits = []
 
@@ -173,7 +175,7 @@ def test_the_host_answers_the_cooldown_gate_until_the_phone_is_cool(
         )
     finally:
         process.wait(timeout=DEADLINE_S)
-    assert len(waits) >= 3  # asked again after each `wait`
+    assert len(waits) >= 3  # read again after each `wait`, until it is cool
     assert steering.report.temperature_start_c == 30.0
     assert steering.report.bench_end == Ended(BenchEnd.EXITED, 0)
 
@@ -224,3 +226,24 @@ def test_the_host_hanging_up_kills_the_benchmark(shell_bin: Path, run_dir: RunDi
     while Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
         assert time.monotonic() < deadline, "the benchmark outlived the conversation"
         time.sleep(0.05)
+
+
+def test_a_gate_that_would_not_hold_the_run_asks_nothing(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path
+) -> None:
+    nodes = [tmp_path / "zone0", tmp_path / "zone1", tmp_path / "unreadable"]
+    nodes[0].write_text("385\n")  # decidegrees: 38.5 °C
+    nodes[1].write_text("39000\n")  # millidegrees: the hottest, still below the limit
+    params = params_for(run_dir, tmp_path, cool="1", temps=block(map(str, nodes)), temp_limit_mc="40000")
+    process = start(shell_bin, params, ["true"])
+    channel = PipeChannel(process)
+    sent: list[str] = []
+    channel.send_line = sent.append  # type: ignore[method-assign]
+    steering = Steering(PLAN)
+    try:
+        converse(channel, steering, cancel=threading.Event(), run_timeout_s=60.0, request_stop=lambda: None)
+    finally:
+        process.wait(timeout=DEADLINE_S)
+    assert sent == []  # no question, so no wait for an answer
+    assert steering.report.temperature_start_c == 39.0 and steering.report.cooldown_waited_s == 0.0
+    assert steering.report.bench_end == Ended(BenchEnd.EXITED, 0)
