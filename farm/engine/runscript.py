@@ -31,7 +31,9 @@ from farm.telemetry.sampler import default_sources, sampler_argv
 RUN_SCRIPT = "farm-run.sh"
 SCRIPT_SOURCE = Path("device_agents") / "run" / RUN_SCRIPT
 MEM_RATE_HZ = 50.0
-MEM_LINGER_S = 0.2
+# The memory sampler ends as soon as it sees the benchmark's pid gone (after its exit record):
+# every run waits for it before its files go back, and it has nothing else to sample.
+MEM_LINGER_S = 0.0
 # The benchmark waits at most this long for its memory sampler before it starts anyway.
 MEM_GATE_WAIT_S = 5.0
 MEM_GATE_POLL_S = 0.01
@@ -98,6 +100,10 @@ def run_script_argv(
 ) -> list[str]:
     """`sh farm-run.sh KEY=VALUE... -- GATED BENCHMARK ARGV` for one attempt (pure)."""
     caps, programs = prepared.caps, prepared.programs
+    # The host hears from the script at least every third of its call timeout, so that silence
+    # longer than the timeout means a hung or gone phone, not a long wait.
+    quiet_s = prepared.session.default_timeout_s / 3
+    beat_s = min(BEAT_S, quiet_s)
     params = {
         "dir": run_dir.path,
         "cache": CL_CACHE_DIR,
@@ -112,10 +118,10 @@ def run_script_argv(
         "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",
         "throttle_ms": _ms(THROTTLE_POLL_S),
         "timeout_ms": _ms(gates.run_timeout_s),
-        "beat_s": f"{BEAT_S:g}",
-        "beat_ms": _ms(BEAT_S),
-        "battery_poll_s": f"{BATTERY_POLL_S:g}",
-        "cool_poll_s": f"{COOL_POLL_S:g}",
+        "beat_s": f"{beat_s:.3g}",
+        "beat_ms": _ms(beat_s),
+        "battery_poll_s": f"{min(BATTERY_POLL_S, quiet_s):.3g}",
+        "cool_poll_s": f"{min(COOL_POLL_S, quiet_s):.3g}",
         "settle_poll_s": f"{SETTLE_POLL_S:g}",
         "files": block(RUN_FILES),
     }

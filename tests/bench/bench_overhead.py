@@ -142,6 +142,9 @@ def bench_sweep(adb_port: int, work: Path, phones: int, seconds: float) -> dict[
         control.stop_daemon(state)
     windows = _windows(work / name, name)
     done = sum(len(ws) for ws in windows.values())
+    with Store.in_results(work / name) as store:
+        rows = store.query("SELECT outcome, error FROM attempts WHERE outcome != 'done'")
+    not_done = sorted({f"{row['outcome']}: {str(row['error'])[:160]}" for row in rows})
     gaps = [
         (later[0] - earlier[1]) / 1e9 - later[2]
         for ws in windows.values()
@@ -170,6 +173,8 @@ def bench_sweep(adb_port: int, work: Path, phones: int, seconds: float) -> dict[
         "utilisation": round(busy / (len(windows) * span), 3) if span > 0 else None,
         "utilisation_wall": round(busy / (phones * wall), 3),
         "load_average": os.getloadavg(),
+        "attempts_not_done": len(rows),
+        "not_done_reasons": not_done[:10],
     }
 
 
