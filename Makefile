@@ -66,8 +66,17 @@ kernels agents:
 	$(MAKE) -C device_agents $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
 	$(MAKE) -C kernels/examples $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
 
+# Most tests wait on phones, runs and timeouts rather than compute, so two workers (a file each,
+# keeping module fixtures) cut the wall time on a 2-core machine. Files go out in collection order
+# (--no-loadscope-reorder: e2e first, whose long single tests would otherwise start last, as the
+# files with the fewest tests, and end the run alone). Tests marked `serial` measure speed or
+# heartbeats against the host's cores and run alone afterwards. Both passes always run.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -q --durations=15 tests
+	@status=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=15 tests || status=$$?; \
+	$(PY) -m pytest -q -m serial --durations=5 tests || status=$$?; \
+	exit $$status
 
 test-unit: venv
 	$(PY) -m pytest -q tests/unit

@@ -12,9 +12,13 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 DEMO_ADB_PORT = 5137
 # Two rooted lab phones (charging can be stopped, fast fuel gauge), an old rooted phone with a
@@ -28,6 +32,30 @@ ADB_TIMEOUT_S = 30.0
 
 class DemoFailed(Exception):
     """A demo step failed; its message names the step and what to look at."""
+
+
+class DemoStopped(Exception):
+    """SIGTERM reached the demo (a timeout, `kill`): it stops its phones and adb server, then exits."""
+
+
+def _raise_stopped(signum: int, frame: FrameType | None) -> None:
+    # A second SIGTERM (a process group signalled twice) must not cut the clean-up short; the
+    # clean-up commands inherit the ignore, so they finish too.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise DemoStopped(f"stopped by signal {signal.Signals(signum).name}; its phones were stopped")
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Turn SIGTERM into an exception, so the `finally` that stops the phones runs.
+
+    The phone daemon and the adb server are detached (own session), so killing the demo alone
+    would leave them running."""
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _step(title: str, argv: list[str], env: dict[str, str], *, allowed_codes: tuple[int, ...] = (0,)) -> int:
@@ -91,9 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, default=Path(".farm/demo"), help="virtual phones' state")
     options = parser.parse_args(argv)
     try:
-        report = run_demo(
-            options.results.resolve(), options.keep_phones, options.adb_port, options.state_dir.resolve()
-        )
+        with _sigterm_unwinds():
+            report = run_demo(
+                options.results.resolve(), options.keep_phones, options.adb_port, options.state_dir.resolve()
+            )
+    except DemoStopped as stopped:
+        print(f"demo: {stopped}", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except (DemoFailed, subprocess.SubprocessError, OSError) as error:
         print(f"demo: {error}", file=sys.stderr)
         return 1

@@ -6,10 +6,14 @@ must hold the figures lstm_gpu_load.yaml declares.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,7 @@ from tests.e2e.farm_cli import REPO
 pytestmark = pytest.mark.integration
 
 DEMO_TIMEOUT_S = 600
+CLEANUP_TIMEOUT_S = 60
 
 
 def _free_port() -> int:
@@ -28,26 +33,71 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_demo_ends_by_printing_the_report_path_with_the_declared_figures(tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    demo = [
+def _demo_argv(tmp_path: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "farm.demo",
         "--results",
-        str(results),
+        str(tmp_path / "results"),
         "--adb-port",
         str(_free_port()),
         "--state-dir",
         str(tmp_path / "phones"),
     ]
-    done = subprocess.run(
-        [sys.executable, "-m", "farm.demo", *demo],
+
+
+def _daemons_of(state_dir: Path) -> str:
+    return subprocess.run(["pgrep", "-f", str(state_dir)], capture_output=True, text=True).stdout.strip()
+
+
+@contextmanager
+def _demo(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """`python -m farm.demo` in its own process group; whatever happens to the test, the group is
+    stopped (SIGTERM, which the demo turns into stopping its phones, then SIGKILL) and any phone
+    daemon still running from its state dir is brought down, so a timeout leaks nothing."""
+    demo = subprocess.Popen(
+        _demo_argv(tmp_path),
         cwd=REPO,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=DEMO_TIMEOUT_S,
-        check=False,
+        start_new_session=True,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    last_line = done.stdout.strip().splitlines()[-1]
+    try:
+        yield demo
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGTERM)
+            try:
+                demo.communicate(timeout=CLEANUP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(demo.pid, signal.SIGKILL)
+                demo.communicate()
+        if _daemons_of(tmp_path / "phones"):
+            env = dict(os.environ, FARM_VIRTUAL_DIR=str(tmp_path / "phones"))
+            subprocess.run(
+                [sys.executable, "-m", "farm", "virtual", "down"],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                timeout=CLEANUP_TIMEOUT_S,
+                check=False,
+            )
+
+
+# The demo's own deadline, not the suite's 300 s default (a loaded host takes longer than that).
+@pytest.mark.timeout(DEMO_TIMEOUT_S + CLEANUP_TIMEOUT_S + 30)
+def test_demo_ends_by_printing_the_report_path_with_the_declared_figures(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    with _demo(tmp_path) as demo:
+        stdout, stderr = demo.communicate(timeout=DEMO_TIMEOUT_S)
+        # The demo stops what it started: no phone daemon of this demo is left running (checked
+        # before _demo's own clean-up could stop one).
+        leftover = _daemons_of(tmp_path / "phones")
+    assert demo.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    assert leftover == ""
+    last_line = stdout.strip().splitlines()[-1]
     match = re.fullmatch(r"Report: (.+)", last_line)
     assert match, last_line
     report = Path(match.group(1))
@@ -64,6 +114,19 @@ def test_demo_ends_by_printing_the_report_path_with_the_declared_figures(tmp_pat
     assert len(list(figures.glob("*.pdf"))) == len(list(figures.glob("*.svg")))
     assert (report.parent / "report.md").is_file()
 
-    # The demo stops what it started: no phone daemon of this demo is left running.
-    leftover = subprocess.run(["pgrep", "-f", str(tmp_path / "phones")], capture_output=True, text=True)
-    assert leftover.stdout.strip() == ""
+
+def test_a_demo_stopped_by_sigterm_stops_its_phones_and_exits_143(tmp_path: Path) -> None:
+    with _demo(tmp_path) as demo:
+        assert demo.stdout is not None
+        for line in demo.stdout:  # the step after `farm virtual up`: the phones are running
+            if line.startswith("== the phones farm sees"):
+                break
+        else:
+            pytest.fail(f"the demo ended before its phones were up: {demo.communicate()}")
+        assert _daemons_of(tmp_path / "phones") != ""
+        os.killpg(demo.pid, signal.SIGTERM)  # what a timeout or `kill` sends the whole group
+        _, stderr = demo.communicate(timeout=CLEANUP_TIMEOUT_S)
+        leftover = _daemons_of(tmp_path / "phones")
+    assert demo.returncode == 128 + signal.SIGTERM, stderr
+    assert "stopped by signal SIGTERM" in stderr and "Traceback" not in stderr, stderr
+    assert leftover == ""

@@ -36,6 +36,7 @@ IDLE_TOLERANCE = 0.05
 NET_ENERGY_TOLERANCE = 0.05
 
 
+@pytest.mark.serial  # energy within 3 % of the ground truth: a starved sampler misses it
 def test_energy_and_gpu_load_match_the_phones_ground_truth(virtual_phones, tmp_path: Path) -> None:
     # adreno-sd865: rooted (farm can stop charging), fuel gauge every 1 s, current in uA.
     phones = virtual_phones(count=1, profiles=["adreno-sd865"])

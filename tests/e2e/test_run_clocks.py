@@ -106,6 +106,7 @@ def test_clocks_left_pinned_by_a_killed_farm_are_restored_by_the_next(virtual_ph
         assert "clocks restored after an interrupted run" in messages
 
 
+@pytest.mark.serial  # a speed ratio: needs the host's cores
 def test_pinned_min_is_slower_than_max_by_the_clock_ratio_and_compare_finds_it(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -189,6 +190,7 @@ def test_a_hot_phone_throttles_and_on_throttle_retry_runs_it_again(virtual_phone
             assert metrics["valid_not_throttled"] == 1.0
 
 
+@pytest.mark.serial  # a drift ratio: needs the host's cores
 def test_a_sustained_run_on_a_hot_phone_records_its_drift_and_is_not_flagged(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

@@ -16,6 +16,7 @@ from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, writ
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.serial  # a lease lives by heartbeats, which a starved farm misses
 def test_a_phone_leased_by_a_running_farm_is_not_used_by_another(virtual_phones, tmp_path: Path) -> None:
     phones = virtual_phones(count=1)
     results = tmp_path / "results"

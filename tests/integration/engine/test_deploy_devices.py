@@ -50,6 +50,7 @@ def test_deploy_is_content_addressed_cached_and_executable(virtual_phones) -> No
         deploy(session, ["lstm"], ["mips"])
 
 
+@pytest.mark.serial  # a lease lives by heartbeats, which a starved farm misses
 def test_farm_devices_lists_identity_state_capabilities_and_leases(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     phones = virtual_phones(count=2, profiles=["adreno-nexus6p", "mali-tensor"])
     results = tmp_path / "results"

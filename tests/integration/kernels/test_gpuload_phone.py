@@ -63,6 +63,7 @@ def hold(adb, adb_port: int, serial: str, target: float) -> float:
     return statistics.mean(samples)
 
 
+@pytest.mark.serial  # holds busy targets within 5 points: needs the host's cores
 @pytest.mark.slow
 def test_gpuload_holds_targets_on_the_phones_busy_counter(virtual_phones, adb_server, kernel_build):
     phones = virtual_phones(count=1, profiles=["adreno-sd8gen2"])

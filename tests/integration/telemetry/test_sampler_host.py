@@ -56,6 +56,7 @@ def _trace_when(
         time.sleep(0.02)
 
 
+@pytest.mark.serial  # counts ticks against wall time: needs the host's cores
 @pytest.mark.parametrize(("rate_hz", "duration_s"), [(200, 1.0), (1000, 0.5)])
 def test_rate_times_duration_and_increasing_timestamps(
     agents: Agents, world_dir: Path, rate_hz: int, duration_s: float

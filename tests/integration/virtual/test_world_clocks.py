@@ -78,6 +78,7 @@ def _wait_quota(w: WorldThread, cores: float) -> None:
     )
 
 
+@pytest.mark.serial  # a speed ratio: needs the host's cores
 def test_pinned_clock_slows_a_kernel_by_the_expected_ratio(rooted: WorldThread) -> None:
     w = rooted
     gemm = install(w, kernel_binary("gemm"))
