@@ -34,11 +34,13 @@ KILL_SETTLE_S = 0.3
 # Kills the process group of every process whose argv[0] is a farm program, or that is a
 # benchmark's wrapper still waiting for its memory sampler (lifecycle.gated_argv: it would exec
 # the benchmark later): the group leader is the wrapper shell that would otherwise write the dead
-# program's exit code into a run folder.
+# program's exit code into a run folder. `sh BIN_DIR/...` is a farm script run by its interpreter
+# (farm-run.sh: a run whose host died), which would go on through the run and write its folder.
 _KILL_STALE = (
     'for p in /proc/[0-9]*; do pid=${p#/proc/}; [ "$pid" = "$$" ] && continue; '
     'cl=$(tr "\\000" " " < "$p/cmdline" 2>/dev/null); '
-    'case "$cl" in "$1"/*|"sh -c "*" $2/"*"/mem.bin "*) pg=$(cut -d " " -f 5 "$p/stat" 2>/dev/null); '
+    'case "$cl" in "$1"/*|"sh $1/"*|"sh -c "*" $2/"*"/mem.bin "*) '
+    'pg=$(cut -d " " -f 5 "$p/stat" 2>/dev/null); '
     '[ -n "$pg" ] && [ "$pg" != 0 ] && kill -s KILL -- "-$pg" 2>/dev/null; '
     'kill -9 "$pid" 2>/dev/null; echo "$pid";; '
     "esac; done; true"

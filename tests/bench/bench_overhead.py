@@ -1,6 +1,6 @@
 """Benchmark: farm's own cost per run (issue 12), with `program: idle` runs on virtual phones.
 
-For each phone count (1, 8, 32; FARM_BENCH_OVERHEAD_PHONES overrides) and run length (2 s and
+For each phone count (1, 8, 32, 64; FARM_BENCH_OVERHEAD_PHONES overrides) and run length (2 s and
 10 s of idle measuring window) one sweep runs in this process through farm.engine.runner, through
 the real adb server, and gives:
 - overhead per run (s): on each phone, the time from the end of one run's measuring window to the
@@ -44,7 +44,7 @@ from tests.e2e.farm_cli import write_experiment  # noqa: E402
 from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_overhead.json"
-PHONE_COUNTS = [int(n) for n in os.environ.get("FARM_BENCH_OVERHEAD_PHONES", "1 8 32").split()]
+PHONE_COUNTS = [int(n) for n in os.environ.get("FARM_BENCH_OVERHEAD_PHONES", "1 8 32 64").split()]
 RUN_SECONDS = [float(s) for s in os.environ.get("FARM_BENCH_OVERHEAD_SECONDS", "2 10").split()]
 RUNS_PER_PHONE = {2.0: 8, 10.0: 4}
 GOALS = {"overhead_s": 0.25, "round_trips": 4, "cpu_ms": 20.0, "utilisation_32x10": 0.90}

@@ -70,6 +70,22 @@ def test_a_benchmark_wrapper_still_waiting_for_its_sampler_is_killed(virtual_pho
     assert session.read_text(run_dir.file("started")) is None  # the benchmark never ran
 
 
+def test_a_farm_script_run_by_its_interpreter_is_killed(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # farm-run.sh runs as `sh BIN_DIR/<hash>/farm-run.sh ...`: argv[0] is the shell, not a farm path.
+    phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
+    session = DeviceSession(phones[0].device(phones.client()), "local/x", default_timeout_s=20)
+    script = tmp_path / "farm-run.sh"
+    script.write_text("sleep 60\n")
+    path, _ = session.push_cached(script)
+    session.shell(["mkdir", "-p", "/data/local/tmp/farm/runs/s"], check=True)
+    pid = session.start(
+        ["sh", path], workdir="/data/local/tmp/farm/runs/s", stdout="o", stderr="e", exit_file="exit"
+    )
+    assert session.is_running(pid)
+    assert kill_stale_processes(session)
+    _wait_group_gone(session, pid)
+
+
 def test_charging_marker_left_by_a_dead_farm_is_restored(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
     session = DeviceSession(phones[0].device(phones.client()), "local/x", default_timeout_s=20)
