@@ -318,11 +318,11 @@ def _restore(
     if not marked:
         return
     if report.charging_restored or report.charging_disabled is False:
-        device_store.clear_charging_disabled(store, device_id)  # back on, or never switched off
+        _clear_marker(store, device_id, result)  # back on, or never switched off
         result.charging_restored = True if report.charging_restored else None
         return
     if report.done and report.charging_disabled is None:
-        device_store.clear_charging_disabled(store, device_id)  # the script never got that far
+        _clear_marker(store, device_id, result)  # the script never got that far
         return
     try:
         unplugged = gates.disable_charging and not report.done
@@ -331,6 +331,16 @@ def _restore(
     except FarmError as error:
         result.notes.append(f"charging not restored yet: {error}")
         result.charging_restored = False
+
+
+def _clear_marker(store: Store, device_id: str, result: RunResult) -> None:
+    """Charging is back on: drop its marker. A store that fails here must not lose the measured
+    run (the scheduler keeps it in the outbox when the store is gone); the marker stays and the
+    next start's recovery finds charging already on."""
+    try:
+        device_store.clear_charging_disabled(store, device_id)
+    except StoreError as error:
+        result.notes.append(f"charging back on; its marker stays in the store until the next start: {error}")
 
 
 def _throttle(prepared: PreparedPhone, report: RunReport) -> ThrottleReport | None:
