@@ -30,9 +30,11 @@ from tests.integration.remote.labs import (
 
 pytestmark = pytest.mark.integration
 UNPLUGGED_S = 6.0
-# Runs per phone: enough that the local phone still has some ahead when the far one's first
-# run starts (its SSH set-up and deploy take a few seconds the local phone spends running).
+# Runs per phone, each measuring at least RUN_S: enough that the local phone still has some ahead
+# when the far one's first run starts (its SSH set-up and deploy take a few seconds the local phone
+# spends running; a run's own overhead is a fraction of a second since the run script).
 HIDDEN = [8, 16, 24, 32, 40, 48]
+RUN_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +48,7 @@ def test_pulled_cable_mid_sweep_waits_and_finishes(far, virtual_phones, tmp_path
     write_config(config, [far])
     results = tmp_path / "results"
     env = cli_env(config, tmp_path / "home", local.adb_port, results)
-    spec = write_experiment(tmp_path, "cable", fast_lstm(HIDDEN, max_attempts=4))
+    spec = write_experiment(tmp_path, "cable", fast_lstm(HIDDEN, min_seconds=RUN_S, max_attempts=4))
     far_id, local_id = f"far/{far.phones[0].serial}", f"local/{local[0].serial}"
 
     farm = subprocess.Popen(
