@@ -24,7 +24,7 @@
 PROTO=1
 dir= cache= battery=0 unplug=0 charge_node= charge_off= charge_on= root_way=direct
 cool=0 temps= policies= kgsl= throttle_ms=5000 sampler= load= mem= files= env=1
-battery_min= temp_limit_mc=
+battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
 while [ "$#" -gt 0 ]; do
@@ -34,7 +34,7 @@ while [ "$#" -gt 0 ]; do
       key=${1%%=*}
       case $key in
         dir|cache|battery|unplug|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
-        battery_min|temp_limit_mc|\
+        battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
         kgsl|throttle_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
         cool_poll_s|settle_poll_s)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
@@ -324,6 +324,28 @@ if [ "$reply" != stop ] && [ -n "$load" ]; then
     ask settle
     [ "$reply" = wait ] || break
   done
+fi
+
+gpu_busy_pct() {  # the busy node in the probe's format (kgsl | pct | int | float) -> $busy_pct
+  busy_pct=
+  read -r b1 b2 _ < "$idle_node" 2> /dev/null || return 1
+  case $idle_fmt in
+    kgsl) [ "${b2:-0}" -gt 0 ] 2> /dev/null && busy_pct=$((b1 * 100 / b2)) || busy_pct=0 ;;
+    float) i=${b1%%.*}; f=${b1#*.}; [ "$f" = "$b1" ] && f=; f=${f}00; f=${f%"${f#??}"}
+           busy_pct=$(( ${i:-0} * 100 + ${f#0} )) ;;
+    *) busy_pct=${b1%%[.%]*} ;;
+  esac
+  [ "$busy_pct" -ge 0 ] 2> /dev/null
+}
+
+# A cell without background load starts on an idle GPU: the counter still shows a previous run's
+# load (or GPU kernels) until its window closes (kgsl: ~1 s), which would be this run's reading.
+if [ "$reply" != stop ] && [ -z "$load" ] && [ -n "$idle_node" ] && [ "$#" -gt 0 ]; then
+  waited_ms=0
+  while gpu_busy_pct && [ "$busy_pct" -gt "$idle_max_pct" ] && [ "$waited_ms" -lt "$idle_wait_ms" ]; do
+    sleep 0.1; waited_ms=$((waited_ms + 100))
+  done
+  say "gpu-idle ${busy_pct:--} $waited_ms"
 fi
 
 if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then

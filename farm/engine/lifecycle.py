@@ -301,6 +301,11 @@ def _gates_of(
         achieved = report.load_achieved
         if achieved is None or abs(achieved - job.gpu_load) > gates.tolerance:
             result.notes.append(f"background load not reached: target {job.gpu_load:g}, achieved {achieved}")
+    idle = report.gpu_idle
+    if idle is not None and idle.busy_pct is not None and idle.busy_pct > gates.tolerance * 100:
+        result.notes.append(
+            f"GPU still {idle.busy_pct}% busy after waiting {idle.waited_ms / 1000:g} s for it to idle"
+        )
 
 
 def _restore(

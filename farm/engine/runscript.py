@@ -26,6 +26,7 @@ from farm.engine.model import Gates, PreparedPhone, RunJob
 from farm.engine.onphone import CL_CACHE_DIR, LOAD, SAMPLER, TRACE, RunDir, gpu_busy_path, load_argv
 from farm.engine.program import benchmark_argv
 from farm.engine.steering import SteeringPlan
+from farm.telemetry.probe import Capabilities
 from farm.telemetry.sampler import default_sources, sampler_argv
 
 RUN_SCRIPT = "farm-run.sh"
@@ -140,9 +141,25 @@ def run_script_argv(
     if job.gpu_load > 0 and LOAD in programs:
         load = load_argv(programs[LOAD].phone_path, job.gpu_load, gates.intensity, gpu_busy_path(caps))
         params["load"] = block(load)
+    else:
+        params |= _idle_gate(caps, gates)
     params["mem"] = block(memory_sampler_argv(sampler, run_dir))
     bench = gated_argv(list(benchmark_argv(prepared, job)), run_dir)
     return ["sh", script, *(f"{key}={value}" for key, value in params.items()), "--", *bench]
+
+
+def _idle_gate(caps: Capabilities, gates: Gates) -> dict[str, str]:
+    """Without background load the script waits (at most as long as a load may take to settle)
+    until the GPU counter is within the load tolerance of idle; {} without a usable counter."""
+    busy = caps.gpu.busy
+    if busy is None or not busy.usable or caps.gpu.busy_format is None:
+        return {}
+    return {
+        "idle_node": busy.path,
+        "idle_fmt": caps.gpu.busy_format,
+        "idle_max_pct": str(math.floor(gates.tolerance * 100)),
+        "idle_wait_ms": _ms(3 * gates.settle_s + 5.0),
+    }
 
 
 def steering_plan(prepared: PreparedPhone, job: RunJob, gates: Gates) -> SteeringPlan:

@@ -89,6 +89,15 @@ class LoadExit:
 
 
 @dataclass(frozen=True)
+class GpuIdle:
+    """Before a cell without background load: the GPU counter's last reading (percent; None:
+    unreadable) after waiting waited_ms for it to fall within tolerance of idle."""
+
+    busy_pct: int | None
+    waited_ms: int
+
+
+@dataclass(frozen=True)
 class Beat:
     elapsed_ms: int
 
@@ -120,7 +129,19 @@ class Unknown:
 
 
 Event = (
-    Hello | Block | Ask | Started | Charging | LoadExit | Beat | Ended | Data | Done | ScriptError | Unknown
+    Hello
+    | Block
+    | Ask
+    | Started
+    | Charging
+    | LoadExit
+    | GpuIdle
+    | Beat
+    | Ended
+    | Data
+    | Done
+    | ScriptError
+    | Unknown
 )
 
 
@@ -144,6 +165,8 @@ def parse_line(line: str) -> Event:
         return Charging(first, second)
     if tag == "load-exit":
         return LoadExit(_int(first))
+    if tag == "gpu-idle":
+        return GpuIdle(_int(first), _int(second) or 0)
     if tag == "beat":
         return Beat(_int(first) or 0)
     if tag == "exit" and first in set(BenchEnd):
@@ -208,6 +231,7 @@ class RunReport:
     load_achieved: float | None = None  # at settle
     load_final: float | None = None  # while the benchmark ran (last report)
     load_exit_code: int | None = None
+    gpu_idle: GpuIdle | None = None  # the idle-GPU gate of a cell without background load
     started: dict[str, int | None] = field(default_factory=dict)
     bench_end: Ended | None = None
     throttle_samples: list[tuple[float, ThrottleSample]] = field(default_factory=list)
@@ -312,6 +336,8 @@ class Steering:
                 report.charging_restored = False
             case LoadExit():
                 report.load_exit_code = event.code
+            case GpuIdle():
+                report.gpu_idle = event
             case Beat():
                 report.last_beat_ms = event.elapsed_ms
             case Ended():

@@ -139,3 +139,23 @@ def test_wc_sizes_leave_out_the_total() -> None:
     sizes = parse_sizes(["  10 trace.bin", "   0 bench.err", "  10 total"])
     assert sizes == [("trace.bin", 10), ("bench.err", 0)]
     assert parse_sizes(["5 bench.out"]) == [("bench.out", 5)]
+
+
+def test_the_idle_gpu_gate_line_is_read_into_the_report() -> None:
+    from farm.engine.steering import GpuIdle, parse_line
+
+    assert parse_line("gpu-idle 3 700") == GpuIdle(3, 700)
+    assert parse_line("gpu-idle - 0") == GpuIdle(None, 0)  # the counter could not be read
+    steering = Steering(
+        SteeringPlan(
+            min_battery_pct=20,
+            battery_timeout_s=60,
+            temp_limit_c=40,
+            cooldown_timeout_s=60,
+            load_target=None,
+            settle_s=1,
+            tolerance=0.05,
+        )
+    )
+    assert steering.on_event(GpuIdle(42, 6000), 0.0) is None
+    assert steering.report.gpu_idle == GpuIdle(42, 6000)
