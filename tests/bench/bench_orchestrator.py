@@ -79,8 +79,11 @@ def _run_farm(adb_port: int, results: Path, spec: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _bench_windows(results: Path, experiment: str) -> dict[str, list[tuple[int, int, float]]]:
-    """Per phone: (first event ns, last event ns, configured wait s) of every benchmark process."""
+def bench_windows(
+    results: Path, experiment: str, *, only_event: str | None = None
+) -> dict[str, list[tuple[int, int, float]]]:
+    """Per phone, in order: (first stamp ns, last stamp ns, cooldown wait s) of every DONE run,
+    from all its stamped events or only those named `only_event` (e.g. "iter": the measured ones)."""
     per_phone: dict[str, list[tuple[int, int, float]]] = {}
     with Store.in_results(results) as store:
         rows = store.query(
@@ -91,6 +94,8 @@ def _bench_windows(results: Path, experiment: str) -> dict[str, list[tuple[int, 
         stamps = []
         for line in (folder / "stdout.jsonl").read_text().splitlines():
             event = json.loads(line)
+            if only_event is not None and event.get("event") != only_event:
+                continue
             stamps += [event[k] for k in ("t_ns", "t_start_ns", "t_end_ns") if isinstance(event.get(k), int)]
         env = json.loads((folder / "env.json").read_text())
         if stamps:
@@ -107,7 +112,7 @@ def bench_overhead(adb_port: int, work: Path) -> dict[str, Any]:
         levels = ", ".join(str(8 + i) for i in range(OVERHEAD_RUNS))
         spec = write_experiment(work, "overhead", fast_lstm(f"{{hidden: [{levels}]}}"))
         _run_farm(adb_port, work / "r1", spec)
-        windows = next(iter(_bench_windows(work / "r1", "overhead").values()))
+        windows = next(iter(bench_windows(work / "r1", "overhead").values()))
         gaps = [(b[0] - a[1]) / 1e9 - b[2] for a, b in itertools.pairwise(windows)]
         return {
             "runs": len(windows),
@@ -131,7 +136,7 @@ def bench_utilisation(adb_port: int, work: Path, phones: int) -> dict[str, Any]:
         body = fast_lstm(f"{{hidden: [{levels}]}}", SHORT_RUN, params=SHORT_PARAMS)
         spec = write_experiment(work, name, body)
         wall, cpu = _run_farm(adb_port, work / name, spec)
-        windows = _bench_windows(work / name, name)
+        windows = bench_windows(work / name, name)
         start = min(w[0] for ws in windows.values() for w in ws)
         end = max(w[1] for ws in windows.values() for w in ws)
         busy = sum((w[1] - w[0]) / 1e9 for ws in windows.values() for w in ws)

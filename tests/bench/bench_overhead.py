@@ -39,6 +39,7 @@ from farm.engine.driver import AdbDriver  # noqa: E402
 from farm.engine.runner import RunOptions, run_experiment  # noqa: E402
 from farm.store import Store  # noqa: E402
 from farm.virtual import control  # noqa: E402
+from tests.bench.bench_orchestrator import bench_windows  # noqa: E402
 from tests.bench.table import report  # noqa: E402
 from tests.e2e.farm_cli import write_experiment  # noqa: E402
 from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
@@ -104,27 +105,6 @@ class Instruments:
             setattr(AdbDriver, name, original)
 
 
-def _windows(results: Path, experiment: str) -> dict[str, list[tuple[int, int, float]]]:
-    """Per phone: (first stamp ns, last stamp ns, cooldown wait s) of every DONE run, in order."""
-    per_phone: dict[str, list[tuple[int, int, float]]] = {}
-    with Store.in_results(results) as store:
-        rows = store.query(
-            "SELECT ran_on, artifacts_dir FROM runs WHERE experiment = ? AND state = 'DONE'", (experiment,)
-        )
-    for row in rows:
-        folder = results / row["artifacts_dir"]
-        stamps = []
-        for line in (folder / "stdout.jsonl").read_text().splitlines():
-            event = json.loads(line)
-            if event.get("event") == "iter":
-                stamps += [event["t_start_ns"], event["t_end_ns"]]
-        env = json.loads((folder / "env.json").read_text())
-        if stamps:
-            wait = float(env.get("cooldown_waited_s") or 0.0)
-            per_phone.setdefault(row["ran_on"], []).append((min(stamps), max(stamps), wait))
-    return {phone: sorted(ws) for phone, ws in per_phone.items()}
-
-
 def bench_sweep(adb_port: int, work: Path, phones: int, seconds: float) -> dict[str, Any]:
     name = f"idle{phones}x{seconds:g}"
     runs = RUNS_PER_PHONE.get(seconds, 3)
@@ -140,7 +120,7 @@ def bench_sweep(adb_port: int, work: Path, phones: int, seconds: float) -> dict[
     finally:
         control.disconnect_phones(state.phones, adb_port)
         control.stop_daemon(state)
-    windows = _windows(work / name, name)
+    windows = bench_windows(work / name, name, only_event="iter")
     done = sum(len(ws) for ws in windows.values())
     with Store.in_results(work / name) as store:
         rows = store.query("SELECT outcome, error FROM attempts WHERE outcome != 'done'")
