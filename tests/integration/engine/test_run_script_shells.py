@@ -247,3 +247,33 @@ def test_a_gate_that_would_not_hold_the_run_asks_nothing(
     assert sent == []  # no question, so no wait for an answer
     assert steering.report.temperature_start_c == 39.0 and steering.report.cooldown_waited_s == 0.0
     assert steering.report.bench_end == Ended(BenchEnd.EXITED, 0)
+
+
+# (format, node text while busy, the busy percent it means, node text once idle)
+BUSY_NODES = [
+    ("kgsl", "600000 1000000\n", 60, "10 1000000\n"),
+    ("pct", "45 %\n", 45, "0 %\n"),
+    ("int", "45\n", 45, "1\n"),
+    ("float", "0.45\n", 45, "0.01\n"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "busy", "busy_pct", "idle"), BUSY_NODES)
+def test_a_cell_without_load_waits_for_the_gpu_counter_to_idle(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path, fmt: str, busy: str, busy_pct: int, idle: str
+) -> None:
+    node = tmp_path / "gpu busy"
+    params = params_for(run_dir, tmp_path, idle_node=str(node), idle_fmt=fmt, idle_max_pct="5")
+
+    node.write_text(busy)  # stays busy: the script waits its limit, then runs and says so
+    steering = Steering(PLAN)
+    talk(start(shell_bin, {**params, "idle_wait_ms": "300"}, ["true"]), steering)
+    gate = steering.report.gpu_idle
+    assert gate is not None and gate.busy_pct == busy_pct and gate.waited_ms >= 300
+    assert steering.report.bench_end == Ended(BenchEnd.EXITED, 0)
+
+    node.write_text(idle)  # already idle: no wait
+    steering = Steering(PLAN)
+    talk(start(shell_bin, {**params, "idle_wait_ms": "30000"}, ["true"]), steering)
+    gate = steering.report.gpu_idle
+    assert gate is not None and gate.busy_pct is not None and gate.busy_pct <= 5 and gate.waited_ms == 0
