@@ -37,7 +37,6 @@ from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone,
 from farm.engine.onphone import LOAD, PROBE, SAMPLER, RunDir, last_achieved_load
 from farm.engine.program import benchmark_argv, read_output
 from farm.engine.runscript import (
-    gated_argv,
     host_root_way,
     install_run_script,
     run_script_argv,
@@ -372,4 +371,4 @@ def _check_output(job: RunJob, result: RunResult) -> None:
         result.outcome, result.error = Outcome.FAILED, str(error)
 
 
-__all__ = ["execute_run", "gated_argv", "prepare_phone", "probe_phone"]
+__all__ = ["execute_run", "prepare_phone", "probe_phone"]

@@ -14,7 +14,7 @@ adapter (farm.adapters): output without a usable result is an OutputError, which
 
 Telemetry of a program that stamps nothing (regex, tflite, jsonl without `iter`) is taken over the
 program's own window on the phone's clock: from the first to the last memory sample of its pid
-(the memory sampler watches it from its first instruction, see farm.engine.lifecycle.gated_argv),
+(the memory sampler watches it from its first instruction, see farm.engine.runscript.gated_argv),
 so power, GPU load, temperature and memory line up with it without a host-to-phone clock offset.
 """
 

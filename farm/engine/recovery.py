@@ -32,7 +32,7 @@ from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 KILL_SETTLE_S = 0.3
 
 # Kills the process group of every process whose argv[0] is a farm program, or that is a
-# benchmark's wrapper still waiting for its memory sampler (lifecycle.gated_argv: it would exec
+# benchmark's wrapper still waiting for its memory sampler (runscript.gated_argv: it would exec
 # the benchmark later): the group leader is the wrapper shell that would otherwise write the dead
 # program's exit code into a run folder. `sh BIN_DIR/...` is a farm script run by its interpreter
 # (farm-run.sh: a run whose host died), which would go on through the run and write its folder.

@@ -25,7 +25,7 @@ from farm.engine.deploy import source_root
 from farm.engine.model import Gates, PreparedPhone, RunJob
 from farm.engine.onphone import CL_CACHE_DIR, LOAD, SAMPLER, TRACE, RunDir, gpu_busy_path, load_argv
 from farm.engine.program import benchmark_argv
-from farm.engine.steering import SteeringPlan
+from farm.engine.steering import SteeringPlan, settle_limit_s
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.sampler import default_sources, sampler_argv
 
@@ -151,14 +151,14 @@ def run_script_argv(
 def _idle_gate(caps: Capabilities, gates: Gates) -> dict[str, str]:
     """Without background load the script waits (at most as long as a load may take to settle)
     until the GPU counter is within the load tolerance of idle; {} without a usable counter."""
-    busy = caps.gpu.busy
-    if busy is None or not busy.usable or caps.gpu.busy_format is None:
+    node = gpu_busy_path(caps)
+    if node is None or caps.gpu.busy_format is None:
         return {}
     return {
-        "idle_node": busy.path,
+        "idle_node": node,
         "idle_fmt": caps.gpu.busy_format,
         "idle_max_pct": str(math.floor(gates.tolerance * 100)),
-        "idle_wait_ms": _ms(3 * gates.settle_s + 5.0),
+        "idle_wait_ms": _ms(settle_limit_s(gates.settle_s)),
     }
 
 

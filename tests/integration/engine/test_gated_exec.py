@@ -1,4 +1,4 @@
-"""The benchmark's wrapper (farm.engine.lifecycle.gated_argv), run by a real shell: it waits for
+"""The benchmark's wrapper (farm.engine.runscript.gated_argv), run by a real shell: it waits for
 the memory sampler, then execs the program in place, so the pid the sampler watches is the
 program's from its first instruction."""
 
@@ -8,8 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from farm.engine.lifecycle import gated_argv
 from farm.engine.onphone import RunDir
+from farm.engine.runscript import gated_argv
 
 
 def test_the_benchmark_waits_for_its_memory_sampler_then_execs_in_place(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from farm.device.session import DeviceSession
-from farm.engine.lifecycle import gated_argv
 from farm.engine.onphone import RunDir
 from farm.engine.recovery import kill_stale_processes, restore_charging_marker
+from farm.engine.runscript import gated_argv
 from farm.store import Store
 from farm.store import devices as device_store
 
