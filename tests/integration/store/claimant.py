@@ -4,7 +4,11 @@
         Waits for the file GO, then until no PENDING run is left: for each phone it can lease,
         claim the next run, mark the phone busy in LOCKDIR (O_EXCL: an independent witness that
         no one else uses it), finish the run DONE, unmark, release. Each claimed run id is a line
-        in OUT; a phone found busy is a line `DOUBLE <phone>` and exit 3.
+        in OUT; a phone found busy is a line `DOUBLE <phone>` and exit 3. After its first run a
+        claimant holds that phone until every claimant (each made OUT.ready) has won one, so the
+        race is real on a loaded host too: runs take no time, and one late starter could otherwise
+        find the sweep done (each holds at most one phone and there are more phones than
+        claimants, so the others always find a free phone meanwhile).
     python -m tests.integration.store.claimant hold STORE PHONE OUT
         Leases PHONE, prints `held` to OUT, then heartbeats every 0.1 s; when a heartbeat no
         longer lists PHONE (taken over after a stall), prints `lost` and exits 0.
@@ -26,6 +30,7 @@ from farm.store import Outcome, RunState, Store, ownership
 from farm.store import runs as rq
 
 POLL_S = 0.05
+BARRIER_S = 90.0
 
 
 def _line(out: Path, text: str) -> None:
@@ -47,6 +52,7 @@ def sweep(store: Store, experiment: str, out: Path, lockdir: Path, go: Path, pho
     while not go.exists():
         time.sleep(0.01)
     me = ownership.start_execution(store, experiment, sys.argv, "test")
+    first = out.with_suffix(".first")
     while rq.count_states(store, experiment)[RunState.PENDING]:
         for phone in phones:
             if not ownership.acquire_lease(store, phone, me):
@@ -58,11 +64,22 @@ def sweep(store: Store, experiment: str, out: Path, lockdir: Path, go: Path, pho
             if claimed is not None:
                 run, attempt = claimed
                 _line(out, run.run_id)
+                if not first.exists():
+                    first.touch()
+                    _wait_for_every_claimant(out.parent)
                 rq.finish(store, run.run_id, attempt, Outcome.DONE, next_state=RunState.DONE)
             (lockdir / phone.replace("/", "_")).unlink()
             ownership.release_lease(store, phone, me)
     ownership.finish_execution(store, me, "finished")
     return 0
+
+
+def _wait_for_every_claimant(folder: Path) -> None:
+    deadline = time.monotonic() + BARRIER_S
+    while len(list(folder.glob("*.first"))) < len(list(folder.glob("*.ready"))):
+        if time.monotonic() > deadline:
+            return  # the test's own check then names the claimant that never won a run
+        time.sleep(0.01)
 
 
 def hold(store: Store, phone: str, out: Path) -> int:
