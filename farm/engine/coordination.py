@@ -1,8 +1,13 @@
 """What one coordinator does besides running phones: the supervisor of a Sweep.
 
-Every TICK_S it
-- heartbeats the execution and its leases; a phone missing from what the heartbeat still holds
-  was taken over (this process stalled past the lease expiry) and is dropped at once;
+Its heartbeat thread, every ownership.HEARTBEAT_INTERVAL_S, heartbeats the execution and its
+leases; a phone missing from what the heartbeat still holds was taken over (this process stalled
+past the lease expiry) and is dropped at once. It has a thread of its own because looking for
+phones can block for longer than a lease lives (a lab host's adb server behind a half-dead tunnel
+holds a listing for the socket timeout, 30 s; each new phone's identity probe up to 10 s), and a
+coordinator busy looking must not lose the phones it is running on.
+
+Every TICK_S its loop
 - requeues the RUNNING runs of executions that died (killed -9 here or on another machine, or
   silent past ownership.HEARTBEAT_STALE_S), so live coordinators take them;
 - every JOIN_INTERVAL_S, or when a worker stopped, looks for phones to add: eligible phones now
@@ -38,28 +43,40 @@ class Supervisor:
         self.sweep = sweep
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._beater: threading.Thread | None = None
         self._usable: list[Phone] = list(sweep.initial)  # the candidates last seen
         self.takeovers = 0  # runs of dead coordinators this one requeued
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name=f"supervisor-{self.sweep.key}", daemon=True)
+        self._beater = threading.Thread(
+            target=self._beat_loop, name=f"heartbeat-{self.sweep.key}", daemon=True
+        )
         self._thread.start()
+        self._beater.start()
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
+        for thread in (self._thread, self._beater):
+            if thread is not None:
+                thread.join(timeout=10.0)
 
     # -- the loop -------------------------------------------------------------------------------
 
+    def _beat_loop(self) -> None:
+        while not self._stop.wait(ownership.HEARTBEAT_INTERVAL_S):
+            try:
+                self._beat()
+            except StoreError as error:  # the loop below and the workers stop the sweep on it
+                log.debug("farm: heartbeat: %s", error)
+            except Exception as error:  # a bug here must not end the heartbeats
+                log.warning("farm: heartbeat: %s: %s", type(error).__name__, error)
+
     def _loop(self) -> None:
-        last_beat = last_recover = last_join = time.monotonic()
+        last_recover = last_join = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
             try:
-                if now - last_beat >= ownership.HEARTBEAT_INTERVAL_S:
-                    last_beat = now
-                    self._beat()
                 if now - last_recover >= RECOVER_INTERVAL_S:
                     last_recover = now
                     self._requeue_dead()
@@ -76,7 +93,7 @@ class Supervisor:
                     self.sweep.store_error = self.sweep.store_error or error
                     self.sweep.cancel.set()
                     self.sweep.finished.set()
-            except Exception as error:  # a bug here must not leave the sweep without a heartbeat
+            except Exception as error:  # a bug here must not end the supervision
                 log.warning("farm: supervisor: %s: %s", type(error).__name__, error)
             self._stop.wait(TICK_S)
 
