@@ -13,7 +13,8 @@
 # Steps: run folder; battery (dumpsys, `unplug`; the host answers go|wait|stop); charging off as
 # root; cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
 # benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; wait with
-# the run timeout, a stop file and heartbeats, throttle samples every throttle_ms; stop load and
+# the run timeout, a stop file and heartbeats, throttle samples (the caps every throttle_ms, dumpsys
+# thermalservice's status every status_ms); stop load and
 # samplers; battery reset and charging back on; environment; the run's files as one bundle; done.
 #
 # Out: one line per event, "TAG FIELDS"; a block is "begin NAME", "| LINE"..., "end NAME".
@@ -23,7 +24,7 @@
 
 PROTO=1
 dir= cache= battery=0 unplug=0 charge_node= charge_off= charge_on= root_way=direct
-cool=0 temps= policies= kgsl= throttle_ms=5000 sampler= load= mem= files= env=1
+cool=0 temps= policies= kgsl= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -35,7 +36,7 @@ while [ "$#" -gt 0 ]; do
       case $key in
         dir|cache|battery|unplug|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
-        kgsl|throttle_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
+        kgsl|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
         cool_poll_s|settle_poll_s)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
@@ -166,12 +167,14 @@ read_temps() {  # each readable thermal node; dumpsys battery when none is. $coo
   [ -n "$temp_limit_mc" ] && [ -n "$hottest" ] && [ "$hottest" -le "$temp_limit_mc" ] && cool_ok=1
 }
 
-throttle_sample() {  # what farm.engine.thermal.parse_sample reads
+throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status: with dumpsys's
+  # thermal status too (a binder call and a process: not every sample; the caps are sysfs reads)
+  with_status=$1
   eval "set -- $policies"
   {
     for d in "$@"; do val "$d/scaling_max_freq"; echo "cpu $d $v"; done
     [ -n "$kgsl" ] && val "$kgsl/thermal_pwrlevel" && echo "kgsl $v"
-    dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
+    [ "$with_status" = status ] && dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
   } | block throttle
 }
 
@@ -186,12 +189,17 @@ start_mem() {  # the memory sampler on the benchmark's pid; without it the bench
 
 wait_bench() {  # until the benchmark ends, the run timeout or the stop file
   t=0
-  next_throttle=0
+  next_throttle=0 next_status=0
   while [ ! -f bench.exit ]; do
     if [ -e farm.stop ]; then kill -s KILL "$bpid" 2> /dev/null; ended=stopped; break; fi
     if [ "$t" -ge "$timeout_ms" ]; then kill -s KILL "$bpid" 2> /dev/null; ended=timeout; break; fi
     if [ "$t" -ge "$next_throttle" ]; then
-      throttle_sample
+      if [ "$t" -ge "$next_status" ]; then
+        throttle_sample status
+        next_status=$((next_status + status_ms))
+      else
+        throttle_sample
+      fi
       next_throttle=$((next_throttle + throttle_ms))
     fi
     say "beat $t"
@@ -356,7 +364,7 @@ if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
   start_mem
   say "memsampler -"
   wait_bench
-  throttle_sample
+  throttle_sample status
   [ -n "$load" ] && tail -n 2 gpuload.out 2> /dev/null | block load
 fi
 

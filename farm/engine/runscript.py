@@ -45,7 +45,8 @@ _GATED_EXEC = (
     'shift 3; exec "$@"'
 )
 BEAT_S = 1.0  # the script's heartbeat while the benchmark runs (the host's idle timeout is longer)
-THROTTLE_POLL_S = 5.0  # dumpsys thermalservice is a binder call: not more often than this
+THROTTLE_POLL_S = 1.0  # the caps (scaling_max_freq, thermal_pwrlevel): sysfs reads, cheap
+STATUS_POLL_S = 5.0  # dumpsys thermalservice is a binder call and a process: not more often
 SETTLE_POLL_S = 0.25
 BATTERY_POLL_S = 5.0
 COOL_POLL_S = 1.0
@@ -118,6 +119,7 @@ def run_script_argv(
         "policies": block([p.dir for p in caps.cpu_policies]),
         "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",
         "throttle_ms": _ms(THROTTLE_POLL_S),
+        "status_ms": _ms(STATUS_POLL_S),
         "timeout_ms": _ms(gates.run_timeout_s),
         "beat_s": f"{beat_s:.3g}",
         "beat_ms": _ms(beat_s),

@@ -1,10 +1,12 @@
 """Throttling seen while a run measures, and what the experiment's `on_throttle` makes of it.
 
-The run script (device_agents/run/farm-run.sh) samples, when the benchmark starts, every few
-seconds while it runs (farm.engine.runscript.THROTTLE_POLL_S) and once more at its end: each cpufreq policy's
-scaling_max_freq (the kernel shows the thermal cap there: the cooling device's QoS request),
-kgsl's thermal_pwrlevel (above the pinned level: the GPU is capped) and `dumpsys
-thermalservice`'s "Thermal Status" (Android 10+; 1 = light throttling and up). A CPU is capped
+The run script (device_agents/run/farm-run.sh) samples when the benchmark starts, every second
+while it runs (farm.engine.runscript.THROTTLE_POLL_S) and once more at its end: each cpufreq
+policy's scaling_max_freq (the kernel shows the thermal cap there: the cooling device's QoS
+request) and kgsl's thermal_pwrlevel (above the pinned level: the GPU is capped); every fifth
+second or so (STATUS_POLL_S, a binder call) and at the end also `dumpsys thermalservice`'s
+"Thermal Status" (Android 10+; 1 = light throttling and up). So time_to_throttle_s is within
+about a second of the cap, which a sustained run's figure marks. A CPU is capped
 when its maximum falls below what it was when the run started (or below its pin).
 
     samples = [(seconds_since_start, parse_sample(text)), ...]   # the script's throttle blocks

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.engine.runscript import THROTTLE_POLL_S
 from farm.report.query import load_report_data
 from farm.report.run_files import sustained_series_of
 from farm.report.sustained_figure import SPEC
@@ -27,7 +28,6 @@ BODY = (
     "telemetry: {idle_baseline_s: 0}\n"
     "conditions:\n  cooldown: {max_temp_c: 90, timeout_s: 5}\n  min_battery_pct: 1\n"
 )
-THROTTLE_POLL_S = 5.0  # farm.engine.thermal.THROTTLE_POLL_S: the watch sees a cap this late at most
 
 
 def test_a_sustained_run_on_a_hot_phone_has_a_latency_over_time_figure_marked_at_its_throttle(
@@ -61,7 +61,8 @@ def test_a_sustained_run_on_a_hot_phone_has_a_latency_over_time_figure_marked_at
     truth = [r for r in read_ground_truth(phones[0].ground_truth) if r.t_ns >= series.origin_ns]
     slowed = next(r for r in truth if r.cpu_speed < 0.999)
     slowed_s = (slowed.t_ns - series.origin_ns) / 1e9
-    assert slowed_s - 1.0 <= series.throttle_s <= slowed_s + THROTTLE_POLL_S + 1.0, (slowed_s, series)
+    # The script reads the caps every THROTTLE_POLL_S (1 s; its loop may run late on a loaded host).
+    assert slowed_s - 1.0 <= series.throttle_s <= slowed_s + 2 * THROTTLE_POLL_S + 1.0, (slowed_s, series)
     # Slower after the mark: the phone's cap is a real slowdown of a CPU-bound benchmark.
     assert series.latency_before_ms is not None and series.latency_after_ms is not None
     assert series.latency_after_ms > series.latency_before_ms, json.dumps(
