@@ -68,6 +68,7 @@ TOOL_NAMES = (
     "getenforce",
     "setenforce",
     "mount",  # toybox's, plus the kernel's `-t cgroup` (tools/t_mount.py)
+    "taskset",  # toybox's, in the phone's CPU numbers (tools/t_taskset.py, affinity.py)
 )
 # Applets of Android's toybox that Debian's toybox build leaves out. busybox provides them, as hard
 # links named by the applet (busybox runs the applet its argv[0] names): a real phone has no

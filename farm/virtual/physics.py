@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.virtual import beneath, ctlfiles
+from farm.virtual import affinity, beneath, ctlfiles
 from farm.virtual.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
 from farm.virtual.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
 from farm.virtual.cgroup import GPU_GROUP, PhoneCgroups
@@ -124,6 +124,7 @@ class Physics:
         self.mounter = (
             None if cgroup_trees is None else CgroupMounter(layout.ctl, cgroup_trees, root_owner or (0, 0))
         )
+        self.affinity = affinity.AffinityServer(layout.ctl, (root_owner or (0, 0))[0])
         self.files = NodeFiles(layout.sys, root_owner if profile.rooted else None)
         self.nodes = TelemetryNodes(profile, self.files)
         self.model = SocModel(profile)
@@ -150,6 +151,7 @@ class Physics:
         self._quotas: dict[str, float] = {}
         self._gpu_tids: set[int] = set()
         self._cpuset_cpus: dict[str, tuple[int, ...]] = {}
+        self._pinned_cpus: dict[str, tuple[int, ...]] = {}  # taskset's groups (affinity.py)
         self._thermal_override: int | None = None
         self._thermal_text: str | None = None
         self._battery_state: dict[str, object] | None = None  # last written, to skip unchanged
@@ -182,6 +184,7 @@ class Physics:
         self._write_battery_state()
         if self.trees is not None:
             self._cpuset_cpus = {g.name: g.cpus for g in self.trees.groups()}
+        self._pinned_cpus = {}
         if self.mounter is not None:
             self.mounter.boot(self.layout.proc_cgroups)
         self._thermal_override = None
@@ -251,6 +254,8 @@ class Physics:
                     self._hal_flags()
                 elif path.name.startswith(MOUNT_REQUEST_PREFIX) and self.mounter is not None:
                     self.mounter.serve(path, self.sandbox.init_pid)
+                elif path.name.startswith(affinity.REQUEST_PREFIX):
+                    self._taskset(path)
             elif self.trees is not None and self.trees.cpuset_dir in path.parents:
                 if path.name == "cpus":
                     self._cpuset_write(path)
@@ -277,12 +282,25 @@ class Physics:
         self._write_clock_nodes(self.model.readings(self.temp_c), taken={rel: text})
         self._apply_quotas()
 
+    def _taskset(self, request: Path) -> None:
+        """The phone's taskset asked to pin threads to phone CPUs (affinity.py)."""
+        members = self._scanner.members() if self._scanner is not None else []
+        online = tuple(c for c, up in enumerate(self.model.state.online) if up)
+
+        def pinned(cpus: tuple[int, ...]) -> None:
+            self._pinned_cpus[affinity.group_of(cpus).removeprefix("cpu/")] = cpus
+            self._apply_quotas()
+
+        self.affinity.serve(request, self.cgroups, members, online, pinned)
+
     def _new_cpuset_group(self, path: Path) -> None:
         """Phone root made a directory in /dev/cpuset (or a view of it): a new group."""
         assert self.trees is not None and self.mounter is not None
         name = str(path.relative_to(self.trees.cpuset_dir))
         if name in self._cpuset_cpus or name.rpartition("/")[0] not in self._cpuset_cpus:
             return  # known, or inside a directory that is no group
+        if name.startswith(affinity.GROUP_PREFIX):
+            return  # taskset's host cgroups have such names: this one stays a plain directory
         if not self.mounter.add_group(name, self.cgroups, self.sandbox.init_pid):
             return
         self._cpuset_cpus[name] = ()
@@ -351,7 +369,7 @@ class Physics:
     def _apply_quotas(self) -> None:
         # Steps of 0.05 threads: the quota follows the demand without a cgroup write per tick.
         threads = math.ceil(self.last_sample.demand_threads * 20 - 0.5) / 20
-        quotas = self.model.quotas(self._cpuset_cpus, threads).cores
+        quotas = self.model.quotas({**self._cpuset_cpus, **self._pinned_cpus}, threads).cores
         if self.cgroups is None or quotas == self._quotas:
             self._quotas = quotas
             return

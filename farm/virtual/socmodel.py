@@ -151,7 +151,9 @@ class SocModel:
                 cap = cores.get(f"cpu/{parent}", cores["cpu"]) if parent else cores["cpu"]
                 within = cpus or cpuset_cpus.get(parent) or None
                 speed = max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state, within=within))
-                cores[f"cpu/{name}"] = min(cap, cores_wanted * speed)
+                # A thread runs on one CPU at a time: a group of n CPUs uses at most n cores.
+                wanted = min(cores_wanted, float(len(within))) if within else cores_wanted
+                cores[f"cpu/{name}"] = min(cap, wanted * speed)
         if self.profile.gpu is not None:
             cores["gpu"] = self.profile.gpu.host_budget_cores * self.soc.gpu_speed(self.state)
         return Quotas(cores)

@@ -19,6 +19,8 @@ import t_pm
 import t_props
 import t_settings
 import t_su
+import t_taskset
+import toolexec
 
 TOOLS = {
     "getprop": t_props.getprop,
@@ -37,6 +39,7 @@ TOOLS = {
     "logcat": t_logcat.logcat,
     "log": t_logcat.log,
     "mount": t_mount.mount,
+    "taskset": t_taskset.taskset,
 }
 
 
@@ -48,8 +51,9 @@ def su_argv(args: list[str]) -> list[str] | None:
     return t_su.su_argv(args)
 
 
-def run(argv: list[str]) -> int:
-    """Exit status of tool argv[0] with arguments argv[1:]."""
+def run(argv: list[str]) -> int | toolexec.Exec:
+    """Exit status of tool argv[0] with arguments argv[1:], or the command it ends by running
+    (init runs it, tools/toolexec.py)."""
     name = os.path.basename(argv[0])
     if name == "su":
         # Production builds ship no su (rooted ones are served by init before this).
@@ -60,7 +64,8 @@ def run(argv: list[str]) -> int:
         sys.stderr.write(f"{name}: inaccessible or not found\n")
         return 127
     try:
-        return int(tool(argv[1:]))
+        status = tool(argv[1:])
+        return status if isinstance(status, toolexec.Exec) else int(status)
     except BrokenPipeError:
         return 141
     except KeyboardInterrupt:

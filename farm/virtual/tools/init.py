@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import contextlib
 import ctypes
+import errno
 import fcntl
 import os
 import signal
@@ -32,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
 import ctlstore
 import farmtool
+import toolexec
 
 TOOLS_SOCKET = ctlstore.path("tools.sock")
 MAGIC = b"FARM1\n"
@@ -133,14 +135,28 @@ def _run_su(conn: socket.socket, argv: list[str], env: dict[str, str]) -> int:
         os.write(2, b"usage: su [WHO] [-c COMMAND | COMMAND...]\n")
         return 1
     env.update(USER="root", LOGNAME="root")
+    return _run_command(conn, command, env, path_search=False, tool="su")
+
+
+def _run_command(
+    conn: socket.socket, command: list[str], env: dict[str, str], *, path_search: bool, tool: str
+) -> int:
+    """Run `command` as our child in its own session, forwarding the caller's signals to it;
+    its exit status (toybox's 126/127 when it cannot be executed)."""
     pid = os.fork()
     if pid == 0:
+        code = 127
         try:
             os.setsid()
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            if path_search:
+                os.execvpe(command[0], command, env)
             os.execve(command[0], command, env)
+        except OSError as error:
+            code = 127 if error.errno == errno.ENOENT else 126
+            os.write(2, f"{tool}: exec {command[0]}: {os.strerror(error.errno or 0)}\n".encode())
         finally:
-            os._exit(127)
+            os._exit(code)
 
     def forward(signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -182,6 +198,10 @@ def _serve(conn: socket.socket, uid: int, gid: int) -> None:
 
     _watch_signals(conn, stop)
     status = farmtool.run(argv)
+    if isinstance(status, toolexec.Exec):  # taskset MASK cmd: cmd runs as our child
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        status = _run_command(conn, status.argv, dict(os.environ), path_search=True, tool=status.tool)
     signal.signal(signal.SIGIO, signal.SIG_IGN)
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()

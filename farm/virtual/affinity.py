@@ -1,0 +1,207 @@
+"""CPU affinity in the phone's CPU numbers: what the daemon does for the phone's `taskset`.
+
+A phone has its profile's CPUs (0-7 on a 2-core host), so the kernel's sched_setaffinity, which
+knows only the host's CPUs, cannot pin a task to the phone's big cores. The phone's `taskset`
+(tools/t_taskset.py) asks the daemon instead, through the control dir as `mount -t cgroup` does:
+it writes `taskset.request.<id>` ({"tids": [phone tids], "mask": N}) and waits for
+`taskset.answer.<id>` ({"errno": 0 | E..., "mask": the mask in force}). The daemon judges the
+request as the kernel's sched_setaffinity would and moves the threads into the host cgroup
+`cpu/affinity-<hex mask>` of the phone (cgroup.py), whose CFS quota is that of the mask's
+fastest online core (socmodel.py), at most one host core per CPU in the mask. So the task runs
+at the speed of the phone CPUs it is pinned to, its host affinity stays valid, and its children
+inherit the pin, as they inherit a kernel's affinity. Reading back is the phone's own business
+(the tool reads the group's name in /proc/TID/cgroup, under the phone's cgroup namespace).
+
+Judged as the kernel does:
+* a tid that is not a thread of this phone (its PID namespace: another phone's or the host's
+  threads have no phone tid at all) -> ESRCH;
+* a caller that is neither the phone's root (CAP_SYS_NICE) nor the target's uid -> EPERM, the
+  caller being the owner of the request file (the tool runs as the caller);
+* a mask that names no online CPU of the phone -> EINVAL;
+* no host cgroups here (no CPU budgets) -> ENOSYS: there is nothing to pin with.
+
+Limits: the pin is per thread as the kernel's, but a thread pinned this way leaves its cpuset
+group (Android's /dev/cpuset/<group>/tasks no longer lists it), where the kernel would keep it
+there with its affinity narrowed; moving it into a cpuset group afterwards resets its affinity
+to the group's CPUs, as the kernel does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from farm.virtual import ctlfiles
+from farm.virtual.cgroup import CPU_GROUP, PhoneCgroups
+
+log = logging.getLogger(__name__)
+
+REQUEST_PREFIX = "taskset.request."  # same names as tools/t_taskset.py
+ANSWER_PREFIX = "taskset.answer."
+GROUP_PREFIX = "affinity-"  # cpu/affinity-<hex mask>: tools/t_taskset.py reads the name back
+MAX_TIDS = 4096  # one request's threads (a process's, with -a)
+
+
+@dataclass(frozen=True)
+class PhoneThread:
+    """One thread of the phone as the host sees it."""
+
+    host_tid: int
+    phone_tid: int
+    uids: tuple[int, ...]  # host real, effective, saved, fs uid
+
+
+@dataclass(frozen=True)
+class Request:
+    tids: tuple[int, ...]
+    mask: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the kernel answers: errno 0 with the CPUs in force, or an errno."""
+
+    errno: int
+    cpus: tuple[int, ...] = ()
+
+
+def mask_cpus(mask: int) -> tuple[int, ...]:
+    """0x70 -> (4, 5, 6)."""
+    return tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
+
+
+def cpus_mask(cpus: Iterable[int]) -> int:
+    return sum(1 << c for c in set(cpus))
+
+
+def group_of(cpus: tuple[int, ...]) -> str:
+    """The host cgroup (relative to the phone's) of threads pinned to `cpus`."""
+    return f"{CPU_GROUP}/{GROUP_PREFIX}{cpus_mask(cpus):x}"
+
+
+def parse_request(body: object) -> Request | None:
+    if not isinstance(body, dict):
+        return None
+    tids, mask = body.get("tids"), body.get("mask")
+    if not isinstance(tids, list) or not tids or len(tids) > MAX_TIDS or not isinstance(mask, int):
+        return None
+    if not all(isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in tids) or mask < 0:
+        return None
+    return Request(tuple(tids), mask)
+
+
+def nspid(status_text: str) -> int | None:
+    """The innermost pid of `NSpid:` in /proc/PID/status (the phone's, for a phone process)."""
+    for line in status_text.splitlines():
+        if line.startswith("NSpid:"):
+            fields = line.split()[1:]
+            return int(fields[-1]) if fields else None
+    return None
+
+
+def status_uids(status_text: str) -> tuple[int, ...]:
+    for line in status_text.splitlines():
+        if line.startswith("Uid:"):
+            return tuple(int(x) for x in line.split()[1:])
+    return ()
+
+
+def judge(
+    request: Request,
+    caller_uid: int,
+    root_uid: int,
+    threads: dict[int, PhoneThread],
+    online: tuple[int, ...],
+) -> Verdict:
+    """sched_setaffinity's answer for every tid of the request (pure). `threads`: the phone's
+    threads by phone tid; uids are host uids."""
+    for tid in request.tids:
+        thread = threads.get(tid)
+        if thread is None:
+            return Verdict(errno.ESRCH)
+        if caller_uid != root_uid and caller_uid not in thread.uids[:2]:
+            return Verdict(errno.EPERM)
+    cpus = tuple(c for c in mask_cpus(request.mask) if c in online)
+    if not cpus:
+        return Verdict(errno.EINVAL)
+    return Verdict(0, cpus)
+
+
+def phone_threads(host_pids: Iterable[int]) -> dict[int, PhoneThread]:
+    """The threads of these (host) processes, by their phone tid."""
+    threads: dict[int, PhoneThread] = {}
+    for pid in host_pids:
+        with contextlib.suppress(OSError):
+            for name in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError, ValueError):
+                    text = Path(f"/proc/{pid}/task/{name}/status").read_text(encoding="utf-8")
+                    tid = nspid(text)
+                    if tid is not None:
+                        threads[tid] = PhoneThread(int(name), tid, status_uids(text))
+    return threads
+
+
+class AffinityServer:
+    """The daemon's side of one phone's taskset requests. No I/O until `serve`."""
+
+    def __init__(self, ctl: Path, root_uid: int) -> None:
+        self.ctl = ctl
+        self.root_uid = root_uid
+
+    def serve(
+        self,
+        request: Path,
+        cgroups: PhoneCgroups | None,
+        members: Iterable[int],
+        online: tuple[int, ...],
+        on_pinned: Callable[[tuple[int, ...]], None],
+    ) -> None:
+        """Answer one request file (then remove it). `members`: host pids of the phone's
+        processes (in its PID namespace); `on_pinned(cpus)` runs after threads moved to the group
+        of `cpus` and before the answer, so the caller's next instruction runs under its quota."""
+        if not request.name.startswith(REQUEST_PREFIX) or request.name.endswith(".tmp"):
+            return
+        try:
+            st = request.stat()
+            body = json.loads(request.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # gone (answered already) or not ours to read
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                request.unlink()
+        parsed = parse_request(body)
+        if parsed is None:
+            verdict = Verdict(errno.EINVAL)
+        elif cgroups is None:
+            verdict = Verdict(errno.ENOSYS)
+        else:
+            threads = phone_threads(members)
+            verdict = judge(parsed, st.st_uid, self.root_uid, threads, online)
+            if verdict.errno == 0:
+                verdict = self._move(cgroups, verdict.cpus, [threads[t].host_tid for t in parsed.tids])
+            if verdict.errno == 0:
+                on_pinned(verdict.cpus)
+        answer = request.name.removeprefix(REQUEST_PREFIX)
+        ctlfiles.write_json(
+            self.ctl,
+            f"{ANSWER_PREFIX}{answer}",
+            {"errno": verdict.errno, "mask": cpus_mask(verdict.cpus)},
+            mode=0o644,
+        )
+
+    def _move(self, cgroups: PhoneCgroups, cpus: tuple[int, ...], host_tids: list[int]) -> Verdict:
+        group = group_of(cpus)
+        try:
+            if not cgroups.group_dir(group).is_dir():
+                cgroups.add_group(group)
+            cgroups.move_threads(group, host_tids)
+        except OSError as exc:
+            log.warning("%s: cannot pin threads to %s: %s", self.ctl, group, exc)
+            return Verdict(errno.EAGAIN)
+        return Verdict(0, cpus)
