@@ -9,6 +9,9 @@
  *
  * Request: "FARM1\n" u32 argc, u32 envc, then argv, env and cwd as NUL-terminated strings.
  * Reply: 4 bytes, the exit status (little endian). Without a reply (init gone): exit 1.
+ * An exec reply ('X' in the top byte, tools/toolexec.py) names an index N of argv instead: the
+ * tool (`taskset MASK cmd`) did its part for this process, which now execs argv[N..] itself, so
+ * the command keeps this pid, as with toybox.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +26,7 @@
 
 #define SOCKET_PATH "/dev/.farm/tools.sock"
 #define MAX_REQUEST_BYTES (1 << 20)
+#define EXEC_TAG 0x58
 
 extern char **environ;
 static int server = -1;
@@ -109,5 +113,14 @@ int main(int argc, char **argv) {
         if (n <= 0) return 1;
         got += (size_t)n;
     }
-    return (int)(status[0] | status[1] << 8);
+    int word = status[0] | status[1] << 8;
+    if (status[3] == EXEC_TAG) {
+        if (word < 1 || word >= argc) return 1;
+        signal(SIGPIPE, SIG_DFL); /* ignored dispositions survive exec: give cmd the default */
+        execvp(argv[word], argv + word);
+        int error = errno;
+        fprintf(stderr, "%s: exec %s: %s\n", name, argv[word], strerror(error));
+        return error == ENOENT ? 127 : 126;
+    }
+    return word;
 }

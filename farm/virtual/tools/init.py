@@ -20,7 +20,6 @@ from __future__ import annotations
 import array
 import contextlib
 import ctypes
-import errno
 import fcntl
 import os
 import signal
@@ -135,28 +134,14 @@ def _run_su(conn: socket.socket, argv: list[str], env: dict[str, str]) -> int:
         os.write(2, b"usage: su [WHO] [-c COMMAND | COMMAND...]\n")
         return 1
     env.update(USER="root", LOGNAME="root")
-    return _run_command(conn, command, env, path_search=False, tool="su")
-
-
-def _run_command(
-    conn: socket.socket, command: list[str], env: dict[str, str], *, path_search: bool, tool: str
-) -> int:
-    """Run `command` as our child in its own session, forwarding the caller's signals to it;
-    its exit status (toybox's 126/127 when it cannot be executed)."""
     pid = os.fork()
     if pid == 0:
-        code = 127
         try:
             os.setsid()
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            if path_search:
-                os.execvpe(command[0], command, env)
             os.execve(command[0], command, env)
-        except OSError as error:
-            code = 127 if error.errno == errno.ENOENT else 126
-            os.write(2, f"{tool}: exec {command[0]}: {os.strerror(error.errno or 0)}\n".encode())
         finally:
-            os._exit(code)
+            os._exit(127)
 
     def forward(signum: int) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -168,8 +153,8 @@ def _run_command(
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
-def _serve(conn: socket.socket, uid: int, gid: int) -> None:
-    """In the forked child: run one tool for the peer, as the peer."""
+def _serve(conn: socket.socket, pid: int, uid: int, gid: int) -> None:
+    """In the forked child: run one tool for the peer (`pid` in the phone), as the peer."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv, env, cwd, fds = _recv_request(conn)
@@ -197,11 +182,10 @@ def _serve(conn: socket.socket, uid: int, gid: int) -> None:
         os._exit(128 + signum)
 
     _watch_signals(conn, stop)
+    toolexec.CALLER.pid = pid
     status = farmtool.run(argv)
-    if isinstance(status, toolexec.Exec):  # taskset MASK cmd: cmd runs as our child
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-        status = _run_command(conn, status.argv, dict(os.environ), path_search=True, tool=status.tool)
+    if isinstance(status, toolexec.Exec):  # taskset MASK cmd: the caller execs cmd itself
+        status = toolexec.exec_reply(status)
     signal.signal(signal.SIGIO, signal.SIG_IGN)
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
@@ -219,10 +203,9 @@ def _reap(_signum: int, _frame: object) -> None:
 def _serve_connection(conn: socket.socket) -> None:
     """In a child: serve one request for a process of this phone, then exit."""
     pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-    del pid
     code = 0
     try:
-        _serve(conn, uid, gid)
+        _serve(conn, pid, uid, gid)
     except Exception as error:  # one request's failure must never reach init
         with contextlib.suppress(OSError):
             os.write(2, f"farmtool: {error}\n".encode())

@@ -6,8 +6,8 @@ mask, and the answer says what the kernel would (ESRCH, EPERM, EINVAL). The pinn
 in the host cgroup `affinity-<hex>` under the phone's own (at the speed of those CPUs), which
 children inherit; reading a mask back reads that name in /proc/TID/cgroup (the phone's cgroup
 namespace starts at the phone's cpu group), a cpuset group's `cpus`, or all online CPUs.
-`taskset MASK cmd` pins this tool's own process, then init runs cmd as its child (toolexec.Exec)
-with signals forwarded, so cmd inherits the pin as it would inherit toybox's.
+`taskset MASK cmd` pins the calling process (native/farmtool.c), which then execs cmd itself
+(toolexec.py): cmd keeps the caller's pid and the pin, as with toybox's taskset.
 Options, messages and exit codes are toybox 0.8's (there is no -c).
 """
 
@@ -186,23 +186,24 @@ def taskset(args: list[str]) -> int | toolexec.Exec:
         mask = parse_mask(operands[0])
         if mask is None:
             raise TasksetError(f"bad mask '{operands[0]}'")
-        set_mask(os.getpid(), mask)
+        set_mask(toolexec.CALLER.pid, mask)
     except TasksetError as error:
         sys.stdout.flush()
         sys.stderr.write(f"taskset: {error}\n")
         return error.status
-    return toolexec.Exec(operands[1:], "taskset")
+    return toolexec.Exec(len(args) - len(operands) + 1)
 
 
 def _per_pid(operands: list[str], *, every: bool) -> None:
     """`-p [mask] PID`: the last operand is the pid, the first (if two or more) the mask."""
-    pid = _pid(operands[-1]) or os.getpid()
-    for tid in _threads(pid, every):
-        sys.stdout.write(f"pid {tid}'s current affinity mask: {format_mask(get_mask(tid))}\n")
+    pid = _pid(operands[-1])
+    for tid in _threads(pid, every) if pid else [0]:
+        target = tid or toolexec.CALLER.pid  # pid 0: the caller itself, named 0 as toybox does
+        sys.stdout.write(f"pid {tid}'s current affinity mask: {format_mask(get_mask(target))}\n")
         if len(operands) > 1:
             sys.stdout.flush()
             mask = parse_mask(operands[0])  # judged after the current mask, as toybox does
             if mask is None:
                 raise TasksetError(f"bad mask '{operands[0]}'")
-            set_mask(tid, mask)
-            sys.stdout.write(f"pid {tid}'s new affinity mask: {format_mask(get_mask(tid))}\n")
+            set_mask(target, mask)
+            sys.stdout.write(f"pid {tid}'s new affinity mask: {format_mask(get_mask(target))}\n")

@@ -1,15 +1,34 @@
-"""What a tool that ends by running a command (taskset MASK cmd) hands back to init.
+"""A tool that ends by running a command in the caller's own process (`taskset MASK cmd`).
 
-Init runs `argv` as its own child, on the caller's descriptors and environment, as the caller,
-forwarding the caller's signals to it, and answers its exit status (tools/init.py).
+toybox's taskset pins itself and execs cmd, so cmd keeps taskset's pid, parent and signals. The
+phone's tools run in init's children, not in the caller, so such a tool answers an exec reply
+instead of an exit status: native/farmtool.c (the caller) then execs its own argv from the
+given operand on, in its own process, environment and working directory, and prints toybox's
+`TOOL: exec CMD: error` (exit 127, or 126) when it cannot.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+EXEC_TAG = 0x58 << 24  # 'X' in the reply's top byte (exit statuses fit in the low 16 bits)
+
 
 @dataclass(frozen=True)
 class Exec:
-    argv: list[str]
-    tool: str  # names the tool in `TOOL: exec CMD: error` when the command cannot run
+    first: int  # index into the tool's arguments (argv[1:]) of the command to exec
+
+
+@dataclass
+class Caller:
+    """The process that called the tool (its pid in the phone), set by init per request."""
+
+    pid: int = 0
+
+
+CALLER = Caller()
+
+
+def exec_reply(request: Exec) -> int:
+    """The reply word for native/farmtool.c: the tag and the index into its own argv."""
+    return EXEC_TAG | (request.first + 1)
