@@ -5,6 +5,7 @@ Layout (cgroup v1: the cpu and pids hierarchies; v2: one unified tree, cpu and p
   farm-virtual/<serial>-<hash of the state dir>/      cpu.shares (v1) / cpu.weight (v2), pids.max
       cpu/            the phone's processes: CFS quota = CPU budget x CPU speed (clocks.py)
       cpu/<group>/    one per Android cpuset group (rooted phones' /dev/cpuset, see cpusets.py)
+      cpu/affinity-<hex mask>/  threads the phone's taskset pinned to those CPUs (affinity.py)
       gpu/            the PoCL worker threads (the "GPU"): quota = GPU budget x GPU speed
 
 On v2 the phone's group is a threaded domain and cpu/, gpu/ are threaded, so that single threads

@@ -21,6 +21,8 @@
                          nodes show it; `cmd power` waits for it, as the HAL call returns only then
   thermal_override       `cmd thermalservice override-status N`: N; removed by `reset` (text)
   kmsg                   kernel-log lines, e.g. a refused sysfs write (text, appended, bounded)
+  taskset.request.<id>   the phone's taskset: {"tids", "mask"}, judged by its owner (affinity.py)
+  taskset.answer.<id>    the daemon's answer: {"errno", "mask"}
 """
 
 from __future__ import annotations

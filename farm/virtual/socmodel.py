@@ -7,7 +7,8 @@ Quotas: each thread of the phone's CPU work runs at the speed of its fastest onl
 (clocks.cpu_speed), so the phone's CPU quota is speed x the threads that want a core (at least
 one, at most budget_cores): a pinned single-threaded benchmark slows by exactly the clock ratio
 while a benchmark and a load generator side by side do not starve each other. A cpuset group
-gets the speed of the fastest core among its CPUs; the PoCL "GPU" gpu_budget x GPU clock / top
+(or a taskset pin, affinity.py) gets the speed of the fastest core among its CPUs and at most a
+host core per CPU; the PoCL "GPU" gpu_budget x GPU clock / top
 GPU clock (one GPU, shared by every OpenCL program of the phone). physics.py applies them.
 """
 
