@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -167,22 +166,17 @@ class AffinityServer:
         of `cpus` and before the answer, so the caller's next instruction runs under its quota."""
         if not request.name.startswith(REQUEST_PREFIX) or request.name.endswith(".tmp"):
             return
-        try:
-            st = request.stat()
-            body = json.loads(request.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return  # gone (answered already) or not ours to read
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                request.unlink()
-        parsed = parse_request(body)
+        taken = ctlfiles.take_request(self.ctl, request.name)
+        if taken is None:
+            return  # gone (answered already), a link, or not JSON
+        parsed = parse_request(taken.body)
         if parsed is None:
             verdict = Verdict(errno.EINVAL)
         elif cgroups is None:
             verdict = Verdict(errno.ENOSYS)
         else:
             threads = phone_threads(members)
-            verdict = judge(parsed, st.st_uid, self.root_uid, threads, online)
+            verdict = judge(parsed, taken.owner_uid, self.root_uid, threads, online)
             if verdict.errno == 0:
                 verdict = self._move(cgroups, verdict.cpus, [threads[t].host_tid for t in parsed.tids])
             if verdict.errno == 0:

@@ -32,9 +32,7 @@ speed; /dev/stune and /dev/cpuctl groups made with mkdir stay plain directories.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import json
 import logging
 import os
 import subprocess
@@ -168,19 +166,14 @@ class CgroupMounter:
         """Answer one request file of the phone's `mount` (then remove it)."""
         if not request.name.startswith(MOUNT_REQUEST_PREFIX) or request.name.endswith(".tmp"):
             return
-        try:
-            st = request.stat()
-            body = json.loads(request.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        taken = ctlfiles.take_request(self.ctl, request.name)
+        if taken is None:
             return  # gone (answered already) or not ours to read
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                request.unlink()
-        if st.st_uid != self.root_owner[0]:
+        if taken.owner_uid != self.root_owner[0]:
             # Only the phone's root may mount; a file shell wrote gets no answer at all.
-            log.warning("%s: mount request by host uid %d ignored", self.ctl, st.st_uid)
+            log.warning("%s: mount request by host uid %d ignored", self.ctl, taken.owner_uid)
             return
-        code = self._mount(body, init_pid)
+        code = self._mount(taken.body, init_pid)
         answer = request.name.removeprefix(MOUNT_REQUEST_PREFIX)
         ctlfiles.write_json(self.ctl, f"{MOUNT_ANSWER_PREFIX}{answer}", {"errno": code}, mode=0o644)
 

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,34 @@ def read_json(ctl: Path, rel: str, default: Any) -> Any:
         return json.loads(beneath.read_text(ctl, rel))
     except (OSError, ValueError):
         return default
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A request a phone tool left in the control dir: who wrote it and what it says."""
+
+    owner_uid: int  # host uid of the file's owner: the tool runs as its caller
+    body: Any  # the JSON
+
+
+def take_request(ctl: Path, name: str) -> ToolRequest | None:
+    """Read and remove the request file `name` (a tool's `mount -t cgroup`, `taskset`); None
+    when it is gone (answered already), is a link, or holds no JSON. Its owner is the fstat of
+    what was read, never of a link's target."""
+    try:
+        fd = beneath.open_file(ctl, name, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        with open(fd, encoding="utf-8", errors="replace") as f:
+            owner = os.fstat(f.fileno()).st_uid
+            body = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            (ctl / name).unlink()
+    return ToolRequest(owner, body)
 
 
 def read_props(ctl: Path) -> dict[str, str]:

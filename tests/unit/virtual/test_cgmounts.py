@@ -5,9 +5,7 @@ that the daemon's writes never follow a link the phone's root planted."""
 from __future__ import annotations
 
 import errno
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -23,6 +21,7 @@ from farm.virtual.cgmounts import (
     table_entries,
 )
 from farm.virtual.nodes import write_node
+from tests.unit.virtual.phonetools import load_tool
 
 HS = (
     Hierarchy(1, "cpuset", "/dev/cpuset", True, 6),
@@ -31,17 +30,7 @@ HS = (
 
 
 def _t_mount() -> ModuleType:
-    """tools/t_mount.py as the phone's init imports it (its directory on sys.path)."""
-    tools = Path(__file__).resolve().parents[3] / "farm" / "virtual" / "tools"
-    sys.path.insert(0, str(tools))
-    try:
-        spec = importlib.util.spec_from_file_location("t_mount", tools / "t_mount.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(tools))
+    return load_tool("t_mount")
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,7 @@ kernel's answers (ESRCH, EPERM, EINVAL) and the quota of a pin (pure; no process
 from __future__ import annotations
 
 import errno
-import importlib.util
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -26,25 +22,10 @@ from farm.virtual.affinity import (
 )
 from farm.virtual.profiles import load_profile
 from farm.virtual.socmodel import SocModel
+from tests.unit.virtual.phonetools import load_tool
 
-TOOLS = Path(__file__).resolve().parents[3] / "farm" / "virtual" / "tools"
 ROOT, SHELL, OTHER = 1000, 3000, 4000  # host uids of phone root, shell, another phone user
-
-
-def _tool() -> ModuleType:
-    """tools/t_taskset.py as the phone's init imports it (its directory on sys.path)."""
-    sys.path.insert(0, str(TOOLS))
-    try:
-        spec = importlib.util.spec_from_file_location("t_taskset", TOOLS / "t_taskset.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(TOOLS))
-
-
-T = _tool()
+T = load_tool("t_taskset")
 
 
 @pytest.mark.parametrize(
