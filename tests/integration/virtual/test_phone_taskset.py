@@ -17,7 +17,7 @@ from pathlib import Path
 import adbutils
 import pytest
 
-from farm.virtual.layout import HOST_TOYBOX
+from farm.virtual.layout import HOST_TOYBOX, StateLayout
 from tests.fixtures.phones import PhoneFactory, PhoneSet
 from tests.integration.virtual.socphone import budgeted, install, kernel_binary, phone, run_gemm, wait_until
 
@@ -137,6 +137,18 @@ def test_the_kernels_refusals_and_a_sandbox_the_phone_cannot_leave(
         wait_until(lambda a=answer: d.shell(f"[ -e {a} ] && echo yes") == "yes", f"the answer {answer}")
         answers[name] = json.loads(d.shell(f"cat {answer}"))["errno"]
     assert answers == {"host": errno.ESRCH, "init": errno.EPERM}
+    # A request that is a link (to a request in the phone's data, by its host path) is not
+    # followed: it gets no answer, while a request moved in after it does (events come in order).
+    phone8 = next(p for p in phones if p.profile == "adreno-sd8gen2")
+    d.shell(f"echo '{json.dumps({'tids': [1], 'mask': 1})}' > /data/local/tmp/req.json")
+    target = StateLayout(phone8.state_dir).data / "local" / "tmp" / "req.json"
+    assert target.is_file()
+    d.shell(f"cd /dev/.farm && ln -s {target} linked.tmp && mv linked.tmp taskset.request.linked")
+    body = json.dumps({"tids": [99999], "mask": 1})
+    d.shell(f"cd /dev/.farm && echo '{body}' > after.tmp && mv after.tmp taskset.request.after")
+    after = "/dev/.farm/taskset.answer.after"
+    wait_until(lambda: d.shell(f"[ -e {after} ] && echo yes") == "yes", "the answer after the link")
+    assert d.shell("ls /dev/.farm | grep -c taskset.answer.linked; true") == "0"
     assert Path(f"/proc/{host_pid}/cgroup").read_text() == before
     # The phone's root reaches no host process either.
     root = devices["adreno-sd865"]
@@ -158,7 +170,9 @@ def test_a_pinned_kernel_runs_at_the_speed_of_its_cpus(tmp_path: Path) -> None:
     # A budget of half a host core binds even on a loaded 2-core host, so the quotas decide.
     with phone(budgeted("adreno-sd865", cpu=0.5), "VPTSK01", tmp_path) as w:
         gemm = install(w, kernel_binary("gemm"))
-        args = ("--m=128", "--n=128", "--k=128", "--warmup=2", "--iters=40")
+        # Long enough (~0.4 s on the prime core) for many CFS periods: a shorter run finishes on
+        # the quota left in its first periods and looks faster than its budget.
+        args = ("--m=192", "--n=192", "--k=192", "--warmup=2", "--iters=120")
         cg = w.world.cgroups
         if cg is None:
             pytest.skip(f"no host cgroups here: {w.world.budget_note}")
