@@ -62,6 +62,7 @@ def _host(command: list[str]) -> tuple[int, str, str]:
         ["-p", "1", "abc"],
         ["1", "sh", "-c", "exit 7"],
         ["3", "echo", "hi"],
+        ["--help"],
     ],
 )
 def test_bad_input_and_exit_codes_are_toyboxs(
