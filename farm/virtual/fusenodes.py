@@ -38,6 +38,7 @@ import select
 import stat
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,7 @@ class NodeServer:
         self._wake: tuple[int, int] | None = None
         self._thread: threading.Thread | None = None
         self._mountpoint: Path | None = None
+        self._born_s = 0  # the nodes' times: when they were mounted, as sysfs shows its boot
         self.requests = 0  # answered so far (for tests and benches)
 
     def path_of(self, index: int) -> Path:
@@ -156,6 +158,7 @@ class NodeServer:
             os.close(fd)
             raise FuseUnavailable(f"cannot mount FUSE at {mountpoint}: {os.strerror(err)}")
         self._fd, self._mountpoint = fd, mountpoint
+        self._born_s = int(time.time())
         self._wake = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._thread = threading.Thread(
             target=self._serve, name=f"fuse-{mountpoint.parent.name}", daemon=True
@@ -284,7 +287,8 @@ class NodeServer:
         else:
             node = self.nodes[self._index(nodeid)]
             mode, nlink, uid, gid, size = stat.S_IFREG | node.mode, 1, node.uid, node.gid, NODE_SIZE
-        return ATTR.pack(nodeid, size, 0, 0, 0, 0, 0, 0, 0, mode, nlink, uid, gid, 0, NODE_SIZE, 0)
+        t = self._born_s
+        return ATTR.pack(nodeid, size, 0, t, t, t, 0, 0, 0, mode, nlink, uid, gid, 0, NODE_SIZE, 0)
 
 
 def unmount_stale(mountpoint: Path) -> None:

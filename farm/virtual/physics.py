@@ -60,6 +60,9 @@ SLOW_EVERY_TICKS = 10  # battery state for dumpsys, meminfo, screen state: ~1 Hz
 # /proc/meminfo: the phone's RAM, of which Android itself uses a fixed share and caches another.
 SYSTEM_USED_FRACTION = 0.35
 CACHED_FRACTION = 0.25
+# "0": serve the clock nodes as plain files watched by inotify even where FUSE works (to compare
+# the two in benches, or to test the fallback).
+CLOCK_FUSE_ENV = "FARM_VIRTUAL_CLOCK_FUSE"
 ERRNO_NAMES = {errno.EINVAL: "EINVAL", errno.EBUSY: "EBUSY", errno.ENODEV: "ENODEV"}
 
 
@@ -224,6 +227,13 @@ class Physics:
         owner = self.files.root_owner
         paths = self.clock_nodes.writable_paths()
         if not self.profile.rooted or owner is None or not paths:
+            return None
+        if os.environ.get(CLOCK_FUSE_ENV, "1") == "0":
+            log.info(
+                "%s: clock nodes are plain files watched by inotify (%s=0)",
+                self.sandbox.serial,
+                CLOCK_FUSE_ENV,
+            )
             return None
         nodes = tuple(ServedNode(rel, RW_MODE, *owner) for rel in paths)
         try:

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -135,6 +136,17 @@ def test_a_valid_write_is_in_force_when_it_returns_and_the_physics_runs_at_it(ro
     restore = " && ".join(f"echo 4294967295 > {CPUFREQ}/{p}/scaling_max_freq" for p in POLICIES)
     assert adb.su(restore).returncode == 0
     assert eventually(lambda: math.isclose(cgroups.quota_cores("cpu") or 0, 1.0, rel_tol=0.01), DEADLINE_S)
+
+
+def test_adb_pull_of_a_node_gives_its_text(rooted: Adb, tmp_path: Path) -> None:
+    """The daemon itself reads the node then (the sync service's descriptor): it must not wait
+    for its own event loop."""
+    local = tmp_path / "governor"
+    node = f"{CPUFREQ}/policy0/scaling_governor"
+    argv = ["adb", "-P", str(rooted.adb_port), "-s", rooted.phone.adb_serial, "pull", node, str(local)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done
+    assert local.read_text() == "schedutil\n"
 
 
 def test_the_shell_user_still_cannot_write_a_node(rooted: Adb) -> None:
