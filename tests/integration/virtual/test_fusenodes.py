@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from farm.virtual.fusenodes import FuseUnavailable, NodeServer, ServedNode
+from farm.virtual.physics import CLOCK_FUSE_ENV
 from farm.virtual.profiles import load_profile
 from farm.virtual.worldthread import WorldThread
-from tests.integration.virtual.socphone import phone, read, su
+from tests.integration.virtual.socphone import phone, read, su, wait_until
 
 pytestmark = [
     pytest.mark.integration,
@@ -128,3 +129,18 @@ def _phone_root_attempts(w: WorldThread, tmp_path: Path) -> None:
     assert victim.read_text() == "host\n" and victim.stat().st_uid == 0
     ls = su(w, f"ls -l {GOVERNOR}").stdout.split()
     assert ls[0] == "-rw-r--r--" and ls[2] == "root"  # the phone's root owns it, as on a phone
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bwrap")
+def test_without_fuse_the_nodes_are_plain_files_that_revert_a_refused_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback (no /dev/fuse, or switched off): the write succeeds, inotify reverts it."""
+    monkeypatch.setenv(CLOCK_FUSE_ENV, "0")
+    with phone(load_profile("adreno-sd865"), "VPFUSE2", tmp_path) as w:
+        assert w.world.physics._fused is None
+        assert su(w, f"echo bogus > {GOVERNOR}").returncode == 0
+        wait_until(lambda: read(w, GOVERNOR) == "schedutil\n", "the governor to come back")
+        assert "governor 'bogus' is not available (EINVAL)" in read(w, "/dev/.farm/kmsg")
+        assert su(w, f"echo performance > {GOVERNOR}").returncode == 0
+        wait_until(lambda: read(w, GOVERNOR) == "performance\n", "the governor to take")
