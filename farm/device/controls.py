@@ -41,7 +41,11 @@ def charging_control_for(node: str) -> ChargingControl | None:
     return ChargingControl(node, *values) if values else None
 
 
-_WRITE = 'printf "%s\\n" "$1" > "$2"'
+# echo, not printf: a sysfs store takes each write(2) on its own, and toybox's printf (0.8.9, as
+# Android 14 ships) writes "VALUE" and "\n" separately, so the kernel refuses the lone newline
+# (EINVAL) after taking the value. The shell's echo writes the line at once. (farm's values
+# never start with "-", which echo would take as an option.)
+_WRITE = 'echo "$1" > "$2"'
 
 
 def _write_and_check(value: str, node: str) -> list[str]:
@@ -64,20 +68,46 @@ def write_as_root(session: DeviceSession, node: str, value: str) -> None:
     raise DevicePermanentError(session.device_id, f"cannot write {node} (needs root)")
 
 
-# Writes each (value, node) pair of its arguments in order, then prints `node<TAB>what it reads`:
-# clock nodes may read back other than written (a thermal cap lowers scaling_max_freq), so the
-# caller judges the read-back instead of a write failing on it.
+# Writes each (value, node) pair of its arguments in order, then prints `node<TAB>ok|refused<TAB>
+# what it reads`: the kernel refuses a bad value in the write itself (EINVAL), and clock nodes
+# may read back other than written (a thermal cap lowers scaling_max_freq), so the caller judges
+# both. The shell's own error line is dropped: it does not name the node.
 _WRITE_MANY = (
-    '[ "$(id -u)" = 0 ] || exit 13; while [ "$#" -ge 2 ]; do printf "%s\\n" "$1" > "$2" 2>/dev/null; '
-    'printf "%s\\t%s\\n" "$2" "$(cat "$2" 2>/dev/null)"; shift 2; done'
+    '[ "$(id -u)" = 0 ] || exit 13; while [ "$#" -ge 2 ]; do '
+    'if echo "$1" > "$2" 2>/dev/null; then w=ok; else w=refused; fi; '
+    'printf "%s\\t%s\\t%s\\n" "$2" "$w" "$(cat "$2" 2>/dev/null)"; shift 2; done'
 )
 
 
-def write_many_as_root(session: DeviceSession, writes: list[tuple[str, str]]) -> dict[str, str]:
+@dataclass(frozen=True)
+class RootWrites:
+    """What write_many_as_root found: each node's read-back after the writes, and the nodes
+    whose last write the phone refused (node -> the value it refused)."""
+
+    readback: dict[str, str]
+    refused: dict[str, str]
+
+
+def parse_root_writes(stdout: str, writes: list[tuple[str, str]]) -> RootWrites:
+    """The _WRITE_MANY script's lines, in write order (pure)."""
+    readback: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    lines = [line.split("\t", 2) for line in stdout.splitlines() if line.count("\t") >= 2]
+    for (node, value), (_shown, status, read) in zip(writes, lines, strict=False):
+        readback[node] = read
+        if status == "refused":
+            refused[node] = value
+        else:
+            refused.pop(node, None)  # a later write of the node took
+    return RootWrites(readback, refused)
+
+
+def write_many_as_root(session: DeviceSession, writes: list[tuple[str, str]]) -> RootWrites:
     """Write (node, value) pairs in order as root in one round trip; returns what each node reads
-    after. DevicePermanentError when the phone gives no root way to run it."""
+    after and which writes the phone refused. DevicePermanentError when the phone gives no root
+    way to run it."""
     if not writes:
-        return {}
+        return RootWrites({}, {})
     inner = ["sh", "-c", _WRITE_MANY, "farm", *(x for node, value in writes for x in (value, node))]
     ways = {"direct": inner, "su -c": ["su", "-c", quote_argv(inner)], "su 0": ["su", "0", *inner]}
     known = session.facts.get("root_write")
@@ -85,7 +115,7 @@ def write_many_as_root(session: DeviceSession, writes: list[tuple[str, str]]) ->
         result = session.shell(ways[way])
         if result.ok:  # the script ran as root (it exits 13 otherwise)
             session.facts["root_write"] = way
-            return dict(line.split("\t", 1) for line in result.stdout.splitlines() if "\t" in line)
+            return parse_root_writes(result.stdout, writes)
     raise DevicePermanentError(session.device_id, f"cannot write {writes[0][0]} (needs root)")
 
 

@@ -203,6 +203,14 @@ def _capped(node: str, read: str | None, written: str) -> bool:
     return int(read) < int(written)
 
 
+def refused_message(refused: Mapping[str, str]) -> str:
+    """Which node's value the phone's kernel refused (it failed the write, e.g. EINVAL) (pure);
+    the caller's error names the phone."""
+    node, value = next(iter(refused.items()))
+    more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+    return f"the phone refused {value!r} for {node}{more}"
+
+
 def mismatches(
     readback: Mapping[str, str], writes: Sequence[tuple[str, str]], *, allow_caps: bool = False
 ) -> list[str]:
@@ -273,10 +281,14 @@ def _pin(
     restore = ClockRestore(restore_writes(plan, abilities, before))
     device_store.mark_clocks_changed(store, device_id, restore.to_json())
     try:
-        readback = controls.write_many_as_root(session, pins)
+        written = controls.write_many_as_root(session, pins)
     except DevicePermanentError as error:
         device_store.clear_clocks_changed(store, device_id)  # nothing was written
         raise _Refused(str(error)) from None
+    readback = written.readback
+    if written.refused:
+        restore_clocks(session, store, device_id, restore)
+        raise _Refused(refused_message(written.refused))
     wrong = mismatches(readback, pins)
     if wrong:
         restore_clocks(session, store, device_id, restore)
@@ -327,8 +339,10 @@ def _fixed_performance(
 def restore_clocks(session: DeviceSession, store: Store, device_id: str, restore: ClockRestore) -> None:
     """Put the clocks back, then clear the store marker (kept, for recovery, when it fails)."""
     if restore.writes:
-        readback = controls.write_many_as_root(session, list(restore.writes))
-        wrong = mismatches(readback, restore.writes, allow_caps=True)
+        written = controls.write_many_as_root(session, list(restore.writes))
+        if written.refused:
+            raise FarmError(f"{device_id}: clocks not restored: {refused_message(written.refused)}")
+        wrong = mismatches(written.readback, restore.writes, allow_caps=True)
         if wrong:
             raise FarmError(f"{device_id}: clocks not restored: {wrong[0]}")
     if restore.fixed_performance:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from pathlib import Path
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -80,3 +81,50 @@ def append_text(root: Path, rel: str, text: str, mode: int = 0o644) -> int:
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
+
+
+def ensure_dir(root: Path, rel: str, mode: int, owner: tuple[int, int] | None) -> None:
+    """Make root/rel a directory with `mode` (and `owner` when given), walking below root without
+    following links. Whatever else the phone left at rel (a link, a file) is removed first: a link
+    there would make the daemon chmod/chown the host directory it names."""
+    parent, _, name = rel.strip("/").rpartition("/")
+    if name in ("", ".", ".."):
+        raise OSError(errno.EINVAL, f"not a directory below {root}", rel)
+    dfd = open_dir(root, parent)
+    try:
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=dfd)
+            st = None
+        if st is None:
+            os.mkdir(name, mode, dir_fd=dfd)
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    try:
+        os.fchmod(fd, mode)
+        if owner is not None:
+            os.fchown(fd, *owner)
+    finally:
+        os.close(fd)
+
+
+def chown_tree(root: Path, rel: str, owner: tuple[int, int]) -> None:
+    """Give everything in root/rel (itself included) to `owner`, following no link: the walk goes
+    by descriptors (os.fwalk) from a directory reached without links, and links are lchown'ed."""
+    try:
+        top = open_dir(root, rel)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+            return  # nothing to hand back; ensure_dir replaces a link or file
+        raise
+    try:
+        os.fchown(top, *owner)
+        for _dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+            for name in (*dirnames, *filenames):
+                os.chown(name, *owner, dir_fd=dirfd, follow_symlinks=False)
+    finally:
+        os.close(top)

@@ -3,10 +3,13 @@ kgsl's power levels, CPU hotplug, and the caps put on them by heat and fixed per
 
 Root's writes to the sysfs nodes arrive here as text (`apply_write`) and are judged the way the
 kernel's store handlers judge them: a governor that is not available, a non-number, setspeed
-without the userspace governor, offlining the last CPU -> an errno and no change. A number is
-never refused: like the kernel, cpufreq resolves scaling_{min,max}_freq to table entries
-(RELATION_L / RELATION_H, Linux 5.16+) and devfreq clamps min/max_freq to its OPP range, so a
-read-back shows what is in force, which may differ from what was written.
+without the userspace governor, offlining the last CPU -> an errno and no change. A number
+between or beyond the table's entries is not refused: cpufreq resolves scaling_{min,max}_freq to
+table entries (RELATION_L / RELATION_H, Linux 5.16+) and devfreq clamps min/max_freq to its OPP
+range, so a read-back shows what is in force, which may differ from what was written. A min
+above the max (or a max below the min) is refused (EINVAL) by kernels before PM QoS limits
+(cpufreq_set_policy's `new_policy->min > new_policy->max` until 5.3, devfreq's min/max_freq_store
+until 5.5; profile `cpu.limits_qos: false`); with QoS it is kept and the max wins.
 
 What work runs at ("work" frequency, which the physics turns into the CFS quota):
   performance, and every load-following governor (schedutil, walt, interactive...): the policy's
@@ -154,6 +157,7 @@ class SocClocks:
         gpu = profile.gpu
         self.gpu = None if gpu is None else Domain("gpu", gpu.freqs_hz, gpu.available_governors)
         self.has_kgsl = gpu is not None and gpu.kind is GpuKind.ADRENO
+        self.limits_qos = cpu.limits_qos
         fixed = profile.fixed_performance
         self.fixed_cpu_khz = fixed.cpu_khz if fixed is not None else None
         self.fixed_gpu_hz = fixed.gpu_hz if fixed is not None else None
@@ -322,6 +326,8 @@ class SocClocks:
             new = replace(req, min_req=_parse_uint(text))
         else:
             new = replace(req, max_req=_parse_uint(text))
+        if not self.limits_qos and new.min_req > new.max_req:
+            raise _Refused(errno.EINVAL, f"cpufreq: {d.name}: min {new.min_req} above max {new.max_req} kHz")
         policies = list(state.policies)
         policies[i] = new
         return replace(state, policies=tuple(policies))
@@ -336,9 +342,10 @@ class SocClocks:
                 raise _Refused(errno.EINVAL, f"devfreq: gpu: governor {name!r} is not available")
             return replace(state, gpu=replace(req, governor=name))
         value = _parse_ulong(text)
-        if knob is Knob.GPU_MIN:
-            return replace(state, gpu=replace(req, min_req=value))
-        return replace(state, gpu=replace(req, max_req=value))
+        new = replace(req, min_req=value) if knob is Knob.GPU_MIN else replace(req, max_req=value)
+        if not self.limits_qos and value and new.min_req > new.max_req:  # 0: no limit, never refused
+            raise _Refused(errno.EINVAL, f"devfreq: gpu: min {new.min_req} above max {new.max_req} Hz")
+        return replace(state, gpu=new)
 
     def _apply_kgsl(self, state: ClockState, knob: Knob, text: str) -> ClockState:
         kgsl, d = state.kgsl, self.gpu

@@ -1,9 +1,11 @@
 """Know within a millisecond that a program in the phone wrote one of its control files.
 
-Linux inotify through libc (the stdlib has no binding): the phone's sysfs and /dev/cpuset are
-plain files on the host, so a write by phone root is an IN_CLOSE_WRITE on them. The physics then
-judges the write as the kernel would and answers by rewriting the node (read-back) or reverting
-it. Event-driven, so idle phones cost nothing and a pinned clock takes effect before the next
+Linux inotify through libc (the stdlib has no binding): /dev/cpuset, the control dir and (where
+FUSE cannot serve them, fusenodes.py) the phone's clock nodes are plain files on the host, so a
+write by phone code is an IN_CLOSE_WRITE on them. The physics then judges the write as the kernel
+would and answers by rewriting the node (read-back) or reverting it; the write itself has
+succeeded by then, which is why the clock nodes are served over FUSE where the host allows.
+Event-driven, so idle phones cost nothing and a pinned clock takes effect before the next
 physics tick. Directory watches report the files written inside them (ctl/ flag files replaced
 by rename show as IN_MOVED_TO).
 """

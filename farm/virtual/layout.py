@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from farm.errors import EnvironmentProblem
+from farm.virtual import beneath
 from farm.virtual.profile import Profile
 
 PROC_CGROUPS_HEADER = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
@@ -175,21 +176,21 @@ def host_libopencl() -> str:
     raise EnvironmentProblem("no libOpenCL.so.1 on this machine", hint="run `make system-packages`")
 
 
-def _mkdir(path: Path, mode: int, owner: tuple[int, int]) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, mode)
-    if os.geteuid() == 0:
-        os.chown(path, *owner)
+def _mkdir(layout: StateLayout, path: Path, mode: int, owner: tuple[int, int]) -> None:
+    """A directory of the phone's trees, made without following links: data/, sdcard/ and ctl/
+    survive down/up, and the phone's root or shell may have left a link in them (a link at
+    ctl/props to /etc made `up` chown the host's /etc to shell)."""
+    rel = str(path.relative_to(layout.root))  # its parent is made first (prepare_tree's order)
+    beneath.ensure_dir(layout.root, rel, mode, owner if os.geteuid() == 0 else None)
 
 
-def chown_tree(top: Path, owner: tuple[int, int]) -> None:
-    """lchown everything under `top` (the daemon writes these trees; the phone's root owns them)."""
-    if os.geteuid() != 0 or not top.exists():
+def chown_tree(top: Path, owner: tuple[int, int], *, below: Path | None = None) -> None:
+    """lchown everything under `top` (the daemon writes these trees; the phone's root owns them).
+    `below`: the directory under which the phone may have planted links (no link is followed)."""
+    if os.geteuid() != 0:
         return
-    os.lchown(top, *owner)
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in (*dirnames, *filenames):
-            os.lchown(os.path.join(dirpath, name), *owner)
+    root = below if below is not None else top.parent
+    beneath.chown_tree(root, str(top.relative_to(root)), owner)
 
 
 def _fresh_identity(profile: Profile, serial: str) -> dict[str, object]:
@@ -219,22 +220,22 @@ def prepare_tree(
         # Another profile's data, kept on request: what a rooted session left in shell's places
         # (/data/local/tmp, /sdcard) would lock out an unrooted shell, so shell gets them back.
         for tree in (lay.data / "local" / "tmp", lay.sdcard):
-            chown_tree(tree, owners.shell)
+            chown_tree(tree, owners.shell, below=lay.root)
     else:
         for tree in (lay.data, lay.sdcard, lay.ctl):
             shutil.rmtree(tree, ignore_errors=True)
     root, shell = owners.root, owners.shell
-    _mkdir(lay.data, 0o771, root)
-    _mkdir(lay.data / "local", 0o751, root)
-    _mkdir(lay.data / "local" / "tmp", 0o771, shell)
-    _mkdir(lay.data / "vendor", 0o771, root)
+    _mkdir(lay, lay.data, 0o771, root)
+    _mkdir(lay, lay.data / "local", 0o751, root)
+    _mkdir(lay, lay.data / "local" / "tmp", 0o771, shell)
+    _mkdir(lay, lay.data / "vendor", 0o771, root)
     # PoCL's kernel cache (the "vendor driver cache"); kept across reboots like a real one.
-    _mkdir(lay.data / "vendor" / "pocl-cache", 0o770, shell)
-    _mkdir(lay.sdcard, 0o770, shell)
-    _mkdir(lay.ctl, 0o775, shell)
+    _mkdir(lay, lay.data / "vendor" / "pocl-cache", 0o770, shell)
+    _mkdir(lay, lay.sdcard, 0o770, shell)
+    _mkdir(lay, lay.ctl, 0o775, shell)
     lay.sys.mkdir(exist_ok=True)
     for sub in ("props", "props/set", "props/persist", "battery", "settings", "logcat"):
-        _mkdir(lay.ctl / sub, 0o775, shell)
+        _mkdir(lay, lay.ctl / sub, 0o775, shell)
     _prepare_system(profile, lay)
     _prepare_vendor(profile, lay)
     _prepare_etc(lay)

@@ -11,7 +11,11 @@ battery (battery.py) -> nodes in the profile's conventions. Adreno's gpubusy is 
 
 Between ticks, writes are events: root writing a clock node, a /dev/cpuset group's `cpus`, or
 the tools' power-HAL flags (`cmd power`, `cmd thermalservice`) wakes `on_write` (filewatch.py),
-which judges the write like the kernel (clocks.py) and applies it at once.
+which judges the write like the kernel (clocks.py) and applies it at once. On rooted phones the
+clock nodes are served over FUSE where the host allows it (fusenodes.py): a write is judged in
+the write call itself, whose errno is the kernel's (EINVAL...), on the FUSE thread, under the
+physics lock that the loop's ticks and events hold too. Elsewhere they are plain files whose
+writes inotify reports after the writer closed them (a refused one is reverted, `kmsg` says so).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import logging
 import math
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,8 +41,9 @@ from farm.virtual.clocknodes import ClockNodes, ClockReadings
 from farm.virtual.cpuinfo import cpuinfo_text
 from farm.virtual.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from farm.virtual.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
+from farm.virtual.fusenodes import FuseUnavailable, NodeServer, ServedNode, serve_in_phone
 from farm.virtual.groundtruth import GroundTruthLog, TruthRow
-from farm.virtual.nodes import NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
+from farm.virtual.nodes import RW_MODE, NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from farm.virtual.power import power_mw
 from farm.virtual.procscan import ProcScanner
 from farm.virtual.profile import THERMALSERVICE_MIN_SDK, Profile, SensorType
@@ -54,6 +60,9 @@ SLOW_EVERY_TICKS = 10  # battery state for dumpsys, meminfo, screen state: ~1 Hz
 # /proc/meminfo: the phone's RAM, of which Android itself uses a fixed share and caches another.
 SYSTEM_USED_FRACTION = 0.35
 CACHED_FRACTION = 0.25
+# "0": serve the clock nodes as plain files watched by inotify even where FUSE works (to compare
+# the two in benches, or to test the fallback).
+CLOCK_FUSE_ENV = "FARM_VIRTUAL_CLOCK_FUSE"
 ERRNO_NAMES = {errno.EINVAL: "EINVAL", errno.EBUSY: "EBUSY", errno.ENODEV: "ENODEV"}
 
 
@@ -134,6 +143,8 @@ class Physics:
         self._task: asyncio.Task[None] | None = None
         self._scanner: ProcScanner | None = None
         self._watch = FileWatch()
+        self._fused: NodeServer | None = None  # the clock nodes over FUSE, while the phone runs
+        self._lock = threading.RLock()  # the model and nodes: the loop's ticks/events, FUSE writes
         # A phone that has been on for a while: at the steady temperature of idle with screen on.
         idle_mw = power_mw(profile.power, 0.0, 0.0, screen_on=True)
         self.temp_c = profile.thermal.ambient_c + idle_mw / 1000.0 * profile.thermal.r_c_per_w
@@ -195,6 +206,7 @@ class Physics:
         self._scanner = ProcScanner(self.sandbox.pidns, candidates=self._cgroup_pids)
         self._scanner.scan(time.monotonic(), 0, rss=False)
         self.log.open()
+        self._fused = await self._serve_clock_nodes()
         self._start_watch()
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"physics-{self.sandbox.serial}"
@@ -208,14 +220,64 @@ class Physics:
             self._task = None
         self._watch.close()
         self._watch = FileWatch()
+        if self._fused is not None:
+            self._fused.close()
+            self._fused = None
         self.log.close()
+
+    async def _serve_clock_nodes(self) -> NodeServer | None:
+        """The clock nodes root may write, over FUSE (None: plain files and inotify instead)."""
+        owner = self.files.root_owner
+        paths = self.clock_nodes.writable_paths()
+        if not self.profile.rooted or owner is None or not paths:
+            return None
+        if os.environ.get(CLOCK_FUSE_ENV, "1") == "0":
+            log.info(
+                "%s: clock nodes are plain files watched by inotify (%s=0)",
+                self.sandbox.serial,
+                CLOCK_FUSE_ENV,
+            )
+            return None
+        nodes = tuple(ServedNode(rel, RW_MODE, *owner) for rel in paths)
+        try:
+            server = await serve_in_phone(
+                nodes,
+                lambda rel: (self.files.last(rel) or "").encode(),
+                self._fused_write,
+                mountpoint=self.layout.root / "clocknodes.fuse",
+                init_pid=self.sandbox.init_pid,
+            )
+        except FuseUnavailable as exc:
+            log.info("%s: clock nodes are plain files watched by inotify (%s)", self.sandbox.serial, exc)
+            return None
+        log.info(
+            "%s: clock nodes served over FUSE (%d nodes; a refused write fails)",
+            self.sandbox.serial,
+            len(nodes),
+        )
+        return server
+
+    def _fused_write(self, rel: str, data: bytes) -> int | None:
+        """Root wrote a FUSE-served clock node (on the FUSE thread): the kernel's judgement, and
+        the value in force before write(2) returns."""
+        knob = self.clock_nodes.knob_at(rel)
+        if knob is None:
+            return errno.EACCES
+        with self._lock:
+            result = self.model.write(knob[0], knob[1], data.decode("utf-8", errors="replace"))
+            if result.error is not None:
+                self._kmsg(f"{result.message} ({ERRNO_NAMES.get(result.error, result.error)}); write refused")
+                return result.error
+            self._refresh_clocks()
+        return None
 
     def _start_watch(self) -> None:
         """Watch what the phone may write: root's clock nodes and cpusets, the tools' HAL flags."""
         self._watch.watch(self.layout.ctl, IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE)
         if self.profile.rooted:
-            for rel in self.clock_nodes.writable_paths():
-                self._watch.watch(self.layout.sys / rel)
+            if self._fused is None:
+                for rel in self.clock_nodes.writable_paths():
+                    self._watch.watch(self.layout.sys / rel)
             if self.trees is not None:
                 for group in self.trees.groups():
                     self._watch_group(group.name)
@@ -238,7 +300,8 @@ class Physics:
             await asyncio.sleep(tick_delay_s(time.monotonic()))
             now_ns = time.monotonic_ns()
             try:
-                self.tick(now_ns, now_ns - last_ns)
+                with self._lock:
+                    self.tick(now_ns, now_ns - last_ns)
             except OSError as exc:
                 # A vanished process or a state file mid-replace must not end the phone's physics.
                 log.warning("%s: physics tick failed: %s", self.sandbox.serial, exc)
@@ -248,6 +311,10 @@ class Physics:
 
     def on_write(self, path: Path) -> None:
         """A file the phone may write was written: judge it and answer (see the module doc)."""
+        with self._lock:
+            self._on_write(path)
+
+    def _on_write(self, path: Path) -> None:
         try:
             if path.parent == self.layout.ctl:
                 if path.name in ctlfiles.HAL_FLAGS:

@@ -250,6 +250,10 @@ class CpuSpec(_Frozen):
     governors: tuple[str, ...] = ()  # scaling_available_governors; default: governor + the stock four
     scaling_driver: str = "qcom-cpufreq-hw"
     transition_latency_ns: int = Field(default=1_000_000, ge=0)
+    # Whether the kernel keeps cpufreq/devfreq limits as PM QoS requests (Linux 5.3+ cpufreq,
+    # 5.5+ devfreq): a min above the max is then stored and the max wins. Older kernels (the
+    # 4.19 and 3.10 of the rooted profiles here) refuse that write with EINVAL.
+    limits_qos: bool = True
     # Host CPU cores the phone's CPU work may use at once. Each of its threads runs at most at
     # the speed of the phone's fastest online core (clock / top clock x capacity), so the CFS
     # quota of its cgroup is that speed x the threads that want a core, up to this budget.

@@ -6,6 +6,8 @@
 4. the phones' own CPU per benchmark run: 8 phones through a `farm run` sweep of short LSTM runs,
    CPU of the daemon process (physics, ADB servers) over the sweep / its runs (the phones'
    processes, benchmarks included, exit into their init, whose children's time /proc omits).
+5. clock nodes of rooted phones over FUSE against plain files: `up` of 4 sd865 phones, and a
+   `cat` of scaling_governor (FUSE-served) and scaling_cur_freq (always a plain file) in the phone.
 Uses a private adb server and temporary state dirs; stops everything it starts.
 Prints a table and writes results/bench/bench_virtual.json.
 Run: .venv/bin/python tests/bench/bench_virtual.py
@@ -28,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from farm.store import Store  # noqa: E402
 from farm.virtual import control  # noqa: E402
+from farm.virtual.physics import CLOCK_FUSE_ENV  # noqa: E402
 from tests.bench.bench_orchestrator import RUNS_PER_PHONE, SHORT_PARAMS, SHORT_RUN, _run_farm  # noqa: E402
 from tests.bench.table import report  # noqa: E402
 from tests.e2e.farm_cli import fast_lstm, write_experiment  # noqa: E402
@@ -164,6 +167,45 @@ def bench_up(adb_port: int, work: Path) -> dict[str, float]:
     return {"up_16_s": up_s, "down_16_s": time.perf_counter() - start}
 
 
+CLOCK_PHONES = 4  # rooted (adreno-sd865): 26 clock nodes each, over FUSE unless switched off
+CLOCK_READS = 300
+_READS = "i=0; while [ $i -lt {n} ]; do cat {node} >/dev/null; i=$((i+1)); done"
+POLICY = "/sys/devices/system/cpu/cpufreq/policy0"
+
+
+def _in_phone_s(adb_port: int, serial: str, script: str) -> float:
+    """Seconds a script takes inside the phone (its own clock: adb's round trip is not in it)."""
+    out = adb(adb_port, "-s", serial, "shell", f"s=$(date +%s%N); {script}; e=$(date +%s%N); echo $((e - s))")
+    return int(out.stdout.split()[-1]) / 1e9
+
+
+def bench_clock_nodes(adb_port: int, work: Path) -> dict[str, float]:
+    """Up of CLOCK_PHONES rooted phones with the clock nodes over FUSE and as plain files, and
+    the cost of a `cat` of a FUSE node (scaling_governor) against a plain one (scaling_cur_freq)."""
+    samples: dict[str, list[float]] = {}
+    # Both orders (plain, fuse, fuse, plain): the first start of a run pays for cold caches.
+    for i, fuse in enumerate((False, True, True, False)):
+        os.environ[CLOCK_FUSE_ENV] = "1" if fuse else "0"
+        key = "fuse" if fuse else "plain"
+        start = time.perf_counter()
+        state = control.start_daemon(work / f"clocks-{i}", ["adreno-sd865"] * CLOCK_PHONES, adb_port=adb_port)
+        try:
+            control.connect_phones(state.phones, adb_port, timeout_s=120)
+            samples.setdefault(f"clock_up_{key}_s", []).append(time.perf_counter() - start)
+            serial = state.phones[0].adb_serial
+            for name, node in (
+                ("governor", f"{POLICY}/scaling_governor"),
+                ("cur_freq", f"{POLICY}/scaling_cur_freq"),
+            ):
+                took = _in_phone_s(adb_port, serial, _READS.format(n=CLOCK_READS, node=node))
+                samples.setdefault(f"clock_cat_{name}_{key}_ms", []).append(1000 * took / CLOCK_READS)
+        finally:
+            os.environ.pop(CLOCK_FUSE_ENV, None)
+            control.disconnect_phones(state.phones, adb_port)
+            control.stop_daemon(state)
+    return {key: statistics.mean(values) for key, values in samples.items()}
+
+
 def main() -> None:
     server = start_adb_server(free_tcp_port())
     results: dict[str, Any] = {}
@@ -174,6 +216,7 @@ def main() -> None:
             results.update(bench_up(server.port, work))
             results.update(bench_idle(server.port, work))
             results.update(bench_run_cpu(server.port, work))
+            results.update(bench_clock_nodes(server.port, work))
     finally:
         kill_adb_server(server)
     rows = [
@@ -191,6 +234,18 @@ def main() -> None:
             f"{results['run_daemon_cpu_per_run_ms']:.0f} ms",
         ),
     ]
+    for key in ("plain", "fuse"):
+        rows += [
+            (f"up {CLOCK_PHONES} rooted phones, clock nodes {key}", f"{results[f'clock_up_{key}_s']:.1f} s"),
+            (
+                f"cat scaling_governor in the phone ({key})",
+                f"{results[f'clock_cat_governor_{key}_ms']:.2f} ms",
+            ),
+            (
+                f"cat scaling_cur_freq in the phone ({key})",
+                f"{results[f'clock_cat_cur_freq_{key}_ms']:.2f} ms",
+            ),
+        ]
     report(OUT, "virtual", rows, results, ROOT)
 
 

@@ -17,14 +17,15 @@
  *   vphone-exec noexec --pid P PATH
  *       remount PATH in the phone's mount namespace noexec (with the phone's own mount rights:
  *       its user namespace), as Android mounts shared storage; bwrap binds have no such option.
- *   vphone-exec bind --pid P (--view SRC | --host-file FILE) DST
+ *   vphone-exec bind --pid P (--view SRC | --host-file FILE) DST [--host-file FILE DST]...
  *       a mount the phone asked for, done in its mount namespace with its own mount rights, as
  *       its kernel would (the phone's root itself may not mount: seccomp, no CAP_SYS_ADMIN).
  *       --view: SRC is a cgroup view of the phone (/dev/cpuset...), made a shared mount and
  *       bound recursively at DST (`mount -t cgroup` of that hierarchy; shared, so that files
  *       bound into the view later show at DST too). --host-file: the host's FILE (a cgroup's
  *       tasks or cgroup.procs of this phone's own host cgroup, chosen by the daemon) is bound
- *       over the phone's file DST (a new cpuset group's membership files). Paths in the phone
+ *       over the phone's file DST (a new cpuset group's membership files; the daemon's FUSE clock
+ *       nodes, fusenodes.py, many in one call). Paths in the phone
  *       resolve inside its root (chroot), so no path it gives can name a host file.
  *   vphone-exec seccomp-bpf
  *       write the seccomp filter as BPF on stdout (for bwrap --seccomp, which starts init). The
@@ -499,26 +500,42 @@ static int cmd_noexec(int argc, char **argv) {
     return 0;
 }
 
+#define MAX_HOST_FILES 128
+
 static int cmd_bind(int argc, char **argv) {
-    if (argc != 5 || strcmp(argv[0], "--pid") != 0 ||
-        (strcmp(argv[2], "--view") != 0 && strcmp(argv[2], "--host-file") != 0)) {
+    if (argc < 5 || strcmp(argv[0], "--pid") != 0 ||
+        (strcmp(argv[2], "--view") != 0 && strcmp(argv[2], "--host-file") != 0) ||
+        (!strcmp(argv[2], "--view") && argc != 5) || (argc - 2) % 3 != 0 || (argc - 2) / 3 > MAX_HOST_FILES) {
         errno = EINVAL;
-        die("bind: needs --pid P (--view SRC | --host-file FILE) DST");
+        die("bind: needs --pid P (--view SRC | --host-file FILE) DST, or --host-file FILE DST repeated");
     }
     long pid = parse_long(argv[1], "pid");
-    const char *src = argv[3], *dst = argv[4];
     if (!strcmp(argv[2], "--host-file")) {
-        /* A detached copy of the host file's mount, taken before we leave the host's view. */
-        int tree = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-        if (tree < 0) die("open_tree %s", src);
-        struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
-        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
-            die("mount_setattr %s", src);
+        /* Detached copies of the host files' mounts, all taken before we leave the host's view
+         * (one process binds every file: the daemon binds a phone's clock nodes at each boot). */
+        int trees[MAX_HOST_FILES];
+        int count = (argc - 2) / 3;
+        for (int i = 0; i < count; i++) {
+            const char *flag = argv[2 + 3 * i], *src = argv[3 + 3 * i];
+            if (strcmp(flag, "--host-file") != 0) {
+                errno = EINVAL;
+                die("bind: %s: only --host-file may repeat", flag);
+            }
+            trees[i] = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+            if (trees[i] < 0) die("open_tree %s", src);
+            struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+            if (syscall(SYS_mount_setattr, trees[i], "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+                die("mount_setattr %s", src);
+        }
         enter_phone_mounts(pid);
-        if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) != 0)
-            die("bind %s over the phone's %s", src, dst);
+        for (int i = 0; i < count; i++) {
+            const char *src = argv[3 + 3 * i], *dst = argv[4 + 3 * i];
+            if (syscall(SYS_move_mount, trees[i], "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+                die("bind %s over the phone's %s", src, dst);
+        }
         return 0;
     }
+    const char *src = argv[3], *dst = argv[4];
     enter_phone_mounts(pid);
     if (mount(NULL, src, NULL, MS_SHARED, NULL) != 0) die("make the phone's %s shared", src);
     if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) != 0) die("bind the phone's %s at %s", src, dst);

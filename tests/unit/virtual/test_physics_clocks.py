@@ -8,11 +8,13 @@ import math
 
 import pytest
 
-from farm.virtual.clocks import Knob, SocClocks
+from farm.virtual.clocks import Knob, Limits, SocClocks
 from farm.virtual.profiles import load_profile
 from farm.virtual.socmodel import SocModel
 
-SD865 = load_profile("adreno-sd865")  # little 4 x A55 (cap 256), big 3 x A77 (900), prime 1 x (1024)
+SHIPPED_SD865 = load_profile("adreno-sd865")  # little 4 x A55 (cap 256), big 3 x A77 (900), prime 1 x (1024)
+# The same SoC on a kernel with PM QoS limits (5.3+): what the rules below are written against.
+SD865 = SHIPPED_SD865.model_copy(update={"cpu": SHIPPED_SD865.cpu.model_copy(update={"limits_qos": True})})
 LITTLE, BIG, PRIME = 0, 1, 2  # policy indices (policy0, policy4, policy7)
 MALI = load_profile("mali-tensor")
 
@@ -47,6 +49,29 @@ def test_frequency_writes_resolve_to_the_table_and_max_wins() -> None:
     assert soc.policy_limits(m.state, PRIME).high == 2841600
     assert _write(m, Knob.SCALING_MAX, PRIME, "99999999999") is None
     assert soc.policy_limits(m.state, PRIME).high == 2841600
+
+
+def test_crossed_limits_are_refused_by_kernels_before_pm_qos() -> None:
+    """4.19 (the shipped sd865's kernel): cpufreq_set_policy refuses min > max, comparing the
+    user's requests (not the resolved limits); devfreq's min/max_freq_store the same (0: no limit)."""
+    soc = SocClocks(SHIPPED_SD865)
+    m = SocModel(SHIPPED_SD865)
+    assert _write(m, Knob.SCALING_MAX, PRIME, "1500000\n") is None
+    assert _write(m, Knob.SCALING_MIN, PRIME, "2000000") == errno.EINVAL
+    assert _write(m, Knob.SCALING_MIN, PRIME, "1500000") is None  # equal to the request: fine
+    assert soc.policy_limits(m.state, PRIME) == Limits(1420800, 1420800)
+    assert _write(m, Knob.SCALING_MAX, PRIME, "1400000") == errno.EINVAL  # below the min's request
+    assert m.state.policies[PRIME].max_req == 1500000  # unchanged
+    assert _write(m, Knob.SCALING_MAX, LITTLE, "0") == errno.EINVAL  # below the boot min
+    assert _write(m, Knob.SCALING_MAX, PRIME, "-1") is None  # %u wraps: the top, above any min
+    gpu = soc.gpu
+    assert gpu is not None
+    assert _write(m, Knob.GPU_MAX, 0, f"{gpu.table[1]}") is None
+    assert _write(m, Knob.GPU_MIN, 0, f"{gpu.table[2]}") == errno.EINVAL
+    assert _write(m, Knob.GPU_MIN, 0, f"{gpu.table[1]}") is None
+    assert _write(m, Knob.GPU_MAX, 0, f"{gpu.table[0]}") == errno.EINVAL
+    assert _write(m, Knob.GPU_MAX, 0, "0") is None  # no limit: never refused
+    assert m.state.gpu is not None and m.state.gpu.min_req == gpu.table[1]
 
 
 def test_speed_is_the_fastest_online_core_and_pins_scale_it() -> None:
