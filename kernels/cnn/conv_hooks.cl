@@ -107,7 +107,19 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
 }
 
 #ifdef TSM
+// The host pads M and N to whole tiles (cnn_gpu.c: buffers with CNN_TILE_SLACK elements and weight
+// rows to spare, pixel tables with sentinel entries that fail the gather's bounds test), so only
+// the stores are clipped and, where TSK does not divide K (-DCONV_K_TAIL: conv1), K is tested:
+// a plain GEMM's loads (on the H200 the loads' M, N, K tests cost the 729-pixel layers ~15%,
+// kernels/bench/results-h200.md). -DCONV_CHECKED (a tile larger than the slack): every test.
+#ifdef CONV_CHECKED
 #define BOUNDS 1
+#else
+#define BOUNDS_STORE 1
+#ifdef CONV_K_TAIL
+#define BOUNDS_K 1
+#endif
+#endif
 #define CONV_EXTRA                                                                                 \
     , __global const cstore_t *bias, __global const int4 *ktab, __global const int4 *ptab, const int hin, \
         const int win, const int c_off, const int relu
