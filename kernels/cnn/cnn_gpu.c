@@ -17,9 +17,9 @@
 static const char second_tiled[] = "#define TILED_NAME conv_1x1\n#define TILED_EXTRA CONV_EXTRA\n"
                                    "#define TILED_STORE CONV_STORE\n";
 /* Before the third: conv_fire, a fire module's two expand layers in one launch (conv_hooks.cl). It
- * keeps every bounds test: padded like the others it ran 14-29% slower in 6 of SqueezeNet's 16
- * pairs on the H200 (1.0 fire4 and fire9, 1.1 fire6-9; the rest within 5%), where the layers run
- * apart took up to 29% less time (kernels/bench/results-h200.md, session 6). */
+ * keeps every bounds test: padded like the others it ran 14-29% slower in 7 of SqueezeNet's 16
+ * pairs on the H200 (1.0 fire4 and fire9, 1.1 fire3 and fire6-9; the rest within 6%), where the
+ * layers run apart took up to 29% less time (kernels/bench/results-h200.md, session 6). */
 static const char third_tiled[] = "#define BOUNDS 1\n#define TILED_NAME conv_fire\n#define TILED_EXTRA FIRE_EXTRA\n"
                                   "#define TILED_STORE FIRE_STORE\n#define TILED_SELECT FIRE_SELECT\n"
                                   "#define TILED_B_STATE_T int4\n"
