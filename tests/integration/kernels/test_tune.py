@@ -244,20 +244,15 @@ def test_lstm_tunes_strategy_and_split_by_wall_time_and_reuses_it(kernel_program
     assert explicit.one("info")["tune_params"].startswith("kernel=step,")
 
 
+# the tiled conv path on a reduced network: four conv layers at 40 x 40, checked against the cpu path
+TILED_SMALL = ("--backend=gpu", "--gemm-kernel=local", "--input-size=40", "--layers-limit=5", "--iters=1",
+               "--warmup=0", "--verify")  # fmt: skip
+
+
 @pytest.mark.parametrize(("gather", "fuse"), [("tab", "1"), ("hoist", "1"), ("window", "1"), ("window", "0")])
 def test_each_im2col_gather_of_the_tiled_kernel_verifies(kernel_program, gather, fuse):
     run = kernel_program("cnn").run(
-        "--backend=gpu",
-        "--gemm-kernel=local",
-        f"--gather={gather}",
-        f"--fuse-expand={fuse}",
-        "--model=squeezenet1.0",
-        "--input-size=40",
-        "--layers-limit=5",
-        "--iters=1",
-        "--warmup=0",
-        "--verify",
-        timeout_s=240,
+        *TILED_SMALL, f"--gather={gather}", f"--fuse-expand={fuse}", "--model=squeezenet1.0", timeout_s=240
     )
     assert run.returncode == 0, run.stderr
     assert run.one("result")["verified"] is True
@@ -280,18 +275,9 @@ def test_tiled_conv_gemms_padded_to_whole_tiles_match_the_cpu_path(kernel_progra
     padding's results dropped; only the stores are clipped) and tests K only where the K tile does
     not divide it: layers whose pixels, maps and K fall short of the tile still match the cpu
     path, with the default tile and with the tiles --tune tries (each candidate verified)."""
+    # squeezenet1.1 at 40 x 40: conv1 19 x 19 = 361 pixels, the fire modules 9 x 9 = 81
     run = kernel_program("cnn").run(
-        "--backend=gpu",
-        "--gemm-kernel=local",
-        "--model=squeezenet1.1",
-        "--input-size=40",  # conv1 19 x 19 = 361 pixels, the fire modules 9 x 9 = 81
-        "--layers-limit=5",
-        "--tune",
-        "--tune-budget-s=1",
-        "--iters=1",
-        "--warmup=0",
-        "--verify",
-        timeout_s=300,
+        *TILED_SMALL, "--model=squeezenet1.1", "--tune", "--tune-budget-s=1", timeout_s=300
     )
     assert run.returncode == 0, run.stderr
     assert run.one("result")["verified"] is True
