@@ -46,8 +46,11 @@ BUILD = ROOT / "build" / platform.machine()
 SIZES = (1024, 2048, 4096)
 
 
-def run(prog: str, *args: str, cache: Path, timeout: float = 600) -> list[dict[str, Any]]:
-    argv = [str(BUILD / prog), *args, f"--cl-cache={cache}"]
+def run(
+    prog: str, *args: str, cache: Path, timeout: float = 600, binary: Path | None = None
+) -> list[dict[str, Any]]:
+    """One run of a kernels/ program (or of `binary`, another build of it) as parsed events."""
+    argv = [str(binary or BUILD / prog), *args, f"--cl-cache={cache}"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: exit {proc.returncode}: {proc.stderr.strip()[:400]}")
@@ -411,6 +414,15 @@ def cnn_section(
         )
         print("best-of ratios (fastest iteration of each; default, tuned): " + "; ".join(best_of))
         print("tuned per layer: " + "; ".join(f"{r['layer']}={r['params']}" for r in tuned.values()))
+        tries: dict[str, int] = {}
+        for e in (e for e in runs["tuned"] if e["event"] == "tune"):
+            tries[e["workload"]] = tries.get(e["workload"], 0) + 1
+        info = one(runs["tuned"], "info")
+        print(
+            f"tuner: {info.get('tune_seconds')} s, candidates tried per layer shape: "
+            + "; ".join(f"{w.split(' window')[0]}: {n}" for w, n in tries.items())
+        )
+        out["cnn"][-1]["tune_tries"] = tries
 
 
 def train_section(
@@ -600,12 +612,24 @@ def fp16_section(dev: str, cache: Path, out: dict[str, Any]) -> None:
 
 
 def gather_section(
-    dev: str, cache: Path, out: dict[str, Any], rounds: int, gathers: list[str], iters: int = 30
+    dev: str,
+    cache: Path,
+    out: dict[str, Any],
+    rounds: int,
+    gather_names: list[str],
+    iters: int = 30,
+    baseline: Path | None = None,
 ) -> None:
     """Each gathering conv layer (k > 1) and fused pair under each gather, defaults, `rounds`
     interleaved rounds (the medians of single runs swing by 10-20% on a GPU shared by nobody
     else, more on PoCL): per layer the median over rounds of its per-run median kernel time, and
-    the gemm program on its im2col shape once per round too (its medians swing as much)."""
+    the gemm program on its im2col shape once per round too (its medians swing as much).
+    `baseline`: another build of cnn (an earlier revision), run with each gather in the same
+    rounds, its columns labelled "<gather> base"."""
+    variants = [(g, g, None) for g in gather_names]
+    if baseline is not None:
+        variants += [(f"{g} base", g, baseline) for g in gather_names]
+    gathers = [label for label, _, _ in variants]
     for model in ("squeezenet1.0", "squeezenet1.1"):
         conv: dict[tuple[str, str], list[float]] = {}
         fused: dict[tuple[str, str], list[float]] = {}
@@ -615,7 +639,7 @@ def gather_section(
         for _ in range(rounds):
             for shape in sorted(set(shapes.values())):  # known after the first round's runs
                 gemm_ms.setdefault(shape, []).append(gemm_kernel_ms(dev, cache, shape, "fp32", 0.0)[0])
-            for gather in gathers:
+            for gather, gather_arg, binary in variants:
                 for fuse in (False, True):
                     ev = run(
                         "cnn",
@@ -624,12 +648,13 @@ def gather_section(
                         f"--iters={iters}",
                         "--verify",
                         "--tuned=ignore",
-                        f"--gather={gather}",
+                        f"--gather={gather_arg}",
                         f"--fuse-expand={int(fuse)}",
                         cache=cache,
+                        binary=binary,
                     )
                     if one(ev, "result").get("verified") is not True:
-                        raise SystemExit(f"cnn {model} --gather={gather} did not verify")
+                        raise SystemExit(f"cnn {model} {gather} did not verify")
                     walls.setdefault((gather, fuse), []).append(float(one(ev, "result")["median_ms"]))
                     for layer in (e for e in ev if e["event"] == "layer" and e["kind"] == "conv"):
                         if fuse and "fused_ns" in layer and layer["name"].endswith("expand3x3"):
@@ -691,6 +716,12 @@ def main() -> int:
     ap.add_argument(
         "--cnn-iters", type=int, default=30, help="measured inferences of each gather-section run"
     )
+    ap.add_argument(
+        "--baseline-cnn",
+        type=Path,
+        default=None,
+        help="gather section: another cnn build (an earlier revision) run in the same rounds",
+    )
     args = ap.parse_args()
     cache = Path(os.environ.get("FARM_CL_CACHE") or tempfile.mkdtemp(prefix="farm-gpu-bench-"))
     dev = args.cl_device or gpu_selector(cache)
@@ -708,7 +739,9 @@ def main() -> int:
     if "lstm" in sections:
         lstm_section(dev, cache, out, pk, args.small_tune_budget_s)
     if "gather" in sections:
-        gather_section(dev, cache, out, args.gather_rounds, args.gathers.split(","), args.cnn_iters)
+        gather_section(
+            dev, cache, out, args.gather_rounds, args.gathers.split(","), args.cnn_iters, args.baseline_cnn
+        )
     if "fp16" in sections and not args.quick:
         fp16_section(dev, cache, out)
     if args.out:

@@ -3,15 +3,15 @@
 # there) and runs gpu_bench.py with the given arguments; logs and JSON go to $OUT (or ./out).
 #
 #   bash kernels/bench/h200.sh --sections=gather --out=$OUT/gather.json
+#   BASELINE=/tmp/cnn_base bash kernels/bench/h200.sh --sections=gather --baseline-cnn=/tmp/cnn_base
 #
 # The machine runs the session's checkout, not a helper's worktree: a helper copies its kernels/
-# into the checkout's ignored .gpu/ (`carry: [.gpu]`); this script overlays it first.
+# (without build/) into the checkout's ignored .gpu/ (`carry: [.gpu]`); this script overlays it
+# first. BASELINE=PATH: before the overlay, build the checkout's own cnn and keep it at PATH (the
+# gather section's --baseline-cnn runs it in the same rounds).
 set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-if [ -d .gpu/kernels ]; then
-    cp -r .gpu/kernels/. kernels/
-fi
 mkdir -p /etc/OpenCL/vendors
 [ -e /etc/OpenCL/vendors/nvidia.icd ] || echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd
 {
@@ -34,6 +34,14 @@ if [ -z "$LIBDIR" ]; then
 fi
 echo "libOpenCL from $LIBDIR" | tee -a "$OUT/env.txt"
 export LD_LIBRARY_PATH=$LIBDIR:${LD_LIBRARY_PATH:-}
+if [ -n "${BASELINE:-}" ]; then
+    CFLAGS="-O2 -I/usr/local/cuda/include" LDFLAGS="-L$LIBDIR" make -s -C kernels -j"$(nproc)" programs \
+        >"$OUT/build-baseline.log" 2>&1 || { tail -30 "$OUT/build-baseline.log"; exit 5; }
+    cp kernels/build/x86_64/cnn "$BASELINE"
+fi
+if [ -d .gpu/kernels ]; then
+    cp -r .gpu/kernels/. kernels/
+fi
 CFLAGS="-O2 -I/usr/local/cuda/include" LDFLAGS="-L$LIBDIR" make -s -C kernels -j"$(nproc)" programs \
     >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 5; }
 kernels/build/x86_64/gemm --list-devices 2>&1 | tee -a "$OUT/env.txt"

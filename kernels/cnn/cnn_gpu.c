@@ -16,8 +16,11 @@
  * input tensor as B directly. */
 static const char second_tiled[] = "#define TILED_NAME conv_1x1\n#define TILED_EXTRA CONV_EXTRA\n"
                                    "#define TILED_STORE CONV_STORE\n";
-/* Before the third: conv_fire, a fire module's two expand layers in one launch (conv_hooks.cl). */
-static const char third_tiled[] = "#define TILED_NAME conv_fire\n#define TILED_EXTRA FIRE_EXTRA\n"
+/* Before the third: conv_fire, a fire module's two expand layers in one launch (conv_hooks.cl). It
+ * keeps every bounds test: padded like the others it ran 14-29% slower in 7 of SqueezeNet's 16
+ * pairs on the H200 (1.0 fire4 and fire9, 1.1 fire3 and fire6-9; the rest within 6%), where the
+ * layers run apart took up to 29% less time (kernels/bench/results-h200.md, session 6). */
+static const char third_tiled[] = "#define BOUNDS 1\n#define TILED_NAME conv_fire\n#define TILED_EXTRA FIRE_EXTRA\n"
                                   "#define TILED_STORE FIRE_STORE\n#define TILED_SELECT FIRE_SELECT\n"
                                   "#define TILED_B_STATE_T int4\n"
                                   "#define TILED_B_PREP(n) ((n) < N ? ptab[(n)] : (int4)(0, -(1 << 20), 0, 0))\n"
@@ -44,6 +47,18 @@ static cl_mem upload(cnn_gpu *g, const float *x, size_t n)
     void *host = to_storage(x, n, g->fp16);
     cl_mem m = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * g->elem_bytes, host);
     free(host);
+    return m;
+}
+
+/* A rows x cols weight matrix with CNN_TILE_SLACK zero rows after it (the padded tile's A loads). */
+static cl_mem upload_rows(cnn_gpu *g, const float *x, size_t rows, size_t cols)
+{
+    const size_t n = rows * cols, total = (rows + CNN_TILE_SLACK) * cols;
+    float *padded = farm_alloc(total * sizeof(float));
+    memcpy(padded, x, n * sizeof(float));
+    memset(padded + n, 0, (total - n) * sizeof(float));
+    cl_mem m = upload(g, padded, total);
+    free(padded);
     return m;
 }
 
@@ -101,12 +116,13 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
     g->maxpool = farm_cl_kernel(&g->prog, "maxpool");
     g->avgpool = farm_cl_kernel(&g->prog, "avgpool");
     for (int t = 0; t < net->ntensors; ++t)
-        g->tensor[t] = farm_cl_buffer(cl, CL_MEM_READ_WRITE, cnn_tensor_count(net, t) * g->elem_bytes, NULL);
+        g->tensor[t] =
+            farm_cl_buffer(cl, CL_MEM_READ_WRITE, (cnn_tensor_count(net, t) + CNN_TILE_SLACK) * g->elem_bytes, NULL);
     for (int i = 0; i < net->nlayers; ++i) {
         const cnn_layer *l = &net->layer[i];
         if (l->kind != CNN_CONV)
             continue;
-        g->w[i] = upload(g, l->w, (size_t)l->cout * l->cin * l->k * l->k);
+        g->w[i] = upload_rows(g, l->w, (size_t)l->cout, (size_t)l->cin * l->k * l->k);
         g->b[i] = upload(g, l->b, (size_t)l->cout);
     }
     /* The image and the result move through mapped host-allocated buffers, which drivers keep in
@@ -417,7 +433,7 @@ static int same_cfg(const cnn_gemm_cfg *a, const cnn_gemm_cfg *b, int tiled, int
 {
     if (!tiled)
         return a->tm == b->tm && a->vw == b->vw && a->vn == b->vn;
-    return !memcmp(&a->tiled, &b->tiled, sizeof a->tiled) &&
+    return !memcmp(&a->tiled, &b->tiled, sizeof a->tiled) && a->ktail == b->ktail &&
            (!gather || (a->gather == b->gather && a->ksz == b->ksz));
 }
 
@@ -448,7 +464,9 @@ static int program_for(cnn_gpu *g, const cnn_gemm_cfg *c, int gather)
         farm_tiled_options(&c->tiled, t, sizeof t);
         if (c->ksz)
             snprintf(ksz, sizeof ksz, " -DKSZ=%d", c->ksz);
-        snprintf(opts, sizeof opts, "%s %s -DGATHER=%d%s", prec, t, (int)c->gather, ksz);
+        const int checked = c->tiled.tsm > CNN_TILE_SLACK || c->tiled.tsn > CNN_TILE_SLACK;
+        snprintf(opts, sizeof opts, "%s %s -DGATHER=%d%s%s%s", prec, t, (int)c->gather, ksz,
+                 c->ktail ? " -DCONV_K_TAIL" : "", checked ? " -DCONV_CHECKED" : "");
         const char *parts[] = {tiled_types_cl_source, conv_hooks_cl_source, gemm_tiled_cl_source, second_tiled,
                                gemm_tiled_cl_source,  third_tiled,          gemm_tiled_cl_source};
         char *src = farm_cl_concat(parts, 7);
@@ -508,7 +526,9 @@ static void make_tables(cnn_gpu *g, int index)
     const cnn_layer *l = &g->net->layer[index];
     size_t m, n, k;
     cnn_gemm_shape(l, &m, &n, &k);
-    cl_int *kt = farm_alloc(k * 4 * sizeof(cl_int)), *pt = farm_alloc(n * 4 * sizeof(cl_int));
+    /* pixels past n (the last tile's padding): an origin no window reaches, so every load is 0 */
+    const size_t np = n + CNN_TILE_SLACK;
+    cl_int *kt = farm_alloc(k * 4 * sizeof(cl_int)), *pt = farm_alloc(np * 4 * sizeof(cl_int));
     for (size_t kk = 0; kk < k; ++kk) {
         const int ci = (int)kk / (l->k * l->k), r = (int)kk % (l->k * l->k), kh = r / l->k, kw = r % l->k;
         kt[4 * kk] = ci * l->hin * l->win + kh * l->win + kw;
@@ -522,8 +542,10 @@ static void make_tables(cnn_gpu *g, int index)
         pt[4 * p + 1] = ih0;
         pt[4 * p + 2] = iw0;
     }
+    for (size_t p = n; p < np; ++p)
+        pt[4 * p] = 0, pt[4 * p + 1] = -(1 << 20), pt[4 * p + 2] = 0;
     g->ktab[index] = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, k * 4 * sizeof(cl_int), kt);
-    g->ptab[index] = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * 4 * sizeof(cl_int), pt);
+    g->ptab[index] = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, np * 4 * sizeof(cl_int), pt);
     free(kt);
     free(pt);
 }
@@ -586,13 +608,17 @@ static void make_window_weights(cnn_gpu *g, int index)
         for (size_t ci = 0; ci < cin; ++ci)
             for (size_t pos = 0; pos < kk; ++pos)
                 w[m * k + pos * cin + ci] = l->w[m * k + ci * kk + pos];
-    g->wwin[index] = upload(g, w, (size_t)l->cout * k);
+    g->wwin[index] = upload_rows(g, w, (size_t)l->cout, k);
     free(w);
 }
 
 void cnn_gpu_set_layer(cnn_gpu *g, int index, const cnn_gemm_cfg *c)
 {
+    const cnn_layer *l = &g->net->layer[index];
     g->cfg[index] = *c;
+    const int tsk = c->tiled.tsk > 0 ? c->tiled.tsk : 1;
+    g->cfg[index].ktail = g->tiled && ((l->cin * l->k * l->k) % tsk != 0 || l->cin % tsk != 0);
+    c = &g->cfg[index];
     if (g->tiled && c->gather == CNN_GATHER_WINDOW)
         make_window_weights(g, index);
     g->prog_of[index] = program_for(g, c, !cnn_layer_is_1x1(&g->net->layer[index]));

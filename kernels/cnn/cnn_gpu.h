@@ -17,10 +17,17 @@ typedef struct {
     farm_tiled_cfg tiled;
     cnn_gather gather; /* tiled: how the B-tile loads gather im2col (conv_hooks.cl) */
     int ksz;           /* tiled, CNN_GATHER_ARITH / _WINDOW: the window compiled in (0 otherwise) */
+    int ktail;         /* tiled: TSK does not divide the layer's K (or, 3x3, its input channels: a
+                          fused pair's 1x1 part), so the loads test k (set by cnn_gpu_set_layer) */
     int tm, vw, vn;
 } cnn_gemm_cfg;
 
 #define CNN_MAX_PROGS 128 /* --tune builds one per configuration it tries */
+/* GPU devices: M and N of every conv GEMM are padded to whole tiles, the padding's results dropped
+ * (conv_hooks.cl): tensors have this many elements to spare after their end, weights this many
+ * rows (zero), pixel tables this many sentinel entries. A tile larger than this (only from a
+ * hand-written configuration) runs with every bounds test. */
+#define CNN_TILE_SLACK 128
 
 typedef struct {
     const cnn_net *net;

@@ -51,26 +51,33 @@ static int eval(void *user, int index, double *ms, int *verified)
     return 0;
 }
 
-/* Candidates, the default first: on the tiled kernel the default tile with each other gather (a
- * layer that gathers), then every valid tile with the default gather; on the packed kernel the
- * register blocks gemm's tuner tries. */
+/* Candidates, the default first: on the tiled kernel every valid tile with the default gather,
+ * then the default tile with each other gather (a layer that gathers); on the packed kernel the
+ * register blocks gemm's tuner tries. Tiles before gathers: the budget is shared by every layer
+ * shape and goes mostly to building programs (one per tile and gather); on the H200 the tile
+ * mattered up to 1.4x, the default gather (window) was the fastest or within about 3%. With the
+ * gathers first, SqueezeNet 1.0's tuned 729-pixel 3x3 layers stayed at 1.56-1.78x of gemm --tune
+ * on their shapes; tiles first, every shape tried all 20 tiles within 40 s and they are 1.20-1.25x
+ * (kernels/bench/results-h200.md, session 6). */
 static int candidates(const cnn_gpu *g, const cnn_layer *l, const cnn_gemm_cfg *def, cnn_gemm_cfg *out)
 {
     int n = 0;
     out[n++] = *def;
     if (g->tiled) {
-        for (int gth = 0; gth < CNN_GATHERS && !cnn_layer_is_1x1(l); ++gth)
-            if (gth != (int)def->gather) {
-                out[n] = *def;
-                cnn_gemm_set_gather(&out[n], l, (cnn_gather)gth);
-                n += out[n].gather == (cnn_gather)gth; /* window falls back to arith where it cannot run */
-            }
         farm_tiled_cfg t[MAX_CAND];
         const int nt = farm_tiled_candidates(g->cl, g->half_arith ? 2 : 4, t, MAX_CAND);
         for (int i = 0; i < nt && n < MAX_CAND; ++i)
             if (memcmp(&t[i], &def->tiled, sizeof t[i]) != 0) {
                 out[n] = *def;
-                out[n++].tiled = t[i];
+                out[n].tiled = t[i];
+                cnn_gemm_set_gather(&out[n], l, def->gather); /* window needs this tile's TSK to divide cin */
+                n++;
+            }
+        for (int gth = 0; gth < CNN_GATHERS && !cnn_layer_is_1x1(l) && n < MAX_CAND; ++gth)
+            if (gth != (int)def->gather) {
+                out[n] = *def;
+                cnn_gemm_set_gather(&out[n], l, (cnn_gather)gth);
+                n += out[n].gather == (cnn_gather)gth; /* window falls back to arith where it cannot run */
             }
         return n;
     }

@@ -107,7 +107,21 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
 }
 
 #ifdef TSM
+// The host pads M and N to whole tiles (cnn_gpu.c: buffers with CNN_TILE_SLACK elements and weight
+// rows to spare, pixel tables with sentinel entries that fail the gather's bounds test), so only
+// the stores are clipped and, where TSK does not divide K (-DCONV_K_TAIL: conv1), K is tested:
+// a plain GEMM's loads, as the gemm program's padded launch has. On the H200 the loads' M, N, K
+// tests had cost the 729-pixel 3x3 layers 25-41% (run apart: 1.41-1.65x of gemm with them,
+// 1.13-1.17x without; kernels/bench/results-h200.md). -DCONV_CHECKED (a tile larger than the
+// slack): every test. conv_fire keeps every test (cnn_gpu.c, third_tiled).
+#ifdef CONV_CHECKED
 #define BOUNDS 1
+#else
+#define BOUNDS_STORE 1
+#ifdef CONV_K_TAIL
+#define BOUNDS_K 1
+#endif
+#endif
 #define CONV_EXTRA                                                                                 \
     , __global const cstore_t *bias, __global const int4 *ktab, __global const int4 *ptab, const int hin, \
         const int win, const int c_off, const int relu

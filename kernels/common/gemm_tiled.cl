@@ -13,12 +13,17 @@
 //   -DTRANS_A / -DTRANS_B   A stored K x M (A^T row-major) / B stored N x K
 //   -DBOUNDS                M, N, K arbitrary (loads zero-filled, stores clipped); without it the
 //                           host pads every dimension to the tile and no check runs
+//   -DBOUNDS_STORE, -DBOUNDS_K   parts of BOUNDS, for a host whose buffers hold whole tiles of M and
+//                           N (A and B readable up to the next tile, what the padding computes is
+//                           dropped): stores clipped to M x N; loads zero-filled past K (a K that is
+//                           not a multiple of TSK)
 //   -DFARM_FP16             half storage (vload_half/vstore_half, fp32 arithmetic)
 //   -DFARM_FP16 -DFARM_HALF_ARITH   half storage and half arithmetic (needs cl_khr_fp16)
 // Hooks (a program that includes this file after its own definitions may replace them):
 //   TILED_NAME      kernel name (gemm_tiled)
 //   TILED_EXTRA     extra kernel parameters after C (empty)
-//   TILED_LOAD_B(k, n)   element k, n of op(B) (k < K, n < N guaranteed)
+//   TILED_LOAD_B(k, n)   element k, n of op(B) (k < K, n < N guaranteed with BOUNDS; without it n
+//                   may run to the end of its tile)
 //   TILED_STORE(m, n, v) writes output m, n (m < M, n < N guaranteed)
 //   TILED_B_STATE_T, TILED_B_PREP(n), TILED_LOAD_B_ST(s, k, n)   optional: a value per B column
 //                   this work-item loads from (one where the work-group size is a multiple of TSN),
@@ -140,6 +145,9 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 #ifdef BOUNDS
 #define A_OK(m, k) ((m) < M && (k) < K)
 #define B_OK(k, n) ((k) < K && (n) < N)
+#elif defined(BOUNDS_K)
+#define A_OK(m, k) ((k) < K)
+#define B_OK(k, n) ((k) < K)
 #else
 #define A_OK(m, k) 1
 #define B_OK(k, n) 1
@@ -218,7 +226,7 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 #pragma unroll
         for (int j = 0; j < WPTN; j++) {
             const int n = gn0 + (j / VW) * (RTSN * VW) + tn * VW + j % VW;
-#ifdef BOUNDS
+#if defined(BOUNDS) || defined(BOUNDS_STORE)
             if (m < M && n < N)
 #endif
                 TILED_STORE(m, n, acc[i][j]);

@@ -244,20 +244,15 @@ def test_lstm_tunes_strategy_and_split_by_wall_time_and_reuses_it(kernel_program
     assert explicit.one("info")["tune_params"].startswith("kernel=step,")
 
 
+# the tiled conv path on a reduced network: four conv layers at 40 x 40, checked against the cpu path
+TILED_SMALL = ("--backend=gpu", "--gemm-kernel=local", "--input-size=40", "--layers-limit=5", "--iters=1",
+               "--warmup=0", "--verify")  # fmt: skip
+
+
 @pytest.mark.parametrize(("gather", "fuse"), [("tab", "1"), ("hoist", "1"), ("window", "1"), ("window", "0")])
 def test_each_im2col_gather_of_the_tiled_kernel_verifies(kernel_program, gather, fuse):
     run = kernel_program("cnn").run(
-        "--backend=gpu",
-        "--gemm-kernel=local",
-        f"--gather={gather}",
-        f"--fuse-expand={fuse}",
-        "--model=squeezenet1.0",
-        "--input-size=40",
-        "--layers-limit=5",
-        "--iters=1",
-        "--warmup=0",
-        "--verify",
-        timeout_s=240,
+        *TILED_SMALL, f"--gather={gather}", f"--fuse-expand={fuse}", "--model=squeezenet1.0", timeout_s=240
     )
     assert run.returncode == 0, run.stderr
     assert run.one("result")["verified"] is True
@@ -273,6 +268,30 @@ def test_each_im2col_gather_of_the_tiled_kernel_verifies(kernel_program, gather,
         "fire2/expand1x1": gather if fuse == "1" else "tab",
         "fire2/expand3x3": gather,
     }
+
+
+def test_tiled_conv_gemms_padded_to_whole_tiles_match_the_cpu_path(kernel_program):
+    """cnn pads each tiled conv GEMM's M and N to whole tiles (buffers with room to spare, the
+    padding's results dropped; only the stores are clipped) and tests K only where the K tile does
+    not divide it: layers whose pixels, maps and K fall short of the tile still match the cpu
+    path, with the default tile and with the tiles --tune tries (each candidate verified)."""
+    # squeezenet1.1 at 40 x 40: conv1 19 x 19 = 361 pixels, the fire modules 9 x 9 = 81
+    run = kernel_program("cnn").run(
+        *TILED_SMALL, "--model=squeezenet1.1", "--tune", "--tune-budget-s=1", timeout_s=300
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.one("result")["verified"] is True
+    tried = run.of("tune")
+    assert all(e["verified"] for e in tried), [e for e in tried if not e["verified"]]
+    assert len({e["params"].split(",gather=")[0] for e in tried}) >= 2  # the default tile and another
+
+    def short_of_the_tile(event: dict[str, object]) -> set[str]:
+        dims = dict(part.split("=") for part in str(event["workload"]).split()[1:4])
+        tile = dict(part.split("=") for part in str(event["params"]).split(","))
+        return {d for d, t in (("m", "tsm"), ("n", "tsn"), ("k", "tsk")) if int(dims[d]) % int(tile[t])}
+
+    # every dimension falls short of the tile somewhere among the verified candidates
+    assert set().union(*map(short_of_the_tile, tried)) == {"m", "n", "k"}
 
 
 @pytest.mark.parametrize(
