@@ -15,10 +15,14 @@ Then, per repetition of 1.1 and backend:
 A last row per backend compares with each 1.1 layer's fastest repetition, as `farm model predict
 --compare` does; "noise floor" rows hold each 1.1 repetition against the first (the runs' own
 spread, which no model of the shapes can beat).
+Noise floor rows are given for both statistics of a layer's iterations (median and fastest); the
+models use FARM_BENCH_STATISTIC (median, as `farm model` does; see resource_data.LayerStatistic).
 Goal (issue 17 item 6): >= 80 % of layers within +-10 % and the total within 10 %. The host is
 shared: layer times move with its load, which is printed. Prints a table and writes
 results/bench/bench_model.json. Run: .venv/bin/python tests/bench/bench_model.py
-(FARM_BENCH_REPEATS=N changes the repetitions.)
+(FARM_BENCH_REPEATS=N repetitions, 3; FARM_BENCH_ITERATIONS=N measured inferences per run, 10;
+FARM_BENCH_KEEP=DIR keeps the measurement in DIR, and a DIR that holds one is evaluated again
+without measuring, to compare models or statistics on the same runs.)
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_serv
 OUT = ROOT / "results" / "bench" / "bench_model.json"
 REPEATS = int(os.environ.get("FARM_BENCH_REPEATS", "3"))
 ITERATIONS = int(os.environ.get("FARM_BENCH_ITERATIONS", "10"))
+# FARM_BENCH_STATISTIC=median|min: which of a layer's statistics the models fit and predict
+STATISTIC = resource_data.LayerStatistic(os.environ.get("FARM_BENCH_STATISTIC", "median"))
 # FARM_BENCH_KEEP=DIR: measure into DIR and keep it; a DIR that holds a measurement is evaluated again
 KEEP = Path(os.environ["FARM_BENCH_KEEP"]) if os.environ.get("FARM_BENCH_KEEP") else None
 PROFILE = "adreno-sd865"
@@ -149,13 +155,13 @@ def evaluate(results: Path) -> list[dict[str, Any]]:
     }
     v11 = network("squeezenet1.1")
     # As `farm model fit` does: every 1.0 repetition, the fastest of each layer shape.
-    every = resource_data.layer_samples(cnn.runs, {}, ("squeezenet1.0",), cnn.layers)
+    every = resource_data.layer_samples(cnn.runs, {}, ("squeezenet1.0",), cnn.layers, STATISTIC)
     fitted_on_all = {key: fit_layer_model(samples) for key, samples in every.items()}
     rows = []
     for repetition in range(REPEATS):
         runs = [run for run in cnn.runs if run.repetition == repetition]
-        train = resource_data.layer_samples(runs, {}, ("squeezenet1.0",), cnn.layers)
-        measured = resource_data.measured_layers(runs, {}, "squeezenet1.1", cnn.layers)
+        train = resource_data.layer_samples(runs, {}, ("squeezenet1.0",), cnn.layers, STATISTIC)
+        measured = resource_data.measured_layers(runs, {}, "squeezenet1.1", cnn.layers, STATISTIC)
         for key in sorted(set(train) & set(measured)):
             row: dict[str, Any] = {"repetition": repetition, "backend": key.backend, "device": key.device_id}
             row["kernels"] = _score(
@@ -176,7 +182,7 @@ def evaluate(results: Path) -> list[dict[str, Any]]:
     for statistic in resource_data.LayerStatistic:
         rows.extend(_noise_floor(cnn, statistic))
     # As `farm model predict --compare` does: each 1.1 layer's fastest repetition.
-    fastest = resource_data.measured_layers(cnn.runs, {}, "squeezenet1.1", cnn.layers)
+    fastest = resource_data.measured_layers(cnn.runs, {}, "squeezenet1.1", cnn.layers, STATISTIC)
     for key in sorted(set(fitted_on_all) & set(fastest)):
         row = {"repetition": "fastest", "backend": key.backend, "device": key.device_id}
         row["kernels"] = _score(
@@ -253,6 +259,7 @@ def main() -> None:
         {
             "repeats": REPEATS,
             "iterations": ITERATIONS,
+            "statistic": str(STATISTIC),
             "profile": PROFILE,
             "load_before": load_before,
             "load_after": load_after,

@@ -18,7 +18,11 @@ from tests.fixtures.study_samples import STUDIES, study_data
 
 EXPERIMENTS = Path(__file__).parents[3] / "experiments"
 # The shipped experiments whose declared figures include derived ones (relative_to, share_of).
-SHIPPED = {"squeezenet": "squeezenet_precision.yaml", "training": "gpu_training.yaml"}
+SHIPPED = {
+    "squeezenet": "squeezenet_precision.yaml",
+    "training": "gpu_training.yaml",
+    "mobirnn": "lstm_gpu_load.yaml",
+}
 
 
 def _derived(study: str) -> tuple[FigureSpec, ...]:
@@ -52,6 +56,12 @@ def test_every_figure_of_every_study_is_drawn_and_the_page_prints(tmp_path: Path
         # the shipped derived figures (a speedup, a ratio, a share: per phone with CI bars) are drawn
         ids = {figure.id for figure in page.figures}
         assert {f"fig-{spec.name}" for spec in derived[study]} <= ids, (study, ids)
+        # a crossover figure's marks (the line where the speedup crosses 1, its CI band) are drawn
+        for spec in derived[study]:
+            if spec.crossover is not None:
+                (figure,) = [f for f in page.figures if f.id == f"fig-{spec.name}"]
+                drawn = {mark.split("-ci-")[0].rstrip("-0123456789") for mark in figure.marks}
+                assert {"farm-mark-crossover"} <= drawn and any("-ci-" in m for m in figure.marks), figure
     pdf = tmp_path / "mobirnn.pdf"
     printed = print_pdf(pages["mobirnn"], pdf, tmp_path)
     assert printed.returncode == 0, printed.stderr[-2000:]
