@@ -219,6 +219,66 @@ def crossover(
     return Crossover(at, ci, len(crossings) / resamples, falling)
 
 
+@dataclass(frozen=True)
+class CrossoverOf:
+    """Where one compared level's ratio to the reference crosses 1 along a factor, on one phone
+    and cell of the other factors (the GPU's speedup over CPU against background load)."""
+
+    device: str
+    cell: Cell
+    factor: str
+    level: Hashable
+    reference: Hashable
+    along: str
+    found: Crossover
+    first_ratio: float  # the ratio at the lowest level measured: which side of 1 it starts on
+    levels: tuple[Hashable, ...]  # the levels of `along` both sides were measured at
+
+
+def crossovers(
+    frame: pd.DataFrame,
+    metric: str,
+    reference: tuple[str, Hashable],
+    along: str,
+    factors: Sequence[str],
+    *,
+    speedup: bool = False,
+    level: float = DEFAULT_LEVEL,
+) -> list[CrossoverOf]:
+    """Per phone, cell of `factors` (neither reference[0] nor `along`) and level of reference[0],
+    where the ratio of medians of `metric` to the reference level (`speedup`: reference / level)
+    crosses 1 along the numeric factor `along`, from a tidy frame's rows (one value per run).
+    Levels of `along` measured on one side only are left out; fewer than two left: no entry."""
+    factor, ref_level = reference
+    rows = _samples(frame, metric)
+    others = [name for name in factors if name not in (factor, along)]
+    result = []
+    for group, part in rows.groupby([DEVICE, *others], sort=True, dropna=False):
+        keys = _key(group)
+        ref = part[part[factor] == ref_level]
+        for lvl, mine in part[part[factor] != ref_level].groupby(factor, sort=True):
+            xs = sorted(set(ref[along]) & set(mine[along]))
+            if len(xs) < 2:
+                continue
+            at_ref = [ref.loc[ref[along] == x, "value"].to_numpy(dtype=np.float64) for x in xs]
+            at_lvl = [mine.loc[mine[along] == x, "value"].to_numpy(dtype=np.float64) for x in xs]
+            nums, dens = (at_ref, at_lvl) if speedup else (at_lvl, at_ref)
+            result.append(
+                CrossoverOf(
+                    device=str(keys[0]),
+                    cell=_cell(others, keys[1:]),
+                    factor=factor,
+                    level=lvl,
+                    reference=ref_level,
+                    along=along,
+                    found=crossover([float(x) for x in xs], nums, dens, level=level),
+                    first_ratio=float(np.median(nums[0]) / np.median(dens[0])),
+                    levels=tuple(xs),
+                )
+            )
+    return result
+
+
 def best_of(frame: pd.DataFrame, metric: str, factor: str, factors: Sequence[str]) -> list[Best]:
     """Per phone and cell of the other `factors`, the level of `factor` with the lowest median."""
     rows = _samples(frame, metric)

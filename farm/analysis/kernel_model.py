@@ -4,21 +4,27 @@ program's own per-layer times of one network and applied to another. Pure.
 
 Why not the GEMM model alone (farm.analysis.resource_model): the cnn program's convolutions are
 not the gemm program's calls. On CPU devices they are a direct loop nest, and on GPUs an im2col
-(gathered or packed) in front of the GEMM, so their cost depends on how many outputs, inputs and
-weights they touch, not on the multiply-adds only. Each kernel type gets
+(gathered or packed) in front of the GEMM, so their cost depends on how many outputs, inputs,
+weights and im2col elements they touch, not on the multiply-adds only. Each kernel type gets
 
-    t_ms = a + b * GFLOP + c * M_out + d * M_in + e * M_weights
+    t_ms = a + b * GFLOP + c * M_out + d * M_in + e * M_weights + f * M_im2col
 
-(M_x: millions of elements of the layer's output, input and weights, from the network's
-descriptor, so a network never measured can be predicted), fitted non-negative and on relative
-error as the GEMM model is. A type with fewer distinct shapes than coefficients keeps the simpler
-forms only (intercept + GFLOP, then intercept alone): a fit must never have more freedom than
-shapes to pin it.
+(M_x: millions of elements of the layer's output, input, weights and im2col matrix, from the
+network's descriptor, so a network never measured can be predicted), fitted non-negative and on
+relative error as the GEMM model is. Which terms a type keeps is chosen on the fitted network's own
+shapes, by leave-one-shape-out error (a form is fitted without one shape and predicts it, for each
+shape in turn; the lowest mean relative error wins, the fewer terms on a tie): a network's unique
+layers (SqueezeNet's conv1) must be predicted by terms the other shapes agree on, not by a term only
+that layer pins. On SqueezeNet 1.0 -> 1.1 (2026-12-02, one virtual phone, host load 7-14) that took
+the gpu total from +9.7 % to -1.6 % (conv1: +114 % -> -22 %). A form never has more terms than
+shapes less one (each left-out fit must be pinned); with fewer than three shapes, intercept + GFLOP
+when two shapes pin it, else the intercept alone.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -53,9 +59,19 @@ FEATURES: tuple[str, ...] = (
     "ms_per_m_out",
     "ms_per_m_in",
     "ms_per_m_weights",
+    "ms_per_m_im2col",
 )
-# Forms from the fullest down: a type fits the first one its distinct shapes can pin.
-FORMS: tuple[tuple[str, ...], ...] = (FEATURES, FEATURES[:2], FEATURES[:1])
+TIE_ERROR = 1e-4  # mean relative held-out errors closer than this choose the form with fewer terms
+# The candidate forms: intercept, intercept + GFLOP, and that plus any of the other terms.
+FORMS: tuple[tuple[str, ...], ...] = (
+    FEATURES[:1],
+    FEATURES[:2],
+    *(
+        (*FEATURES[:2], *extra)
+        for size in range(1, len(FEATURES) - 1)
+        for extra in itertools.combinations(FEATURES[2:], size)
+    ),
+)
 
 
 def features(layer: Layer) -> dict[str, float]:
@@ -68,6 +84,7 @@ def features(layer: Layer) -> dict[str, float]:
         "ms_per_m_out": layer.output_count / 1e6,
         "ms_per_m_in": layer.input_count / 1e6,
         "ms_per_m_weights": layer.weight_count / 1e6,
+        "ms_per_m_im2col": layer.workspace_count / 1e6,
     }
 
 
@@ -133,12 +150,41 @@ def _fit_form(samples: Sequence[LayerSample], names: Sequence[str]) -> tuple[flo
     return tuple(float(c) for c in relative_nnls(design, times))
 
 
+def _predict(
+    samples: Sequence[LayerSample], names: Sequence[str], coefficients: Sequence[float]
+) -> np.ndarray:
+    design = np.array([[features(s.layer)[n] for n in names] for s in samples])
+    return design @ np.asarray(coefficients)
+
+
+def held_out_error(samples: Sequence[LayerSample], names: Sequence[str]) -> float:
+    """Mean relative error of `names` fitted without each shape in turn, predicting that shape."""
+    errors = []
+    for shape in sorted({_shape(s.layer) for s in samples}):
+        left_out = [s for s in samples if _shape(s.layer) == shape]
+        fitted = _fit_form([s for s in samples if _shape(s.layer) != shape], names)
+        times = np.array([s.time_ms for s in left_out])
+        errors.extend(np.abs(_predict(left_out, names, fitted) / times - 1.0))
+    return float(np.mean(errors))
+
+
+def choose_form(samples: Sequence[LayerSample]) -> tuple[str, ...]:
+    """The form with the lowest leave-one-shape-out error (fewer terms on a tie, TIE_ERROR) among those the
+    shapes less one can pin; below three shapes, the fullest of GFLOP / intercept they pin."""
+    shapes = len({_shape(s.layer) for s in samples})
+    if shapes < 3:
+        return FEATURES[:2] if shapes == 2 else FEATURES[:1]
+    candidates = [form for form in FORMS if len(form) <= shapes - 1]
+    # errors within TIE_ERROR of each other are a tie (rounding of the fits' own arithmetic)
+    return min(candidates, key=lambda form: (round(held_out_error(samples, form) / TIE_ERROR), len(form)))
+
+
 def fit_kernel(kernel: KernelType, samples: Sequence[LayerSample]) -> KernelModel:
     bad = [s for s in samples if not (s.time_ms > 0 and np.isfinite(s.time_ms))]
     if bad:
         raise ConfigError(f"layer {bad[0].layer.name}: time {bad[0].time_ms} ms is not a positive number")
     shapes = len({_shape(s.layer) for s in samples})
-    names = next(form for form in FORMS if len(form) <= shapes)
+    names = choose_form(samples)
     coefficients = _fit_form(samples, names)
     return KernelModel(kernel, tuple(zip(names, coefficients, strict=True)), len(samples), shapes)
 

@@ -66,6 +66,11 @@ def model() -> None:
     """
 
 
+def _term(name: str) -> str:
+    """`ms_per_m_im2col` -> `M_im2col`, `intercept_ms` -> `a`: a fitted term as fit prints it."""
+    return {"intercept_ms": "a", "ms_per_gflop": "GFLOP"}.get(name, name.replace("ms_per_m_", "M_"))
+
+
 @model.command("fit")
 @click.argument("experiment")
 @click.option(
@@ -150,7 +155,11 @@ def fit(
         )
     for item in models:
         if item.kernels is not None:
-            kinds = ", ".join(f"{k.kernel} ({k.shapes} shapes)" for k in item.kernels.kernels)
+            # the terms each type kept (chosen by leave-one-shape-out error, kernel_model.choose_form)
+            kinds = ", ".join(
+                f"{k.kernel} ({k.shapes} shapes: {' + '.join(_term(n) for n, _ in k.coefficients)})"
+                for k in item.kernels.kernels
+            )
             click.echo(f"{item.key.label()}: per-kernel-type layer model: {kinds}")
     click.echo(
         "held-out: each shape predicted by a fit without it; repeat MAPE: the repetitions of one "

@@ -6,6 +6,9 @@ report's list of figures (plain ones from farm.report.figures, derived ones from
   and a dashed line at 1 (farm.analysis.derived.relative_to).
 - `share_of: {part: [...], whole: [...]}`: per phone, level of x and level of color, the median
   over runs of each run's part / whole with its bootstrap CI (farm.analysis.derived.share_of).
+- `crossover: x` on a relative_to figure: per phone and compared level, a dotted line where the
+  ratio crosses 1 and its bootstrap CI shaded (farm.analysis.derived.crossovers); the caption
+  gives the numbers.
 
 Phones are never pooled: one panel each. A numeric x draws lines, anything else grouped bars.
 """
@@ -19,7 +22,7 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from farm.analysis.derived import Ratio, relative_to, share_of
+from farm.analysis.derived import CrossoverOf, Ratio, crossovers, relative_to, share_of
 from farm.report.export import factor_columns
 from farm.report.figures import (
     _RC,
@@ -56,6 +59,41 @@ class Point:
     high: float
 
 
+@dataclass(frozen=True)
+class Band:
+    """A mark at x on a phone's panel, in its line's colour: where a ratio crosses 1, with its CI
+    (low, high) shaded; no CI when no resample crossed."""
+
+    device: str
+    line: Hashable  # the colour level of the line it belongs to
+    at: float
+    low: float | None
+    high: float | None
+
+
+def crossover_bands(found: Sequence[CrossoverOf]) -> list[Band]:
+    """The crossings (farm.analysis.derived.crossovers) that were found, as marks."""
+    return [
+        Band(
+            c.device,
+            c.level,
+            c.found.at,
+            *((c.found.ci.low, c.found.ci.high) if c.found.ci else (None, None)),
+        )
+        for c in found
+        if c.found.at is not None
+    ]
+
+
+def _draw_bands(ax: Axes, bands: Sequence[Band], palette: dict[Hashable, str]) -> None:
+    # gid: the browser test finds the marks by id in the page's SVG
+    for index, band in enumerate(bands):
+        color = palette.get(band.line, "grey")
+        ax.axvline(band.at, color=color, linestyle=":", linewidth=1.4, gid=f"farm-mark-crossover-{index}")
+        if band.low is not None and band.high is not None:
+            ax.axvspan(band.low, band.high, color=color, alpha=0.15, gid=f"farm-mark-crossover-ci-{index}")
+
+
 def _draw_panel(ax: Axes, points: Sequence[Point], palette: dict[Hashable, str], kind: FigureKind) -> None:
     lines: dict[tuple[Hashable, ...], list[Point]] = {}
     for point in points:
@@ -90,9 +128,10 @@ def draw_per_phone(
     caption_text: str,
     title: str,
     ratio: bool,
+    bands: Sequence[Band] = (),
 ) -> RenderedFigure | None:
-    """One panel per phone of points (lines or bars by their key); `ratio` adds the line at 1,
-    else the y axis starts at 0 (shares). None without points."""
+    """One panel per phone of points (lines or bars by their key) and its `bands`; `ratio` adds
+    the line at 1, else the y axis starts at 0 (shares). None without points."""
     if not points:
         return None
     phones = sorted({p.device for p in points})
@@ -102,6 +141,7 @@ def draw_per_phone(
         axes = figure.subplots(1, len(phones), squeeze=False, sharey=True)[0]
         for ax, phone in zip(axes, phones, strict=True):
             _draw_panel(ax, [p for p in points if p.device == phone], palette, spec.kind)
+            _draw_bands(ax, [b for b in bands if b.device == phone], palette)
             if ratio:
                 ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
             else:
@@ -193,8 +233,38 @@ def share_points(data: ReportData, spec: FigureSpec) -> list[Point]:
     return points
 
 
+def crossover_marks(data: ReportData, spec: FigureSpec) -> list[CrossoverOf]:
+    """What a `crossover` figure marks: per phone and compared level, where the ratio it draws
+    crosses 1 along x (the same runs and statistics as its points)."""
+    assert spec.relative_to is not None and spec.crossover is not None
+    factor, reference = spec.relative_to
+    column = dict(factor_columns(data))
+    rows = select(tidy_frame(data), data, spec.where)
+    return crossovers(
+        rows,
+        data.metric_name(spec.y),
+        (column[factor], reference),
+        column[spec.crossover],
+        [],
+        speedup=spec.speedup,
+    )
+
+
+def crossover_text(found: Sequence[CrossoverOf]) -> str:
+    """`gpu crosses 1 at gpu_load 0.62 [0.55, 0.70] on local/vp-1; ...` for a caption."""
+    parts = []
+    for c in found:
+        where = f"{c.factor}={c.level} on {c.device}"
+        if c.found.at is None:
+            parts.append(f"{where}: no crossing in {c.levels[0]}..{c.levels[-1]}")
+            continue
+        ci = f" [{c.found.ci.low:.3g}, {c.found.ci.high:.3g}]" if c.found.ci else ""
+        parts.append(f"{where}: crosses 1 at {c.along} {c.found.at:.3g}{ci}")
+    return "; ".join(parts)
+
+
 def render_relative(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
-    """A declared `relative_to` figure."""
+    """A declared `relative_to` figure, with its crossings of 1 when it names `crossover`."""
     assert spec.relative_to is not None
     factor, reference = spec.relative_to
     y = data.metric_name(spec.y)
@@ -203,6 +273,12 @@ def render_relative(data: ReportData, spec: FigureSpec) -> RenderedFigure | None
     how = f"median at {at} / median" if spec.speedup else f"median / median at {at}"
     title = spec.title or f"{y}: {kind} {at} vs {spec.x}"
     what = f"{y}, {how} over runs per phone, error bars = bootstrap 95% CI of the ratio, dashed: 1"
+    found = crossover_marks(data, spec) if spec.crossover is not None else []
+    if spec.crossover is not None:
+        what += (
+            "; dotted: where the ratio crosses 1 (linear between levels), shaded: its bootstrap 95% CI"
+            + (f" ({crossover_text(found)})" if found else "")
+        )
     return draw_per_phone(
         data,
         spec,
@@ -212,6 +288,7 @@ def render_relative(data: ReportData, spec: FigureSpec) -> RenderedFigure | None
         caption_text=caption(data, spec, _figure_runs(data, spec, [y]), title, what),
         title=title,
         ratio=True,
+        bands=crossover_bands(found),
     )
 
 

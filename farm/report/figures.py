@@ -8,7 +8,7 @@ dollar, and the SVG writer escapes `<`, `>` and `&` in <text> elements (svg.font
 from __future__ import annotations
 
 import io
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,12 +166,26 @@ def level_colors(data: ReportData, factor: str | None) -> dict[Hashable, str]:
     return {level: f"C{i % 10}" for i, level in enumerate(levels)}
 
 
+def best_stat(stats: Sequence[GroupStat]) -> GroupStat | None:
+    """A line's point with the lowest median (`best_of`: the best level of x; the first of a tie,
+    in the line's order), None for an empty line."""
+    return min(stats, key=lambda g: g.median, default=None)
+
+
+def _draw_best(ax: Axes, x: float, stat: GroupStat, color: str, gid: str) -> None:
+    ax.plot([x], [stat.median], marker="*", markersize=14, color=color, markeredgecolor="black",
+            linestyle="none", zorder=5, gid=gid)  # fmt: skip
+    ax.annotate(_label(f"best {stat.key[0]}"), (x, stat.median), textcoords="offset points",
+                xytext=(0, 9), ha="center", fontsize=7)  # fmt: skip
+
+
 def _draw(
     ax: Axes,
     spec: FigureSpec,
     groups: dict[Hashable, list[GroupStat]],
     numeric_x: bool,
     palette: dict[Hashable, str],
+    panel: int = 0,
 ) -> None:
     categories = sorted({g.key[0] for stats in groups.values() for g in stats}, key=_level_order)
     width = 0.8 / max(len(groups), 1)
@@ -197,6 +211,12 @@ def _draw(
                 ax.plot([], [], color=color, linewidth=6, alpha=0.5, label=legend)
         else:
             ax.bar(positions, medians, width=width, yerr=errors, capsize=3, label=legend, color=color)
+        best = best_stat(stats) if spec.best_of is not None else None
+        if best is not None:
+            line = spec.kind is FigureKind.LINE and numeric_x
+            at = float(best.key[0]) if line else positions[stats.index(best)]  # type: ignore[arg-type]
+            # gid: the browser test finds the marks by id in the page's SVG
+            _draw_best(ax, at, best, color, f"farm-mark-best-{panel}-{index}")
     if not (spec.kind is FigureKind.LINE and numeric_x):
         ax.set_xticks(range(len(categories)), [_label(c) for c in categories], rotation=20, ha="right")
 
@@ -264,7 +284,7 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
     with rc_context(_RC):  # type: ignore[arg-type]  # keys are valid rcParams
         figure = Figure(figsize=(min(4.0 * len(facets) + 1.0, 16.0), 3.6), layout="constrained")
         axes = figure.subplots(1, len(facets), squeeze=False, sharey=True)[0]
-        for ax, facet in zip(axes, facets, strict=True):
+        for panel, (ax, facet) in enumerate(zip(axes, facets, strict=True)):
             in_facet = _with(runs, spec.facet, facet)
             colors = (
                 sorted({_hashable(r.factor(spec.color)) for r in in_facet}, key=str) if spec.color else [None]
@@ -283,7 +303,7 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
                 )
                 for color in colors
             }
-            _draw(ax, spec, groups, numeric_x, level_colors(data, spec.color))
+            _draw(ax, spec, groups, numeric_x, level_colors(data, spec.color), panel)
             if spec.facet:
                 ax.set_title(_label(f"{spec.facet}={facet}"))
             ax.set_xlabel(FACTOR_LABELS.get(spec.x, spec.x))
@@ -292,4 +312,7 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
                 ax.legend(fontsize=7)
         axes[0].set_ylabel(f"{y} [{unit}]" if unit else y)
         figure.suptitle(_label(title))
-        return rendered(spec, title, caption(data, spec, runs, title), figure)
+        what = POINT
+        if spec.best_of is not None:
+            what += f"; star: each line's level of {spec.best_of} with the lowest median"
+        return rendered(spec, title, caption(data, spec, runs, title, what), figure)

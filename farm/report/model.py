@@ -78,6 +78,10 @@ class FigureSpec:
     relative_to: tuple[str, Level] | None = None
     speedup: bool = False
     share_of: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    # Marks (farm.report.derived_figures): where a relative_to figure's ratio crosses 1 along x,
+    # with its CI; a plain figure's best level of x per line.
+    crossover: str | None = None
+    best_of: str | None = None
 
     @property
     def derived(self) -> bool:
@@ -96,6 +100,10 @@ class FigureSpec:
             parts = [self.y, kind, "over", self.relative_to[0], str(self.relative_to[1]), "vs", self.x]
         elif self.share_of is not None:
             parts = ["share", "+".join(self.share_of[0]), "vs", self.x]
+        if self.crossover:
+            parts += ["crossover"]
+        if self.best_of:
+            parts += ["best"]
         if self.color:
             parts += ["by", self.color]
         if self.facet:

@@ -51,6 +51,8 @@ def figure_specs(experiment: Experiment) -> tuple[FigureSpec, ...]:
             relative_to=next(iter(f.relative_to.items())) if f.relative_to else None,
             speedup=f.speedup,
             share_of=(f.share_of.part, f.share_of.whole) if f.share_of else None,
+            crossover=f.crossover,
+            best_of=f.best_of,
         )
         for f in experiment.report.figures
     )

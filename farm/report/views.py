@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from farm.analysis.derived import DEVICE, best_of, crossover, relative_to
+from farm.analysis.derived import DEVICE, best_of, crossovers, relative_to
 from farm.analysis.pooling import pooled_factors, pooled_phrase
 from farm.analysis.stats import bootstrap_median_ci
 from farm.report.export import factor_columns
@@ -129,41 +129,27 @@ def _crossovers(data: ReportData, spec: TableSpec, rows: pd.DataFrame) -> Render
     assert spec.relative_to is not None and spec.crossover is not None
     factor, reference = spec.relative_to
     column = dict(factor_columns(data))
-    along = column[spec.crossover]
     metric = spec.metrics[0]
-    others = [column[r] for r in spec.rows if r != spec.crossover]
-    sample = rows[rows["metric"] == metric]
+    found = crossovers(
+        rows,
+        metric,
+        (column[factor], reference),
+        column[spec.crossover],
+        [column[r] for r in spec.rows if r != spec.crossover],
+        speedup=spec.speedup,
+    )
     body = []
-    for group, part in sample.groupby([DEVICE, *others], sort=True):
-        values = group if isinstance(group, tuple) else (group,)
-        ref = part[part[column[factor]] == reference]
-        for lvl, mine in part[part[column[factor]] != reference].groupby(column[factor], sort=True):
-            xs = sorted(set(ref[along]) & set(mine[along]))
-            if len(xs) < 2:
-                continue
-            at_ref = [ref.loc[ref[along] == x, "value"].to_numpy() for x in xs]
-            at_lvl = [mine.loc[mine[along] == x, "value"].to_numpy() for x in xs]
-            nums, dens = (at_ref, at_lvl) if spec.speedup else (at_lvl, at_ref)
-            found = crossover([float(x) for x in xs], nums, dens)
-            first = float(np.median(nums[0]) / np.median(dens[0]))
-            if found.at is None:
-                where_at, ci, verdict = "none", "–", f"stays {'above' if first > 1 else 'below'} 1"
-            else:
-                where_at = number(found.at)
-                ci = interval(found.ci.low, found.ci.high) if found.ci else "–"
-                verdict = "falls below 1" if found.falling else "rises above 1"
-            measured = f"{_level(xs[0])}..{_level(xs[-1])}"
-            body.append(
-                (
-                    str(values[0]),
-                    *(_level(v) for v in values[1:]),
-                    _level(lvl),
-                    where_at,
-                    ci,
-                    verdict,
-                    measured,
-                )
-            )
+    for c in found:
+        if c.found.at is None:
+            where_at, ci, verdict = "none", "–", f"stays {'above' if c.first_ratio > 1 else 'below'} 1"
+        else:
+            where_at = number(c.found.at)
+            ci = interval(c.found.ci.low, c.found.ci.high) if c.found.ci else "–"
+            verdict = "falls below 1" if c.found.falling else "rises above 1"
+        measured = f"{_level(c.levels[0])}..{_level(c.levels[-1])}"
+        body.append(
+            (c.device, *(_level(v) for _, v in c.cell), _level(c.level), where_at, ci, verdict, measured)
+        )
     kind = "speedup" if spec.speedup else "ratio"
     crosses = f"{kind} crosses 1 at {spec.crossover}"
     kept = (r for r in spec.rows if r != spec.crossover)

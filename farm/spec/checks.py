@@ -261,6 +261,7 @@ def _check_figures(experiment: CheckedSpec) -> list[Issue]:
             issues += _check_table(experiment, path, view)
         else:
             issues += _check_derived_figure(experiment, path, view)
+            issues += _check_figure_marks(experiment, path, view)
         for position, name in enumerate(view.pool):
             if name not in experiment.sweep and not (section == "tables" and name == "device"):
                 issues.append(
@@ -335,6 +336,49 @@ def _check_derived_figure(
                     f"a relative_to figure draws one line per level of {factor}; "
                     f"leave color out or make it {factor}",
                 )
+            )
+    return issues
+
+
+def _numeric_factor(experiment: CheckedSpec, name: str) -> bool:
+    levels = experiment.sweep.get(name)
+    return levels is not None and all(isinstance(v, int | float) and not isinstance(v, bool) for v in levels)
+
+
+def _check_figure_marks(experiment: CheckedSpec, path: tuple[str | int, ...], figure: Figure) -> list[Issue]:
+    """crossover: a relative_to figure's numeric x; best_of: a plain figure's x, per phone."""
+    issues = []
+    if figure.crossover is not None:
+        at = (*path, "crossover")
+        if figure.relative_to is None:
+            issues.append(
+                _issue(at, "needs relative_to: {factor: reference level} (the ratio that crosses 1)")
+            )
+        elif figure.crossover != figure.x:
+            issues.append(
+                _issue(at, f"{figure.crossover} must be the figure's x ({figure.x}): it is marked along x")
+            )
+        elif not _numeric_factor(experiment, figure.crossover):
+            issues.append(_issue(at, f"{figure.crossover} is not a numeric swept factor"))
+    if figure.best_of is not None:
+        at = (*path, "best_of")
+        if figure.relative_to is not None or figure.share_of is not None:
+            issues.append(
+                _issue(at, "marks the lowest median of a plain figure; leave out relative_to / share_of")
+            )
+        elif figure.best_of not in experiment.sweep:
+            issues.append(
+                _issue(
+                    at, f"{figure.best_of} is not a swept factor{suggest(figure.best_of, experiment.sweep)}"
+                )
+            )
+        elif figure.best_of != figure.x:
+            issues.append(
+                _issue(at, f"{figure.best_of} must be the figure's x ({figure.x}): it is marked along x")
+            )
+        elif "device" not in (figure.color, figure.facet):
+            issues.append(
+                _issue(at, "the best level is per phone: name device as the figure's color or facet")
             )
     return issues
 

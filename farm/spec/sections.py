@@ -216,7 +216,10 @@ class Figure(Frozen):
     Derived figures are per phone (one panel each): `relative_to: {backend: cpu}` draws every other
     level's ratio of medians of y against that one, one line (or bar) per level, with its bootstrap
     CI (`speedup: true`: reference / level); `share_of: {part: [...], whole: [...]}` draws the
-    median over runs of each run's part / whole, one line per level of `color`."""
+    median over runs of each run's part / whole, one line per level of `color`.
+    `crossover: gpu_load` (with relative_to, the figure's numeric x) marks where each line's ratio
+    crosses 1, its bootstrap CI shaded; `best_of: g` (a plain figure's x, phones named by color or
+    facet) marks each line's level with the lowest median."""
 
     x: Name
     y: Name = "latency_median_ms"
@@ -229,6 +232,8 @@ class Figure(Frozen):
     relative_to: Annotated[dict[Name, Level], Field(min_length=1, max_length=1)] | None = None
     speedup: StrictBool = False
     share_of: ShareOf | None = None
+    crossover: Name | None = None
+    best_of: Name | None = None
 
     @property
     def named(self) -> tuple[str, ...]:

@@ -15,10 +15,14 @@ Then, per repetition of 1.1 and backend:
 A last row per backend compares with each 1.1 layer's fastest repetition, as `farm model predict
 --compare` does; "noise floor" rows hold each 1.1 repetition against the first (the runs' own
 spread, which no model of the shapes can beat).
+Noise floor rows are given for both statistics of a layer's iterations (median and fastest); the
+models use FARM_BENCH_STATISTIC (median, as `farm model` does; see resource_data.LayerStatistic).
 Goal (issue 17 item 6): >= 80 % of layers within +-10 % and the total within 10 %. The host is
 shared: layer times move with its load, which is printed. Prints a table and writes
 results/bench/bench_model.json. Run: .venv/bin/python tests/bench/bench_model.py
-(FARM_BENCH_REPEATS=N changes the repetitions.)
+(FARM_BENCH_REPEATS=N repetitions, 3; FARM_BENCH_ITERATIONS=N measured inferences per run, 10;
+FARM_BENCH_KEEP=DIR keeps the measurement in DIR, and a DIR that holds one is evaluated again
+without measuring, to compare models or statistics on the same runs.)
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from farm.analysis.network_model import (  # noqa: E402
     predict_network_by_kernel,
 )
 from farm.analysis.resource_model import select_model  # noqa: E402
+from farm.report.model import ReportData  # noqa: E402
 from farm.report.query import load_report_data  # noqa: E402
 from farm.store import Store  # noqa: E402
 from farm.virtual import control  # noqa: E402
@@ -51,6 +56,11 @@ from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_serv
 
 OUT = ROOT / "results" / "bench" / "bench_model.json"
 REPEATS = int(os.environ.get("FARM_BENCH_REPEATS", "3"))
+ITERATIONS = int(os.environ.get("FARM_BENCH_ITERATIONS", "10"))
+# FARM_BENCH_STATISTIC=median|min: which of a layer's statistics the models fit and predict
+STATISTIC = resource_data.LayerStatistic(os.environ.get("FARM_BENCH_STATISTIC", "median"))
+# FARM_BENCH_KEEP=DIR: measure into DIR and keep it; a DIR that holds a measurement is evaluated again
+KEEP = Path(os.environ["FARM_BENCH_KEEP"]) if os.environ.get("FARM_BENCH_KEEP") else None
 PROFILE = "adreno-sd865"
 BACKENDS = ("cpu", "gpu")
 QUIET = (
@@ -61,8 +71,8 @@ QUIET = (
 CNN = (
     "benchmark: {program: cnn}\n"
     f"sweep: {{model: [squeezenet1.0, squeezenet1.1], backend: [{', '.join(BACKENDS)}]}}\n"
-    f"measurement: {{warmup: 2, iterations: 10, min_seconds: 0, max_seconds: 60, repetitions: {REPEATS}}}\n"
-    + QUIET
+    f"measurement: {{warmup: 2, iterations: {ITERATIONS}, min_seconds: 0, max_seconds: 60, "
+    f"repetitions: {REPEATS}}}\n" + QUIET
 )
 GEMM = (
     "benchmark: {program: gemm, params: {transfers: each}}\n"
@@ -110,6 +120,32 @@ def _score(prediction: NetworkPrediction) -> dict[str, Any]:
     }
 
 
+def _noise_floor(cnn: ReportData, statistic: resource_data.LayerStatistic) -> list[dict[str, Any]]:
+    def layers_of(repetition: int) -> dict[resource_data.ModelKey, dict[str, float]]:
+        runs = [r for r in cnn.runs if r.repetition == repetition]
+        return resource_data.measured_layers(runs, {}, "squeezenet1.1", cnn.layers, statistic)
+
+    first, rows = layers_of(0), []
+    for repetition in range(1, REPEATS):
+        again = layers_of(repetition)
+        for key in sorted(set(first) & set(again)):
+            close = [abs(again[key][n] / first[key][n] - 1) <= 0.10 for n in first[key] if n in again[key]]
+            total = sum(again[key].values()) / sum(first[key].values()) - 1
+            rows.append(
+                {
+                    "repetition": f"{repetition} vs 0",
+                    "backend": key.backend,
+                    "device": key.device_id,
+                    "statistic": str(statistic),
+                    "repeatability": {
+                        "layers_within_10pct": sum(close) / len(close),
+                        "total_error_pct": total * 100,
+                    },
+                }
+            )
+    return rows
+
+
 def evaluate(results: Path) -> list[dict[str, Any]]:
     with Store.in_results(results, read_only=True) as store:
         cnn = load_report_data(store, "cnn_model")
@@ -119,13 +155,13 @@ def evaluate(results: Path) -> list[dict[str, Any]]:
     }
     v11 = network("squeezenet1.1")
     # As `farm model fit` does: every 1.0 repetition, the fastest of each layer shape.
-    every = resource_data.layer_samples(cnn.runs, {}, ("squeezenet1.0",), cnn.layers)
+    every = resource_data.layer_samples(cnn.runs, {}, ("squeezenet1.0",), cnn.layers, STATISTIC)
     fitted_on_all = {key: fit_layer_model(samples) for key, samples in every.items()}
     rows = []
     for repetition in range(REPEATS):
         runs = [run for run in cnn.runs if run.repetition == repetition]
-        train = resource_data.layer_samples(runs, {}, ("squeezenet1.0",), cnn.layers)
-        measured = resource_data.measured_layers(runs, {}, "squeezenet1.1", cnn.layers)
+        train = resource_data.layer_samples(runs, {}, ("squeezenet1.0",), cnn.layers, STATISTIC)
+        measured = resource_data.measured_layers(runs, {}, "squeezenet1.1", cnn.layers, STATISTIC)
         for key in sorted(set(train) & set(measured)):
             row: dict[str, Any] = {"repetition": repetition, "backend": key.backend, "device": key.device_id}
             row["kernels"] = _score(
@@ -141,29 +177,12 @@ def evaluate(results: Path) -> list[dict[str, Any]]:
                 row["gemm"] = _score(baseline)
             rows.append(row)
     # The noise floor: how often a repetition of 1.1 is within +-10 % of the first one, layer by
-    # layer (no model of the shapes can be closer to a run than the runs are to each other).
-    first = resource_data.measured_layers(
-        [r for r in cnn.runs if r.repetition == 0], {}, "squeezenet1.1", cnn.layers
-    )
-    for repetition in range(1, REPEATS):
-        runs = [run for run in cnn.runs if run.repetition == repetition]
-        again = resource_data.measured_layers(runs, {}, "squeezenet1.1", cnn.layers)
-        for key in sorted(set(first) & set(again)):
-            close = [abs(again[key][n] / first[key][n] - 1) <= 0.10 for n in first[key] if n in again[key]]
-            total = sum(again[key].values()) / sum(first[key].values()) - 1
-            rows.append(
-                {
-                    "repetition": f"{repetition} vs 0",
-                    "backend": key.backend,
-                    "device": key.device_id,
-                    "repeatability": {
-                        "layers_within_10pct": sum(close) / len(close),
-                        "total_error_pct": total * 100,
-                    },
-                }
-            )
+    # layer (no model of the shapes can be closer to a run than the runs are to each other), by
+    # each statistic of a layer's iterations (the model uses the fastest).
+    for statistic in resource_data.LayerStatistic:
+        rows.extend(_noise_floor(cnn, statistic))
     # As `farm model predict --compare` does: each 1.1 layer's fastest repetition.
-    fastest = resource_data.measured_layers(cnn.runs, {}, "squeezenet1.1", cnn.layers)
+    fastest = resource_data.measured_layers(cnn.runs, {}, "squeezenet1.1", cnn.layers, STATISTIC)
     for key in sorted(set(fitted_on_all) & set(fastest)):
         row = {"repetition": "fastest", "backend": key.backend, "device": key.device_id}
         row["kernels"] = _score(
@@ -179,24 +198,34 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def main() -> None:
-    load_before = os.getloadavg()
+def measure(work: Path) -> Path:
+    """Both experiments on one fresh virtual phone; the results folder."""
     server = start_adb_server(free_tcp_port())
     try:
-        with tempfile.TemporaryDirectory(prefix="farm-bench-model-") as tmp:
-            work = Path(tmp)
-            state = control.start_daemon(work / "vp", [PROFILE], adb_port=server.port)
-            try:
-                control.connect_phones(state.phones, server.port)
-                results = work / "results"
-                _farm_run(server.port, results, write_experiment(work, "cnn_model", CNN))
-                _farm_run(server.port, results, write_experiment(work, "gemm_model", GEMM))
-                rows = evaluate(results)
-            finally:
-                control.disconnect_phones(state.phones, server.port)
-                control.stop_daemon(state)
+        state = control.start_daemon(work / "vp", [PROFILE], adb_port=server.port)
+        try:
+            control.connect_phones(state.phones, server.port)
+            results = work / "results"
+            _farm_run(server.port, results, write_experiment(work, "cnn_model", CNN))
+            _farm_run(server.port, results, write_experiment(work, "gemm_model", GEMM))
+            return results
+        finally:
+            control.disconnect_phones(state.phones, server.port)
+            control.stop_daemon(state)
     finally:
         kill_adb_server(server)
+
+
+def main() -> None:
+    load_before = os.getloadavg()
+    if KEEP is not None and (KEEP / "results").is_dir():  # evaluate a kept measurement again
+        rows = evaluate(KEEP / "results")
+    elif KEEP is not None:
+        KEEP.mkdir(parents=True, exist_ok=True)
+        rows = evaluate(measure(KEEP))
+    else:
+        with tempfile.TemporaryDirectory(prefix="farm-bench-model-") as tmp:
+            rows = evaluate(measure(Path(tmp)))
     load_after = os.getloadavg()
     table = []
     for row in rows:
@@ -204,7 +233,8 @@ def main() -> None:
         if "repeatability" in row:
             x = row["repeatability"]
             share, total = _pct(x["layers_within_10pct"]), x["total_error_pct"]
-            table.append((label, f"noise floor: {share} of layers within 10%, total {total:+.1f}%"))
+            text = f"noise floor ({row['statistic']}): {share} of layers within 10%, total {total:+.1f}%"
+            table.append((label, text))
             continue
         parts = [("kernels", row["kernels"])]
         if "kernels_one_run" in row:
@@ -228,6 +258,8 @@ def main() -> None:
         table,
         {
             "repeats": REPEATS,
+            "iterations": ITERATIONS,
+            "statistic": str(STATISTIC),
             "profile": PROFILE,
             "load_before": load_before,
             "load_after": load_after,

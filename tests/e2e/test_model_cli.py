@@ -99,6 +99,11 @@ def test_fit_on_a_measured_gemm_sweep_then_predict_squeezenet(
     assert entry["shapes"] >= 15 and entry["pool_ms_per_mb"] > 0
     # ... and one model per kernel type, which predict uses unless told otherwise.
     assert set(entry["kernels"]) == {"conv1x1", "convkxk", "maxpool", "avgpool"}
+    # the text names the terms each type kept (chosen by leave-one-shape-out error): a, GFLOP, ...
+    text = run_farm(port, results, "model", "fit", "cnn_tiny", "--out", str(tmp_path / "t.json"))
+    assert text.returncode == 0, text.stderr
+    assert "per-kernel-type layer model: avgpool (1 shapes: a)" in text.stdout
+    assert "convkxk (" in text.stdout and "shapes: a + GFLOP" in text.stdout, text.stdout
     by_kernel = run_farm(
         port, results, "model", "predict", "--model", str(tmp_path / "c.json"), "--network", "squeezenet1.1",
         "--compare", "cnn_tiny", "--json", "--figure", str(tmp_path / "pred.svg"),

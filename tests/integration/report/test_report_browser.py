@@ -17,14 +17,20 @@ from tests.fixtures.browser import CHROMIUM, check_pages, print_pdf
 from tests.fixtures.study_samples import STUDIES, study_data
 
 EXPERIMENTS = Path(__file__).parents[3] / "experiments"
-# The shipped experiments whose declared figures include derived ones (relative_to, share_of).
-SHIPPED = {"squeezenet": "squeezenet_precision.yaml", "training": "gpu_training.yaml"}
+# The shipped experiments whose declared figures include derived ones (relative_to, share_of) or
+# marks (crossover, best_of).
+SHIPPED = {
+    "squeezenet": "squeezenet_precision.yaml",
+    "training": "gpu_training.yaml",
+    "mobirnn": "lstm_gpu_load.yaml",
+}
 
 
 def _derived(study: str) -> tuple[FigureSpec, ...]:
     if study not in SHIPPED:
         return ()
-    return tuple(spec for spec in figure_specs(load(EXPERIMENTS / SHIPPED[study])) if spec.derived)
+    specs = figure_specs(load(EXPERIMENTS / SHIPPED[study]))
+    return tuple(spec for spec in specs if spec.derived or spec.best_of is not None)
 
 
 pytestmark = pytest.mark.skipif(
@@ -52,6 +58,14 @@ def test_every_figure_of_every_study_is_drawn_and_the_page_prints(tmp_path: Path
         # the shipped derived figures (a speedup, a ratio, a share: per phone with CI bars) are drawn
         ids = {figure.id for figure in page.figures}
         assert {f"fig-{spec.name}" for spec in derived[study]} <= ids, (study, ids)
+        # the marks are drawn: where the speedup crosses 1 and its CI band; the best g starred
+        for spec in derived[study]:
+            (figure,) = [f for f in page.figures if f.id == f"fig-{spec.name}"]
+            if spec.crossover is not None:
+                drawn = {mark.split("-ci-")[0].rstrip("-0123456789") for mark in figure.marks}
+                assert {"farm-mark-crossover"} <= drawn and any("-ci-" in m for m in figure.marks), figure
+            if spec.best_of is not None:  # one star per phone and precision
+                assert sum(m.startswith("farm-mark-best-") for m in figure.marks) == 2 * 2, figure
     pdf = tmp_path / "mobirnn.pdf"
     printed = print_pdf(pages["mobirnn"], pdf, tmp_path)
     assert printed.returncode == 0, printed.stderr[-2000:]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from farm.analysis.derived import best_of, crossover, relative_to, share_of
+from farm.analysis.derived import best_of, crossover, crossovers, relative_to, share_of
 
 RNG = np.random.default_rng(3)
 
@@ -62,6 +62,43 @@ def test_a_speedup_falling_linearly_through_one_at_0_6_crosses_there() -> None:
     assert found.falling
     assert found.ci is not None and found.ci.contains(0.6) and found.ci.high - found.ci.low < 0.2
     assert found.crossing_fraction > 0.95
+
+
+def test_crossovers_of_a_frame_are_per_phone_and_compared_level() -> None:
+    # local/a: the GPU's speedup falls linearly through 1 at load 0.6; local/b: it never loses;
+    # cpu-mt (1.5x) never crosses either; one load measured on the cpu alone is left out
+    loads = [0.0, 0.3, 0.5, 0.7, 0.9]
+    rows = []
+    for device, gpu_speedup in (("local/a", lambda x: 2.0 - x / 0.6), ("local/b", lambda x: 4.0 - x)):
+        for load in loads:
+            speed = {"cpu": 1.0, "gpu": gpu_speedup(load), "cpu-mt": 1.5}
+            for backend, s in speed.items():
+                rows += [
+                    (device, {"backend": backend, "gpu_load": load}, "latency_median_ms", v)
+                    for v in _noisy(10.0 / s, 9)
+                ]
+        rows += [(device, {"backend": "cpu", "gpu_load": 1.0}, "latency_median_ms", 10.0)]
+    frame = _frame(rows)
+    found = {
+        (c.device, c.level): c
+        for c in crossovers(
+            frame, "latency_median_ms", ("backend", "cpu"), "gpu_load", ["backend"], speedup=True
+        )
+    }
+    assert set(found) == {(d, b) for d in ("local/a", "local/b") for b in ("cpu-mt", "gpu")}
+    a = found["local/a", "gpu"]
+    assert a.found.at == pytest.approx(0.6) and a.found.falling and a.levels == tuple(loads)
+    assert a.found.ci is not None and a.found.ci.contains(0.6) and a.found.ci.high - a.found.ci.low < 0.2
+    assert a.first_ratio == pytest.approx(2.0) and a.cell == ()
+    for key in (("local/b", "gpu"), ("local/a", "cpu-mt"), ("local/b", "cpu-mt")):
+        assert found[key].found.at is None and found[key].first_ratio > 1.0
+    # a ratio (gpu / cpu) crosses at the same load, rising
+    (ratio,) = [
+        c
+        for c in crossovers(frame, "latency_median_ms", ("backend", "cpu"), "gpu_load", [])
+        if c.device == "local/a" and c.level == "gpu"
+    ]
+    assert ratio.found.at == pytest.approx(0.6, abs=0.02) and not ratio.found.falling
 
 
 def test_a_ratio_that_stays_above_one_has_no_crossover() -> None:

@@ -12,8 +12,10 @@ from farm.analysis.kernel_model import (
     FEATURES,
     KernelType,
     LayerSample,
+    choose_form,
     features,
     fit_layer_model,
+    held_out_error,
     kernel_type,
     transfer_errors,
 )
@@ -92,6 +94,28 @@ def test_a_type_with_few_shapes_gets_a_form_it_can_pin() -> None:
     assert avg.coefficients == (("intercept_ms", pytest.approx(0.04)),)
     with pytest.raises(ConfigError, match=r"layer conv1: no convkxk layer was measured.*fitted: maxpool"):
         model.predict_ms(layers[0])
+
+
+def test_the_form_is_chosen_by_leave_one_shape_out_error_fewest_terms_on_a_tie() -> None:
+    # kxk layers whose truth is intercept + GFLOP + im2col elements: every superset of that form
+    # predicts each left-out shape exactly too, so the tie goes to the true form itself
+    def truth(layer: Layer) -> float:
+        values = features(layer)
+        return 0.05 + 9.0 * values["ms_per_gflop"] + 2.0 * values["ms_per_m_im2col"]
+
+    kxk = [x for x in network("squeezenet1.0").layers if kernel_type(x) is KernelType.CONV_KXK]
+    samples = [LayerSample(x, truth(x)) for x in kxk]
+    chosen = choose_form(samples)
+    assert chosen == ("intercept_ms", "ms_per_gflop", "ms_per_m_im2col")
+    assert held_out_error(samples, chosen) == pytest.approx(0.0, abs=1e-9)
+    assert held_out_error(samples, ("intercept_ms", "ms_per_gflop")) > 0.05
+    # a term pinned by one shape alone (conv1's input) does not survive its shape being left out:
+    # conv1 20 % slower than the truth is fitted by no extra term
+    skewed = [LayerSample(s.layer, s.time_ms * (1.2 if s.layer.name == "conv1" else 1.0)) for s in samples]
+    model = fit_layer_model(skewed)
+    for layer in network("squeezenet1.1").layers:
+        if kernel_type(layer) is KernelType.CONV_KXK and layer.name != "conv1":
+            assert model.predict_ms(layer) == pytest.approx(truth(layer), rel=0.1), layer.name
 
 
 def test_bad_times_and_no_samples_are_config_errors() -> None:

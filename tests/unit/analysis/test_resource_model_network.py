@@ -13,6 +13,7 @@ from farm.analysis.network_model import memory, moved_mb, pool_rate, predict_net
 from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmModel, GemmSample, select_model
 from farm.errors import ConfigError
+from farm.store.layers import LayerResult
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 
@@ -106,6 +107,26 @@ def test_measured_layers_take_the_fastest_run_and_restore_layer_names() -> None:
     ] + [_run("other", {"backend": "gpu", "model": "squeezenet1.1"}, {"layer_00_conv1_ms": 99.0})]
     layers = resource_data.measured_layers(runs, {"model": "squeezenet1.0"}, "squeezenet1.0")
     assert layers == {ModelKey("local/VP1", "gpu", "fp32"): {"fire2/squeeze1x1": 1.0, "conv1": 1.0}}
+
+
+def test_a_layers_statistic_is_its_median_or_its_fastest_iteration() -> None:
+    run = _run("r0", {"backend": "gpu"}, {"layer_00_conv1_ms": 7.0})
+    rows = {
+        "r0": (
+            LayerResult(index=0, name="conv1", kind="conv", time_ms=2.0, min_ms=1.5),
+            LayerResult(index=1, name="pool1", kind="maxpool", time_ms=0.4),  # an older program: no min
+        )
+    }
+    assert resource_data.run_layer_ms(run, rows) == {"conv1": 2.0, "pool1": 0.4}
+    fastest = resource_data.run_layer_ms(run, rows, resource_data.LayerStatistic.FASTEST)
+    assert fastest == {"conv1": 1.5, "pool1": 0.4}
+    # runs stored before the layers table have medians only, whatever the statistic
+    assert resource_data.run_layer_ms(run, {}, resource_data.LayerStatistic.FASTEST) == {"conv1": 7.0}
+    key = ModelKey("local/VP1", "gpu", "fp32")
+    by_min = resource_data.measured_layers(
+        [run], {}, "squeezenet1.0", rows, resource_data.LayerStatistic.FASTEST
+    )
+    assert by_min == {key: {"conv1": 1.5, "pool1": 0.4}}
 
 
 def test_model_file_round_trips_and_rejects_other_json() -> None:

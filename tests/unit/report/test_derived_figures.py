@@ -8,8 +8,17 @@ import dataclasses
 import numpy as np
 import pytest
 
+from farm.analysis.aggregate import GroupStat
 from farm.errors import ConfigError
-from farm.report.derived_figures import draw, relative_points, render_figures, share_points
+from farm.report.derived_figures import (
+    crossover_bands,
+    crossover_marks,
+    draw,
+    relative_points,
+    render_figures,
+    share_points,
+)
+from farm.report.figures import best_stat
 from farm.report.model import FigureSpec, ReportData
 from farm.report.query import figure_specs
 from farm.report.render import render_html
@@ -121,3 +130,73 @@ def test_declared_derived_figures_load_reach_the_html_and_are_checked(report_dat
         ConfigError, match=r"report.figures\[0\].relative_to.hidden: hidden is the figure's x"
     ):
         load_text(SPEC.replace("FIGURE", "{x: hidden, relative_to: {hidden: 32}, pool: [backend]}"), "x.yaml")
+
+
+def test_a_crossover_figure_marks_where_the_speedup_crosses_one_with_its_ci(report_data: ReportData) -> None:
+    # the sample's model: speedup = 3 / (1 + 2 load), 1 at load 1.0; loads 0, 0.5, 0.9 measured
+    # reach 1.07 at 0.9: shift the GPU so that it crosses at 0.6 (speedup 1.0 there by the model)
+    runs = []
+    for run in report_data.runs:
+        load = float(run.factors["gpu_load"])
+        if run.factors["backend"] == "gpu" and "latency_median_ms" in run.metrics:
+            factor = (3.0 / (1.0 + 2.0 * load)) / (2.0 - load / 0.6)  # speedup becomes 2 - load / 0.6
+            run = dataclasses.replace(
+                run, metrics={**run.metrics, "latency_median_ms": run.metrics["latency_median_ms"] * factor}
+            )
+        runs.append(run)
+    data = dataclasses.replace(report_data, runs=tuple(runs))
+    spec = dataclasses.replace(SPEEDUP, crossover="gpu_load")
+    found = crossover_marks(data, spec)
+    mine = [c for c in found if c.device == DEVICE]
+    assert len(mine) == 1 and mine[0].level == "gpu" and mine[0].found.falling
+    assert mine[0].found.at == pytest.approx(0.6, abs=0.05)
+    bands = crossover_bands(found)
+    assert {b.device for b in bands} == {r.device_id for r in data.done_runs}
+    assert all(b.low is None or b.low <= b.at <= b.high for b in bands)  # type: ignore[operator]
+    figure = draw(data, spec)
+    assert figure is not None
+    assert 'id="farm-mark-crossover-0"' in figure.svg
+    assert f"backend=gpu on {DEVICE}: crosses 1 at gpu_load {mine[0].found.at:.3g}" in figure.caption
+    assert figure.name.endswith("_crossover_at_hidden_128")
+    # the plain speedup figure has no marks
+    plain = draw(data, SPEEDUP)
+    assert plain is not None and "farm-mark-crossover" not in plain.svg
+
+
+def test_a_best_of_figure_stars_each_lines_lowest_median(report_data: ReportData) -> None:
+    spec = FigureSpec(x="gpu_load", color="device", facet="backend", best_of="gpu_load", pool=("hidden",))
+    figure = draw(report_data, spec)
+    assert figure is not None
+    lines = {(r.device_id, r.factors["backend"]) for r in report_data.done_runs}
+    assert figure.svg.count('id="farm-mark-best-') == len(lines)
+    assert "star: each line's level of gpu_load with the lowest median" in figure.caption
+    stats = [
+        GroupStat((0.5,), 3, 4.0, 3.0, 5.0),
+        GroupStat((0.0,), 3, 2.0, 1.5, 2.5),
+        GroupStat((0.9,), 3, 2.0, 1.0, 3.0),
+    ]
+    assert best_stat(stats) == stats[1] and best_stat([]) is None  # the first of a tie
+
+
+def test_figure_marks_are_checked_at_load_time() -> None:
+    cases = {
+        "{x: hidden, color: backend, crossover: hidden}": r"crossover: needs relative_to",
+        "{x: hidden, relative_to: {backend: cpu}, crossover: backend}": r"crossover: backend must be the fig",
+        "{x: backend, color: device, best_of: backend, pool: [hidden]}": None,
+        "{x: hidden, color: backend, best_of: hidden}": r"best_of: the best level is per phone",
+        "{x: hidden, color: device, best_of: backend, pool: [backend]}": r"best_of: backend must be the fig",
+        "{x: hidden, color: device, best_of: threads, pool: [backend]}": r"best_of: threads is not a swept",
+        "{x: hidden, relative_to: {backend: cpu}, best_of: hidden}": r"best_of: marks the lowest median",
+    }
+    for figure, error in cases.items():
+        if error is None:
+            load_text(SPEC.replace("FIGURE", figure), "x.yaml")
+            continue
+        with pytest.raises(ConfigError, match=rf"x.yaml:6: report.figures\[0\].{error}"):
+            load_text(SPEC.replace("FIGURE", figure), "x.yaml")
+    with pytest.raises(
+        ConfigError, match=r"x.yaml:6: report.figures\[0\].crossover: backend is not a numeric"
+    ):
+        load_text(
+            SPEC.replace("FIGURE", "{x: backend, relative_to: {hidden: 32}, crossover: backend}"), "x.yaml"
+        )
