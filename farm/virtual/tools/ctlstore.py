@@ -35,6 +35,18 @@ def write_text(rel: str, text: str) -> None:
     os.replace(tmp, final)
 
 
+def write_request(rel: str, value: Any) -> None:
+    """A request to the daemon, which judges it by its file's owner: written only by the caller
+    (0644, a fresh file, never through a link planted in its place), then renamed into place, so
+    no other user of the phone can change what a root tool asked for before the daemon reads it."""
+    final = path(rel)
+    tmp = f"{final}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(value, f, sort_keys=True)
+    os.replace(tmp, final)
+
+
 def write_json(rel: str, value: Any) -> None:
     write_text(rel, json.dumps(value, sort_keys=True) + "\n")
 

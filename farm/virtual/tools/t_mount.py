@@ -65,7 +65,7 @@ def _cgroup_mount(device: str, where: str, options: str) -> int:
         return fail(errno.ENOTDIR)
     ident = str(os.getpid())
     answer = ctlstore.path(ANSWER_PREFIX + ident)
-    ctlstore.write_json(REQUEST_PREFIX + ident, {"device": device, "options": options, "dir": target})
+    ctlstore.write_request(REQUEST_PREFIX + ident, {"device": device, "options": options, "dir": target})
     deadline = time.monotonic() + ANSWER_TIMEOUT_S
     while not os.path.exists(answer):
         if time.monotonic() > deadline:

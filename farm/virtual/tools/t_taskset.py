@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import subprocess
 import sys
@@ -114,14 +113,8 @@ def get_mask(tid: int) -> int:
 def set_mask(tid: int, mask: int) -> None:
     """Ask the daemon to pin phone thread `tid` (affinity.py); raises TasksetError."""
     ident = f"{os.getpid()}.{time.monotonic_ns()}"
-    final = ctlstore.path(REQUEST_PREFIX + ident)
-    tmp = f"{final}.tmp"
-    # Owned by the caller (the daemon judges by the owner), never a link planted in its place.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        json.dump({"tids": [tid], "mask": mask}, f)
+    ctlstore.write_request(REQUEST_PREFIX + ident, {"tids": [tid], "mask": mask})
     answer = ctlstore.path(ANSWER_PREFIX + ident)
-    os.replace(tmp, final)
     deadline = time.monotonic() + ANSWER_TIMEOUT_S
     while not os.path.exists(answer):
         if time.monotonic() > deadline:
