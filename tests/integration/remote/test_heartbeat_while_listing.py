@@ -148,11 +148,12 @@ def test_a_wedged_lab_adb_server_does_not_stop_the_heartbeat(
         before = _heartbeat_at(results, farm.pid)
         beats = {before}
         deadline = time.monotonic() + 8.0  # the listing waits 10 s for its answer before giving up
-        while time.monotonic() < deadline and len(beats) < 3:
+        while time.monotonic() < deadline and len(beats) < 2:
             beats.add(_heartbeat_at(results, farm.pid))
             time.sleep(0.2)
-        # Two more beats (2 s apart) while the listing still waits; stuck behind it there are none.
-        assert len(beats) >= 3, f"heartbeats while listing: {sorted(b - before for b in beats)}"
+        # A beat (one every 2 s) while the listing still waits; stuck behind it there is none, and
+        # one in 8 s holds on a loaded host too.
+        assert len(beats) >= 2, f"heartbeats while listing: {sorted(b - before for b in beats)}"
         with open_store(results) as store:
             assert run_store.list_runs(store, "long", [RunState.RUNNING])  # still its run
     finally:
