@@ -70,12 +70,15 @@ kernels agents:
 # keeping module fixtures) cut the wall time on a 2-core machine. Files go out in collection order
 # (--no-loadscope-reorder: e2e first, whose long single tests would otherwise start last, as the
 # files with the fewest tests, and end the run alone). Tests marked `serial` measure speed or
-# heartbeats against the host's cores and run alone afterwards. Both passes always run.
+# heartbeats against the host's cores and run alone afterwards. Both passes always run. The serial
+# pass collects only the files that mark a test serial (collecting all of tests/ again costs half a
+# minute of imports); tests/conftest.py refuses a serial test whose file does not say so literally.
 TEST_WORKERS ?= 2
+SERIAL_TEST_FILES = $(shell grep -rlE --include='test_*.py' 'pytest\.mark\.serial' tests | sort)
 test: setup
 	@status=0; \
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=15 tests || status=$$?; \
-	$(PY) -m pytest -q -m serial --durations=5 tests || status=$$?; \
+	$(PY) -m pytest -q -m serial --durations=5 $(SERIAL_TEST_FILES) || status=$$?; \
 	exit $$status
 
 test-unit: venv

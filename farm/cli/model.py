@@ -31,7 +31,6 @@ from farm.analysis.resource_model import GemmSample, select_model
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
-from farm.report.layers import prediction_figure
 from farm.report.model import ReportData
 from farm.report.query import load_report_data
 from farm.store import Store
@@ -371,6 +370,9 @@ def _predict(
 
 
 def _write_figure(path: Path, predictions: list[tuple[str, NetworkPrediction]]) -> None:
+    # Imported here: it loads matplotlib, which only --figure needs.
+    from farm.report.layers import prediction_figure
+
     rendered = prediction_figure(predictions)
     if rendered is None:
         raise ConfigError(

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from farm.remote.config import find_config, load_config
 from farm.store.location import RESULTS_ENV, StoreLocation, resolve
 
 results_option = click.option(
@@ -27,6 +26,10 @@ results_option = click.option(
 def store_location(results: str | None, config: Path | None = None) -> StoreLocation:
     """The store a command uses: --results, else $FARM_RESULTS, else farm.yaml `store:` (read only
     when the first two are unset), else ./results."""
+    # Imported here: the farm.yaml reader pulls in the remote-host stack (adbutils, ssh), which
+    # commands given --results or $FARM_RESULTS never need (a second per start on a small host).
+    from farm.remote.config import find_config, load_config
+
     if results or os.environ.get(RESULTS_ENV) or find_config(config) is None:
         return resolve(results)
     farm_config = load_config(config)

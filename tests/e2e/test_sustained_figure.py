@@ -30,6 +30,9 @@ BODY = (
 )
 
 
+# Latency after the cap above latency before it is a speed comparison: a host whose load drops
+# mid-run (2.99 -> 2.31 ms seen at load 9) hides the cap.
+@pytest.mark.serial  # a speed comparison: needs the host's cores
 def test_a_sustained_run_on_a_hot_phone_has_a_latency_over_time_figure_marked_at_its_throttle(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

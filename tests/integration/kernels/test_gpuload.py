@@ -126,6 +126,7 @@ def test_closed_loop_moves_the_duty_against_the_counter(kernel_program, tmp_path
         assert duties[-1] > 0.8 and duties[-1] > duties[0]
 
 
+@pytest.mark.serial  # holds a busy target within 5 points of its own CPU time: needs the host's cores
 def test_closed_loop_holds_target_on_a_cpu_time_counter(kernel_program, tmp_path):
     program = kernel_program("gpuload")
     counter = tmp_path / "gpubusy"

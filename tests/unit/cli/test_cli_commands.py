@@ -1,0 +1,40 @@
+"""The `farm` group imports a command's module only when that command runs (farm/cli/main.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+from farm.cli.main import COMMANDS, cli, load_command
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_registered_name_is_the_name_its_command_declares(name: str) -> None:
+    command = load_command(name)
+    assert isinstance(command, click.Command)
+    assert command.name == name
+
+
+def test_the_group_lists_and_finds_every_command_and_no_other() -> None:
+    context = click.Context(cli)
+    assert cli.list_commands(context) == sorted(COMMANDS)
+    assert cli.get_command(context, "nosuch") is None
+
+
+def test_farm_run_does_not_import_the_report_and_plotting_modules() -> None:
+    # In a fresh interpreter: this test process has imported everything already.
+    probe = (
+        "import sys\n"
+        "from farm.cli.main import main\n"
+        "main(['run', '--help'])\n"
+        "print(sorted(m for m in ('farm.cli.report', 'farm.report.render', 'matplotlib', 'pandas')"
+        " if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "Usage: farm run" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
