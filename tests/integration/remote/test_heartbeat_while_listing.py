@@ -64,9 +64,10 @@ class WedgingAdbServer:
 
     def _answer(self, conn: socket.socket) -> None:
         conn.settimeout(10)
+        reader = conn.makefile("rb")  # read(n) waits for n bytes or the end
         try:
-            length = int(_read(conn, 4), 16)
-            request = _read(conn, length).decode()
+            length = int(reader.read(4), 16)
+            request = reader.read(length).decode()
             if request.startswith("host:devices") and self.wedge.is_set():
                 self._held.append(conn)  # open and unanswered until the test ends
                 self.waiting += 1
@@ -80,16 +81,6 @@ class WedgingAdbServer:
         except (OSError, ValueError):
             pass
         conn.close()
-
-
-def _read(conn: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise OSError("closed")
-        data += chunk
-    return data
 
 
 def _block(text: str) -> bytes:
