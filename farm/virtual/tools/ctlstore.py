@@ -6,11 +6,16 @@ The host side (farm/virtual/world.py, physics) reads and writes the same files u
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import time
 from typing import Any
 
 CTL = os.environ.get("FARM_CTL_DIR", "/dev/.farm")
+ANSWER_TIMEOUT_S = 10.0
+ANSWER_POLL_S = 0.001
 
 
 def path(*parts: str) -> str:
@@ -45,6 +50,22 @@ def write_request(rel: str, value: Any) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(value, f, sort_keys=True)
     os.replace(tmp, final)
+
+
+def ask_daemon(request_rel: str, answer_rel: str, value: Any) -> int:
+    """Write a request, wait for the daemon's answer file and take it: its errno (0: done;
+    ETIMEDOUT when no answer came, EIO when the answer is unreadable)."""
+    write_request(request_rel, value)
+    answer = path(answer_rel)
+    deadline = time.monotonic() + ANSWER_TIMEOUT_S
+    while not os.path.exists(answer):
+        if time.monotonic() > deadline:
+            return errno.ETIMEDOUT
+        time.sleep(ANSWER_POLL_S)
+    code = int(read_json(answer_rel, {}).get("errno", errno.EIO))
+    with contextlib.suppress(OSError):
+        os.unlink(answer)
+    return code
 
 
 def write_json(rel: str, value: Any) -> None:

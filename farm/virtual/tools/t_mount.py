@@ -13,7 +13,6 @@ import errno
 import os
 import subprocess
 import sys
-import time
 
 import ctlstore
 
@@ -21,8 +20,6 @@ TOYBOX = "/system/bin/toybox"
 REQUEST_PREFIX = "mount.request."  # same names as farm/virtual/cgmounts.py
 ANSWER_PREFIX = "mount.answer."
 TABLE = "cgroup-mounts.json"
-ANSWER_TIMEOUT_S = 10.0
-POLL_S = 0.002
 _ESCAPES = (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\"))
 
 
@@ -64,15 +61,8 @@ def _cgroup_mount(device: str, where: str, options: str) -> int:
     if not os.path.isdir(target):
         return fail(errno.ENOTDIR)
     ident = str(os.getpid())
-    answer = ctlstore.path(ANSWER_PREFIX + ident)
-    ctlstore.write_request(REQUEST_PREFIX + ident, {"device": device, "options": options, "dir": target})
-    deadline = time.monotonic() + ANSWER_TIMEOUT_S
-    while not os.path.exists(answer):
-        if time.monotonic() > deadline:
-            return fail(errno.ETIMEDOUT)
-        time.sleep(POLL_S)
-    code = int(ctlstore.read_json(ANSWER_PREFIX + ident, {}).get("errno", errno.EIO))
-    os.unlink(answer)
+    request = {"device": device, "options": options, "dir": target}
+    code = ctlstore.ask_daemon(REQUEST_PREFIX + ident, ANSWER_PREFIX + ident, request)
     return fail(code) if code else 0
 
 

@@ -31,8 +31,6 @@ GROUP_PREFIX = "affinity-"
 ONLINE = "/sys/devices/system/cpu/online"
 CPUSET_DIR = "/dev/cpuset"
 CPU_SETSIZE = 1024  # bits of a mask the kernel looks at
-ANSWER_TIMEOUT_S = 10.0
-POLL_S = 0.001
 
 
 class TasksetError(Exception):
@@ -113,18 +111,7 @@ def get_mask(tid: int) -> int:
 def set_mask(tid: int, mask: int) -> None:
     """Ask the daemon to pin phone thread `tid` (affinity.py); raises TasksetError."""
     ident = f"{os.getpid()}.{time.monotonic_ns()}"
-    ctlstore.write_request(REQUEST_PREFIX + ident, {"tids": [tid], "mask": mask})
-    answer = ctlstore.path(ANSWER_PREFIX + ident)
-    deadline = time.monotonic() + ANSWER_TIMEOUT_S
-    while not os.path.exists(answer):
-        if time.monotonic() > deadline:
-            code = errno.ETIMEDOUT
-            break
-        time.sleep(POLL_S)
-    else:
-        code = int(ctlstore.read_json(ANSWER_PREFIX + ident, {}).get("errno", errno.EIO))
-        with contextlib.suppress(OSError):
-            os.unlink(answer)
+    code = ctlstore.ask_daemon(REQUEST_PREFIX + ident, ANSWER_PREFIX + ident, {"tids": [tid], "mask": mask})
     if code:
         raise TasksetError(f"failed to set pid {tid}'s affinity: {os.strerror(code)}")
 
