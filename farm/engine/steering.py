@@ -37,6 +37,15 @@ class Question(StrEnum):
     SETTLE = "settle"
 
 
+class ChargingState(StrEnum):
+    """Charging switched off (`off`), not (`failed`), back on (`on`) or left off (`stuck`)."""
+
+    OFF = "off"
+    FAILED = "failed"
+    ON = "on"
+    STUCK = "stuck"
+
+
 class BenchEnd(StrEnum):
     EXITED = "exited"
     TIMEOUT = "timeout"
@@ -77,10 +86,8 @@ class Started:
 
 @dataclass(frozen=True)
 class Charging:
-    """Charging switched off (`off`), not (`failed`), back on (`on`) or left off (`stuck`)."""
-
-    state: str
-    way: str | None
+    state: ChargingState
+    way: str | None  # the root write's way, as the script names it
 
 
 @dataclass(frozen=True)
@@ -161,8 +168,8 @@ def parse_line(line: str) -> Event:
         return Ask(Question(first))
     if tag in ("sampler", "load", "bench", "memsampler"):
         return Started(tag, _int(first))
-    if tag == "charging" and first in ("off", "failed", "on", "stuck"):
-        return Charging(first, second)
+    if tag == "charging" and first in set(ChargingState):
+        return Charging(ChargingState(first), second)
     if tag == "load-exit":
         return LoadExit(_int(first))
     if tag == "gpu-idle":
@@ -326,13 +333,13 @@ class Steering:
                 report.started[event.name] = event.pid
                 if event.name == "load":
                     self._load_since = now_s
-            case Charging(state="off"):
+            case Charging(state=ChargingState.OFF):
                 report.charging_disabled, report.root_way = True, event.way
-            case Charging(state="failed"):
+            case Charging(state=ChargingState.FAILED):
                 report.charging_disabled = False
-            case Charging(state="on"):
+            case Charging(state=ChargingState.ON):
                 report.charging_restored, report.root_way = True, event.way
-            case Charging(state="stuck"):
+            case Charging(state=ChargingState.STUCK):
                 report.charging_restored = False
             case LoadExit():
                 report.load_exit_code = event.code
