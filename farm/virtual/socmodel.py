@@ -73,6 +73,7 @@ class SocModel:
         self._tis = [[0] * len(d.table) for d in self.soc.policies]
         self._trans = [0] * len(self.soc.policies)
         self._cur: list[int | None] = [None] * len(self.soc.policies)
+        self._util = (0.0, 0.0)  # the last tick's CPU and GPU load, for a change between ticks
         self._next_poll_ns: int | None = None
         self.gpu_cur_hz = self.soc.gpu.table[0] if self.soc.gpu is not None else 0
         self._quota_key: object = None
@@ -86,10 +87,29 @@ class SocModel:
     def write(self, knob: Knob, index: int, text: str) -> WriteResult:
         result = self.soc.apply_write(self.state, knob, index, text)
         self.state = result.state
+        self._retarget()
         return result
 
     def set_fixed_performance(self, enabled: bool) -> None:
         self.state = self.soc.with_fixed_performance(self.state, enabled)
+        self._retarget()
+
+    def _retarget(self) -> None:
+        """The frequencies after a change of governor, limits or setspeed, at once: the kernel's
+        cpufreq and devfreq switch within the write, so cpuinfo_cur_freq read right after a pin
+        shows it (it showed the last tick's frequency until the next tick)."""
+        self._step_frequencies(*self._util)
+
+    def _step_frequencies(self, cpu_util: float, gpu_busy: float) -> tuple[int, ...]:
+        """The frequencies the governors pick now; a change counts as a transition."""
+        cur = tuple(self.soc.policy_cur_khz(self.state, i, cpu_util) for i in range(len(self.soc.policies)))
+        for i, khz in enumerate(cur):
+            if self._cur[i] is not None and self._cur[i] != khz:
+                self._trans[i] += 1
+            self._cur[i] = khz
+        if self.soc.gpu is not None:
+            self.gpu_cur_hz = self.soc.gpu_cur_hz(self.state, gpu_busy)
+        return cur
 
     def advance(
         self, now_ns: int, dt_ns: int, die_c: float, cpu_util: float, gpu_busy: float
@@ -105,15 +125,10 @@ class SocModel:
             gpu_steps = next((steps[i] for i, d in enumerate(self.devices) if d.cooled is Cooled.GPU), 0)
             self.state = self.soc.with_caps(self.state, cpu_steps, gpu_steps)
             self._next_poll_ns = now_ns + poll_ns
-        cur = tuple(self.soc.policy_cur_khz(self.state, i, cpu_util) for i in range(len(self.soc.policies)))
-        for i, khz in enumerate(cur):
-            if self._cur[i] is not None and self._cur[i] != khz:
-                self._trans[i] += 1
-            self._cur[i] = khz
+        self._util = (cpu_util, gpu_busy)
+        for i, khz in enumerate(self._step_frequencies(cpu_util, gpu_busy)):
             if self.soc.policy_online_cpus(self.state, i):
                 self._tis[i][self.soc.policies[i].table.index(khz)] += dt_ns
-        if self.soc.gpu is not None:
-            self.gpu_cur_hz = self.soc.gpu_cur_hz(self.state, gpu_busy)
         return self.readings(die_c)
 
     def readings(self, die_c: float) -> ClockReadings:

@@ -37,6 +37,18 @@ def test_governor_writes_are_checked_like_the_kernel() -> None:
     assert _write(m, Knob.SCALING_MAX, 0, "max") == errno.EINVAL
 
 
+def test_a_pin_is_the_current_frequency_when_its_write_returns() -> None:
+    """As cpufreq switches within the write: cpuinfo_cur_freq read right after a pin shows it,
+    counted as a transition, without waiting for the next physics tick."""
+    m = SocModel(SD865)
+    top = m.advance(0, 100_000_000, 30.0, 1.0, 0.0).cpu_cur_khz[LITTLE]
+    assert _write(m, Knob.SCALING_GOVERNOR, LITTLE, "userspace") is None
+    assert _write(m, Knob.SCALING_SETSPEED, LITTLE, "300000") is None
+    readings = m.readings(30.0)
+    assert top != 300000 and readings.cpu_cur_khz[LITTLE] == 300000
+    assert readings.total_trans[LITTLE] >= 1
+
+
 def test_frequency_writes_resolve_to_the_table_and_max_wins() -> None:
     soc = SocClocks(SD865)
     m = SocModel(SD865)
