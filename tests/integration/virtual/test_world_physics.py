@@ -76,8 +76,13 @@ def test_gpu_busy_follows_opencl_work_on_this_phone_only(
     try:
         assert run.stdout is not None and "start" in run.stdout.readline()  # compiled, looping now
         time.sleep(2.2)
-        busy_a, busy_b = _gpubusy(a), _gpubusy(b)
-        pct = int(a.sh("cat /sys/class/kgsl/kgsl-3d0/gpu_busy_percentage").stdout.split()[0])
+        # gpubusy and gpu_busy_percentage of the same window: one read of both (two commands
+        # could straddle the physics' window boundary, once 93 against 88).
+        busy, total, pct = (
+            int(x)
+            for x in a.sh(f"cat {GPUBUSY} /sys/class/kgsl/kgsl-3d0/gpu_busy_percentage").stdout.split()[:3]
+        )
+        busy_a, busy_b = busy / total if total else 0.0, _gpubusy(b)
         loaded_power_mw = a.world.physics.last_power_mw
         gpu_hz = int(a.sh("cat /sys/class/kgsl/kgsl-3d0/devfreq/cur_freq").stdout)
     finally:
