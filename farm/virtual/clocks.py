@@ -342,6 +342,10 @@ class SocClocks:
                 raise _Refused(errno.EINVAL, f"devfreq: gpu: governor {name!r} is not available")
             return replace(state, gpu=replace(req, governor=name))
         value = _parse_ulong(text)
+        if knob is Knob.GPU_MAX and value == 0:
+            # 0 means no limit: max_freq_store takes the table's top OPP (before 5.5) or the QoS
+            # default (5.5+), so max_freq reads back the top, not the lowest OPP.
+            value = d.table[-1]
         new = replace(req, min_req=value) if knob is Knob.GPU_MIN else replace(req, max_req=value)
         if not self.limits_qos and value and new.min_req > new.max_req:  # 0: no limit, never refused
             raise _Refused(errno.EINVAL, f"devfreq: gpu: min {new.min_req} above max {new.max_req} Hz")

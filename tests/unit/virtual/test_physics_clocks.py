@@ -122,7 +122,9 @@ def test_gpu_devfreq_and_kgsl_levels() -> None:
     assert _write(m, Knob.GPU_MAX, 0, "450000000\n") is None
     assert soc.gpu_limits(m.state).high == 450_000_000  # devfreq shows the request, clamped to OPPs
     assert soc.gpu_work_hz(m.state) == 414_000_000  # the work runs at the OPP below it
-    assert _write(m, Knob.GPU_MAX, 0, "0x10") is None  # sscanf %lu reads the 0: floor at the lowest OPP
+    assert _write(m, Knob.GPU_MAX, 0, "0x10") is None  # sscanf %lu reads the 0: no limit, the top OPP
+    assert soc.gpu_limits(m.state).high == 587_000_000
+    assert _write(m, Knob.GPU_MAX, 0, "1") is None  # below the table: clamped to the lowest OPP
     assert soc.gpu_limits(m.state).high == 257_000_000
     assert _write(m, Knob.GPU_MAX, 0, "4294967295") is None
     assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "2\n") is None  # level 2 of 0..4 = 414 MHz
