@@ -34,6 +34,7 @@ from pathlib import Path
 
 from farm.errors import EnvironmentProblem
 from farm.virtual import beneath
+from farm.virtual.buildprops import build_props
 from farm.virtual.profile import Profile
 
 PROC_CGROUPS_HEADER = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
@@ -70,7 +71,11 @@ TOOL_NAMES = (
     "setenforce",
     "mount",  # toybox's, plus the kernel's `-t cgroup` (tools/t_mount.py)
     "taskset",  # toybox's, in the phone's CPU numbers (tools/t_taskset.py, affinity.py)
+    "bugreportz",  # dumpstate's zipped report (tools/t_bugreport.py), and its plain-text form
+    "bugreport",
 )
+# Shipped by userdebug and eng builds only (tools/t_logcat.py).
+DEBUG_TOOL_NAMES = ("logpersist.start", "logpersist.stop", "logpersist.cat")
 # Applets of Android's toybox that Debian's toybox build leaves out. busybox provides them, as hard
 # links named by the applet (busybox runs the applet its argv[0] names): a real phone has no
 # busybox, and tools such as devlib look for one and push their own when there is none.
@@ -229,6 +234,15 @@ def prepare_tree(
     _mkdir(lay, lay.data / "local", 0o751, root)
     _mkdir(lay, lay.data / "local" / "tmp", 0o771, shell)
     _mkdir(lay, lay.data / "vendor", 0o771, root)
+    # /bugreports -> shell's bug report directory, where bugreportz leaves its zips.
+    for rel, mode, owner in (
+        ("user_de", 0o711, root),
+        ("user_de/0", 0o771, root),
+        ("user_de/0/com.android.shell", 0o700, shell),
+        ("user_de/0/com.android.shell/files", 0o771, shell),
+        ("user_de/0/com.android.shell/files/bugreports", 0o770, shell),
+    ):
+        _mkdir(lay, lay.data / rel, mode, owner)
     # PoCL's kernel cache (the "vendor driver cache"); kept across reboots like a real one.
     _mkdir(lay, lay.data / "vendor" / "pocl-cache", 0o770, shell)
     _mkdir(lay, lay.sdcard, 0o770, shell)
@@ -236,7 +250,7 @@ def prepare_tree(
     lay.sys.mkdir(exist_ok=True)
     for sub in ("props", "props/set", "props/persist", "battery", "settings", "logcat"):
         _mkdir(lay, lay.ctl / sub, 0o775, shell)
-    _prepare_system(profile, lay)
+    _prepare_system(profile, lay, serial)
     _prepare_vendor(profile, lay)
     _prepare_etc(lay)
     for tree in (lay.system, lay.vendor, lay.etc):
@@ -261,7 +275,7 @@ def _toybox_applets(toybox: Path) -> list[str]:
     return [name for name in out.split() if name.isidentifier() or name.replace("-", "_").isalnum()]
 
 
-def _prepare_system(profile: Profile, layout: StateLayout) -> None:
+def _prepare_system(profile: Profile, layout: StateLayout, serial: str) -> None:
     system = layout.system
     if system.exists():
         shutil.rmtree(system)
@@ -282,14 +296,15 @@ def _prepare_system(profile: Profile, layout: StateLayout) -> None:
     _copy_exec(_host_file(HOST_BUSYBOX, "busybox"), bin_dir / first)
     for name in others:
         os.link(bin_dir / first, bin_dir / name)
-    taken = {"sh", "toybox", "awk", "farmtool", *TOOL_NAMES, *BUSYBOX_APPLETS}
+    taken = {"sh", "toybox", "awk", "farmtool", *TOOL_NAMES, *DEBUG_TOOL_NAMES, *BUSYBOX_APPLETS}
     for name in _toybox_applets(bin_dir / "toybox"):
         if name not in taken and name != "[":
             (bin_dir / name).symlink_to("toybox")
     (bin_dir / "[").symlink_to("toybox")
-    for name in TOOL_NAMES:
+    debuggable = profile.rooted or profile.props.get("ro.debuggable") == "1"
+    for name in (*TOOL_NAMES, *(DEBUG_TOOL_NAMES if debuggable else ())):
         (bin_dir / name).symlink_to("farmtool")
-    build_prop = "".join(f"{k}={v}\n" for k, v in sorted(profile.props.items()))
+    build_prop = "".join(f"{k}={v}\n" for k, v in sorted(build_props(profile.props, serial).items()))
     (system / "build.prop").write_text(build_prop, encoding="utf-8")
 
 

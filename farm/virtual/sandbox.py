@@ -45,6 +45,7 @@ from farm.virtual.profile import Profile
 CTL_PHONE_DIR = "/dev/.farm"
 PHONE_PATH = "/system/bin:/system/xbin:/vendor/bin"
 POCL_CACHE_PHONE_DIR = "/data/vendor/pocl-cache"
+BUGREPORTS_PHONE_DIR = "/data/user_de/0/com.android.shell/files/bugreports"  # layout.prepare_tree
 INIT_READY_TIMEOUT_S = 10.0
 UID_COUNT = 65536
 _UID_SLOT_FIRST = 2048  # host uid 2048 * 65536 = 2**27: above real users and /etc/subuid ranges
@@ -211,6 +212,7 @@ class Sandbox:
         argv += bind("bind", lay.sdcard, "/storage/emulated/0")
         argv += ["--symlink", "/storage/emulated/0", "/storage/self/primary"]
         argv += ["--symlink", "/storage/self/primary", "/sdcard"]
+        argv += ["--symlink", BUGREPORTS_PHONE_DIR, "/bugreports"]
         for host, phone in self.extra_binds:
             argv += bind("bind", self._staged(host, lay), phone)
         argv += ["--remount-ro", "/"]

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import errno
 import functools
-import hashlib
 import logging
 import os
 import shutil
@@ -23,6 +22,7 @@ from pathlib import Path
 from farm.errors import ConfigError
 from farm.virtual import ctlfiles
 from farm.virtual.adb.link import PRESETS, LinkModel
+from farm.virtual.buildprops import build_props
 from farm.virtual.cgroup import CgroupsUnavailable, PhoneCgroups, phone_group_name, read_host_cgroups
 from farm.virtual.cpusets import CgroupTrees
 from farm.virtual.phone_api import PhoneWorld
@@ -188,8 +188,7 @@ class SandboxWorld:
                 os.chown(d, *self.sandbox.owners.shell)
 
     def _ro_props(self) -> dict[str, str]:
-        props = dict(self.profile.props)
-        digest = hashlib.sha256(self.serial.encode()).hexdigest()
+        props = build_props(self.profile.props, self.serial)
         props.update(
             {
                 "ro.serialno": self.serial,
@@ -197,11 +196,6 @@ class SandboxWorld:
                 "ro.product.cpu.abi": "x86_64",
                 "ro.product.cpu.abilist": "x86_64",
                 "ro.product.cpu.abilist64": "x86_64",
-                "ro.build.fingerprint": (
-                    f"{props['ro.product.brand']}/{props['ro.product.name']}/{props['ro.product.device']}:"
-                    f"{props['ro.build.version.release']}/FARM.{digest[:6].upper()}/1:"
-                    f"{props.get('ro.build.type', 'user')}/release-keys"
-                ),
                 "ro.adb.secure": "0",
                 "ro.secure": "0" if self.profile.rooted else "1",
                 "ro.debuggable": "1" if self.profile.rooted else props.get("ro.debuggable", "0"),

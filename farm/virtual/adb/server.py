@@ -182,7 +182,7 @@ class PhoneServer:
         self._timer = asyncio.get_running_loop().create_task(self._reboot())
 
     async def _reboot(self) -> None:
-        await asyncio.sleep(RESTART_DELAY_S)  # let the reboot stream's CLSE reach the host
+        await asyncio.sleep(RESTART_DELAY_S)  # let the reboot stream's OKAY reach the host
         self._set_state(PhoneState.REBOOTING)
         self.drop_connections()
         try:

@@ -7,10 +7,12 @@ control dir /dev/.farm (ctl/ in the phone's state dir on the host).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
 import ctlstore
+import t_bugreport
 import t_dumpsys
 import t_logcat
 import t_misc
@@ -40,6 +42,9 @@ TOOLS = {
     "log": t_logcat.log,
     "mount": t_mount.mount,
     "taskset": t_taskset.taskset,
+    "bugreportz": t_bugreport.bugreportz,
+    "bugreport": t_bugreport.bugreport,
+    **{name: functools.partial(t_logcat.logpersist, name) for name in t_logcat.LOGPERSIST_TOOLS},
 }
 
 

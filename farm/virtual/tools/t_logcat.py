@@ -9,6 +9,7 @@ its stream closes (adb hangs it up). Formats: threadtime (default), time, brief,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -261,4 +262,55 @@ def log(args: list[str]) -> int:
         sys.stderr.write(f"log: invalid priority {priority}\n")
         return 1
     append(tag, " ".join(words), priority=priority)
+    return 0
+
+
+# logpersist.{start,stop,cat}: userdebug and eng builds (only those ship them, layout.py) keep
+# logs on /data through logcatd, switched by persist.logd.logpersistd. Mobly turns it on for
+# every rootable phone when its logcat service starts. Here the buffers already survive until
+# `logcat -c`, so persisting is the property a reader (and `logpersist.cat`) sees.
+LOGPERSIST_PROP = "persist.logd.logpersistd"
+LOGPERSIST_SERVICE = "logcatd"
+LOGPERSIST_TOOLS = ("logpersist.start", "logpersist.stop", "logpersist.cat")  # layout.py links them
+
+
+def _set_persist(key: str, value: str) -> None:
+    for sub in ("set", "persist"):
+        if value:
+            ctlstore.write_text(f"props/{sub}/{key}", value)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(ctlstore.path("props", sub, key))
+
+
+def _persisting() -> bool:
+    return ctlstore.read_text(f"props/set/{LOGPERSIST_PROP}", "") == LOGPERSIST_SERVICE
+
+
+def logpersist(name: str, args: list[str]) -> int:
+    if ctlstore.read_json("props/ro.json", {}).get("ro.debuggable") != "1":
+        sys.stderr.write(f"{name} - Permission denied\n")
+        return 1
+    action = name.rpartition(".")[2]
+    known = {"start": ("--size", "--buffer", "--rotate_count", "--clear"), "stop": ("--clear",), "cat": ()}
+    for arg in args:
+        if arg.split("=", 1)[0] not in known[action]:
+            sys.stderr.write(f"{name}: unknown option {arg}\n")
+            return 1
+    if action == "cat":
+        if not _persisting():
+            return 0
+        return logcat(["-b", "all", "-d", "-v", "threadtime"])
+    if not ctlstore.is_root():
+        sys.stderr.write(f"{name} - Permission denied (run it as root)\n")
+        return 1
+    if "--clear" in args:
+        for buffer in BUFFERS:
+            with open(_buffer_path(buffer), "w", encoding="utf-8"):
+                pass
+    _set_persist(LOGPERSIST_PROP, LOGPERSIST_SERVICE if action == "start" else "")
+    for arg in args:
+        key, _, value = arg.partition("=")
+        if action == "start" and key in ("--size", "--buffer") and value:
+            _set_persist(f"{LOGPERSIST_PROP}.{key[2:]}", value)
     return 0

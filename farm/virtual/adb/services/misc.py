@@ -68,5 +68,10 @@ async def usb_service(stream: Stream, ctx: ServiceContext) -> None:
 
 
 async def reboot_service(stream: Stream, ctx: ServiceContext) -> None:
-    stream.close()
+    """adbd never closes the reboot stream itself: it waits for the reboot to take the device
+    down, so that `adb reboot && adb wait-for-device` waits for the phone to come back rather
+    than returning at once to the phone that is about to go (Mobly's reboot does just that). The
+    stream ends when the reboot drops the connection."""
     ctx.control.begin_reboot()
+    while await stream.read():  # b"" once the reboot's drop (or the host) closed it
+        pass
