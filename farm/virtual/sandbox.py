@@ -27,6 +27,7 @@ import subprocess
 from pathlib import Path
 
 from farm.errors import EnvironmentProblem
+from farm.virtual.affinitynotify import AffinityCalls, Listeners
 from farm.virtual.layout import (
     HOST_PYTHON,
     PHONE_PYTHON,
@@ -135,6 +136,10 @@ class Sandbox:
         # cgroup views: /dev/cpuset...). Host paths under the state dir are bound from its
         # staged copy; others must be reachable by the phone's root (its host uid).
         self.extra_binds: tuple[tuple[Path, str], ...] = ()
+        # Who answers the phone's programs' sched_setaffinity/getaffinity (affinitynotify.py),
+        # set before start (the physics); None: they see the host's CPUs.
+        self.affinity_calls: AffinityCalls | None = None
+        self._listeners: Listeners | None = None
         self._bwrap: asyncio.subprocess.Process | None = None
         self._init_pid: int | None = None
         self._booting_pid: int | None = None  # init before it is ready (start)
@@ -229,6 +234,7 @@ class Sandbox:
         argv += ["--state-dir", str(self.layout.root)]
         for path in self.cgroup_files:
             argv += ["--cgroup", path]
+        argv += self._notify_args()
         argv += ["--", "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
         argv += ["--unshare-cgroup-try", "--hostname", "localhost", "--as-pid-1"]
         argv += ["--die-with-parent", "--info-fd", str(info_fd), "--seccomp", str(seccomp_fd)]
@@ -249,7 +255,11 @@ class Sandbox:
         argv += ["--uid", str(uid), "--gid", str(gid), "--nproc", str(NPROC_PER_USER), "--cwd", cwd]
         for path in self.cgroup_files:
             argv += ["--cgroup", path]
-        return argv
+        return [*argv, *self._notify_args()]
+
+    def _notify_args(self) -> list[str]:
+        path = None if self._listeners is None else self._listeners.socket_path
+        return [] if path is None else ["--notify-sock", str(path)]
 
     async def open_files(self, *, root: bool) -> PhoneFileServer:
         """A file server inside the phone as shell or root (the sync service's file access)."""
@@ -271,6 +281,18 @@ class Sandbox:
             raise EnvironmentProblem(f"{self.serial}: the phone is not started")
         return self._pidns
 
+    def current_pidns(self) -> str | None:
+        """`pid:[INODE]` of the PID namespace, from init's start on (while it boots too)."""
+        if self._pidns is not None:
+            return self._pidns
+        pid = self._booting_pid
+        if pid is None:
+            return None
+        try:
+            return os.readlink(f"/proc/{pid}/ns/pid")
+        except OSError:
+            return None
+
     @property
     def running(self) -> bool:
         return self._bwrap is not None and self._bwrap.returncode is None
@@ -289,6 +311,9 @@ class Sandbox:
         ready = self.layout.ctl / "init.ready"
         with contextlib.suppress(FileNotFoundError):
             ready.unlink()
+        if self.affinity_calls is not None and self._listeners is None:
+            self._listeners = Listeners(self.serial, self.affinity_calls, self.layout.root)
+            self._listeners.start()
         info_r, info_w = os.pipe()
         seccomp_fd = os.memfd_create("vphone-seccomp", 0)
         os.write(seccomp_fd, seccomp_bpf())
@@ -373,6 +398,9 @@ class Sandbox:
         self._init_pid = None
         self._booting_pid = None
         self._pidns = None
+        if self._listeners is not None:
+            self._listeners.close()  # after the phone's processes: none waits on it any more
+            self._listeners = None
 
 
 def _read_all(fd: int) -> bytes:
