@@ -148,12 +148,13 @@ def set_read_bytes(len_bytes: int, ncpu: int) -> int:
     return min(len_bytes, cpumask_bytes(ncpu))
 
 
-def get_size(len_bytes: int, ncpu: int) -> int | None:
+def get_size(len_bytes: int, ncpu: int, mask_bytes: int | None = None) -> int | None:
     """sched_getaffinity's return value (bytes written), or None for its EINVAL: len must cover
-    nr_cpu_ids bits and be a multiple of sizeof(unsigned long)."""
+    nr_cpu_ids bits and be a multiple of sizeof(unsigned long). `mask_bytes`: the kernel's
+    cpumask_size() (a phone's: `cpumask_bytes`; a host built with a large NR_CPUS has more)."""
     if len_bytes * 8 < ncpu or len_bytes % LONG_BYTES:
         return None
-    return min(len_bytes, cpumask_bytes(ncpu))
+    return min(len_bytes, cpumask_bytes(ncpu) if mask_bytes is None else mask_bytes)
 
 
 def mask_from_bytes(data: bytes) -> int:
