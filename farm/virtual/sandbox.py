@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -81,6 +82,7 @@ _TOP_LIB_LINKS = ("lib", "lib64", "lib32", "libx32")
 _HOST_LINKER_PATH = "/usr/bin:/bin"
 _HOST_GCC_DIR = "/usr/lib/gcc"
 _seccomp_bpf: bytes | None = None
+_log = logging.getLogger(__name__)
 # Where vphone-exec launch shows bwrap the state dir (a bind on a private tmpfs, see its comment).
 STAGED_STATE_DIR = Path("/mnt/vphone")
 
@@ -313,7 +315,12 @@ class Sandbox:
             ready.unlink()
         if self.affinity_calls is not None and self._listeners is None:
             self._listeners = Listeners(self.serial, self.affinity_calls, self.layout.root)
-            self._listeners.start()
+            try:
+                self._listeners.start()
+            except OSError as exc:
+                _log.warning(
+                    "%s: affinity syscalls see the host's CPUs: no listener socket: %s", self.serial, exc
+                )
         info_r, info_w = os.pipe()
         seccomp_fd = os.memfd_create("vphone-seccomp", 0)
         os.write(seccomp_fd, seccomp_bpf())

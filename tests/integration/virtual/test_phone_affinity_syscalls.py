@@ -8,6 +8,7 @@ and the phone root's Python; the speed on an in-process phone."""
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import shutil
 import signal
@@ -17,6 +18,8 @@ from pathlib import Path
 import adbutils
 import pytest
 
+from farm.virtual import affinitynotify
+from farm.virtual.profiles import load_profile
 from tests.fixtures.phones import PhoneFactory, PhoneSet
 from tests.integration.virtual.socphone import budgeted, install, phone
 
@@ -193,3 +196,19 @@ def test_a_loop_pinned_by_the_call_runs_at_its_cpus_speed(tmp_path: Path, probe_
         # prime run its half core makes the ratio smaller, never larger.
         ratio = little / prime
         assert 2.0 < ratio < 1.4 * 1024 / 256, (ratio, prime, little, os.getloadavg())
+
+
+def test_without_user_notification_the_phone_starts_with_the_hosts_cpus(
+    tmp_path: Path, probe_binary: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kernel without seccomp user notification (< 5.0) or with other struct sizes: no
+    listener, the phone boots, its programs see the host's CPUs, and the log says so."""
+    monkeypatch.setattr(affinitynotify, "notif_sizes", lambda: None)
+    caplog.set_level(logging.INFO, logger=affinitynotify.__name__)
+    with phone(load_profile("adreno-sd8gen2"), "VPAFN01", tmp_path) as w:
+        probe = install(w, probe_binary)
+        host = sum(1 << c for c in os.sched_getaffinity(0))
+        assert w.sh(f"{probe} get").stdout.split()[:1] == ["ok"]
+        assert w.sh(f"{probe} get").stdout.split()[2] == f"{host:x}"
+        assert w.sh("nproc").stdout.strip() == str(len(os.sched_getaffinity(0)))
+    assert any("affinity syscalls see the host's CPUs" in r.getMessage() for r in caplog.records)
