@@ -113,8 +113,11 @@ def test_the_phones_cpus_are_what_programs_see(devices: dict[str, adbutils.AdbDe
     # Threads are pinned one by one and a new thread inherits its creator's mask; children too.
     assert sh(d, f"{PROBE} threads") == "thread inherited=80 own=1\nmain own=80\n"
     assert sh(d, f"{PROBE} fork 70") == "child 70\n"
-    # taskset's pin reads back through the call as well.
+    # taskset's pin reads back through the call as well, and Debian toybox's own taskset (the
+    # syscalls alone) agrees with the phone's.
     assert sh(d, f"taskset 78 {PROBE} get") == "ok 8 78\n"
+    assert sh(d, "toybox taskset 80 toybox taskset -p 0") == "pid 0's current affinity mask: 80\n"
+    assert sh(d, "toybox taskset 70 taskset -p 0") == "pid 0's current affinity mask: 70\n"
 
 
 def test_the_kernels_length_and_pointer_rules(devices: dict[str, adbutils.AdbDevice]) -> None:
