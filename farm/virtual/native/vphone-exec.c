@@ -134,6 +134,26 @@ static const struct sock_fprog AFFINITY_PROG = {
 
 static int NOTIFY_SOCK = -1; /* --notify-sock, connected */
 
+/* One message of `len` bytes on `sock`, with descriptor `fd` by SCM_RIGHTS when fd >= 0. */
+static ssize_t send_with_fd(int sock, void *data, size_t len, int fd) {
+    struct iovec iov = {data, len};
+    struct msghdr msg = {0};
+    char control[CMSG_SPACE(sizeof(int))];
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fd >= 0) {
+        memset(control, 0, sizeof control);
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+    }
+    return sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
 /* Connect to the daemon's listener socket (host root, host paths). A daemon that is not there
  * leaves the phone's programs with the host's affinity calls, nothing worse. */
 static void connect_notify(const char *path) {
@@ -156,28 +176,14 @@ static void install_affinity_listener(void) {
     if (NOTIFY_SOCK < 0) return;
     int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
                                 &AFFINITY_PROG);
-    char text[96];
-    struct iovec iov = {text, 1};
-    struct msghdr msg = {0};
-    char control[CMSG_SPACE(sizeof(int))];
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (listener >= 0) {
-        text[0] = 'L';
-        memset(control, 0, sizeof control);
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-        cmsg->cmsg_level = SOL_SOCKET;
-        cmsg->cmsg_type = SCM_RIGHTS;
-        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cmsg), &listener, sizeof(int));
-    } else {
-        iov.iov_len = (size_t)snprintf(text, sizeof text, "N%s", strerror(errno));
-        if (iov.iov_len >= sizeof text) iov.iov_len = sizeof text - 1;
+    char text[96] = "L";
+    size_t len = 1;
+    if (listener < 0) {
+        len = (size_t)snprintf(text, sizeof text, "N%s", strerror(errno));
+        if (len >= sizeof text) len = sizeof text - 1;
     }
     /* A send that fails (the daemon gone) closes the listener: the calls then fail ENOSYS. */
-    (void)sendmsg(NOTIFY_SOCK, &msg, MSG_NOSIGNAL);
+    (void)send_with_fd(NOTIFY_SOCK, text, len, listener);
     if (listener >= 0) close(listener);
     close(NOTIFY_SOCK);
     NOTIFY_SOCK = -1;
@@ -277,22 +283,7 @@ static void reply(int err, const uint64_t *fields, int nfields, int fd) {
         memcpy(buf + 4, fields, (size_t)nfields * 8);
         len += (size_t)nfields * 8;
     }
-    struct iovec iov = {buf, len};
-    struct msghdr msg = {0};
-    char control[CMSG_SPACE(sizeof(int))];
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (fd >= 0) {
-        memset(control, 0, sizeof control);
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-        cmsg->cmsg_level = SOL_SOCKET;
-        cmsg->cmsg_type = SCM_RIGHTS;
-        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-    }
-    if (sendmsg(FILES_FD, &msg, MSG_NOSIGNAL) < 0) _exit(0);
+    if (send_with_fd(FILES_FD, buf, len, fd) < 0) _exit(0);
     if (fd >= 0) close(fd);
 }
 
