@@ -20,6 +20,11 @@ Judged as the kernel does:
 * a mask that names no online CPU of the phone -> EINVAL;
 * no host cgroups here (no CPU budgets) -> ENOSYS: there is nothing to pin with.
 
+Programs that call sched_setaffinity / sched_getaffinity themselves get the same answers: the
+calls are forwarded to the daemon by a seccomp listener (affinitynotify.py), which asks
+`AffinityServer.set_for_call` / `cpus_for_call` here. A getaffinity reads the mask in force from
+the thread's host cgroup: `affinity-<hex>`, a cpuset group's CPUs, else every online CPU.
+
 Limits: the pin is per thread as the kernel's, but a thread pinned this way leaves its cpuset
 group (Android's /dev/cpuset/<group>/tasks no longer lists it), where the kernel would keep it
 there with its affinity narrowed; moving it into a cpuset group afterwards resets its affinity
@@ -132,6 +137,49 @@ def judge(
     return Verdict(0, cpus)
 
 
+def cgroup_path(cgroup_text: str) -> str | None:
+    """The cpu controller's path in a host /proc/TID/cgroup (v1 `N:cpu,cpuacct:/x`, v2 `0::/x`)."""
+    unified = None
+    for line in cgroup_text.splitlines():
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        if "cpu" in fields[1].split(","):
+            return fields[2]  # v1 (a hybrid host's unified line is no cpu controller)
+        if fields[:2] == ["0", ""]:
+            unified = fields[2]
+    return unified
+
+
+def cpus_of_group(
+    rel: str | None, cpusets: dict[str, tuple[int, ...]], online: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The affinity of a thread in host group `rel` (relative to the phone's cpu group; None:
+    outside it): a pin's CPUs, a cpuset group's, else every online CPU (pure)."""
+    cpus: tuple[int, ...] = ()
+    if rel is not None:
+        last = rel.rpartition("/")[2]
+        if last.startswith(GROUP_PREFIX):
+            with contextlib.suppress(ValueError):
+                cpus = mask_cpus(int(last.removeprefix(GROUP_PREFIX), 16))
+        elif rel in cpusets:
+            cpus = cpusets[rel]
+    in_force = tuple(c for c in cpus if c in online)
+    return in_force or online
+
+
+def relative_group(path: str | None, phone_group: str) -> str | None:
+    """`path` (from /proc/TID/cgroup) relative to the phone's cpu group `phone_group` (its path
+    from the hierarchy's root, leading /); None outside it."""
+    if path is None:
+        return None
+    if path == phone_group:
+        return ""
+    if path.startswith(phone_group + "/"):
+        return path[len(phone_group) + 1 :]
+    return None
+
+
 def phone_threads(host_pids: Iterable[int]) -> dict[int, PhoneThread]:
     """The threads of these (host) processes, by their phone tid."""
     threads: dict[int, PhoneThread] = {}
@@ -188,6 +236,66 @@ class AffinityServer:
             {"errno": verdict.errno, "mask": cpus_mask(verdict.cpus)},
             mode=0o644,
         )
+
+    def target(
+        self, caller: PhoneThread, pid: int, members: Callable[[], Iterable[int]]
+    ) -> PhoneThread | None:
+        """The thread a syscall's `pid` names in the caller's (the phone's) PID namespace: 0 is
+        the caller; None (ESRCH) for a pid that is no thread of the phone."""
+        if pid == 0 or pid == caller.phone_tid:
+            return caller
+        if pid < 0:
+            return None
+        return phone_threads(members()).get(pid)
+
+    def set_for_call(
+        self,
+        caller: PhoneThread,
+        pid: int,
+        mask: int,
+        cgroups: PhoneCgroups | None,
+        members: Callable[[], Iterable[int]],
+        online: tuple[int, ...],
+        on_pinned: Callable[[tuple[int, ...]], None],
+    ) -> Verdict:
+        """A program's sched_setaffinity(pid, mask), judged by the caller's effective uid as the
+        kernel does (affinitynotify.py read the mask)."""
+        target = self.target(caller, pid, members)
+        if target is None:
+            return Verdict(errno.ESRCH)
+        euid = caller.uids[1] if len(caller.uids) > 1 else -1
+        verdict = judge(
+            Request((target.phone_tid,), mask), euid, self.root_uid, {target.phone_tid: target}, online
+        )
+        if verdict.errno == 0 and cgroups is None:
+            return Verdict(errno.ENOSYS)
+        if verdict.errno == 0 and cgroups is not None:
+            verdict = self._move(cgroups, verdict.cpus, [target.host_tid])
+            if verdict.errno == 0:
+                on_pinned(verdict.cpus)
+        return verdict
+
+    def cpus_for_call(
+        self,
+        caller: PhoneThread,
+        pid: int,
+        cgroups: PhoneCgroups | None,
+        members: Callable[[], Iterable[int]],
+        cpusets: dict[str, tuple[int, ...]],
+        online: tuple[int, ...],
+    ) -> Verdict:
+        """A program's sched_getaffinity(pid): the CPUs in force (any user may read them)."""
+        target = self.target(caller, pid, members)
+        if target is None:
+            return Verdict(errno.ESRCH)
+        if cgroups is None:
+            return Verdict(0, online)
+        try:
+            text = Path(f"/proc/{target.host_tid}/cgroup").read_text(encoding="utf-8")
+        except OSError:
+            return Verdict(errno.ESRCH)
+        phone_group = "/" + str(cgroups.group_dir(CPU_GROUP).relative_to(cgroups.host.cpu_root))
+        return Verdict(0, cpus_of_group(relative_group(cgroup_path(text), phone_group), cpusets, online))
 
     def _move(self, cgroups: PhoneCgroups, cpus: tuple[int, ...], host_tids: list[int]) -> Verdict:
         group = group_of(cpus)

@@ -134,6 +134,7 @@ class Physics:
             None if cgroup_trees is None else CgroupMounter(layout.ctl, cgroup_trees, root_owner or (0, 0))
         )
         self.affinity = affinity.AffinityServer(layout.ctl, (root_owner or (0, 0))[0])
+        sandbox.affinity_calls = _AffinityCalls(self)  # the programs' own syscalls
         self.files = NodeFiles(layout.sys, root_owner if profile.rooted else None)
         self.nodes = TelemetryNodes(profile, self.files)
         self.model = SocModel(profile)
@@ -351,14 +352,17 @@ class Physics:
 
     def _taskset(self, request: Path) -> None:
         """The phone's taskset asked to pin threads to phone CPUs (affinity.py)."""
-        members = self._scanner.members() if self._scanner is not None else []
-        online = tuple(c for c, up in enumerate(self.model.state.online) if up)
+        self.affinity.serve(request, self.cgroups, self.members(), self.online_cpus(), self.pinned)
 
-        def pinned(cpus: tuple[int, ...]) -> None:
-            self._pinned_cpus[affinity.group_of(cpus).removeprefix("cpu/")] = cpus
-            self._apply_quotas()
+    def online_cpus(self) -> tuple[int, ...]:
+        return tuple(c for c, up in enumerate(self.model.state.online) if up)
 
-        self.affinity.serve(request, self.cgroups, members, online, pinned)
+    def members(self) -> list[int]:
+        return self._scanner.members() if self._scanner is not None else []
+
+    def pinned(self, cpus: tuple[int, ...]) -> None:
+        self._pinned_cpus[affinity.group_of(cpus).removeprefix("cpu/")] = cpus
+        self._apply_quotas()
 
     def _new_cpuset_group(self, path: Path) -> None:
         """Phone root made a directory in /dev/cpuset (or a view of it): a new group."""
@@ -617,3 +621,30 @@ class Physics:
         if state != self._battery_state:
             ctlfiles.write_json(self.layout.ctl, ctlfiles.BATTERY_STATE, state)
             self._battery_state = state
+
+
+class _AffinityCalls:
+    """The answers to the phone's programs' own sched_setaffinity/getaffinity (on the listener
+    thread of affinitynotify.py): the same judgement and groups as its taskset's."""
+
+    def __init__(self, physics: Physics) -> None:
+        self._physics = physics
+
+    @property
+    def ncpu(self) -> int:
+        return self._physics.model.soc.ncpu
+
+    def pidns(self) -> str | None:
+        return self._physics.sandbox.current_pidns()
+
+    def set_affinity(self, caller: affinity.PhoneThread, pid: int, mask: int) -> affinity.Verdict:
+        p = self._physics
+        with p._lock:
+            return p.affinity.set_for_call(caller, pid, mask, p.cgroups, p.members, p.online_cpus(), p.pinned)
+
+    def get_affinity(self, caller: affinity.PhoneThread, pid: int) -> affinity.Verdict:
+        p = self._physics
+        with p._lock:
+            return p.affinity.cpus_for_call(
+                caller, pid, p.cgroups, p.members, p._cpuset_cpus, p.online_cpus()
+            )

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -27,6 +28,7 @@ import subprocess
 from pathlib import Path
 
 from farm.errors import EnvironmentProblem
+from farm.virtual.affinitynotify import AffinityCalls, Listeners
 from farm.virtual.layout import (
     HOST_PYTHON,
     PHONE_PYTHON,
@@ -81,6 +83,7 @@ _TOP_LIB_LINKS = ("lib", "lib64", "lib32", "libx32")
 _HOST_LINKER_PATH = "/usr/bin:/bin"
 _HOST_GCC_DIR = "/usr/lib/gcc"
 _seccomp_bpf: bytes | None = None
+_log = logging.getLogger(__name__)
 # Where vphone-exec launch shows bwrap the state dir (a bind on a private tmpfs, see its comment).
 STAGED_STATE_DIR = Path("/mnt/vphone")
 
@@ -136,6 +139,10 @@ class Sandbox:
         # cgroup views: /dev/cpuset...). Host paths under the state dir are bound from its
         # staged copy; others must be reachable by the phone's root (its host uid).
         self.extra_binds: tuple[tuple[Path, str], ...] = ()
+        # Who answers the phone's programs' sched_setaffinity/getaffinity (affinitynotify.py),
+        # set before start (the physics); None: they see the host's CPUs.
+        self.affinity_calls: AffinityCalls | None = None
+        self._listeners: Listeners | None = None
         self._bwrap: asyncio.subprocess.Process | None = None
         self._init_pid: int | None = None
         self._booting_pid: int | None = None  # init before it is ready (start)
@@ -231,6 +238,7 @@ class Sandbox:
         argv += ["--state-dir", str(self.layout.root)]
         for path in self.cgroup_files:
             argv += ["--cgroup", path]
+        argv += self._notify_args()
         argv += ["--", "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
         argv += ["--unshare-cgroup-try", "--hostname", "localhost", "--as-pid-1"]
         argv += ["--die-with-parent", "--info-fd", str(info_fd), "--seccomp", str(seccomp_fd)]
@@ -251,7 +259,11 @@ class Sandbox:
         argv += ["--uid", str(uid), "--gid", str(gid), "--nproc", str(NPROC_PER_USER), "--cwd", cwd]
         for path in self.cgroup_files:
             argv += ["--cgroup", path]
-        return argv
+        return [*argv, *self._notify_args()]
+
+    def _notify_args(self) -> list[str]:
+        path = None if self._listeners is None else self._listeners.socket_path
+        return [] if path is None else ["--notify-sock", str(path)]
 
     async def open_files(self, *, root: bool) -> PhoneFileServer:
         """A file server inside the phone as shell or root (the sync service's file access)."""
@@ -273,6 +285,18 @@ class Sandbox:
             raise EnvironmentProblem(f"{self.serial}: the phone is not started")
         return self._pidns
 
+    def current_pidns(self) -> str | None:
+        """`pid:[INODE]` of the PID namespace, from init's start on (while it boots too)."""
+        if self._pidns is not None:
+            return self._pidns
+        pid = self._booting_pid
+        if pid is None:
+            return None
+        try:
+            return os.readlink(f"/proc/{pid}/ns/pid")
+        except OSError:
+            return None
+
     @property
     def running(self) -> bool:
         return self._bwrap is not None and self._bwrap.returncode is None
@@ -291,6 +315,14 @@ class Sandbox:
         ready = self.layout.ctl / "init.ready"
         with contextlib.suppress(FileNotFoundError):
             ready.unlink()
+        if self.affinity_calls is not None and self._listeners is None:
+            self._listeners = Listeners(self.serial, self.affinity_calls, self.layout.root)
+            try:
+                self._listeners.start()
+            except OSError as exc:
+                _log.warning(
+                    "%s: affinity syscalls see the host's CPUs: no listener socket: %s", self.serial, exc
+                )
         info_r, info_w = os.pipe()
         seccomp_fd = os.memfd_create("vphone-seccomp", 0)
         os.write(seccomp_fd, seccomp_bpf())
@@ -375,6 +407,9 @@ class Sandbox:
         self._init_pid = None
         self._booting_pid = None
         self._pidns = None
+        if self._listeners is not None:
+            self._listeners.close()  # after the phone's processes: none waits on it any more
+            self._listeners = None
 
 
 def _read_all(fd: int) -> bytes:

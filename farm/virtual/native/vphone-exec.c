@@ -1,13 +1,13 @@
 /* vphone-exec: how every process gets into a virtual phone, confined (farm/virtual/sandbox.py).
  *
  *   vphone-exec launch --uid-base B --id-count N --state-dir DIR [--cgroup FILE]... [--nproc N]
- *                      -- PROG ARG...
+ *                      [--notify-sock PATH] -- PROG ARG...
  *       (host root) join the cgroups, bind DIR at /mnt/vphone in a private mount namespace,
  *       create a user namespace mapping phone ids 0..N-1 to host ids B..B+N-1, become its uid 0
  *       and exec PROG (bwrap, which makes the phone's other namespaces, all owned by this one:
  *       the phone's root is root only there).
  *   vphone-exec enter --pid P --uid U --gid G [--cgroup FILE]... [--nproc N]
- *                     [--cwd DIR] (-- PROG ARG... | --serve-files FD)
+ *                     [--cwd DIR] [--notify-sock PATH] (-- PROG ARG... | --serve-files FD)
  *       join the cgroups, then the user, ipc, uts, net, cgroup, pid and mount namespaces of the
  *       phone whose init is host pid P, its root, fork (the child is in the phone's PID
  *       namespace), become U/G, bound the capabilities to what the phone's root needs (none for
@@ -27,6 +27,13 @@
  *       over the phone's file DST (a new cpuset group's membership files; the daemon's FUSE clock
  *       nodes, fusenodes.py, many in one call). Paths in the phone
  *       resolve inside its root (chroot), so no path it gives can name a host file.
+ *   --notify-sock PATH (launch, enter): the daemon's datagram socket for this phone's affinity
+ *       listeners. After the phone's filter, a second one (AFFINITY_FILTER) is loaded with
+ *       SECCOMP_FILTER_FLAG_NEW_LISTENER: the program's sched_setaffinity/sched_getaffinity go to
+ *       the daemon (farm/virtual/affinitynotify.py), which answers them in the phone's CPU
+ *       numbers. The listener goes to the daemon by SCM_RIGHTS and is closed here before PROG
+ *       runs: no phone process holds one. The socket is connected while we are still host root
+ *       in the host's mount namespace, and closed before PROG as well.
  *   vphone-exec seccomp-bpf
  *       write the seccomp filter as BPF on stdout (for bwrap --seccomp, which starts init). The
  *       filter is compiled in (bin/seccomp_filter.h, from seccomp-gen.c).
@@ -56,6 +63,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +127,68 @@ static const struct sock_fprog PHONE_PROG = {
     .filter = (struct sock_filter *)PHONE_FILTER,
 };
 
+static const struct sock_fprog AFFINITY_PROG = {
+    .len = sizeof AFFINITY_FILTER / sizeof AFFINITY_FILTER[0],
+    .filter = (struct sock_filter *)AFFINITY_FILTER,
+};
+
+static int NOTIFY_SOCK = -1; /* --notify-sock, connected */
+
+/* One message of `len` bytes on `sock`, with descriptor `fd` by SCM_RIGHTS when fd >= 0. */
+static ssize_t send_with_fd(int sock, void *data, size_t len, int fd) {
+    struct iovec iov = {data, len};
+    struct msghdr msg = {0};
+    char control[CMSG_SPACE(sizeof(int))];
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fd >= 0) {
+        memset(control, 0, sizeof control);
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+    }
+    return sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+/* Connect to the daemon's listener socket (host root, host paths). A daemon that is not there
+ * leaves the phone's programs with the host's affinity calls, nothing worse. */
+static void connect_notify(const char *path) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) return;
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        close(fd);
+        return;
+    }
+    NOTIFY_SOCK = fd;
+}
+
+/* Load AFFINITY_FILTER with a listener and hand the listener to the daemon: message "L" with
+ * the descriptor, or "N" and the errno's text when this kernel has no user notification (the
+ * daemon logs that the phone's affinity calls see the host's CPUs). Closes both descriptors. */
+static void install_affinity_listener(void) {
+    if (NOTIFY_SOCK < 0) return;
+    int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                                &AFFINITY_PROG);
+    char text[96] = "L";
+    size_t len = 1;
+    if (listener < 0) {
+        len = (size_t)snprintf(text, sizeof text, "N%s", strerror(errno));
+        if (len >= sizeof text) len = sizeof text - 1;
+    }
+    /* A send that fails (the daemon gone) closes the listener: the calls then fail ENOSYS. */
+    (void)send_with_fd(NOTIFY_SOCK, text, len, listener);
+    if (listener >= 0) close(listener);
+    close(NOTIFY_SOCK);
+    NOTIFY_SOCK = -1;
+}
+
 static int last_cap(void) {
     int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
     char buf[16] = {0};
@@ -164,6 +234,7 @@ static void confine(uid_t uid, gid_t gid, long nproc) {
     if (syscall(SYS_capset, &header, data) != 0) die("capset");
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &PHONE_PROG, 0, 0) != 0) die("load the seccomp filter");
+    install_affinity_listener();
 }
 
 static void reset_signals(void) {
@@ -212,22 +283,7 @@ static void reply(int err, const uint64_t *fields, int nfields, int fd) {
         memcpy(buf + 4, fields, (size_t)nfields * 8);
         len += (size_t)nfields * 8;
     }
-    struct iovec iov = {buf, len};
-    struct msghdr msg = {0};
-    char control[CMSG_SPACE(sizeof(int))];
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (fd >= 0) {
-        memset(control, 0, sizeof control);
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-        cmsg->cmsg_level = SOL_SOCKET;
-        cmsg->cmsg_type = SCM_RIGHTS;
-        cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-    }
-    if (sendmsg(FILES_FD, &msg, MSG_NOSIGNAL) < 0) _exit(0);
+    if (send_with_fd(FILES_FD, buf, len, fd) < 0) _exit(0);
     if (fd >= 0) close(fd);
 }
 
@@ -344,6 +400,7 @@ static int cmd_launch(int argc, char **argv) {
         else if (!strcmp(argv[i], "--id-count") && i + 1 < argc) count = parse_long(argv[++i], "id count");
         else if (!strcmp(argv[i], "--nproc") && i + 1 < argc) nproc = parse_long(argv[++i], "nproc");
         else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc) state_dir = argv[++i];
+        else if (!strcmp(argv[i], "--notify-sock") && i + 1 < argc) connect_notify(argv[++i]);
         else if (!strcmp(argv[i], "--cgroup") && i + 1 < argc && ncg < MAX_CGROUPS) cgroups[ncg++] = argv[++i];
         else {
             errno = EINVAL;
@@ -390,6 +447,9 @@ static int cmd_launch(int argc, char **argv) {
         if (setrlimit(RLIMIT_NPROC, &limit) != 0) die("setrlimit NPROC");
     }
     if (setresuid(0, 0, 0) != 0) die("setresuid 0");
+    /* Loadable without no_new_privs: we hold CAP_SYS_ADMIN in the new user namespace. bwrap and
+     * init inherit it (bwrap adds the phone's filter), so do all of init's descendants. */
+    install_affinity_listener();
     execvp(prog[0], prog);
     die("exec %s", prog[0]);
     return EXIT_FAIL;
@@ -406,6 +466,7 @@ static int cmd_enter(int argc, char **argv) {
         else if (!strcmp(argv[i], "--gid") && i + 1 < argc) gid = parse_long(argv[++i], "gid");
         else if (!strcmp(argv[i], "--nproc") && i + 1 < argc) nproc = parse_long(argv[++i], "nproc");
         else if (!strcmp(argv[i], "--cwd") && i + 1 < argc) cwd = argv[++i];
+        else if (!strcmp(argv[i], "--notify-sock") && i + 1 < argc) connect_notify(argv[++i]);
         else if (!strcmp(argv[i], "--cgroup") && i + 1 < argc && ncg < MAX_CGROUPS) cgroups[ncg++] = argv[++i];
         else if (!strcmp(argv[i], "--serve-files") && i + 1 < argc) {
             files = 1;
@@ -453,6 +514,7 @@ static int cmd_enter(int argc, char **argv) {
         /* Only waits: no capability, no new privileges, the same filter. */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
         if (files) close(FILES_FD);
+        if (NOTIFY_SOCK >= 0) close(NOTIFY_SOCK);
         mirror(child);
     }
     reset_signals();
