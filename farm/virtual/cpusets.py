@@ -191,6 +191,25 @@ class CgroupTrees:
     def group_dir(self, group: str) -> Path:
         return self.cpuset_dir / group if group else self.cpuset_dir
 
+    def sched_groups(self) -> dict[str, dict[str, str]]:
+        """/dev/stune|cpuctl's stock groups ("" the top) and their files at boot."""
+        return _sched_tree(self.profile)[1]
+
+    def sched_new_group(self) -> dict[str, str]:
+        """The files of a /dev/stune|cpuctl group made with mkdir: a stock group's, at the
+        kernel's defaults (no boost, 1024 shares, no clamp, no RT time)."""
+        stock = next(files for name, files in self.sched_groups().items() if name)
+        defaults = {
+            "schedtune.boost": "0\n",
+            "schedtune.prefer_idle": "0\n",
+            "cpu.shares": "1024\n",
+            "cpu.rt_runtime_us": "0\n",
+            "cpu.uclamp.min": "0.00\n",
+            "cpu.uclamp.max": "max\n",
+            "cpu.uclamp.latency_sensitive": "0\n",
+        }
+        return {name: defaults.get(name, text) for name, text in stock.items()}
+
     def create(self, owner: tuple[int, int] | None) -> None:
         """Lay out both trees (replacing an old one). `owner`: host uid/gid of phone root, who
         may write the files (None on unrooted phones: read-only, as the shell sees them)."""
