@@ -14,9 +14,12 @@ benchmark moved to `background` (the little cores) really slows down. Writing `c
 as the kernel does (a valid list within the parent's CPUs, else the old value comes back).
 
 /dev/stune and /dev/cpuctl are the same kind of tree, but bookkeeping only: their values
-(schedtune.boost, cpu.shares, cpu.uclamp.*) read back what was written, and their `tasks` are
-plain files (no effect on speed, no inheritance). Groups that phone root creates with mkdir are
-plain directories. Limitations, documented in the README of the virtual phones.
+(schedtune.boost, cpu.shares, cpu.uclamp.*) read back what was written (no effect on speed).
+
+On rooted phones these plain trees are what lies beneath: where FUSE works the daemon serves
+both trees with the kernel's cgroupfs semantics over them (cgroupfs.py: mkdir/rmdir, tasks in
+phone pids, refusals in write(2)); the plain trees, their inotify handling (physics.py,
+cgmounts.py) and their limits remain the fallback, and the unrooted phones' read-only view.
 """
 
 from __future__ import annotations

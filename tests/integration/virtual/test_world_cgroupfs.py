@@ -98,6 +98,13 @@ def test_tasks_list_phone_pids_and_moves_stay_inside_the_phone(tmp_path: Path) -
         finally:
             host.kill()
             host.wait()
+        # Root moves shell's task too (the daemon moves it, not the phone's uid on the host).
+        shells = w.sh("nohup sleep 30 > /dev/null 2>&1 < /dev/null & echo $!").stdout.strip()
+        try:
+            taken = su(w, f"echo {shells} > {CPUSET}/background/tasks && cat {CPUSET}/background/tasks")
+            assert taken.returncode == 0 and shells in taken.stdout.split(), taken
+        finally:
+            su(w, f"kill {shells}")
         # Shell writes no tasks (root/system's, 0664), makes no group; `..` is no group name.
         denied = w.sh(f"echo $$ > {CPUSET}/top-app/tasks")
         assert denied.returncode != 0 and "Permission denied" in denied.stderr
