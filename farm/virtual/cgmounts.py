@@ -24,10 +24,13 @@ So here:
   the binds show in every view of it. The adb shell service lets the world settle after each
   command (`SandboxWorld.settle`), so a group made in one command is complete in the next.
 
-Limits: within one command, a write to a new group's files right after mkdir may precede its
-layout (wait for its `effective_cpus`); rmdir of a group with files fails (ENOTEMPTY); a group
-with no cpus accepts tasks (the kernel would refuse with ENOSPC) and runs them at its parent's
-speed; /dev/stune and /dev/cpuctl groups made with mkdir stay plain directories.
+Where the trees are served over FUSE (cgroupfs.py, the usual case on a rooted phone) the view is
+that filesystem and groups are its own (made at mkdir, removed at rmdir); what follows about new
+directories holds for the plain trees of the fallback only. Their limits: within one command, a
+write to a new group's files right after mkdir may precede its layout (wait for its
+`effective_cpus`); rmdir of a group with files fails (ENOTEMPTY); a group with no cpus accepts
+tasks (the kernel would refuse with ENOSPC) and runs them at its parent's speed; /dev/stune and
+/dev/cpuctl groups made with mkdir stay plain directories.
 """
 
 from __future__ import annotations

@@ -274,6 +274,13 @@ class PhoneCgroups:
             _add_controllers(self.group_dir(parent) / "cgroup.subtree_control", ("cpu",))
         self._mkgroup(group)
 
+    def remove_group(self, group: str) -> None:
+        """Remove a group made while the phone runs (a cpuset group its root removed); EBUSY
+        while it has tasks or children, as rmdir answers."""
+        self.group_dir(group).rmdir()
+        with contextlib.suppress(ValueError):
+            self._groups.remove(group)
+
     def destroy(self) -> None:
         """Remove the tree, leaves first; waits (bounded) for exiting tasks to leave."""
         dirs = sorted((p for p in self.cpu_dir.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))

@@ -14,9 +14,12 @@ benchmark moved to `background` (the little cores) really slows down. Writing `c
 as the kernel does (a valid list within the parent's CPUs, else the old value comes back).
 
 /dev/stune and /dev/cpuctl are the same kind of tree, but bookkeeping only: their values
-(schedtune.boost, cpu.shares, cpu.uclamp.*) read back what was written, and their `tasks` are
-plain files (no effect on speed, no inheritance). Groups that phone root creates with mkdir are
-plain directories. Limitations, documented in the README of the virtual phones.
+(schedtune.boost, cpu.shares, cpu.uclamp.*) read back what was written (no effect on speed).
+
+On rooted phones these plain trees are what lies beneath: where FUSE works the daemon serves
+both trees with the kernel's cgroupfs semantics over them (cgroupfs.py: mkdir/rmdir, tasks in
+phone pids, refusals in write(2)); the plain trees, their inotify handling (physics.py,
+cgmounts.py) and their limits remain the fallback, and the unrooted phones' read-only view.
 """
 
 from __future__ import annotations
@@ -190,6 +193,25 @@ class CgroupTrees:
 
     def group_dir(self, group: str) -> Path:
         return self.cpuset_dir / group if group else self.cpuset_dir
+
+    def sched_groups(self) -> dict[str, dict[str, str]]:
+        """/dev/stune|cpuctl's stock groups ("" the top) and their files at boot."""
+        return _sched_tree(self.profile)[1]
+
+    def sched_new_group(self) -> dict[str, str]:
+        """The files of a /dev/stune|cpuctl group made with mkdir: a stock group's, at the
+        kernel's defaults (no boost, 1024 shares, no clamp, no RT time)."""
+        stock = next(files for name, files in self.sched_groups().items() if name)
+        defaults = {
+            "schedtune.boost": "0\n",
+            "schedtune.prefer_idle": "0\n",
+            "cpu.shares": "1024\n",
+            "cpu.rt_runtime_us": "0\n",
+            "cpu.uclamp.min": "0.00\n",
+            "cpu.uclamp.max": "max\n",
+            "cpu.uclamp.latency_sensitive": "0\n",
+        }
+        return {name: defaults.get(name, text) for name, text in stock.items()}
 
     def create(self, owner: tuple[int, int] | None) -> None:
         """Lay out both trees (replacing an old one). `owner`: host uid/gid of phone root, who

@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 from farm.virtual.layout import native_binary
 
@@ -119,27 +120,36 @@ def node_name(index: int) -> str:
     return f"n{index}"
 
 
-class NodeServer:
-    """One FUSE connection serving `nodes`. `mount(dir)` mounts it at a host directory (the
-    daemon's, not the phone's) and starts the serving thread; after the nodes are bound into the
-    phone, `detach()` removes the host mount; `close()` ends the connection. No I/O in the
-    constructor."""
+@dataclass(frozen=True)
+class Caller:
+    """Who made a request, as the kernel names it to the daemon: host ids and host thread id."""
 
-    def __init__(self, nodes: tuple[ServedNode, ...], read: ReadNode, write: WriteNode) -> None:
-        self.nodes = nodes
-        self._read = read
-        self._write = write
-        self._by_name = {node_name(i): i for i in range(len(nodes))}
+    uid: int
+    gid: int
+    pid: int
+
+
+class FuseServer:
+    """One FUSE connection: the kernel protocol (INIT, framing, errors, the serving thread) and
+    the mount's lifecycle. `mount(dir)` mounts it at a host directory (the daemon's, not the
+    phone's) and starts the serving thread; after its files are bound into the phone, `detach()`
+    removes the host mount; `close()` ends the connection. Subclasses answer the filesystem's
+    opcodes in `serve_op`. No I/O in the constructor."""
+
+    FS_NAME = "farm-fuse"  # what /proc/mounts shows as the source, and the type's subtype
+
+    def __init__(self) -> None:
         self._fd: int | None = None
         self._wake: tuple[int, int] | None = None
         self._thread: threading.Thread | None = None
         self._mountpoint: Path | None = None
-        self._born_s = 0  # the nodes' times: when they were mounted, as sysfs shows its boot
+        self._born_s = 0  # the files' times: when they were mounted, as sysfs shows its boot
         self.requests = 0  # answered so far (for tests and benches)
 
-    def path_of(self, index: int) -> Path:
+    @property
+    def mountpoint(self) -> Path:
         assert self._mountpoint is not None
-        return self._mountpoint / node_name(index)
+        return self._mountpoint
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -152,8 +162,8 @@ class NodeServer:
         options += f",max_read={MAX_WRITE}"
         mountpoint.mkdir(mode=0o700, exist_ok=True)
         flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
-        if _libc.mount(b"farm-clocknodes", os.fsencode(mountpoint), b"fuse.farm-clocknodes", flags,
-                       options.encode()) != 0:  # fmt: skip
+        name = self.FS_NAME.encode()
+        if _libc.mount(name, os.fsencode(mountpoint), b"fuse." + name, flags, options.encode()) != 0:
             err = ctypes.get_errno()
             os.close(fd)
             raise FuseUnavailable(f"cannot mount FUSE at {mountpoint}: {os.strerror(err)}")
@@ -182,7 +192,7 @@ class NodeServer:
                 os.close(fd)
         self._fd = self._wake = None
 
-    def __enter__(self) -> NodeServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -205,7 +215,7 @@ class NodeServer:
                 if error.errno in (errno.EINTR, errno.ENOENT):  # ENOENT: the request was aborted
                     continue
                 if error.errno != errno.ENODEV:  # ENODEV: unmounted everywhere
-                    log.warning("FUSE clock nodes: reading requests failed: %s", error)
+                    log.warning("FUSE %s: reading requests failed: %s", self.FS_NAME, error)
                 return
             reply = self.answer(request)
             if reply is not None:
@@ -214,18 +224,18 @@ class NodeServer:
 
     def answer(self, request: bytes) -> bytes | None:
         """The reply to one request (None for those that take none)."""
-        _len, opcode, unique, nodeid, _uid, _gid, _pid, _ext, _pad = IN_HEADER.unpack_from(request)
+        _len, opcode, unique, nodeid, uid, gid, pid, _ext, _pad = IN_HEADER.unpack_from(request)
         body = memoryview(request)[IN_HEADER.size :]
         self.requests += 1
         if opcode in NO_REPLY:
             return None
         try:
-            out = self._dispatch(opcode, nodeid, body)
+            out = self._dispatch(opcode, nodeid, body, Caller(uid, gid, pid))
         except OSError as error:
             return OUT_HEADER.pack(OUT_HEADER.size, -(error.errno or errno.EIO), unique)
         return OUT_HEADER.pack(OUT_HEADER.size + len(out), 0, unique) + out
 
-    def _dispatch(self, opcode: int, nodeid: int, body: memoryview) -> bytes:
+    def _dispatch(self, opcode: int, nodeid: int, body: memoryview, caller: Caller) -> bytes:
         if opcode == INIT:
             major, minor, readahead, flags = INIT_IN.unpack_from(body)
             if major != FUSE_KERNEL_MAJOR:
@@ -234,6 +244,43 @@ class NodeServer:
                 major, min(minor, FUSE_MINOR_MAX), readahead, flags & FUSE_ATOMIC_O_TRUNC,
                 1, 1, MAX_WRITE, 1, 1, 0, 0, 0, 0, *([0] * 11),
             )  # fmt: skip
+        if opcode == SETATTR and SETATTR_VALID.unpack_from(body)[0] & (FATTR_MODE | FATTR_UID | FATTR_GID):
+            raise OSError(errno.EPERM, "modes and owners are fixed")
+        if opcode in (RELEASE, RELEASEDIR, FSYNC, FSYNCDIR, DESTROY):
+            return b""
+        if opcode == STATFS:
+            return STATFS_OUT.pack(0, 0, 0, 0, 0, NODE_SIZE, 255, NODE_SIZE, 0, *([0] * 6))
+        if opcode == READLINK:
+            raise OSError(errno.EINVAL, "no links here")
+        return self.serve_op(opcode, nodeid, body, caller)
+
+    def serve_op(self, opcode: int, nodeid: int, body: memoryview, caller: Caller) -> bytes:
+        """The filesystem's answer to LOOKUP, GETATTR, SETATTR (size only), OPEN(DIR), READ(DIR),
+        WRITE and the name changes; raise OSError(errno) to fail the call."""
+        raise OSError(errno.ENOSYS, "not served")
+
+    def attr(self, nodeid: int, mode: int, nlink: int, uid: int, gid: int, size: int) -> bytes:
+        """A fuse_attr of this filesystem (times: when it was mounted)."""
+        t = self._born_s
+        return ATTR.pack(nodeid, size, 0, t, t, t, 0, 0, 0, mode, nlink, uid, gid, 0, NODE_SIZE, 0)
+
+
+class NodeServer(FuseServer):
+    """One FUSE connection serving `nodes` as a flat directory (the clock nodes)."""
+
+    FS_NAME = "farm-clocknodes"
+
+    def __init__(self, nodes: tuple[ServedNode, ...], read: ReadNode, write: WriteNode) -> None:
+        super().__init__()
+        self.nodes = nodes
+        self._read = read
+        self._write = write
+        self._by_name = {node_name(i): i for i in range(len(nodes))}
+
+    def path_of(self, index: int) -> Path:
+        return self.mountpoint / node_name(index)
+
+    def serve_op(self, opcode: int, nodeid: int, body: memoryview, caller: Caller) -> bytes:
         if opcode == LOOKUP:
             if nodeid != ROOT_ID:
                 raise OSError(errno.ENOTDIR, "not a directory")
@@ -242,10 +289,6 @@ class NodeServer:
                 raise OSError(errno.ENOENT, "no such node")
             return ENTRY_OUT.pack(index + 2, 0, ATTR_VALID_S, ATTR_VALID_S, 0, 0) + self._attr(index + 2)
         if opcode in (GETATTR, SETATTR):
-            if opcode == SETATTR and SETATTR_VALID.unpack_from(body)[0] & (
-                FATTR_MODE | FATTR_UID | FATTR_GID
-            ):
-                raise OSError(errno.EPERM, "modes and owners of the nodes are fixed")
             return ATTR_OUT.pack(ATTR_VALID_S, 0, 0) + self._attr(nodeid)  # size changes: sysfs ignores them
         if opcode in (OPEN, OPENDIR):
             self._index(nodeid, directory=opcode == OPENDIR)
@@ -260,14 +303,8 @@ class NodeServer:
             if failed is not None:
                 raise OSError(failed, os.strerror(failed))
             return WRITE_OUT.pack(size, 0)
-        if opcode in (RELEASE, RELEASEDIR, FSYNC, FSYNCDIR, DESTROY):
-            return b""
         if opcode == READDIR:
             return b""  # the phone sees no directory of this filesystem, only its bound files
-        if opcode == STATFS:
-            return STATFS_OUT.pack(0, 0, 0, 0, 0, NODE_SIZE, 255, NODE_SIZE, 0, *([0] * 6))
-        if opcode == READLINK:
-            raise OSError(errno.EINVAL, "no links here")
         if opcode in NAME_CHANGES:
             raise OSError(errno.EPERM, "the nodes are fixed")
         raise OSError(errno.ENOSYS, "not served")  # FLUSH, ACCESS, xattrs, locks...: the kernel stops asking
@@ -283,12 +320,9 @@ class NodeServer:
 
     def _attr(self, nodeid: int) -> bytes:
         if nodeid == ROOT_ID:
-            mode, nlink, uid, gid, size = stat.S_IFDIR | 0o500, 2, 0, 0, 0
-        else:
-            node = self.nodes[self._index(nodeid)]
-            mode, nlink, uid, gid, size = stat.S_IFREG | node.mode, 1, node.uid, node.gid, NODE_SIZE
-        t = self._born_s
-        return ATTR.pack(nodeid, size, 0, t, t, t, 0, 0, 0, mode, nlink, uid, gid, 0, NODE_SIZE, 0)
+            return self.attr(nodeid, stat.S_IFDIR | 0o500, 2, 0, 0, 0)
+        node = self.nodes[self._index(nodeid)]
+        return self.attr(nodeid, stat.S_IFREG | node.mode, 1, node.uid, node.gid, NODE_SIZE)
 
 
 def unmount_stale(mountpoint: Path) -> None:
@@ -307,13 +341,25 @@ async def serve_in_phone(
     """Serve `nodes` over FUSE and bind each over /sys/<rel> in the phone whose init is host pid
     `init_pid` (one vphone-exec call); the host mount is detached once they are bound. Raises
     FuseUnavailable (with the reason) when any step fails; nothing is left mounted then."""
-    unmount_stale(mountpoint)
     server = NodeServer(nodes, read, write)
+    binds = [(node_name(i), f"/sys/{node.rel}") for i, node in enumerate(nodes)]
+    await mount_in_phone(server, binds, mountpoint=mountpoint, init_pid=init_pid)
+    return server
+
+
+async def mount_in_phone(
+    server: FuseServer, binds: list[tuple[str, str]], *, mountpoint: Path, init_pid: int
+) -> None:
+    """Mount `server` at the host's `mountpoint`, bind each (path below the mount, phone path)
+    into the phone whose init is host pid `init_pid` (one vphone-exec call, files or
+    directories), then detach the host mount. Raises FuseUnavailable (with the reason) when any
+    step fails; nothing is left mounted then."""
+    unmount_stale(mountpoint)
     server.mount(mountpoint)
     try:
         argv = [str(native_binary("vphone-exec")), "bind", "--pid", str(init_pid)]
-        for i, node in enumerate(nodes):
-            argv += ["--host-file", str(server.path_of(i)), f"/sys/{node.rel}"]
+        for below, phone_path in binds:
+            argv += ["--host-file", str(mountpoint / below), phone_path]
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -325,11 +371,10 @@ async def serve_in_phone(
         except TimeoutError:
             proc.kill()
             await proc.wait()
-            raise FuseUnavailable("binding the nodes into the phone timed out") from None
+            raise FuseUnavailable(f"binding {server.FS_NAME} into the phone timed out") from None
         if proc.returncode != 0:
-            raise FuseUnavailable(f"cannot bind the nodes into the phone: {err.decode().strip()}")
+            raise FuseUnavailable(f"cannot bind {server.FS_NAME} into the phone: {err.decode().strip()}")
     except BaseException:
         server.close()
         raise
     server.detach()
-    return server

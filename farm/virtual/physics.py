@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.virtual import affinity, beneath, ctlfiles
+from farm.virtual import affinity, beneath, cgroupfs, ctlfiles
 from farm.virtual.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
 from farm.virtual.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
 from farm.virtual.cgroup import GPU_GROUP, PhoneCgroups
@@ -145,6 +145,7 @@ class Physics:
         self._scanner: ProcScanner | None = None
         self._watch = FileWatch()
         self._fused: NodeServer | None = None  # the clock nodes over FUSE, while the phone runs
+        self._cgfs: cgroupfs.CgroupFs | None = None  # the cgroup trees over FUSE, likewise
         self._lock = threading.RLock()  # the model and nodes: the loop's ticks/events, FUSE writes
         # A phone that has been on for a while: at the steady temperature of idle with screen on.
         idle_mw = power_mw(profile.power, 0.0, 0.0, screen_on=True)
@@ -208,6 +209,7 @@ class Physics:
         self._scanner.scan(time.monotonic(), 0, rss=False)
         self.log.open()
         self._fused = await self._serve_clock_nodes()
+        self._cgfs = await self._serve_cgroup_trees()
         self._start_watch()
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"physics-{self.sandbox.serial}"
@@ -221,9 +223,10 @@ class Physics:
             self._task = None
         self._watch.close()
         self._watch = FileWatch()
-        if self._fused is not None:
-            self._fused.close()
-            self._fused = None
+        for server in (self._fused, self._cgfs):
+            if server is not None:
+                server.close()
+        self._fused = self._cgfs = None
         self.log.close()
 
     async def _serve_clock_nodes(self) -> NodeServer | None:
@@ -258,6 +261,42 @@ class Physics:
         )
         return server
 
+    async def _serve_cgroup_trees(self) -> cgroupfs.CgroupFs | None:
+        """Root's cgroup trees with cgroupfs semantics over FUSE (cgroupfs.py); None: the plain
+        trees, whose writes inotify reports (cgmounts.py says what they lack)."""
+        owner = self.files.root_owner
+        if not self.profile.rooted or owner is None or self.trees is None:
+            return None
+        serial = self.sandbox.serial
+        if os.environ.get(cgroupfs.CGROUP_FUSE_ENV, "1") == "0":
+            log.info("%s: cgroup trees are plain directories (%s=0)", serial, cgroupfs.CGROUP_FUSE_ENV)
+            return None
+        try:
+            server = await cgroupfs.serve_in_phone(
+                self.trees,
+                self.cgroups,
+                pidns=self.sandbox.pidns,
+                init_pid=self.sandbox.init_pid,
+                owners=cgroupfs.Owners(owner[0], self.sandbox.host_uid(cgroupfs.SYSTEM_GID)),
+                root_uid=owner[0],
+                on_cpus=self._cpuset_changed,
+                lock=self._lock,
+                mountpoint=self.layout.root / "cgroupfs.fuse",
+            )
+        except FuseUnavailable as exc:
+            log.info("%s: cgroup trees are plain directories (%s)", serial, exc)
+            return None
+        log.info("%s: cgroup trees served over FUSE (cgroupfs semantics)", serial)
+        return server
+
+    def _cpuset_changed(self, name: str, cpus: tuple[int, ...] | None) -> None:
+        """A cpuset group's cpus over FUSE (None: the group was removed); under self._lock."""
+        if cpus is None:
+            self._cpuset_cpus.pop(name, None)
+        else:
+            self._cpuset_cpus[name] = cpus
+        self._apply_quotas()
+
     def _fused_write(self, rel: str, data: bytes) -> int | None:
         """Root wrote a FUSE-served clock node (on the FUSE thread): the kernel's judgement, and
         the value in force before write(2) returns."""
@@ -279,7 +318,7 @@ class Physics:
             if self._fused is None:
                 for rel in self.clock_nodes.writable_paths():
                     self._watch.watch(self.layout.sys / rel)
-            if self.trees is not None:
+            if self.trees is not None and self._cgfs is None:
                 for group in self.trees.groups():
                     self._watch_group(group.name)
         self._watch.start(self.on_write)
