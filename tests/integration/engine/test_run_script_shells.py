@@ -132,7 +132,10 @@ def test_values_arrive_verbatim_as_scalars_blocks_and_benchmark_argv(
     sampler = ["sh", "-c", record, "sampler", *HOSTILE]
     # The memory sampler stand-in writes mem.bin: the benchmark's gate opens on it.
     mem = ["sh", "-c", record + ' > "$0"', run_dir.file("mem.bin"), *HOSTILE]
-    bench = gated_argv(["sh", "-c", record, "bench", *HOSTILE], run_dir, wait_s=20.0)
+    # The benchmark records once the sampler has (both run in the run folder): a benchmark that
+    # ended before a loaded host even started the sampler would leave it no output to bundle.
+    sampled_first = "while [ ! -s sampler.out ]; do sleep 0.01; done; " + record
+    bench = gated_argv(["sh", "-c", sampled_first, "bench", *HOSTILE], run_dir, wait_s=20.0)
     params = params_for(run_dir, tmp_path, sampler=block(sampler), mem=block(mem))
     steering = Steering(PLAN)
     files = talk(start(shell_bin, params, bench), steering)
