@@ -226,7 +226,8 @@ class AffinityServer:
             threads = phone_threads(members)
             verdict = judge(parsed, taken.owner_uid, self.root_uid, threads, online)
             if verdict.errno == 0:
-                verdict = self._move(cgroups, verdict.cpus, [threads[t].host_tid for t in parsed.tids])
+                host_tids = [threads[t].host_tid for t in parsed.tids]
+                verdict = self._move(cgroups, verdict.cpus, host_tids, online)
             if verdict.errno == 0:
                 on_pinned(verdict.cpus)
         answer = request.name.removeprefix(REQUEST_PREFIX)
@@ -270,7 +271,7 @@ class AffinityServer:
         if verdict.errno == 0 and cgroups is None:
             return Verdict(errno.ENOSYS)
         if verdict.errno == 0 and cgroups is not None:
-            verdict = self._move(cgroups, verdict.cpus, [target.host_tid])
+            verdict = self._move(cgroups, verdict.cpus, [target.host_tid], online)
             if verdict.errno == 0:
                 on_pinned(verdict.cpus)
         return verdict
@@ -297,7 +298,11 @@ class AffinityServer:
         phone_group = "/" + str(cgroups.group_dir(CPU_GROUP).relative_to(cgroups.host.cpu_root))
         return Verdict(0, cpus_of_group(relative_group(cgroup_path(text), phone_group), cpusets, online))
 
-    def _move(self, cgroups: PhoneCgroups, cpus: tuple[int, ...], host_tids: list[int]) -> Verdict:
+    def _move(
+        self, cgroups: PhoneCgroups, cpus: tuple[int, ...], host_tids: list[int], online: tuple[int, ...]
+    ) -> Verdict:
+        if set(cpus) >= set(online):
+            return self._unpin(cgroups, cpus, host_tids)
         group = group_of(cpus)
         try:
             if not cgroups.group_dir(group).is_dir():
@@ -305,5 +310,28 @@ class AffinityServer:
             cgroups.move_threads(group, host_tids)
         except OSError as exc:
             log.warning("%s: cannot pin threads to %s: %s", self.ctl, group, exc)
+            return Verdict(errno.EAGAIN)
+        return Verdict(0, cpus)
+
+    def _unpin(self, cgroups: PhoneCgroups, cpus: tuple[int, ...], host_tids: list[int]) -> Verdict:
+        """Every online CPU is the kernel's default affinity, not a pin: a thread keeps its
+        cpuset group (whose CPUs the kernel would still intersect the mask with: a background
+        thread stays on the little cores), and one pinned before goes back to the phone's top
+        group. Runtimes (PoCL, OpenMP) set the full mask on their threads routinely."""
+        phone_group = "/" + str(cgroups.group_dir(CPU_GROUP).relative_to(cgroups.host.cpu_root))
+        pinned = []
+        for tid in host_tids:
+            try:
+                text = Path(f"/proc/{tid}/cgroup").read_text(encoding="utf-8")
+            except OSError:
+                return Verdict(errno.ESRCH)
+            rel = relative_group(cgroup_path(text), phone_group)
+            if rel is not None and rel.rpartition("/")[2].startswith(GROUP_PREFIX):
+                pinned.append(tid)
+        try:
+            if pinned:
+                cgroups.move_threads(CPU_GROUP, pinned)
+        except OSError as exc:
+            log.warning("%s: cannot unpin threads: %s", self.ctl, exc)
             return Verdict(errno.EAGAIN)
         return Verdict(0, cpus)

@@ -108,6 +108,10 @@ def test_the_phones_cpus_are_what_programs_see(devices: dict[str, adbutils.AdbDe
     assert lines[:3] == ["ok 0", "ok 8 80", f"pid {lines[2].split()[1]} current affinity mask: 80"]
     assert any(line.endswith("/affinity-80") for line in lines[3:-1]), out
     assert lines[-1] == "1"
+    # Every online CPU is no pin (runtimes such as PoCL set it on their threads): a pinned
+    # thread goes back to the phone's top group instead of an affinity group for all CPUs.
+    out = sh(d, f"{PROBE} set 80 $$; {PROBE} set ff $$; {PROBE} get; cat /proc/$$/cgroup")
+    assert out.splitlines()[:3] == ["ok 0", "ok 0", "ok 8 ff"] and "/affinity-" not in out, out
     # A program's pin is its own: the next adb shell (a fresh process) has every CPU.
     assert sh(d, f"{PROBE} get") == "ok 8 ff\n"
     # Threads are pinned one by one and a new thread inherits its creator's mask; children too.
