@@ -156,16 +156,31 @@ def cpus_of_group(
 ) -> tuple[int, ...]:
     """The affinity of a thread in host group `rel` (relative to the phone's cpu group; None:
     outside it): a pin's CPUs, a cpuset group's, else every online CPU (pure)."""
-    cpus: tuple[int, ...] = ()
-    if rel is not None:
-        last = rel.rpartition("/")[2]
-        if last.startswith(GROUP_PREFIX):
-            with contextlib.suppress(ValueError):
-                cpus = mask_cpus(int(last.removeprefix(GROUP_PREFIX), 16))
-        elif rel in cpusets:
-            cpus = cpusets[rel]
+    cpus = pin_of_group(rel)
+    if cpus is None:
+        cpus = cpusets.get(rel, ()) if rel is not None else ()
     in_force = tuple(c for c in cpus if c in online)
     return in_force or online
+
+
+def pin_of_group(rel: str | None) -> tuple[int, ...] | None:
+    """The CPUs of a pin group `rel` (cpu/affinity-<hex mask>, relative to the phone's cpu
+    group); None for any other group (pure). A malformed mask pins to no CPU."""
+    last = (rel or "").rpartition("/")[2]
+    if not last.startswith(GROUP_PREFIX):
+        return None
+    try:
+        return mask_cpus(int(last.removeprefix(GROUP_PREFIX), 16))
+    except ValueError:
+        return ()
+
+
+def thread_group(cgroups: PhoneCgroups, host_tid: int) -> str | None:
+    """The cpu cgroup of host thread `host_tid` relative to the phone's cpu group (None:
+    outside it). OSError once the thread is gone."""
+    text = Path(f"/proc/{host_tid}/cgroup").read_text(encoding="utf-8")
+    phone_group = "/" + str(cgroups.group_dir(CPU_GROUP).relative_to(cgroups.host.cpu_root))
+    return relative_group(cgroup_path(text), phone_group)
 
 
 def relative_group(path: str | None, phone_group: str) -> str | None:
@@ -292,11 +307,10 @@ class AffinityServer:
         if cgroups is None:
             return Verdict(0, online)
         try:
-            text = Path(f"/proc/{target.host_tid}/cgroup").read_text(encoding="utf-8")
+            rel = thread_group(cgroups, target.host_tid)
         except OSError:
             return Verdict(errno.ESRCH)
-        phone_group = "/" + str(cgroups.group_dir(CPU_GROUP).relative_to(cgroups.host.cpu_root))
-        return Verdict(0, cpus_of_group(relative_group(cgroup_path(text), phone_group), cpusets, online))
+        return Verdict(0, cpus_of_group(rel, cpusets, online))
 
     def _move(
         self, cgroups: PhoneCgroups, cpus: tuple[int, ...], host_tids: list[int], online: tuple[int, ...]
@@ -318,15 +332,13 @@ class AffinityServer:
         cpuset group (whose CPUs the kernel would still intersect the mask with: a background
         thread stays on the little cores), and one pinned before goes back to the phone's top
         group. Runtimes (PoCL, OpenMP) set the full mask on their threads routinely."""
-        phone_group = "/" + str(cgroups.group_dir(CPU_GROUP).relative_to(cgroups.host.cpu_root))
         pinned = []
         for tid in host_tids:
             try:
-                text = Path(f"/proc/{tid}/cgroup").read_text(encoding="utf-8")
+                rel = thread_group(cgroups, tid)
             except OSError:
                 return Verdict(errno.ESRCH)
-            rel = relative_group(cgroup_path(text), phone_group)
-            if rel is not None and rel.rpartition("/")[2].startswith(GROUP_PREFIX):
+            if pin_of_group(rel) is not None:
                 pinned.append(tid)
         try:
             if pinned:
