@@ -44,19 +44,20 @@ system-packages:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml vphone/pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,clients]'
+	$(PY) -m pip install -q -e ./vphone -e '.[dev,clients]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
 
 setup: system-packages venv kernels native
 
-# The virtual phone's helpers (confined entry into a phone, the Android tools' client).
+# The virtual phone's helpers (confined entry into a phone, the Android tools' client); the
+# simulator is its own distribution in vphone/ (vphone/README.md).
 native:
-	$(MAKE) -C farm/virtual/native
+	$(MAKE) -C vphone/src/vphone/native
 
 # The device agents and the example external programs (kernels/examples) are plain C: without an
 # ABI on the command line they are also cross-built for arm64-v8a and armeabi-v7a with Debian's
@@ -74,19 +75,19 @@ kernels agents:
 # pass collects only the files that mark a test serial (collecting all of tests/ again costs half a
 # minute of imports); tests/conftest.py refuses a serial test whose file does not say so literally.
 TEST_WORKERS ?= 2
-SERIAL_TEST_FILES = $(shell grep -rlE --include='test_*.py' 'pytest\.mark\.serial' tests | sort)
+SERIAL_TEST_FILES = $(shell grep -rlE --include='test_*.py' 'pytest\.mark\.serial' tests vphone/tests | sort)
 test: setup
 	@status=0; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=15 tests || status=$$?; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=15 tests vphone/tests || status=$$?; \
 	$(PY) -m pytest -q -m serial --durations=5 $(SERIAL_TEST_FILES) || status=$$?; \
 	exit $$status
 
 test-unit: venv
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q tests/unit vphone/tests/unit
 
 lint: venv
-	$(VENV)/bin/ruff check farm tests
-	$(VENV)/bin/ruff format --check farm tests
+	$(VENV)/bin/ruff check farm tests vphone
+	$(VENV)/bin/ruff format --check farm tests vphone
 	$(VENV)/bin/mypy
 
 bench: setup
@@ -100,5 +101,5 @@ clean:
 	-$(MAKE) -C kernels clean
 	-$(MAKE) -C device_agents clean
 	-$(MAKE) -C kernels/examples clean
-	-$(MAKE) -C farm/virtual/native clean
+	-$(MAKE) -C vphone/src/vphone/native clean
 	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache *.egg-info

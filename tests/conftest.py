@@ -3,7 +3,7 @@
 import pytest
 
 pytest_plugins = [
-    "tests.fixtures.phones",
+    "vphone.testing.phones",
     "tests.fixtures.sshd",
     "tests.fixtures.netns",
     "tests.fixtures.opencl",

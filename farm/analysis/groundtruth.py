@@ -1,4 +1,4 @@
-"""The virtual phone's ground-truth log (farm/virtual/groundtruth.py) as a trace, for comparison.
+"""The virtual phone's ground-truth log (vphone/src/vphone/groundtruth.py) as a trace, for comparison.
 
 Feeding it to `compute_run_metrics` gives what farm should have measured: true power (already mW,
 so no calibration), true GPU busy and modelled temperature on the phone's clock. Each row describes

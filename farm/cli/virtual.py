@@ -1,191 +1,41 @@
-"""`farm virtual up|list|down|fault`: virtual phones that real adb and farm treat as phones."""
+"""`farm virtual ...`: the simulator's own command line (the separate `vphone` distribution), run as a
+program so that farm imports nothing from it. Every argument, `--help` included, goes through."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from pathlib import Path
+import importlib.util
+import os
+import subprocess
+import sys
 
 import click
 
-from farm.cli.json_output import echo_json
-from farm.virtual import control
-from farm.virtual.adb.link import LinkKind
-from farm.virtual.cgroup import budget_warnings
-from farm.virtual.daemon import DEFAULT_WORLD_FACTORY
+from farm.errors import EnvironmentProblem
 
-STATE_DIR_HELP = "state directory (default: $FARM_VIRTUAL_DIR or .farm/virtual/)"
+SIMULATOR_MODULE = "vphone"
 
 
-def _state_dir(value: Path | None) -> Path:
-    return value if value is not None else control.default_state_dir()
-
-
-def _adb_port(value: int | None) -> int:
-    return value if value is not None else control.default_adb_port()
-
-
-def format_table(phones: list[dict[str, object]]) -> str:
-    rows = [("SERIAL", "ADB SERIAL", "PORT", "PROFILE", "STATE")]
-    rows += [
-        (str(p["serial"]), str(p["adb_serial"]), str(p["port"]), str(p["profile"]), str(p["state"]))
-        for p in phones
-    ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
-
-
-@click.group()
-def virtual() -> None:
-    """Virtual phones: real ADB protocol on TCP ports, real processes in an Android-like sandbox.
+@click.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    add_help_option=False,
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def virtual(args: tuple[str, ...]) -> None:
+    """Virtual phones (up, list, down, fault): real ADB on TCP ports, an Android-shaped sandbox.
 
     \b
     Example:
       farm virtual up --count 4 --profile adreno-sd8gen2 --profile mali-tensor
-      adb devices -l                  # 127.0.0.1:6520 ... device product:... model:...
-      farm virtual fault VP6520 offline 5
-      farm virtual down
+      farm virtual --help
     """
-
-
-@virtual.command()
-@click.option("--count", "-n", type=int, default=1, show_default=True, help="number of phones")
-@click.option(
-    "--profile",
-    "profiles",
-    multiple=True,
-    help="SoC profile (farm/virtual/profiles/NAME.yaml, e.g. adreno-sd8gen2); repeat it, it is cycled "
-    "over --count; default: the first profile by name",
-)
-@click.option(
-    "--adb-port", type=int, default=None, help="adb server port (default: $ANDROID_ADB_SERVER_PORT or 5037)"
-)
-@click.option(
-    "--port", type=int, default=None, help="TCP port of the first phone (default: free ports from 6520)"
-)
-@click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
-@click.option(
-    "--keep-data",
-    is_flag=True,
-    help="keep each phone's /data and /sdcard even if it last ran with another profile "
-    "(default: only the same serial and profile keep them)",
-)
-@click.option(
-    "--link",
-    type=click.Choice([LinkKind.USB2.value, LinkKind.USB3.value]),
-    default=None,
-    help="model every phone's cable: per-packet latency and bandwidth of adb over USB 2 or USB 3 "
-    "(default: each profile's own `link:`; the shipped profiles are as fast as loopback)",
-)
-@click.option("--world-factory", default=DEFAULT_WORLD_FACTORY, hidden=True)
-def up(
-    count: int,
-    profiles: tuple[str, ...],
-    adb_port: int | None,
-    port: int | None,
-    state_dir: Path | None,
-    keep_data: bool,
-    link: str | None,
-    world_factory: str,
-) -> None:
-    """Start --count virtual phones in a background daemon and connect them to the adb server.
-
-    Returns once every phone shows `device` in `adb devices`. The daemon keeps running after the
-    terminal closes; stop it with `farm virtual down`. Needs root: each phone runs as its own
-    range of host uids.
-
-    A phone is its serial (VP<port>) plus its profile: its /data and /sdcard survive `down` and a
-    later `up` with the same port and profile. Another profile on that port is another phone and
-    starts with empty storage, unless --keep-data.
-
-    Each phone runs in its own host cgroups with the CPU budget of its profile (cpu.budget_cores
-    + gpu.budget_cores host cores at top clocks, scaled by the clocks it is pinned or throttled
-    to). When the budgets add up to more than this host's cores, `up` says so on stderr: the
-    phones then slow each other down.
-
-    \b
-    Example:
-      farm virtual up --count 3 --profile adreno-nexus6p
-      farm virtual up --port 6520 --profile adreno-sd865 --keep-data
-      farm virtual up --count 4 --link usb2     # round trips and pushes as slow as a USB 2 cable
-    """
-    if world_factory == DEFAULT_WORLD_FACTORY:
-        for line in budget_warnings(control.resolve_profiles(count, profiles)):
-            click.echo(f"farm virtual up: {line}", err=True)
-    state = control.up(
-        _state_dir(state_dir),
-        count,
-        profiles,
-        adb_port=_adb_port(adb_port),
-        first_port=port,
-        world_factory=world_factory,
-        keep_data=keep_data,
-        link=LinkKind(link) if link is not None else None,
-    )
-    for phone in state.phones:
-        click.echo(f"{phone.adb_serial}  {phone.serial}  {phone.profile}  {phone.state}")
-
-
-@virtual.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="print JSON (a list of phones) for scripts")
-@click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
-def list_(as_json: bool, state_dir: Path | None) -> None:
-    """List the running virtual phones: serial, adb serial, port, profile, state.
-
-    \b
-    Example:
-      farm virtual list --json | jq '.[].adb_serial'
-    """
-    state = control.running_state(_state_dir(state_dir))
-    phones = [] if state is None else [asdict(phone) for phone in state.phones]
-    if as_json:
-        echo_json(phones)
-        return
-    if not phones:
-        click.echo("no virtual phones running (start some: farm virtual up)")
-        return
-    click.echo(format_table(phones))
-
-
-@virtual.command()
-@click.option(
-    "--adb-port", type=int, default=None, help="adb server to disconnect them from (default: the one of `up`)"
-)
-@click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
-def down(adb_port: int | None, state_dir: Path | None) -> None:
-    """Disconnect the virtual phones from adb and stop them (every phone process ends).
-
-    \b
-    Example:
-      farm virtual down
-    """
-    state = control.down(_state_dir(state_dir), adb_port)
-    if state is None:
-        click.echo("no virtual phones were running")
-    else:
-        click.echo(f"stopped {len(state.phones)} virtual phone(s)")
-
-
-@virtual.command()
-@click.argument("serial")
-@click.argument("kind", type=click.Choice(["disconnect", "offline", "hang", "reboot", "recover"]))
-@click.argument("seconds", type=float, required=False)
-@click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
-def fault(serial: str, kind: str, seconds: float | None, state_dir: Path | None) -> None:
-    """Inject a fault into one phone (SERIAL is VP6520 or 127.0.0.1:6520).
-
-    \b
-    disconnect   drop its TCP connections now; the adb server reconnects by itself
-    offline N    drop connections and refuse new ones for N seconds
-    hang [N]     stop answering packets until the next fault or `recover`, or for N seconds
-    reboot       like `adb reboot`: offline ~3 s, processes killed, then back
-    recover      end a hang or offline period now
-
-    \b
-    Example:
-      farm virtual fault VP6520 offline 5
-    """
-    state = control.fault(_state_dir(state_dir), serial, kind, seconds)
-    phone = next((p for p in state.phones if serial in (p.serial, p.adb_serial)), None)
-    click.echo(f"{serial}: {kind} -> {phone.state if phone else '?'}")
+    if importlib.util.find_spec(SIMULATOR_MODULE) is None:
+        raise EnvironmentProblem(
+            "virtual phones need the simulator, which is not installed",
+            hint="pip install ./vphone (make setup does it)",
+        )
+    env = {**os.environ, "VPHONE_PROG_NAME": "farm virtual"}
+    try:
+        code = subprocess.call([sys.executable, "-m", SIMULATOR_MODULE, *args], env=env)
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

@@ -37,7 +37,7 @@ PER_RUN_KEYS = frozenset(
     }
 )
 VIRTUAL_PROP = "ro.farm.virtual"
-# Virtual phones stamp their build fingerprint with this (farm/virtual/world.py).
+# Virtual phones stamp their build fingerprint with this (vphone/src/vphone/world.py).
 VIRTUAL_FINGERPRINT_MARK = "/FARM."
 
 

@@ -25,11 +25,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from farm.virtual import control  # noqa: E402
-from farm.virtual.cgroupfs import CGROUP_FUSE_ENV  # noqa: E402
+from vphone.cgroupfs import CGROUP_FUSE_ENV  # noqa: E402
+from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+
 from tests.bench.bench_virtual import _in_phone_s  # noqa: E402
 from tests.bench.table import report  # noqa: E402
-from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+from vphone import control  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_cgroupfs.json"
 PHONES = 4

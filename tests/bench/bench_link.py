@@ -19,12 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import adbutils  # noqa: E402
+from vphone.adb.link import LinkKind  # noqa: E402
+from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
 
-from farm.virtual import control  # noqa: E402
-from farm.virtual.adb.link import LinkKind  # noqa: E402
 from tests.bench.bench_shell import adb_server_shell, timed_ms  # noqa: E402
 from tests.bench.table import report  # noqa: E402
-from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+from vphone import control  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_link.json"
 PROFILE = "adreno-sd8gen2"

@@ -37,6 +37,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+
 from farm.analysis import resource_data  # noqa: E402
 from farm.analysis.cnn_descriptor import network  # noqa: E402
 from farm.analysis.kernel_model import fit_layer_model  # noqa: E402
@@ -49,10 +51,9 @@ from farm.analysis.resource_model import select_model  # noqa: E402
 from farm.report.model import ReportData  # noqa: E402
 from farm.report.query import load_report_data  # noqa: E402
 from farm.store import Store  # noqa: E402
-from farm.virtual import control  # noqa: E402
 from tests.bench.table import report  # noqa: E402
 from tests.e2e.farm_cli import write_experiment  # noqa: E402
-from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+from vphone import control  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_model.json"
 REPEATS = int(os.environ.get("FARM_BENCH_REPEATS", "3"))

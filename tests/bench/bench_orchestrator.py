@@ -30,11 +30,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+
 from farm.device.session import DeviceSession  # noqa: E402
 from farm.store import Store  # noqa: E402
-from farm.virtual import control  # noqa: E402
 from tests.e2e.farm_cli import fast_lstm, write_experiment  # noqa: E402
-from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+from vphone import control  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_orchestrator.json"
 OVERHEAD_RUNS = 10

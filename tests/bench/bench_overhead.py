@@ -35,14 +35,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+
 from farm.engine.driver import AdbDriver  # noqa: E402
 from farm.engine.runner import RunOptions, run_experiment  # noqa: E402
 from farm.store import Store  # noqa: E402
-from farm.virtual import control  # noqa: E402
 from tests.bench.bench_orchestrator import bench_windows  # noqa: E402
 from tests.bench.table import report  # noqa: E402
 from tests.e2e.farm_cli import write_experiment  # noqa: E402
-from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+from vphone import control  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_overhead.json"
 PHONE_COUNTS = [int(n) for n in os.environ.get("FARM_BENCH_OVERHEAD_PHONES", "1 8 32 64").split()]

@@ -50,9 +50,10 @@ def summary(times: list[float]) -> dict[str, float]:
 @contextlib.contextmanager
 def lab_host(folder: Path) -> Iterator[tuple[Any, Any, Any, Path]]:
     """(sshd, adb server, phone info, client key) of a fake lab host; all stopped on exit."""
-    from farm.virtual import control
-    from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server, world_factory
+    from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server, world_factory
+
     from tests.fixtures.sshd import Sshd, _keygen
+    from vphone import control
 
     key = folder / "id_ed25519"
     _keygen(key, "farm-bench")

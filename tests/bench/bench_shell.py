@@ -42,10 +42,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from farm.virtual import control  # noqa: E402
-from farm.virtual.adb import packets as p  # noqa: E402
-from tests.fixtures.adb_wire import WireHost  # noqa: E402
-from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+from vphone.adb import packets as p  # noqa: E402
+from vphone.testing.adb_wire import WireHost  # noqa: E402
+from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+
+from vphone import control  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_shell.json"
 PROFILE = "adreno-sd8gen2"

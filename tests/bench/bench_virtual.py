@@ -28,13 +28,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from vphone.physics import CLOCK_FUSE_ENV  # noqa: E402
+from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+
 from farm.store import Store  # noqa: E402
-from farm.virtual import control  # noqa: E402
-from farm.virtual.physics import CLOCK_FUSE_ENV  # noqa: E402
 from tests.bench.bench_orchestrator import RUNS_PER_PHONE, SHORT_PARAMS, SHORT_RUN, _run_farm  # noqa: E402
 from tests.bench.table import report  # noqa: E402
 from tests.e2e.farm_cli import fast_lstm, write_experiment  # noqa: E402
-from tests.fixtures.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+from vphone import control  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_virtual.json"
 FILE_MB = 100

@@ -8,11 +8,11 @@ import io
 from pathlib import Path
 
 import pytest
+from vphone.profiles import PROFILES_DIR
+from vphone.testing.phones import PhoneFactory
 
 from farm.safe_text import markdown, terminal
-from farm.virtual.profiles import PROFILES_DIR
 from tests.e2e.farm_cli import run_farm, write_experiment
-from tests.fixtures.phones import PhoneFactory
 
 pytestmark = pytest.mark.integration
 

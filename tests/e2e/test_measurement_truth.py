@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
+from vphone.groundtruth import read_ground_truth
 
 from farm.analysis.groundtruth import TRUTH_CALIBRATION, truth_trace
 from farm.analysis.metrics import compute_run_metrics, metrics_by_name
@@ -25,7 +26,6 @@ from farm.analysis.series import DEFAULT_SOURCES
 from farm.engine.collect import read_events
 from farm.store import RunState
 from farm.store import runs as run_store
-from farm.virtual.groundtruth import read_ground_truth
 from tests.e2e.farm_cli import open_store, run_farm, write_experiment
 
 pytestmark = pytest.mark.integration

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from vphone.testing.phones import PhoneFactory
 
 from tests.e2e.farm_cli import run_farm, write_experiment
-from tests.fixtures.phones import PhoneFactory
 
 pytestmark = pytest.mark.integration
 

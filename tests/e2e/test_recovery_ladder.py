@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from vphone.testing.waiting import eventually
 
 from farm.store import RunState
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, write_experiment
-from tests.fixtures.waiting import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """`conditions.clocks.affinity: big | little` through `farm run` on a virtual big.LITTLE phone
 (issue 11): each run's env.json records the affinity and its CPUs, the benchmark really ran in
-the pin's host cgroup (the phone's taskset, farm/virtual/affinity.py), and little is slower than
+the pin's host cgroup (the phone's taskset, vphone/src/vphone/affinity.py), and little is slower than
 big in the direction and about the size the profile's own core capacities say."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from vphone.cgroup import FARM_GROUP, read_host_cgroups
+from vphone.profiles import load_profile
 
 from farm.store import RunState
 from farm.store import runs as run_store
-from farm.virtual.cgroup import FARM_GROUP, read_host_cgroups
-from farm.virtual.profiles import load_profile
 from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, write_experiment
 
 pytestmark = pytest.mark.integration

@@ -1,7 +1,7 @@
 """Clock control through `farm run` on virtual phones: pinned on a rooted phone and restored
 after the run and after `kill -9` of farm; an unrooted phone that cannot do a required pin is
 skipped with one line; per-run validity flags and the clocks are stored; on the virtual SoC
-(farm/virtual/clocks.py: clocks that set the phone's speed, fixed performance mode, heat) pinned
+(vphone/src/vphone/clocks.py: clocks that set the phone's speed, fixed performance mode, heat) pinned
 min is slower than max, fixed performance mode is applied, a hot phone throttles (retry), and a
 sustained run records its drift."""
 

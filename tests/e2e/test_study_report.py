@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from vphone.testing.phones import PhoneFactory
 
 from farm.api import load_frame
 from farm.report.query import load_report_data
@@ -17,7 +18,6 @@ from farm.report.studies import study_section
 from farm.report.tables import cells
 from tests.e2e.farm_cli import open_store, run_farm, write_experiment
 from tests.fixtures.browser import CHROMIUM, check_pages, print_pdf
-from tests.fixtures.phones import PhoneFactory
 from tests.fixtures.study_samples import numbers_not_in_tables
 
 pytestmark = pytest.mark.integration

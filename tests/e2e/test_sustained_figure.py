@@ -9,13 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
+from vphone.groundtruth import read_ground_truth
 
 from farm.engine.runscript import THROTTLE_POLL_S
 from farm.report.query import load_report_data
 from farm.report.run_files import sustained_series_of
 from farm.report.sustained_figure import SPEC
 from farm.store import runs as run_store
-from farm.virtual.groundtruth import read_ground_truth
 from tests.e2e.farm_cli import open_store, run_farm, write_experiment
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import adbutils
 import pytest
+from vphone.testing.phones import PhoneSet, VirtualPhone
 
 from tests.e2e.farm_cli import REPO, farm_argv
-from tests.fixtures.phones import PhoneSet, VirtualPhone
 
 pytestmark = pytest.mark.integration
 

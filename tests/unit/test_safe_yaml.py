@@ -1,7 +1,8 @@
 """Hostile YAML in each of farm's input files: one ConfigError line naming FILE:LINE, exit code 2.
 
 The same cases go through every reader that uses farm.safe_yaml: experiment files, farm.yaml
-(hosts and schedules) and virtual-phone profiles. Each case would have crashed (RecursionError),
+(hosts and schedules); the simulator's profiles have their own reader and test
+(vphone/tests/unit/test_profile_yaml.py). Each case would have crashed (RecursionError),
 spun (billion laughs) or named `<unicode string>` before the bounds existed.
 """
 
@@ -19,7 +20,6 @@ from farm.remote.config import load_config
 from farm.schedule.config import load_schedules
 from farm.spec import load
 from farm.spec.loader import line_of
-from farm.virtual.profile import load_profile_file
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,6 @@ READERS = {
     "experiment": Reader("name: bad\nbenchmark:\n  program: lstm\n", "sweep", load),
     "farm.yaml hosts": Reader("", "hosts", lambda path: load_config(path)),
     "farm.yaml schedules": Reader("local: true\n", "schedules", lambda path: load_schedules(path)),
-    "profile": Reader("name: x\n", "props", load_profile_file),
 }
 
 

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from vphone.testing.old_adbd import OldAdbd
 
 from farm.device.session import BIN_DIR, DeviceSession
 from farm.errors import CommandTimeout
-from tests.fixtures.old_adbd import OldAdbd
 
 pytestmark = pytest.mark.integration
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from vphone.profiles import PROFILES_DIR
 
 from farm.device.session import DeviceSession
 from farm.engine.conditions import GATE_POLL_S, read_temperature_c
@@ -25,7 +26,6 @@ from farm.spec import load_text
 from farm.spec.model import Experiment
 from farm.spec.sections import Intensity
 from farm.store import Outcome, Store
-from farm.virtual.profiles import PROFILES_DIR
 
 pytestmark = pytest.mark.integration
 

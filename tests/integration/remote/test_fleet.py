@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from vphone.testing.phones import free_tcp_port, kill_adb_server
 
 from farm.errors import EnvironmentProblem
 from farm.remote.config import parse_config
 from farm.remote.endpoint import SshAdbEndpoint
 from farm.remote.fleet import Fleet
 from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyUnknown
-from tests.fixtures.phones import free_tcp_port, kill_adb_server
 from tests.integration.remote.labs import fleet_in, policy_in, write_config
 
 pytestmark = pytest.mark.integration

@@ -118,7 +118,7 @@ def test_missing_identity_file_fails_at_authentication(lab, tmp_path: Path) -> N
 
 
 def test_adb_server_down_fails_at_adb_step(lab, tmp_path: Path) -> None:
-    from tests.fixtures.phones import free_tcp_port
+    from vphone.testing.phones import free_tcp_port
 
     check = _farm(_setup(tmp_path, lab, adb_port=free_tcp_port()), "hosts", "check", "lab1")
     assert check.returncode == 1
@@ -135,7 +135,7 @@ def test_a_port_that_is_not_ssh_fails_at_the_handshake(lab, tmp_path: Path) -> N
 
 
 def test_unreachable_port_fails_at_tcp(lab, tmp_path: Path) -> None:
-    from tests.fixtures.phones import free_tcp_port
+    from vphone.testing.phones import free_tcp_port
 
     check = _farm(_setup(tmp_path, lab, port=free_tcp_port()), "hosts", "check", "lab1")
     assert check.returncode == 1
@@ -151,7 +151,7 @@ def test_unresolvable_name_fails_at_name_resolution(lab, tmp_path: Path) -> None
 
 
 def test_hosts_listing_shows_an_unreachable_host_as_down_with_the_reason(lab, tmp_path: Path) -> None:
-    from tests.fixtures.phones import free_tcp_port
+    from vphone.testing.phones import free_tcp_port
 
     env = _setup(tmp_path, lab, port=free_tcp_port())
     listing = _farm(env, "hosts", "--json")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import adbutils
 import pytest
+from vphone.testing.phones import free_tcp_port
 
 from farm.errors import HostError
 from farm.remote.config import parse_config
@@ -18,7 +19,6 @@ from farm.remote.endpoint import SshAdbEndpoint
 from farm.remote.hostkeys import HostKeyChanged
 from farm.remote.ssh import load_ssh_config, resolve_target
 from farm.remote.tunnel import AdbServerRefused, SshTunnel, TunnelState
-from tests.fixtures.phones import free_tcp_port
 from tests.fixtures.sshd import descendants
 from tests.integration.remote.labs import policy_in, write_config
 

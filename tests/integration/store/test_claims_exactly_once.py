@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
+from vphone.testing.waiting import eventually
 
 from farm.store import RunState, Store, ownership
 from farm.store import runs as rq
-from tests.fixtures.waiting import eventually
 
 PROCESSES = 4
 PHONES = [f"lab/phone{i}" for i in range(6)]

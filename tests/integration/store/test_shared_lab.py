@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
+from vphone.testing.waiting import eventually
 
 from farm.store import RunState, Store, StoreLocation
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import REPO, farm_argv, farm_env, fast_lstm, write_experiment
-from tests.fixtures.waiting import eventually
 from tests.integration.remote.labs import cli_env, write_config
 
 pytestmark = pytest.mark.integration

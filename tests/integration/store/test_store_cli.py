@@ -12,11 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from vphone.testing.phones import free_tcp_port
 
 from farm.store import Metric, Store, StoreLocation
 from farm.store import runs as rq
 from farm.store.schema import MIGRATIONS
-from tests.fixtures.phones import free_tcp_port
 from tests.fixtures.postgres import PostgresServer
 from tests.integration.store.conftest import Tmpfs
 

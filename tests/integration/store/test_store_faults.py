@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from vphone.testing.phones import free_tcp_port
 
 from farm.errors import (
     StoreAccessDenied,
@@ -22,7 +23,6 @@ from farm.errors import (
 )
 from farm.store import Store, StoreLocation
 from farm.store import runs as rq
-from tests.fixtures.phones import free_tcp_port
 from tests.fixtures.postgres import PostgresServer
 from tests.integration.store.conftest import Tmpfs
 

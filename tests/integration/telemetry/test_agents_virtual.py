@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 from telemetry_trees import Agents
+from vphone.profiles import load_profile
 
 from farm.analysis.metrics import cpu_clock_metrics
 from farm.telemetry.probe import Capabilities, CurrentSign, GpuFamily, parse_probe
 from farm.telemetry.sampler import Source, default_sources, sampler_argv
 from farm.telemetry.trace import parse_trace
-from farm.virtual.profiles import load_profile
 
 pytestmark = pytest.mark.integration
 

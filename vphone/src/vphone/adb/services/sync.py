@@ -1,0 +1,314 @@
+"""`sync:` file transfer: STAT, STA2, LST2, LIST, LIS2, SEND, RECV, QUIT (reference 2.5).
+
+Requests are parsed as a byte stream (adb 29 packs SEND+DATA+DONE into one WRTE and splits DATA
+across WRTEs). Every reply is a full-size record. A FAIL ends the service, like adbd. Files are
+reached through the world's PhoneFiles (a file server inside the phone, as adbd's user), which
+checks permissions, owns what it creates and hands back descriptors; no phone path is resolved
+here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import struct
+
+from vphone.adb.services.base import ByteReader, ServiceContext
+from vphone.adb.transport import Stream
+from vphone.phonefiles import FileStat, PhoneFiles
+
+MAX_PATH_BYTES = 1024
+SYNC_DATA_MAX_BYTES = 64 * 1024
+DIR_MODE = 0o775
+
+REQUEST = struct.Struct("<4sI")
+STAT_V1 = struct.Struct("<4sIII")
+STAT_V2 = struct.Struct("<4sIQQIIIIQqqq")
+DENT_V1 = struct.Struct("<4sIIII")
+DENT_V2 = struct.Struct("<4sIQQIIIIQqqqI")
+
+
+class SyncFailed(Exception):
+    """Send FAIL with this message and end the service."""
+
+
+class SyncEnded(Exception):
+    """FAIL was already sent (and the request's data drained): end the service quietly."""
+
+
+def _u32(value: int) -> int:
+    return value & 0xFFFFFFFF
+
+
+def stat_v1(st: FileStat | None) -> bytes:
+    if st is None:
+        return STAT_V1.pack(b"STAT", 0, 0, 0)
+    return STAT_V1.pack(b"STAT", _u32(st.mode), _u32(st.size), _u32(st.mtime))
+
+
+def _v2_fields(st: FileStat) -> tuple[int, ...]:
+    return (
+        st.dev,
+        st.ino,
+        _u32(st.mode),
+        _u32(st.nlink),
+        _u32(st.uid),
+        _u32(st.gid),
+        st.size,
+        st.atime,
+        st.mtime,
+        st.ctime,
+    )
+
+
+def stat_v2(reply_id: bytes, st: FileStat | None, error: int = 0) -> bytes:
+    if st is None:
+        return STAT_V2.pack(reply_id, _u32(error), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    return STAT_V2.pack(reply_id, 0, *_v2_fields(st))
+
+
+def parse_mode(text: str) -> int:
+    """strtoul(text, 0) as adbd parses the SEND mode: 0x.. hex, 0.. octal, else decimal."""
+    text = text.strip()
+    if text.lower().startswith("0x"):
+        return int(text, 16)
+    if text.startswith("0") and len(text) > 1:
+        return int(text, 8)
+    return int(text or "0", 10)
+
+
+def file_mode(mode: int) -> int:
+    """adbd keeps the permission bits the host sent (mode & 0777): 0644 stays 0644."""
+    return mode & 0o777
+
+
+def _join(directory: str, name: str) -> str:
+    return directory.rstrip("/") + "/" + name if directory.rstrip("/") else "/" + name
+
+
+class SyncSession:
+    def __init__(self, stream: Stream, files: PhoneFiles) -> None:
+        self._stream = stream
+        self._files = files
+        self._reader = ByteReader(stream)
+
+    async def run(self) -> None:
+        try:
+            while True:
+                try:
+                    request, length = REQUEST.unpack(await self._reader.read_exactly(REQUEST.size))
+                except EOFError:
+                    return  # CLSE without QUIT is normal
+                if request == b"QUIT":
+                    return
+                if length > MAX_PATH_BYTES:
+                    raise SyncFailed("path too long")
+                path = (await self._reader.read_exactly(length)).decode("utf-8", errors="surrogateescape")
+                await self._handle(request, path)
+        except SyncFailed as failure:
+            await self._fail(str(failure))
+        except (SyncEnded, EOFError):
+            return
+
+    async def _fail(self, message: str) -> None:
+        data = message.encode()
+        await self._stream.write(REQUEST.pack(b"FAIL", len(data)) + data)
+
+    async def _handle(self, request: bytes, path: str) -> None:
+        if request == b"STAT":
+            await self._stream.write(stat_v1(self._stat(path, follow=False)))
+        elif request in (b"STA2", b"LST2"):
+            try:
+                await self._stream.write(stat_v2(request, self._files.stat(path, follow=request == b"STA2")))
+            except OSError as error:
+                await self._stream.write(stat_v2(request, None, error.errno or errno.EIO))
+        elif request == b"LIST":
+            await self._list_v1(path)
+        elif request == b"LIS2":
+            await self._list_v2(path)
+        elif request == b"SEND":
+            await self._send(path)
+        elif request == b"RECV":
+            await self._recv(path)
+        else:
+            raise SyncFailed(f"unknown command {int.from_bytes(request, 'little'):08x}")
+
+    def _stat(self, path: str, *, follow: bool) -> FileStat | None:
+        try:
+            return self._files.stat(path, follow=follow)
+        except OSError:
+            return None
+
+    def _mkdirs(self, path: str) -> None:
+        """mkdir -p of `path`'s parents (0775), as adbd's user; existing ones are fine."""
+        parts = [part for part in path.split("/") if part]
+        for depth in range(1, len(parts)):
+            try:
+                self._files.mkdir("/" + "/".join(parts[:depth]), DIR_MODE)
+            except FileExistsError:
+                continue
+            except PermissionError:
+                continue  # exists but is not ours to create in (like /data for shell): try on
+
+    def _entries(self, path: str) -> list[tuple[str, FileStat | None, int]]:
+        try:
+            names = [".", "..", *self._files.list_dir(path)]
+        except OSError:
+            return []
+        entries: list[tuple[str, FileStat | None, int]] = []
+        for name in names:
+            try:
+                entries.append((name, self._files.stat(_join(path, name), follow=False), 0))
+            except OSError as error:
+                entries.append((name, None, error.errno or errno.EIO))
+        return entries
+
+    async def _list_v1(self, path: str) -> None:
+        out = bytearray()
+        for name, st, _error in self._entries(path):
+            if st is None:
+                continue  # adbd skips entries it cannot lstat
+            raw = name.encode("utf-8", errors="surrogateescape")
+            out += DENT_V1.pack(b"DENT", _u32(st.mode), _u32(st.size), _u32(st.mtime), len(raw))
+            out += raw
+        out += DENT_V1.pack(b"DONE", 0, 0, 0, 0)
+        await self._stream.write(out)
+
+    async def _list_v2(self, path: str) -> None:
+        out = bytearray()
+        for name, st, error in self._entries(path):
+            raw = name.encode("utf-8", errors="surrogateescape")
+            if st is None:
+                out += DENT_V2.pack(b"DNT2", _u32(error), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, len(raw))
+            else:
+                out += DENT_V2.pack(b"DNT2", 0, *_v2_fields(st), len(raw))
+            out += raw
+        out += DENT_V2.pack(b"DONE", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        await self._stream.write(out)
+
+    async def _read_data_records(self) -> tuple[list[bytes] | None, int]:
+        """For symlinks: all DATA payloads then the DONE mtime."""
+        chunks: list[bytes] = []
+        while True:
+            record, value = REQUEST.unpack(await self._reader.read_exactly(REQUEST.size))
+            if record == b"DONE":
+                return chunks, value
+            if record != b"DATA":
+                raise SyncFailed("invalid data message")
+            if value > SYNC_DATA_MAX_BYTES:
+                raise SyncFailed("oversize data message")
+            chunks.append(await self._reader.read_exactly(value))
+
+    async def _discard_until_done(self) -> None:
+        with contextlib.suppress(SyncFailed):
+            await self._read_data_records()
+
+    async def _give_up(self, message: str, error: OSError) -> None:
+        await self._fail(f"{message}: {os.strerror(error.errno or errno.EIO)}")
+        await self._discard_until_done()
+        raise SyncEnded from error
+
+    async def _send(self, spec: str) -> None:
+        path, comma, mode_text = spec.rpartition(",")
+        if not comma:
+            path, mode_text = spec, "0644"
+        try:
+            mode = parse_mode(mode_text)
+        except ValueError:
+            mode = 0o100644
+        if stat.S_ISLNK(mode):
+            await self._send_symlink(path)
+        else:
+            await self._send_file(path, file_mode(mode))
+        await self._stream.write(REQUEST.pack(b"OKAY", 0))
+
+    async def _send_symlink(self, path: str) -> None:
+        chunks, _mtime = await self._read_data_records()
+        target = b"".join(chunks or []).rstrip(b"\0").decode("utf-8", errors="surrogateescape")
+        try:
+            try:
+                self._files.symlink(target, path)
+            except FileNotFoundError:
+                self._mkdirs(path)
+                self._files.symlink(target, path)
+        except OSError as error:
+            raise SyncFailed(f"symlink failed: {os.strerror(error.errno or errno.EIO)}") from error
+
+    def _create(self, path: str, mode: int) -> int:
+        try:
+            return self._files.create(path, mode)
+        except FileNotFoundError:
+            self._mkdirs(path)
+            return self._files.create(path, mode)
+
+    async def _send_file(self, path: str, mode: int) -> None:
+        try:
+            fd = self._create(path, mode)
+        except (FileNotFoundError, NotADirectoryError) as error:
+            await self._give_up("secure_mkdirs failed", error)
+            return
+        except OSError as error:
+            await self._give_up("couldn't create file", error)
+            return
+        complete = False
+        try:
+            while True:
+                record, value = REQUEST.unpack(await self._reader.read_exactly(REQUEST.size))
+                if record == b"DONE":
+                    os.utime(fd, (value, value))
+                    complete = True
+                    return
+                if record != b"DATA":
+                    raise SyncFailed("invalid data message")
+                if value > SYNC_DATA_MAX_BYTES:
+                    raise SyncFailed("oversize data message")
+                data = memoryview(await self._reader.read_exactly(value))
+                while data:
+                    data = data[os.write(fd, data) :]
+        except OSError as error:
+            raise SyncFailed(f"write failed: {os.strerror(error.errno or errno.EIO)}") from error
+        finally:
+            os.close(fd)
+            if not complete:
+                with contextlib.suppress(OSError):
+                    self._files.unlink(path)
+
+    async def _recv(self, path: str) -> None:
+        try:
+            fd = self._files.open_read(path)
+        except OSError as error:
+            raise SyncFailed(f"open failed: {os.strerror(error.errno or errno.EIO)}") from error
+        try:
+            batch_limit = max(self._stream.max_payload, SYNC_DATA_MAX_BYTES + REQUEST.size)
+            batch = bytearray()
+            while True:
+                try:
+                    data = os.read(fd, SYNC_DATA_MAX_BYTES)
+                except OSError as error:
+                    raise SyncFailed(f"read failed: {os.strerror(error.errno or errno.EIO)}") from error
+                if not data:
+                    break
+                batch += REQUEST.pack(b"DATA", len(data))
+                batch += data
+                if len(batch) >= batch_limit - (SYNC_DATA_MAX_BYTES + REQUEST.size):
+                    await self._stream.write(batch)
+                    batch = bytearray()
+            batch += REQUEST.pack(b"DONE", 0)
+            await self._stream.write(batch)
+        finally:
+            os.close(fd)
+
+
+async def sync_service(stream: Stream, ctx: ServiceContext) -> None:
+    try:
+        files = await ctx.world.open_files()
+    except OSError as error:
+        data = f"the phone's files are not reachable: {error}".encode()
+        await stream.write(REQUEST.pack(b"FAIL", len(data)) + data)
+        return
+    try:
+        await SyncSession(stream, files).run()
+    finally:
+        files.close()

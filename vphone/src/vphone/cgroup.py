@@ -1,0 +1,418 @@
+"""Each phone's processes in their own host cgroups: a CPU budget, a GPU budget, a pids limit.
+
+Layout (cgroup v1: the cpu and pids hierarchies; v2: one unified tree, cpu and pids controllers):
+
+  farm-virtual/<serial>-<hash of the state dir>/      cpu.shares (v1) / cpu.weight (v2), pids.max
+      cpu/            the phone's processes: CFS quota = CPU budget x CPU speed (clocks.py)
+      cpu/<group>/    one per Android cpuset group (rooted phones' /dev/cpuset, see cpusets.py)
+      cpu/affinity-<hex mask>/  threads the phone's taskset pinned to those CPUs (affinity.py)
+      gpu/            the PoCL worker threads (the "GPU"): quota = GPU budget x GPU speed
+
+On v2 the phone's group is a threaded domain and cpu/, gpu/ are threaded, so that single threads
+(PoCL's workers) can sit in gpu/ while their process stays in cpu/; v1 allows that anyway.
+A quota is a cap, not a guarantee: a phone's latency is independent of its neighbours only while
+the budgets fit the host (`budget_problem`), and the weight makes the phones win over ordinary
+host processes up to their caps.
+
+Every process joins before it enters the phone (the sandbox's vphone-exec writes its pid into
+`join_files()` for init and for each command), so nothing the phone runs escapes its budget;
+children inherit the cgroups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import errno
+import hashlib
+import math
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vphone.errors import EnvironmentProblem
+from vphone.profiles import load_profile
+
+FARM_GROUP = "farm-virtual"
+CFS_PERIOD_US = 20_000  # finer than the default 100 ms, so ms-scale kernels see an even rate
+CFS_MIN_QUOTA_US = 1_000  # the kernel's minimum quota
+CFS_MAX_PERIOD_US = 1_000_000
+# Weight per host core of budget: a phone weighs like one busy host process per core it may use,
+# about what its busy threads weighed before they had a cgroup (more would starve the phones'
+# daemon, their ADB links and physics, and farm itself when the phones are flat out). The
+# farm-virtual parent weighs the sum of its phones: else all phones together would compete with
+# the host's processes like one of them.
+SHARES_PER_CORE = 1024
+V1_MAX_SHARES = 262_144
+V2_WEIGHT_PER_CORE = 100
+V2_MAX_WEIGHT = 10_000
+RMDIR_TIMEOUT_S = 5.0
+CPU_GROUP = "cpu"
+GPU_GROUP = "gpu"
+
+
+class CgroupVersion(enum.Enum):
+    V1 = 1
+    V2 = 2
+
+
+class CgroupsUnavailable(EnvironmentProblem):
+    """No usable cpu cgroup here (not root, no cpu controller...): phones run without budgets."""
+
+
+@dataclass(frozen=True)
+class HostCgroups:
+    """Where this host mounts the controllers farm uses."""
+
+    version: CgroupVersion
+    cpu_root: Path
+    pids_root: Path | None  # v1 pids hierarchy (None: no pids limit); v2: cpu_root
+
+
+@dataclass(frozen=True)
+class CpuStat:
+    nr_periods: int
+    nr_throttled: int
+    throttled_us: int
+
+
+def parse_mountinfo(text: str) -> tuple[dict[str, Path], Path | None]:
+    """(v1 controller -> mount point, the cgroup2 mount point or None) from /proc/self/mountinfo."""
+    v1: dict[str, Path] = {}
+    v2: Path | None = None
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        if not sep:
+            continue
+        fields, tail = left.split(), right.split()
+        if len(fields) < 5 or len(tail) < 3:
+            continue
+        mount_point = Path(fields[4].replace("\\040", " "))
+        if tail[0] == "cgroup2" and v2 is None:
+            v2 = mount_point
+        elif tail[0] == "cgroup":
+            for option in tail[2].split(","):
+                v1.setdefault(option, mount_point)
+    return v1, v2
+
+
+def detect_host_cgroups(mountinfo: str, v2_controllers: str | None) -> HostCgroups | None:
+    """Prefer the v1 cpu hierarchy when the cpu controller is bound there (hybrid hosts),
+    else the unified tree when it offers cpu. `v2_controllers` is its root cgroup.controllers."""
+    v1, v2 = parse_mountinfo(mountinfo)
+    if "cpu" in v1:
+        return HostCgroups(CgroupVersion.V1, v1["cpu"], v1.get("pids"))
+    if v2 is not None and v2_controllers is not None and "cpu" in v2_controllers.split():
+        return HostCgroups(CgroupVersion.V2, v2, v2 if "pids" in v2_controllers.split() else None)
+    return None
+
+
+def read_host_cgroups() -> HostCgroups:
+    try:
+        mountinfo = Path("/proc/self/mountinfo").read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CgroupsUnavailable(f"cannot read /proc/self/mountinfo: {exc.strerror}") from None
+    _v1, v2 = parse_mountinfo(mountinfo)
+    controllers = None
+    if v2 is not None:
+        with contextlib.suppress(OSError):
+            controllers = (v2 / "cgroup.controllers").read_text(encoding="utf-8")
+    host = detect_host_cgroups(mountinfo, controllers)
+    if host is None:
+        raise CgroupsUnavailable("no cpu cgroup controller is mounted")
+    return host
+
+
+def cfs_quota(cores: float) -> tuple[int, int]:
+    """(quota_us, period_us) for `cores` host cores; the period grows for tiny budgets so the
+    quota stays above the kernel's 1 ms minimum."""
+    period = CFS_PERIOD_US
+    if cores * period < CFS_MIN_QUOTA_US:
+        period = min(CFS_MAX_PERIOD_US, math.ceil(CFS_MIN_QUOTA_US / max(cores, 1e-6)))
+    return max(CFS_MIN_QUOTA_US, round(cores * period)), period
+
+
+def phone_group_name(serial: str, state_dir: Path) -> str:
+    """Unique per phone on this host, also across daemons and users that reuse a serial."""
+    digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:10]
+    return f"{serial}-{digest}"
+
+
+def budget_problem(budgets_cores: Sequence[float], host_cores: int) -> str | None:
+    """One line when the phones' budgets (CPU + GPU, at top clocks) overcommit the host, so that
+    phones can slow each other down (a single phone has no neighbours to disturb)."""
+    total = sum(budgets_cores)
+    if len(budgets_cores) < 2 or total <= host_cores + 1e-9:
+        return None
+    each = ", ".join(sorted({f"{b:g}" for b in budgets_cores}))
+    return (
+        f"CPU budgets do not fit this host: {len(budgets_cores)} phone(s) x {each} cores = {total:g} "
+        f"> {host_cores} host cores, so a phone's latency depends on its neighbours' load "
+        "(run fewer phones, or give a profile copy smaller cpu.budget_cores / gpu.budget_cores)"
+    )
+
+
+def budget_warnings(profile_names: Sequence[str]) -> list[str]:
+    """What `farm virtual up` says about the budgets of these phones on this host (one line
+    each): budgets that overcommit the host, or budgets that cannot be enforced here."""
+    lines = []
+    problem = budget_problem([load_profile(n).host_budget_cores for n in profile_names], host_cores())
+    if problem is not None:
+        lines.append(problem)
+    try:
+        host = read_host_cgroups()
+        farm = host.cpu_root / FARM_GROUP
+        if not os.access(farm if farm.is_dir() else host.cpu_root, os.W_OK):
+            raise CgroupsUnavailable(f"{host.cpu_root} is not writable for this user")
+    except CgroupsUnavailable as exc:
+        lines.append(f"CPU budgets are not enforced here ({exc.message}): phones share the host freely")
+    return lines
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w", encoding="ascii") as f:
+        f.write(text)
+
+
+def _add_controllers(subtree_control: Path, wanted: Iterable[str]) -> None:
+    enabled = subtree_control.read_text(encoding="ascii").split()
+    missing = [c for c in wanted if c not in enabled]
+    if missing:
+        _write(subtree_control, " ".join(f"+{c}" for c in missing))
+
+
+class PhoneCgroups:
+    """The host cgroups of one phone. No I/O until `create`; `destroy` after its processes died."""
+
+    def __init__(self, host: HostCgroups, name: str, *, owner: tuple[int, int] | None = None) -> None:
+        self.host = host
+        self.name = name
+        self.owner = owner  # host uid/gid of the phone's root, for delegated files (v2)
+        self.cpu_dir = host.cpu_root / FARM_GROUP / name
+        self.pids_dir = None if host.pids_root is None else host.pids_root / FARM_GROUP / name
+        self._groups: list[str] = []
+
+    @property
+    def v2(self) -> bool:
+        return self.host.version is CgroupVersion.V2
+
+    def group_dir(self, group: str) -> Path:
+        return self.cpu_dir / group
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def create(self, *, weight_cores: float, pids_max: int, subgroups: Sequence[str] = ()) -> None:
+        """Make the tree (reusing a stale one of a dead daemon); raises CgroupsUnavailable."""
+        try:
+            self._create(weight_cores, pids_max, subgroups)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                self.destroy()
+            raise CgroupsUnavailable(
+                f"cannot set up cgroups under {self.cpu_dir.parent}: {exc.strerror or exc}",
+                hint="virtual phones need root (or a delegated cgroup v2 subtree) for CPU budgets",
+            ) from None
+
+    def _create(self, weight_cores: float, pids_max: int, subgroups: Sequence[str]) -> None:
+        farm = self.cpu_dir.parent
+        if self.v2:
+            _add_controllers(self.host.cpu_root / "cgroup.subtree_control", ("cpu", "pids"))
+            farm.mkdir(exist_ok=True)
+            _add_controllers(farm / "cgroup.subtree_control", ("cpu", "pids"))
+        self.cpu_dir.mkdir(parents=True, exist_ok=True)
+        if self.v2:
+            _write(
+                self.cpu_dir / "cpu.weight",
+                str(min(V2_MAX_WEIGHT, max(1, round(V2_WEIGHT_PER_CORE * weight_cores)))),
+            )
+            _write(self.cpu_dir / "pids.max", str(pids_max))
+            _add_controllers(self.cpu_dir / "cgroup.subtree_control", ("cpu",))
+        else:
+            _write(
+                self.cpu_dir / "cpu.shares",
+                str(min(V1_MAX_SHARES, max(2, round(SHARES_PER_CORE * weight_cores)))),
+            )
+            if self.pids_dir is not None:
+                self.pids_dir.mkdir(parents=True, exist_ok=True)
+                _write(self.pids_dir / "pids.max", str(pids_max))
+        self._weigh_farm_group()
+        for group in (CPU_GROUP, GPU_GROUP):
+            self._mkgroup(group)
+        if subgroups and self.v2:
+            _add_controllers(self.group_dir(CPU_GROUP) / "cgroup.subtree_control", ("cpu",))
+        for sub in subgroups:
+            self._mkgroup(f"{CPU_GROUP}/{sub}")
+
+    def _weigh_farm_group(self) -> None:
+        """farm-virtual's weight = the sum of its phones' (every daemon's): recomputed as phones
+        come and go; a race between two daemons only leaves one of two right sums."""
+        per_core = V2_WEIGHT_PER_CORE if self.v2 else SHARES_PER_CORE
+        name, lo, hi = ("cpu.weight", 1, V2_MAX_WEIGHT) if self.v2 else ("cpu.shares", 2, V1_MAX_SHARES)
+        farm = self.cpu_dir.parent
+        total = 0
+        for phone in farm.iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                if phone.is_dir():
+                    total += int((phone / name).read_text(encoding="ascii"))
+        with contextlib.suppress(OSError):
+            _write(farm / name, str(min(hi, max(lo, total or per_core))))
+
+    def _mkgroup(self, group: str) -> None:
+        d = self.group_dir(group)
+        d.mkdir(exist_ok=True)
+        self._groups.append(group)
+        if self.v2 and (d / "cgroup.type").read_text(encoding="ascii").strip() != "threaded":
+            _write(d / "cgroup.type", "threaded")
+
+    def add_group(self, group: str) -> None:
+        """A group made while the phone runs (a cpuset group its root created), under `group`'s
+        parent, which must exist."""
+        parent = group.rpartition("/")[0]
+        if self.v2 and parent:
+            _add_controllers(self.group_dir(parent) / "cgroup.subtree_control", ("cpu",))
+        self._mkgroup(group)
+
+    def remove_group(self, group: str) -> None:
+        """Remove a group made while the phone runs (a cpuset group its root removed); EBUSY
+        while it has tasks or children, as rmdir answers."""
+        self.group_dir(group).rmdir()
+        with contextlib.suppress(ValueError):
+            self._groups.remove(group)
+
+    def destroy(self) -> None:
+        """Remove the tree, leaves first; waits (bounded) for exiting tasks to leave."""
+        dirs = sorted((p for p in self.cpu_dir.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
+        dirs.append(self.cpu_dir)
+        if self.pids_dir is not None:
+            dirs.append(self.pids_dir)
+        deadline = time.monotonic() + RMDIR_TIMEOUT_S
+        for d in dirs:
+            while True:
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
+        if self.cpu_dir.parent.is_dir():
+            self._weigh_farm_group()
+
+    # -- membership ----------------------------------------------------------------------------------
+
+    def join_files(self) -> tuple[Path, ...]:
+        """Files a new phone process writes its pid into before it execs (cgroup.procs)."""
+        files = [self.group_dir(CPU_GROUP) / "cgroup.procs"]
+        if not self.v2 and self.pids_dir is not None:
+            files.append(self.pids_dir / "cgroup.procs")
+        return tuple(files)
+
+    def procs_file(self, group: str) -> Path:
+        return self.group_dir(group) / "cgroup.procs"
+
+    def threads_file(self, group: str) -> Path:
+        """v1 `tasks`, v2 `cgroup.threads`: one thread per write."""
+        return self.group_dir(group) / ("cgroup.threads" if self.v2 else "tasks")
+
+    def delegate_membership(self, groups: Iterable[str], owner: tuple[int, int]) -> None:
+        """Let the phone's root (host `owner`) write these groups' tasks/cgroup.procs, as a
+        delegated cgroup: /dev/cpuset binds them. On v1 the kernel still lets it move only
+        processes of its own uid (shell's stay where they are); v2 checks the common ancestor,
+        which is delegated too."""
+        for group in groups:
+            for f in (self.threads_file(group), self.procs_file(group)):
+                os.chown(f, *owner)
+
+    def move_threads(self, group: str, tids: Iterable[int]) -> None:
+        target = self.threads_file(group)
+        for tid in tids:
+            with contextlib.suppress(ProcessLookupError):
+                _write(target, str(tid))
+
+    def member_pids(self) -> list[int]:
+        """Every process with a thread in the phone's tree: v2's threaded domain lists its whole
+        subtree, v1's pids group holds every process (the phone's root moves them only between
+        cpu/ groups); v1 without pids: the union of the groups. Raises OSError once destroyed."""
+        if self.v2:
+            files = [self.cpu_dir / "cgroup.procs"]
+        elif self.pids_dir is not None:
+            files = [self.pids_dir / "cgroup.procs"]
+        else:
+            files = [self.procs_file(g) for g in self._groups]
+        pids: set[int] = set()
+        for f in files:
+            with open(f, "rb") as stream:
+                pids.update(int(p) for p in stream.read().split())
+        return sorted(pids)
+
+    def threads(self, group: str) -> set[int]:
+        try:
+            return {int(t) for t in self.threads_file(group).read_text(encoding="ascii").split()}
+        except (OSError, ValueError):
+            return set()
+
+    # -- budgets --------------------------------------------------------------------------------------
+
+    def set_quotas(self, cores_by_group: dict[str, float]) -> None:
+        """Set the CFS quota of several groups. v1 refuses a child quota above its parent's, so
+        a shrinking parent goes last and a growing one first."""
+        current = {g: self.quota_cores(g) for g in cores_by_group}
+
+        def order(group: str) -> tuple[int, int]:
+            old = current[group]
+            growing = old is None or cores_by_group[group] >= old
+            depth = group.count("/")
+            return (0, depth) if growing else (1, -depth)
+
+        for group in sorted(cores_by_group, key=order):
+            self._set_quota(group, cores_by_group[group])
+
+    def _set_quota(self, group: str, cores: float) -> None:
+        quota, period = cfs_quota(cores)
+        d = self.group_dir(group)
+        if self.v2:
+            _write(d / "cpu.max", f"{quota} {period}")
+            return
+        if int((d / "cpu.cfs_period_us").read_text(encoding="ascii")) != period:
+            # v1 checks the old quota against the new period: clear the quota first.
+            _write(d / "cpu.cfs_quota_us", "-1")
+            _write(d / "cpu.cfs_period_us", str(period))
+        _write(d / "cpu.cfs_quota_us", str(quota))
+
+    def quota_cores(self, group: str) -> float | None:
+        """The quota in force, read back from the kernel (None: unlimited)."""
+        d = self.group_dir(group)
+        if self.v2:
+            quota, period = (d / "cpu.max").read_text(encoding="ascii").split()
+            return None if quota == "max" else int(quota) / int(period)
+        q = int((d / "cpu.cfs_quota_us").read_text(encoding="ascii"))
+        return None if q < 0 else q / int((d / "cpu.cfs_period_us").read_text(encoding="ascii"))
+
+    def cpu_stat(self, group: str) -> CpuStat:
+        values: dict[str, int] = {}
+        for line in (self.group_dir(group) / "cpu.stat").read_text(encoding="ascii").splitlines():
+            key, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                values[key] = int(value)
+        throttled_us = values.get("throttled_usec", values.get("throttled_time", 0) // 1000)
+        return CpuStat(values.get("nr_periods", 0), values.get("nr_throttled", 0), throttled_us)
+
+    def pids_max_hits(self) -> int:
+        """How often a fork or clone failed on pids.max (pids.events `max`)."""
+        d = self.cpu_dir if self.v2 else self.pids_dir
+        if d is None:
+            return 0
+        with contextlib.suppress(OSError, ValueError):
+            for line in (d / "pids.events").read_text(encoding="ascii").splitlines():
+                key, _, value = line.partition(" ")
+                if key == "max":
+                    return int(value)
+        return 0
+
+
+def host_cores() -> int:
+    return len(os.sched_getaffinity(0))

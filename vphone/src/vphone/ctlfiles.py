@@ -1,0 +1,139 @@
+"""Host side of the control dir shared with the phone's tools (tools/ctlstore.py is the phone side).
+
+<state_dir>/ctl/ is bound at /dev/.farm inside the phone. Files (JSON unless noted):
+  props/ro.json          read-only props (identity, serial, boot state), written by the world
+  props/set/<key>        runtime setprop values (text); cleared on reboot
+  props/persist/<key>    persist.* values (text); survive reboot
+  battery/state.json     the true battery state, written by the physics for `dumpsys battery`
+  battery/override.json  `dumpsys battery set|unplug` overrides; {} after reset
+  settings/<ns>.json     `settings` store (system, secure, global)
+  power.json             screen / stay-awake state from `svc power` and `input keyevent`
+  input.log              one line per `input` event (text)
+  reboot                 present when `reboot` asked the world to reboot the phone
+  rooted                 present on rooted profiles (init then serves su on su.sock)
+  init.ready             written by the phone's init once it is up
+  thermalservice.txt     `dumpsys thermalservice` as ThermalManagerService prints it (Android 10+),
+                         written by the physics; the tool prints it (text)
+  fixed_performance      `cmd power set-fixed-performance-mode-enabled`: "1"/"0", written by the
+                         tool, read by the physics (text)
+  fixed_performance.supported  present when the profile's power HAL has the mode (world)
+  fixed_performance.applied    "1"/"0": the mode in force, written by the physics once the clock
+                         nodes show it; `cmd power` waits for it, as the HAL call returns only then
+  thermal_override       `cmd thermalservice override-status N`: N; removed by `reset` (text)
+  kmsg                   kernel-log lines, e.g. a refused sysfs write (text, appended, bounded)
+  taskset.request.<id>   the phone's taskset: {"tids", "mask"}, judged by its owner (affinity.py)
+  taskset.answer.<id>    the daemon's answer: {"errno", "mask"}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vphone import beneath
+
+RO_PROPS = "props/ro.json"
+SET_PROPS = "props/set"
+PERSIST_PROPS = "props/persist"
+BATTERY_STATE = "battery/state.json"
+BATTERY_OVERRIDE = "battery/override.json"
+POWER = "power.json"
+REBOOT_REQUEST = "reboot"
+ROOTED_FLAG = "rooted"
+THERMALSERVICE = "thermalservice.txt"
+FIXED_PERFORMANCE = "fixed_performance"
+FIXED_PERFORMANCE_SUPPORTED = "fixed_performance.supported"
+FIXED_PERFORMANCE_APPLIED = "fixed_performance.applied"
+THERMAL_OVERRIDE = "thermal_override"
+HAL_FLAGS = (FIXED_PERFORMANCE, THERMAL_OVERRIDE)  # the tools write them; the physics watches
+KMSG = "kmsg"
+KMSG_MAX_BYTES = 64 * 1024
+
+
+def write_text(ctl: Path, rel: str, text: str, *, mode: int = 0o644) -> None:
+    """Atomic replace of a text file (readers never see half of it). The phone's shell owns the
+    control dir: no link in it is followed (beneath.py)."""
+    beneath.replace_text(ctl, rel, text, mode)
+
+
+def read_text(ctl: Path, rel: str) -> str | None:
+    try:
+        return beneath.read_text(ctl, rel)
+    except OSError:
+        return None
+
+
+def append_kmsg(ctl: Path, line: str) -> None:
+    """One kernel-log line; the oldest half is dropped once the file passes KMSG_MAX_BYTES."""
+    if beneath.append_text(ctl, KMSG, line.rstrip("\n") + "\n") > KMSG_MAX_BYTES:
+        text = beneath.read_text(ctl, KMSG)
+        write_text(ctl, KMSG, text[len(text) // 2 :].split("\n", 1)[-1])
+
+
+def write_json(ctl: Path, rel: str, value: Any, *, mode: int = 0o644) -> None:
+    """Atomic replace (readers inside the phone never see a half-written file)."""
+    write_text(ctl, rel, json.dumps(value, sort_keys=True) + "\n", mode=mode)
+
+
+def read_json(ctl: Path, rel: str, default: Any) -> Any:
+    try:
+        return json.loads(beneath.read_text(ctl, rel))
+    except (OSError, ValueError):
+        return default
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A request a phone tool left in the control dir: who wrote it and what it says."""
+
+    owner_uid: int  # host uid of the file's owner: the tool runs as its caller
+    body: Any  # the JSON
+
+
+def take_request(ctl: Path, name: str) -> ToolRequest | None:
+    """Read and remove the request file `name` (a tool's `mount -t cgroup`, `taskset`); None
+    when it is gone (answered already), is a link, or holds no JSON. Its owner is the fstat of
+    what was read, never of a link's target."""
+    try:
+        fd = beneath.open_file(ctl, name, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        with open(fd, encoding="utf-8", errors="replace") as f:
+            owner = os.fstat(f.fileno()).st_uid
+            body = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            (ctl / name).unlink()
+    return ToolRequest(owner, body)
+
+
+def read_props(ctl: Path) -> dict[str, str]:
+    props: dict[str, str] = dict(read_json(ctl, RO_PROPS, {}))
+    for sub in (PERSIST_PROPS, SET_PROPS):
+        d = ctl / sub
+        if d.is_dir():
+            for f in d.iterdir():
+                if not f.name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        props[f.name] = beneath.read_text(ctl, f"{sub}/{f.name}")
+    return props
+
+
+def reset_volatile(ctl: Path) -> None:
+    """What a reboot forgets: runtime setprops, battery overrides, a pending reboot request, power
+    HAL modes, a thermal status override and the kernel log."""
+    shutil.rmtree(ctl / SET_PROPS, ignore_errors=True)
+    (ctl / SET_PROPS).mkdir(exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        (ctl / BATTERY_OVERRIDE).unlink()
+    for rel in (REBOOT_REQUEST, FIXED_PERFORMANCE, FIXED_PERFORMANCE_APPLIED, THERMAL_OVERRIDE, KMSG):
+        with contextlib.suppress(FileNotFoundError):
+            (ctl / rel).unlink()
