@@ -22,7 +22,14 @@ from pathlib import Path
 from vphone import ctlfiles
 from vphone.adb.link import PRESETS, LinkModel
 from vphone.buildprops import build_props
-from vphone.cgroup import CgroupsUnavailable, PhoneCgroups, phone_group_name, read_host_cgroups
+from vphone.cgroup import (
+    CgroupsUnavailable,
+    PhoneCgroups,
+    host_memory_bytes,
+    memory_limit_bytes,
+    phone_group_name,
+    read_host_cgroups,
+)
 from vphone.cpusets import CgroupTrees
 from vphone.errors import ConfigError
 from vphone.phone_api import PhoneWorld
@@ -123,6 +130,7 @@ class SandboxWorld:
                 weight_cores=self.profile.host_budget_cores,
                 pids_max=self.profile.cgroups.pids_max,
                 subgroups=tuple(g.name for g in groups if g.name),
+                memory_max_bytes=memory_limit_bytes(self.profile.ram_mb, host_memory_bytes()),
             )
             if self.profile.rooted:  # phone root moves processes between its cpusets
                 cgroups.delegate_membership([g.host_group for g in groups], self.sandbox.owners.root)
@@ -185,7 +193,7 @@ class SandboxWorld:
         if os.geteuid() == 0:
             ctl = self.sandbox.layout.ctl
             for d in (ctl / ctlfiles.SET_PROPS, ctl / ctlfiles.PERSIST_PROPS):
-                os.chown(d, *self.sandbox.owners.shell)
+                os.chown(d, *self.sandbox.owners.shell, follow_symlinks=False)
 
     def _ro_props(self) -> dict[str, str]:
         props = build_props(self.profile.props, self.serial)
