@@ -1,6 +1,9 @@
 """Host side of the control dir shared with the phone's tools (tools/ctlstore.py is the phone side).
 
-<state_dir>/ctl/ is bound at /dev/.farm inside the phone. Files (JSON unless noted):
+<state_dir>/ctl/ is bound at /dev/.farm inside the phone: the phone root's, sticky, shell's group
+(layout.CTL_MODE), so shell's tools add files but cannot replace root's or the daemon's; the
+daemon reads every file here through beneath.py (no link followed, no FIFO waited on, bounded).
+Files (JSON unless noted):
   props/ro.json          read-only props (identity, serial, boot state), written by the world
   props/set/<key>        runtime setprop values (text); cleared on reboot
   props/persist/<key>    persist.* values (text); survive reboot
@@ -10,7 +13,8 @@
   power.json             screen / stay-awake state from `svc power` and `input keyevent`
   input.log              one line per `input` event (text)
   reboot                 present when `reboot` asked the world to reboot the phone
-  rooted                 present on rooted profiles (init then serves su on su.sock)
+  rooted                 present on rooted profiles, for the tools to read (written by the daemon; init
+                         serves su only when the daemon's command line says --rooted, not by it)
   init.ready             written by the phone's init once it is up
   thermalservice.txt     `dumpsys thermalservice` as ThermalManagerService prints it (Android 10+),
                          written by the physics; the tool prints it (text)
@@ -54,7 +58,7 @@ HAL_FLAGS = (FIXED_PERFORMANCE, THERMAL_OVERRIDE)  # the tools write them; the p
 KMSG = "kmsg"
 KMSG_MAX_BYTES = 64 * 1024
 MAX_REQUEST_BYTES = 64 * 1024  # a taskset or mount request is one short JSON line
-MAX_PROP_BYTES = 64 * 1024  # Android's property values are at most 91 bytes (PROP_VALUE_MAX), ro.* longer
+MAX_PROP_BYTES = 64 * 1024  # far above any property value (PROP_VALUE_MAX is 92 bytes but for ro.*)
 
 
 def write_text(ctl: Path, rel: str, text: str, *, mode: int = 0o644, owner_uid: int | None = None) -> None:

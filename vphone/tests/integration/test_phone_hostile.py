@@ -134,7 +134,10 @@ def test_shell_cannot_forge_the_rooted_marker_or_su(adb_server: AdbServer, unroo
 def test_shell_cannot_replace_the_tools_socket(adb_server: AdbServer, unrooted: PhoneSet) -> None:
     phone = unrooted[0]
     result = adb_server.adb(
-        "-s", phone.adb_serial, "shell", "rm -f /dev/.farm/tools.sock || mv /dev/.farm/tools.sock /dev/.farm/x"
+        "-s",
+        phone.adb_serial,
+        "shell",
+        "rm -f /dev/.farm/tools.sock || mv /dev/.farm/tools.sock /dev/.farm/x",
     )
     assert result.returncode == 1 and "Operation not permitted" in result.stderr, result
     # the tools still work: the socket is init's
