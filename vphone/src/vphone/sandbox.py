@@ -425,6 +425,9 @@ class Sandbox:
         if self._listeners is not None:
             self._listeners.close()  # after the phone's processes: none waits on it any more
             self._listeners = None
+
+    def release(self) -> None:
+        """After the last stop (not a reboot's): the userdata partition is unmounted."""
         userdata.unmount(self.layout.root)
 
 

@@ -11,8 +11,9 @@ the userdata partition, they now live on one ext4 filesystem of the profile's st
 
 A write past it fails with ENOSPC inside the phone (`No space left on device`), and `df /data`
 shows the partition's size. The image outlives down/up like the trees did; the mounts are made
-at each start and removed at stop. Without loop devices (a container without them, not root)
-the trees stay plain directories and the daemon log says so.
+at the phone's first start and kept across its reboots, removed when the daemon stops it.
+Without loop devices (a container without them, not root) the trees stay plain directories and
+the daemon log says so.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ def mount(root: Path, storage_mb: int) -> None:
         os.replace(tmp, image)
     top.mkdir(mode=0o700, exist_ok=True)
     if not _mounted(top):
+        if _attached(image):
+            # A lazily detached mount of it lives on (a process kept a file open): a second
+            # mount of the same ext4 image would corrupt it.
+            raise UserdataUnavailable(f"{image} is still in use by an earlier mount")
         _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(top)], MOUNT_TIMEOUT_S)
     os.chmod(top, 0o755)
     for inside, outside in TREES:
@@ -93,17 +98,36 @@ def mount(root: Path, storage_mb: int) -> None:
 
 
 def unmount(root: Path) -> None:
-    """Remove the binds and the partition's mount (lazily: a process still in the tree keeps
-    it until it leaves); the loop device goes with the last (autoclear)."""
+    """Remove the binds and the partition's mount (lazily where a process still holds a file
+    there: it lives until that one leaves); the loop device goes with the last (autoclear)."""
     for _inside, outside in TREES:
         _detach(root / outside)
     _detach(root / MOUNT_DIR)
 
 
 def _detach(path: Path) -> None:
-    if _mounted(path):
+    if not _mounted(path):
+        return
+    try:
+        _run(["umount", str(path)], MOUNT_TIMEOUT_S)
+    except UserdataUnavailable:
         with contextlib.suppress(UserdataUnavailable):
             _run(["umount", "-l", str(path)], MOUNT_TIMEOUT_S)
+
+
+def _attached(image: Path) -> bool:
+    """Whether a loop device holds `image` (losetup -j lists them)."""
+    try:
+        result = subprocess.run(
+            ["losetup", "-j", str(image)],
+            capture_output=True,
+            text=True,
+            timeout=MOUNT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return bool(result.stdout.strip())
 
 
 def _free_bytes(path: Path) -> int:

@@ -110,6 +110,11 @@ class SandboxWorld:
             loop.run_in_executor(None, functools.partial(shutil.rmtree, stale, ignore_errors=True))
 
     async def stop(self) -> None:
+        await self._stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.sandbox.release)
+
+    async def _stop(self) -> None:
+        """What a reboot stops too: the phone's processes, its physics and cgroups."""
         await self.physics.stop()
         await self.sandbox.stop()
         if self.cgroups is not None:
@@ -170,7 +175,7 @@ class SandboxWorld:
                 supported.unlink()
 
     async def reboot(self) -> None:
-        await self.stop()
+        await self._stop()
         self._adbd_root = False
         await self.start()
 
