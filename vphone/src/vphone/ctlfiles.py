@@ -75,8 +75,18 @@ def read_text(ctl: Path, rel: str) -> str | None:
 
 
 def append_kmsg(ctl: Path, line: str) -> None:
-    """One kernel-log line; the oldest half is dropped once the file passes KMSG_MAX_BYTES."""
-    if beneath.append_text(ctl, KMSG, line.rstrip("\n") + "\n") > KMSG_MAX_BYTES:
+    """One kernel-log line; the oldest half is dropped once the file passes KMSG_MAX_BYTES. What
+    the phone's shell put at the name before the daemon made it (a FIFO, a link) is removed."""
+    text = line.rstrip("\n") + "\n"
+    try:
+        size = beneath.append_text(ctl, KMSG, text)
+    except OSError:
+        remove(ctl, KMSG)
+        try:
+            size = beneath.append_text(ctl, KMSG, text)
+        except OSError:
+            return
+    if size > KMSG_MAX_BYTES:
         try:
             text = beneath.read_text(ctl, KMSG, 2 * KMSG_MAX_BYTES)
         except OSError:  # grown past any line of ours: start over
@@ -125,14 +135,17 @@ def take_request(ctl: Path, name: str) -> ToolRequest | None:
 
 
 def read_props(ctl: Path) -> dict[str, str]:
+    """Every property as getprop shows it: a read-only (ro.*) one of props/ro.json, which the
+    daemon writes, wins over a file of the same name in props/set or props/persist (shell's)."""
     props: dict[str, str] = dict(read_json(ctl, RO_PROPS, {}))
+    fixed = {name for name in props if name.startswith("ro.")}
     for sub in (PERSIST_PROPS, SET_PROPS):
         try:
             names = beneath.list_dir(ctl, sub)
         except OSError:
             continue
         for name in names:
-            if not name.endswith(".tmp"):
+            if not name.endswith(".tmp") and name not in fixed:
                 with contextlib.suppress(OSError):
                     props[name] = beneath.read_text(ctl, f"{sub}/{name}", MAX_PROP_BYTES)
     return props

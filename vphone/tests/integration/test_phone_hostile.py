@@ -152,6 +152,8 @@ def test_shell_cannot_rewrite_the_phone_identity(adb_server: AdbServer, unrooted
     phone, other = unrooted
     forged = f'{{"ro.serialno": "{other.serial}"}}'
     shell(adb_server, phone, f"rm -f /dev/.farm/props/ro.json; echo '{forged}' > /dev/.farm/props/ro.json")
+    shell(adb_server, phone, f"echo -n {other.serial} > /dev/.farm/props/set/ro.serialno")
+    shell(adb_server, phone, f"setprop ro.serialno {other.serial}")
     assert shell(adb_server, phone, "getprop ro.serialno") == f"{phone.serial}\n"
 
 
