@@ -62,10 +62,13 @@ class LineLimit(logging.Filter):
 
 
 class RotatingLog(logging.handlers.RotatingFileHandler):
-    """A RotatingFileHandler whose file is also the process's stdout and stderr."""
+    """A RotatingFileHandler whose file is also the process's stdout and stderr (`streams`)."""
 
-    def __init__(self, path: Path, *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS) -> None:
+    def __init__(
+        self, path: Path, *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS, streams: bool = True
+    ) -> None:
         super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+        self.streams = streams
         self._follow()
 
     def doRollover(self) -> None:
@@ -73,6 +76,8 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
         self._follow()
 
     def _follow(self) -> None:
+        if not self.streams:
+            return
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         try:
             os.dup2(fd, 1)

@@ -4,9 +4,10 @@ phone gets from its profile (memory, userdata partition)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from vphone.cgroup import memory_limit_bytes
-from vphone.logcap import MAX_LINE_CHARS, LineLimit
+from vphone.logcap import MAX_LINE_CHARS, LineLimit, RotatingLog
 from vphone.userdata import MIN_BYTES, size_bytes
 
 
@@ -49,3 +50,20 @@ def test_userdata_is_the_phones_storage_within_the_hosts_free_space() -> None:
     assert size_bytes(131072, 1 << 40) == 128 << 30
     assert size_bytes(131072, 80 << 30) == 10 << 30
     assert size_bytes(64, 1 << 40) == max(MIN_BYTES, 64 << 20)
+
+
+def test_the_log_rotates_and_stays_bounded(tmp_path: Path) -> None:
+    handler = RotatingLog(tmp_path / "daemon.log", max_bytes=10_000, backups=2, streams=False)
+    logger = logging.getLogger("test_the_log_rotates")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        for i in range(2000):
+            logger.warning("line %d %s", i, "x" * 100)
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["daemon.log", "daemon.log.1", "daemon.log.2"]
+    assert sum((tmp_path / f).stat().st_size for f in files) <= 3 * 10_000
+    assert "line 1999" in (tmp_path / "daemon.log").read_text()
