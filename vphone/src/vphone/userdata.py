@@ -81,11 +81,15 @@ def mount(root: Path, storage_mb: int) -> None:
         os.replace(tmp, image)
     top.mkdir(mode=0o700, exist_ok=True)
     if not _mounted(top):
-        if _attached(image):
-            # A lazily detached mount of it lives on (a process kept a file open): a second
-            # mount of the same ext4 image would corrupt it.
-            raise UserdataUnavailable(f"{image} is still in use by an earlier mount")
-        _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(top)], MOUNT_TIMEOUT_S)
+        # A loop device may still hold the image: a mount namespace copied while it was mounted
+        # (another phone's, made by vphone-exec launch) keeps it after our unmount. Its device is
+        # mounted again then (the same superblock): a second loop device on the same ext4 image
+        # would corrupt it.
+        device = _loop_device(image)
+        if device is not None:
+            _run(["mount", "-o", "nosuid,nodev", device, str(top)], MOUNT_TIMEOUT_S)
+        else:
+            _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(top)], MOUNT_TIMEOUT_S)
     os.chmod(top, 0o755)
     for inside, outside in TREES:
         source, target = top / inside, root / outside
@@ -115,8 +119,8 @@ def _detach(path: Path) -> None:
             _run(["umount", "-l", str(path)], MOUNT_TIMEOUT_S)
 
 
-def _attached(image: Path) -> bool:
-    """Whether a loop device holds `image` (losetup -j lists them)."""
+def _loop_device(image: Path) -> str | None:
+    """The loop device that holds `image`, if one does (`losetup -j`: "/dev/loopN: ...")."""
     try:
         result = subprocess.run(
             ["losetup", "-j", str(image)],
@@ -125,9 +129,10 @@ def _attached(image: Path) -> bool:
             timeout=MOUNT_TIMEOUT_S,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return bool(result.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise UserdataUnavailable(f"losetup: {error}") from error
+    first = result.stdout.strip().partition("\n")[0]
+    return first.partition(":")[0] or None
 
 
 def _free_bytes(path: Path) -> int:
