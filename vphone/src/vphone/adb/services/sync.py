@@ -115,6 +115,12 @@ class SyncSession:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, functools.partial(call, *args, **kwargs))
 
+    def _close(self, fd: int) -> None:
+        """Close fd on the session's thread, after the read or write it may be in the middle of
+        (a task cancelled meanwhile): closed here, the number could be reused by another file
+        before that read or write ends."""
+        self._worker.submit(os.close, fd)
+
     def _read_chunk(self, fd: int) -> bytes:
         """Up to a DATA record's bytes from fd, waiting for them (a FIFO) until the session ends."""
         poller = select.poll()
@@ -302,7 +308,7 @@ class SyncSession:
         except OSError as error:
             raise SyncFailed(f"write failed: {os.strerror(error.errno or errno.EIO)}") from error
         finally:
-            os.close(fd)
+            self._close(fd)
             if not complete:
                 with contextlib.suppress(OSError):
                     await self._io(self._files.unlink, path)
@@ -330,7 +336,7 @@ class SyncSession:
             batch += REQUEST.pack(b"DONE", 0)
             await self._stream.write(batch)
         finally:
-            os.close(fd)
+            self._close(fd)
 
 
 async def sync_service(stream: Stream, ctx: ServiceContext) -> None:
@@ -347,7 +353,7 @@ async def sync_service(stream: Stream, ctx: ServiceContext) -> None:
     finally:
         session.ended = True
         files.close()
-        worker.shutdown(wait=False, cancel_futures=True)
+        worker.shutdown(wait=False)  # what is queued (a close) still runs
 
 
 def _write_all(fd: int, data: bytes) -> None:
