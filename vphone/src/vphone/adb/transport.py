@@ -31,6 +31,7 @@ READ_LIMIT_BYTES = 2 * p.MAX_PAYLOAD_BYTES
 CLOSE_TIMEOUT_S = 1.0
 CNXN_TIMEOUT_S = 10.0
 MAX_STREAMS_PER_CONNECTION = 64
+LOGGED_NAME_CHARS = 120  # of a service name in the log: the rest is the client's to choose
 
 
 class StreamClosed(Exception):
@@ -295,12 +296,17 @@ class Connection:
         name = p.service_name(payload)
         if len(self._streams) >= MAX_STREAMS_PER_CONNECTION:
             self.refused_streams += 1
-            log.warning("%s: refusing %r: %d streams already open", self.peer, name, len(self._streams))
+            log.warning(
+                "%s: refusing %r: %d streams already open",
+                self.peer,
+                name[:LOGGED_NAME_CHARS],
+                len(self._streams),
+            )
             self.send(p.A_CLSE, 0, remote_id)
             return
         handler = self._open_service(name)
         if handler is None:
-            log.info("%s: no service for %r", self.peer, name)
+            log.info("%s: no service for %r", self.peer, name[:LOGGED_NAME_CHARS])
             self.send(p.A_CLSE, 0, remote_id)
             return
         local_id = self._next_id
@@ -321,6 +327,6 @@ class Connection:
         except (StreamClosed, asyncio.CancelledError):
             pass
         except Exception:
-            log.exception("%s: service %r failed", self.peer, name)
+            log.exception("%s: service %r failed", self.peer, name[:LOGGED_NAME_CHARS])
         finally:
             stream.close()

@@ -11,7 +11,6 @@ import functools
 import os
 import sys
 
-import ctlstore
 import t_bugreport
 import t_dumpsys
 import t_logcat
@@ -48,8 +47,11 @@ TOOLS = {
 }
 
 
+ROOTED = False  # set by init from its command line: the daemon's word, not a file of the phone
+
+
 def rooted() -> bool:
-    return os.path.exists(ctlstore.path("rooted"))
+    return ROOTED
 
 
 def su_argv(args: list[str]) -> list[str] | None:
