@@ -21,6 +21,7 @@ import dataclasses
 import random
 import threading
 import time
+import traceback
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from contextlib import AbstractContextManager
@@ -63,6 +64,7 @@ from farm.store.layers import put_layers
 from farm.store.runs import StoredRun
 
 LOST_PHONE_WAIT_S = 120.0
+INTERNAL_STACK_CHARS = 8000  # the end of a stack kept in the event log
 LOST_WAIT_SLICE_S = 5.0
 
 
@@ -85,6 +87,7 @@ def gates_of(experiment: Experiment) -> Gates:
         run_timeout_s=experiment.timeouts.run_timeout_s,
         idle_baseline_s=experiment.telemetry.idle_baseline_s,
         within_c_of_idle=experiment.conditions.cooldown.within_c_of_idle,
+        max_file_bytes=experiment.limits.run_file_bytes,
     )
 
 
@@ -526,6 +529,8 @@ class Sweep:
             raise  # not the run's fault: the sweep stops, the run is requeued at the next start
         except Exception as error:  # a bug in farm: record it on the run rather than leave it RUNNING
             result = RunResult(Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error}")
+            stack = "".join(traceback.format_exception(error))[-INTERNAL_STACK_CHARS:]
+            self.event("internal", stack, run_id=run.run_id, device_id=device_id)  # for whoever fixes it
         status.gpu_load_achieved = result.load_achieved
         status.live = None
         attempts_after = run.attempts + 1

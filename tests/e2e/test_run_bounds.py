@@ -1,0 +1,95 @@
+"""`farm run` bounds what a phone returns (issue 27): a benchmark whose stdout is a large sparse
+file (free on the phone) fails its run with one line and leaves the file on the phone, and a
+command line longer than an adb request fails its own run while the phone goes on with the next;
+neither costs the phone its place in the sweep."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from farm.store import RunState
+from farm.store import devices as device_store
+from farm.store import runs as run_store
+from tests.e2e.farm_cli import open_store, run_farm, write_experiment
+
+pytestmark = pytest.mark.integration
+
+SOURCE = Path(__file__).resolve().parents[1] / "fixtures" / "big_stdout.c"
+C_FLAGS = ("-std=c11", "-Wall", "-Wextra", "-Werror", "-O1")
+
+
+@pytest.fixture(scope="module")
+def big_stdout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bigout") / "big-stdout"
+    subprocess.run(["gcc", *C_FLAGS, "-o", str(out), str(SOURCE)], check=True)
+    return out
+
+
+def _experiment(tmp_path: Path, binary: Path, sweep: str, limits: str = "") -> Path:
+    return write_experiment(
+        tmp_path,
+        "bounds",
+        f"""\
+        benchmark:
+          program: external
+          binary: {{x86_64: {binary}}}
+          args: ["{{arg}}"]
+          output: jsonl
+        sweep: {{arg: {sweep}}}
+        measurement: {{warmup: 0, iterations: 3, min_seconds: 0, max_seconds: 10, repetitions: 1}}
+        telemetry: {{idle_baseline_s: 0, power: none, disable_charging: false}}
+        conditions: {{cooldown: {{max_temp_c: 90, timeout_s: 5}}, min_battery_pct: 1}}
+        retries: {{max_attempts: 2, on: [timeout, lost, error]}}
+        {limits}
+        """,
+    )
+
+
+def _runs(results: Path) -> dict[str, run_store.StoredRun]:
+    with open_store(results) as store:
+        return {str(run.factors["arg"])[:16]: run for run in run_store.list_runs(store, "bounds")}
+
+
+def test_a_run_whose_stdout_is_over_the_limit_fails_and_brings_nothing_giant_back(
+    virtual_phones, big_stdout: Path, tmp_path: Path
+) -> None:
+    phones = virtual_phones(count=1)
+    results = tmp_path / "results"
+    sweep = f"[--bytes=1000, --bytes={64 << 20}]"
+    path = _experiment(tmp_path, big_stdout, sweep, "limits: {run_file_mb: 1}")
+    run = run_farm(phones.adb_port, results, "run", str(path), "--no-live", "--json")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    runs = _runs(results)
+    small, big = runs["--bytes=1000"], runs[f"--bytes={64 << 20}"]
+    assert small.state is RunState.DONE
+    assert big.state is RunState.FAILED and big.attempts == 1  # the same file would come back
+    assert big.reason is not None
+    assert f"bench.out is {64 << 20} bytes, over the {1 << 20} bytes a run's file may be" in big.reason
+    assert "limits.run_file_mb" in big.reason
+    written = sum(f.stat().st_size for f in results.rglob("*") if f.is_file() and f.name != "farm.db")
+    assert written < 1 << 20, sorted((f.stat().st_size, str(f)) for f in results.rglob("*"))
+    assert json.loads(run.stdout)["done"] == 1
+
+
+def test_a_command_line_no_adb_request_carries_fails_its_run_not_the_phone(
+    virtual_phones, big_stdout: Path, tmp_path: Path
+) -> None:
+    phones = virtual_phones(count=1)
+    results = tmp_path / "results"
+    huge = "--pad=" + "x" * 400_000
+    path = _experiment(tmp_path, big_stdout, f"[--bytes=1000, {huge}, --bytes=2000]")
+    run = run_farm(phones.adb_port, results, "run", str(path), "--no-live")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    runs = _runs(results)
+    assert runs["--bytes=1000"].state is RunState.DONE and runs["--bytes=2000"].state is RunState.DONE
+    refused = runs[huge[:16]]
+    assert refused.state is RunState.FAILED and refused.attempts == 1
+    assert refused.reason is not None and "an adb request carries at most 65535" in refused.reason
+    with open_store(results) as store:
+        assert device_store.quarantines(store) == {}
