@@ -16,6 +16,7 @@ from typing import BinaryIO, Protocol
 
 from farm.engine.steering import Assembler, Data, Done, Event, Started, Steering
 from farm.errors import FarmError
+from farm.store.run_dirs import create_file
 
 # How long past the run timeout the host waits for the script's own timeout before it asks.
 STOP_GRACE_S = 5.0
@@ -101,7 +102,7 @@ def converse(
 
 def _receive(channel: Channel, name: str, size: int, path: Path | None) -> dict[str, Path]:
     """One bundle file to `path`, or read past when farm does not keep it."""
-    with (path or Path(os.devnull)).open("wb") as sink:
+    with create_file(path or Path(os.devnull)) as sink:
         channel.copy_to(size, sink)
     return {name: path} if path is not None else {}
 

@@ -51,6 +51,7 @@ from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
+from farm.store.run_dirs import create_file
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 from farm.telemetry.sampler import default_sources
 
@@ -188,7 +189,8 @@ def execute_run(
         if result.outcome is Outcome.DONE:
             _check_output(job, result)
         document = env_document(prepared, job, result)
-        (job.artifacts / "env.json").write_text(json.dumps(document, indent=2, sort_keys=True, default=str))
+        with create_file(job.artifacts / "env.json") as handle:
+            handle.write(json.dumps(document, indent=2, sort_keys=True, default=str).encode())
     return result
 
 

@@ -27,6 +27,7 @@ from farm.store import Store, ownership
 from farm.store import devices as device_store
 from farm.store import runs as run_store
 from farm.store.layers import put_layers
+from farm.store.location import check_relative_run_dir
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 
 KILL_SETTLE_S = 0.3
@@ -123,7 +124,10 @@ def backfill_metrics(
     )
     filled = 0
     for row in rows:
-        if not row["artifacts_dir"] or not (results / row["artifacts_dir"]).is_dir():
+        if not row["artifacts_dir"]:
+            continue
+        check_relative_run_dir(row["artifacts_dir"], "runs.artifacts_dir")
+        if not (results / row["artifacts_dir"]).is_dir():
             continue  # its folder is on the machine of the coordinator that ran it (shared store)
         factors = json.loads(row["factors_json"])
         caps = _stored_capabilities(row["capabilities_json"])

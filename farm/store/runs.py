@@ -18,6 +18,7 @@ from typing import Any
 
 from farm.store.backend import Connection, Row
 from farm.store.db import Store
+from farm.store.location import check_component, check_relative_run_dir
 
 
 class RunState(enum.StrEnum):
@@ -74,8 +75,13 @@ class Metric:
 
 
 def _row_to_run(row: Row) -> StoredRun:
+    """A runs row; its run id and folder are checked (a shared store's row may come from anyone:
+    `../../x` must never become a folder name)."""
+    artifacts_dir = row["artifacts_dir"]
+    if artifacts_dir is not None:
+        check_relative_run_dir(artifacts_dir, "runs.artifacts_dir")
     return StoredRun(
-        run_id=row["run_id"],
+        run_id=check_component(row["run_id"], "run id", "runs.run_id"),
         experiment=row["experiment"],
         cell_id=row["cell_id"],
         factors=json.loads(row["factors_json"]),
@@ -86,7 +92,7 @@ def _row_to_run(row: Row) -> StoredRun:
         attempts=row["attempts"],
         reason=row["reason"],
         ran_on=row["ran_on"],
-        artifacts_dir=row["artifacts_dir"],
+        artifacts_dir=artifacts_dir,
     )
 
 
@@ -463,3 +469,39 @@ def recent_events(store: Store, experiment: str | None, limit: int = 20) -> list
         params.append(experiment)
     rows = store.query(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
     return [Event(r["ts"], r["kind"], r["message"], r["run_id"], r["device_id"]) for r in reversed(rows)]
+
+
+def store_imported(
+    store: Store, experiment: str, runs: Sequence[tuple[PlannedRun, Sequence[Metric]]], ran_on: str
+) -> list[PlannedRun]:
+    """Measurements made outside farm (`farm import`) as DONE runs of `experiment`, with their
+    metrics. A run id already stored is left as it is, whichever experiment holds it: returns
+    the runs that were (the caller says so); another run is never rewritten."""
+    now = time.time()
+    existing: list[PlannedRun] = []
+    with store.transaction() as conn:
+        for run, metrics in runs:
+            check_component(run.run_id, "run id", "an import")
+            cursor = conn.execute(
+                "INSERT INTO runs (run_id, experiment, cell_id, factors_json, repetition, device_id, seq, "
+                "state, created_at, ran_on, started_at, finished_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'DONE', ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
+                (
+                    run.run_id,
+                    experiment,
+                    run.cell_id,
+                    json.dumps(dict(run.factors), sort_keys=True),
+                    run.repetition,
+                    run.device_id,
+                    run.seq,
+                    now,
+                    ran_on,
+                    now,
+                    now,
+                ),
+            )
+            if cursor.rowcount == 0:
+                existing.append(run)
+                continue
+            _put_metrics(conn, run.run_id, metrics)
+    return existing

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from farm.engine import planner
+from farm.spec import load
 from farm.store import RunState
 from farm.store import devices as device_store
 from farm.store import runs as run_store
@@ -93,3 +95,29 @@ def test_a_command_line_no_adb_request_carries_fails_its_run_not_the_phone(
     assert refused.reason is not None and "an adb request carries at most 65535" in refused.reason
     with open_store(results) as store:
         assert device_store.quarantines(store) == {}
+
+
+def test_a_link_planted_at_a_run_folder_is_refused_and_nothing_is_written_through_it(
+    virtual_phones, big_stdout: Path, tmp_path: Path
+) -> None:
+    phones = virtual_phones(count=1)
+    results = tmp_path / "results"
+    path = _experiment(tmp_path, big_stdout, "[--bytes=1000, --bytes=2000]")
+    plan = planner.plan(load(path), [f"local/{phones[0].serial}"])
+    planted, kept = plan.runs[0], plan.runs[1]  # the ids `farm run --dry-run` prints
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (results / "bounds").mkdir(parents=True)
+    (results / "bounds" / planted.run_id).symlink_to(target)
+
+    run = run_farm(phones.adb_port, results, "run", str(path), "--no-live")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    assert list(target.iterdir()) == []
+    with open_store(results) as store:
+        refused = run_store.get_run(store, planted.run_id)
+        done = run_store.get_run(store, kept.run_id)
+    assert refused is not None and refused.state is RunState.FAILED and refused.reason is not None
+    assert refused.reason.startswith(f"{results / 'bounds' / planted.run_id}: a link; farm writes")
+    assert done is not None and done.state is RunState.DONE
+    assert (results / "bounds" / kept.run_id / "stdout.jsonl").is_file()
