@@ -125,27 +125,40 @@ def insert_planned(store: Store, experiment: str, runs: Sequence[PlannedRun]) ->
     added = 0
     with store.transaction() as conn:
         for run in runs:
-            cursor = conn.execute(
-                "INSERT INTO runs (run_id, experiment, cell_id, factors_json, repetition, device_id, seq, "
-                "state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?) "
-                "ON CONFLICT (run_id) DO NOTHING",
-                (
-                    run.run_id,
-                    experiment,
-                    run.cell_id,
-                    json.dumps(dict(run.factors), sort_keys=True),
-                    run.repetition,
-                    run.device_id,
-                    run.seq,
-                    now,
-                ),
-            )
-            added += cursor.rowcount
+            added += _insert_run(conn, experiment, run, now)
             # The order may change with the plan's seed; keep it current for PENDING runs.
             conn.execute(
                 "UPDATE runs SET seq = ? WHERE run_id = ? AND state = 'PENDING'", (run.seq, run.run_id)
             )
     return added
+
+
+def _insert_run(
+    conn: Connection, experiment: str, run: PlannedRun, now: float, *, done_on: str | None = None
+) -> int:
+    """One runs row, PENDING (or DONE on `done_on`: an import) unless its run id is stored
+    already; 1 when added, 0 when not."""
+    done = done_on is not None
+    cursor = conn.execute(
+        "INSERT INTO runs (run_id, experiment, cell_id, factors_json, repetition, device_id, seq, "
+        "state, created_at, ran_on, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (run_id) DO NOTHING",
+        (
+            run.run_id,
+            experiment,
+            run.cell_id,
+            json.dumps(dict(run.factors), sort_keys=True),
+            run.repetition,
+            run.device_id,
+            run.seq,
+            "DONE" if done else "PENDING",
+            now,
+            done_on,
+            now if done else None,
+            now if done else None,
+        ),
+    )
+    return int(cursor.rowcount)
 
 
 def list_runs(store: Store, experiment: str, states: Iterable[RunState] | None = None) -> list[StoredRun]:
@@ -482,25 +495,7 @@ def store_imported(
     with store.transaction() as conn:
         for run, metrics in runs:
             check_component(run.run_id, "run id", "an import")
-            cursor = conn.execute(
-                "INSERT INTO runs (run_id, experiment, cell_id, factors_json, repetition, device_id, seq, "
-                "state, created_at, ran_on, started_at, finished_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'DONE', ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
-                (
-                    run.run_id,
-                    experiment,
-                    run.cell_id,
-                    json.dumps(dict(run.factors), sort_keys=True),
-                    run.repetition,
-                    run.device_id,
-                    run.seq,
-                    now,
-                    ran_on,
-                    now,
-                    now,
-                ),
-            )
-            if cursor.rowcount == 0:
+            if not _insert_run(conn, experiment, run, now, done_on=ran_on):
                 existing.append(run)
                 continue
             _put_metrics(conn, run.run_id, metrics)
