@@ -133,6 +133,34 @@ def insert_planned(store: Store, experiment: str, runs: Sequence[PlannedRun]) ->
     return added
 
 
+# How SQLite lays a runs row out (measured: tests/unit/store/test_plan_bytes.py): rows share 4 KiB
+# pages whole (a 2 KiB row takes a page of its own), a row past a page goes on in overflow pages,
+# and the fixed columns and the entries of the row's indexes cost about the same for every row.
+PAGE_BYTES = 4096
+PAGE_USABLE_BYTES = 4000
+ROW_FIXED_BYTES = 60
+ROW_INDEX_BYTES = 40
+
+
+def _factors_json(run: PlannedRun) -> str:
+    return json.dumps(dict(run.factors), sort_keys=True)
+
+
+def row_bytes(run: PlannedRun) -> int:
+    """What one planned run's row adds to the store (pure)."""
+    payload = len(run.run_id) + len(run.cell_id) + len(run.device_id or "") + len(_factors_json(run))
+    payload += ROW_FIXED_BYTES
+    per_page = PAGE_USABLE_BYTES // payload
+    table = PAGE_BYTES / per_page if per_page else -(-payload // (PAGE_BYTES - 4)) * PAGE_BYTES
+    return round(table) + ROW_INDEX_BYTES
+
+
+def plan_bytes(spec_json: str, runs: Sequence[PlannedRun]) -> int:
+    """What storing a plan adds to the store, before it is written (pure): the experiment's JSON
+    once, each run's row (its factors are written out in full in every run of their cell)."""
+    return len(spec_json) + sum(row_bytes(run) for run in runs)
+
+
 def _insert_run(
     conn: Connection, experiment: str, run: PlannedRun, now: float, *, done_on: str | None = None
 ) -> int:
@@ -147,7 +175,7 @@ def _insert_run(
             run.run_id,
             experiment,
             run.cell_id,
-            json.dumps(dict(run.factors), sort_keys=True),
+            _factors_json(run),
             run.repetition,
             run.device_id,
             run.seq,

@@ -121,3 +121,36 @@ def test_a_link_planted_at_a_run_folder_is_refused_and_nothing_is_written_throug
     assert refused.reason.startswith(f"{results / 'bounds' / planted.run_id}: a link; farm writes")
     assert done is not None and done.state is RunState.DONE
     assert (results / "bounds" / kept.run_id / "stdout.jsonl").is_file()
+
+
+def test_a_plan_that_would_grow_the_store_past_its_limit_is_refused_before_it_writes(
+    virtual_phones, big_stdout: Path, tmp_path: Path
+) -> None:
+    # 800 KB of experiment file: two 400 KB levels x 250 values = 500 runs, each row carrying its
+    # 400 KB level (the audit's case grew the store to 202 MB).
+    phones = virtual_phones(count=1)
+    results = tmp_path / "results"
+    levels = f"[{'a' * 400_000}, {'b' * 400_000}]"
+    path = write_experiment(
+        tmp_path,
+        "huge_plan",
+        f"""\
+        benchmark:
+          program: external
+          binary: {{x86_64: {big_stdout}}}
+          args: ["--pad={{pad}}", "--n={{n}}"]
+          output: jsonl
+        sweep: {{pad: {levels}, n: {list(range(250))}}}
+        measurement: {{repetitions: 1}}
+        """,
+    )
+    assert path.stat().st_size > 800_000
+    for args in (["--dry-run"], []):
+        run = run_farm(phones.adb_port, results, "run", str(path), "--no-live", *args)
+        assert run.returncode == 2, run.stdout + run.stderr
+        lines = [line for line in run.stderr.splitlines() if line.startswith("farm: ")]
+        assert lines[-1].startswith(f"farm: {path}: the plan's 500 runs would add 20"), run.stderr
+        assert "over limits.plan_store_mb (64)" in lines[-1] and "Traceback" not in run.stderr
+    with open_store(results) as store:
+        assert run_store.list_runs(store, "huge_plan") == []
+    assert (results / "farm.db").stat().st_size < 1 << 20
