@@ -1,0 +1,156 @@
+"""The framework commands automation stacks send (issue #28.4): content, am, pm, wm, input,
+dumpsys services, as the phone's own shell commands print them. Each expected text is quoted from
+the AOSP source that prints it; checked through adb (adbutils) on an unrooted Android 14 phone
+and a rooted Android 12 one.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import adbutils
+import pytest
+from vphone.testing.phones import PhoneFactory, PhoneSet
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap"),
+]
+
+PROFILES = ("adreno-sd8gen2", "adreno-sd865")  # Android 14 unrooted, Android 12 rooted
+
+
+@pytest.fixture(scope="module")
+def phones(module_virtual_phones: PhoneFactory) -> PhoneSet:
+    return module_virtual_phones(count=2, profiles=list(PROFILES))
+
+
+@pytest.fixture(scope="module")
+def devices(phones: PhoneSet) -> dict[str, adbutils.AdbDevice]:
+    client = phones.client()
+    return {phone.profile: phone.device(client) for phone in phones}
+
+
+@pytest.fixture
+def phone(devices: dict[str, adbutils.AdbDevice]) -> adbutils.AdbDevice:
+    return devices["adreno-sd8gen2"]
+
+
+def run(device: adbutils.AdbDevice, command: str) -> tuple[int, str, str]:
+    result = device.shell2(command, v2=True, rstrip=False)
+    return result.returncode, result.stdout, result.stderr
+
+
+# -- content (frameworks/base/cmds/content/src/com/android/commands/content/Content.java) ---------
+
+
+def test_content_query_of_one_setting_as_devlib_sends_it(phone: adbutils.AdbDevice) -> None:
+    """Content.QueryCommand prints each cursor row as
+    `builder.append("Row: ").append(rowIndex).append(" ")`, then `name=value` per column joined by
+    ", "; SettingsProvider.Arguments takes the setting from `name='X'`. ANDROID_ID is 64 bits in
+    hex (Settings.Secure.ANDROID_ID; SettingsProvider makes it at first boot)."""
+    command = "content query --uri content://settings/secure --projection value --where \"name='android_id'\""
+    code, out, err = run(phone, command)
+    assert (code, err) == (0, "")
+    assert re.fullmatch(r"Row: 0 value=[0-9a-f]{16}\n", out), out
+    assert out.split("=")[1].strip() == phone.shell("settings get secure android_id")
+
+
+def test_content_insert_update_delete_share_the_settings_store(phone: adbutils.AdbDevice) -> None:
+    """insert binds COLUMN:TYPE:VALUE (Content.Parser.parseBindValue); SettingsProvider.update
+    returns 0 unless a `name` binding is given (`values.getAsString(NAME)`, then isKeyValid) and
+    writes the setting the where clause names; a missing row prints `No result found.`."""
+    uri = "--uri content://settings/system"
+    where = "--where \"name='farm_probe'\""
+    assert run(phone, f"content insert {uri} --bind name:s:farm_probe --bind value:i:7") == (0, "", "")
+    assert phone.shell("settings get system farm_probe") == "7"
+    _code, out, _err = run(phone, f"content query {uri} --projection name:value {where}")
+    assert out == "Row: 0 name=farm_probe, value=7\n"
+    run(phone, f"content update {uri} --bind value:s:8 {where}")  # no name binding: no change
+    assert phone.shell("settings get system farm_probe") == "7"
+    run(phone, f"content update {uri} --bind name:s:farm_probe --bind value:s:8 {where}")
+    assert phone.shell("settings get system farm_probe") == "8"
+    assert run(phone, f"content delete {uri} {where}") == (0, "", "")
+    assert run(phone, f"content query {uri} {where}") == (0, "No result found.\n", "")
+    assert phone.shell("settings get system farm_probe") == "null"
+
+
+def test_content_query_of_a_whole_table_lists_every_column(phone: adbutils.AdbDevice) -> None:
+    """Without --projection the columns are SettingsProvider.ALL_COLUMNS (_id, name, value); the
+    rows are those `settings list` shows (SettingsService prints `name=value`)."""
+    _code, out, _err = run(phone, "content query --uri content://settings/global")
+    rows = out.splitlines()
+    listed = phone.shell("settings list global").splitlines()
+    assert len(rows) == len(listed) > 0
+    for index, row in enumerate(rows):
+        match = re.fullmatch(rf"Row: {index} _id=\d+, name=([^,]+), value=(.*)", row)
+        assert match, row
+        assert f"{match[1]}={match[2]}" in listed
+
+
+def test_content_errors_as_the_tool_reports_them(phone: adbutils.AdbDevice) -> None:
+    """Content.main returns normally, so the status is 0 whatever happened. A parse error prints
+    USAGE then `[ERROR] ` + the message on stdout; a provider exception goes to stderr after
+    `Error while accessing provider:` + the authority (Command.execute)."""
+    code, out, err = run(phone, "content query --projection value")
+    assert (code, err) == (0, "")
+    assert out.startswith("usage: adb shell content [subcommand] [options]\n")
+    assert out.endswith("\n[ERROR] Content provider URI not specified. Did you specify --uri argument?\n")
+    code, out, err = run(phone, "content query --uri content://settings/secure --projection bogus")
+    assert (code, out) == (0, "")
+    assert err == (
+        "Error while accessing provider:settings\njava.lang.IllegalArgumentException: Invalid column: bogus\n"
+    )
+    code, out, err = run(phone, "content query --uri content://settings/secure --where 'value=1'")
+    assert (code, out) == (0, "")
+    provider = "Error while accessing provider:"
+    assert err.startswith(f"{provider}settings\njava.lang.IllegalArgumentException: Supported SQL:\n")
+    code, _out, err = run(phone, "content query --uri content://nosuch/x")
+    assert err == f"{provider}nosuch\njava.lang.IllegalStateException: Could not find provider: nosuch\n"
+    assert run(phone, "content insert --uri content://settings/secure")[1].endswith(
+        "[ERROR] Bindings not specified. Did you specify --bind argument(s)?\n"
+    )
+
+
+# -- logcat (system/logging/liblog/logprint.cpp android_log_formatLogLine, logcat/logcat.cpp) -----
+
+
+def test_logcat_formats_pad_the_tag_as_liblog_does(phone: adbutils.AdbDevice) -> None:
+    """logprint.cpp: brief "%c/%-8.*s(%s%5d): ", time "%s %c/%-8.*s(%s%5d): ", tag "%c/%-8.*s: ",
+    threadtime "%s %s%5d %5d %c %-8.*s: ", process "%c(%s%5d) " + message + "  (%.*s)"; `epoch`
+    prints the stamp as "%19lld" seconds, `usec` ".%06ld", `year` "%Y-%m-%d %H:%M:%S"."""
+    run(phone, "logcat -c && log -t Fmt -p w short tag")
+    dump = {
+        fmt: phone.shell(f"logcat -d -b main -v {fmt} -s Fmt")
+        for fmt in ("brief", "tag", "time", "threadtime", "process", "raw", "epoch", "time,usec,year")
+    }
+    pid = r" *\d+"
+    assert re.fullmatch(rf"W/Fmt     \({pid}\): short tag", dump["brief"]), dump["brief"]
+    assert dump["tag"] == "W/Fmt     : short tag"
+    stamp = r"\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}"
+    assert re.fullmatch(rf"{stamp} W/Fmt     \({pid}\): short tag", dump["time"]), dump["time"]
+    assert re.fullmatch(rf"{stamp} {pid} {pid} W Fmt     : short tag", dump["threadtime"])
+    assert re.fullmatch(rf"W\({pid}\) short tag  \(Fmt\)", dump["process"])
+    assert dump["raw"] == "short tag"
+    assert re.fullmatch(rf" *\d{{10}}\.\d{{3}} {pid} {pid} W Fmt     : short tag", dump["epoch"])
+    assert len(dump["epoch"].split(".")[0]) == 19  # "%19lld"
+    year = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}"
+    assert re.fullmatch(rf"{year} W/Fmt     \({pid}\): short tag", dump["time,usec,year"])
+    code, _out, err = run(phone, "logcat -d -v nosuchformat")
+    assert code == 1 and err.startswith("logcat: unknown format nosuchformat\n")
+
+
+def test_logcat_marks_each_buffer_and_takes_a_time_for_T(phone: adbutils.AdbDevice) -> None:
+    """logcat.cpp maybePrintStart: with more than one buffer, the first entry printed from each
+    is preceded by "--------- beginning of NAME"; one buffer prints none. -T/-t take a count or a
+    time ('MM-DD hh:mm:ss.mmm' or 'sssss.mmm') and print the entries since then."""
+    run(phone, "logcat -c && log -t Marks first")
+    both = phone.shell("logcat -d -b main,system -v brief -s Marks").splitlines()
+    assert both[0] == "--------- beginning of main" and both[1].startswith("I/Marks")
+    assert not phone.shell("logcat -d -b main -v brief -s Marks").startswith("---------")
+    epoch = phone.shell("logcat -d -b main -v epoch -s Marks").split()[0]
+    later = f"{int(epoch.split('.')[0]) + 1}.000"
+    assert phone.shell(f"logcat -d -b main -v raw -T {epoch} -s Marks") == "first"
+    assert phone.shell(f"logcat -d -b main -v raw -T {later} -s Marks") == ""
+    assert phone.shell("logcat -d -b main -v raw -T 1 -s Marks") == "first"
