@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from farm import crashlog
 from farm.engine.cancel import PhoneCancel
 from farm.engine.clocks import ClocksRefused, apply_clocks, restore_clocks
 from farm.engine.conditions import read_temperature_c
@@ -525,7 +526,10 @@ class Sweep:
         except StoreError:
             raise  # not the run's fault: the sweep stops, the run is requeued at the next start
         except Exception as error:  # a bug in farm: record it on the run rather than leave it RUNNING
-            result = RunResult(Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error}")
+            stack_at = crashlog.record(error, f"run {run.run_id} on {prepared.phone.device_id}")
+            result = RunResult(
+                Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error} (stack in {stack_at})"
+            )
         status.gpu_load_achieved = result.load_achieved
         status.live = None
         attempts_after = run.attempts + 1
