@@ -154,3 +154,96 @@ def test_logcat_marks_each_buffer_and_takes_a_time_for_T(phone: adbutils.AdbDevi
     assert phone.shell(f"logcat -d -b main -v raw -T {epoch} -s Marks") == "first"
     assert phone.shell(f"logcat -d -b main -v raw -T {later} -s Marks") == ""
     assert phone.shell("logcat -d -b main -v raw -T 1 -s Marks") == "first"
+
+
+# -- pm (services/core/java/com/android/server/pm/PackageManagerShellCommand.java) ----------------
+
+
+def test_pm_list_packages_flags_as_run_list_packages_prints_them(phone: adbutils.AdbDevice) -> None:
+    """runListPackages: pw.print("package:"); -f: sourceDir + "="; then the name; -U: " uid:" +
+    uid. -s keeps system packages, -3 third-party ones; an unknown option prints
+    "Error: Unknown option: -x" and fails (-1, status 255)."""
+    everything = phone.shell("pm list packages").splitlines()
+    assert "package:com.android.shell" in everything
+    with_paths = phone.shell("pm list packages -f com.android.shell").splitlines()
+    assert with_paths == ["package:/system/priv-app/Shell/Shell.apk=com.android.shell"]
+    assert phone.shell("pm list packages -U com.android.shell") == "package:com.android.shell uid:2000"
+    system = phone.shell("pm list packages -s").splitlines()
+    assert set(system) <= set(everything) and "package:android" in system
+    assert not set(phone.shell("pm list packages -3").splitlines()) & set(system)
+    assert phone.shell("pm path com.android.shell") == "package:/system/priv-app/Shell/Shell.apk"
+    assert run(phone, "pm path org.nosuch.app") == (1, "", "")
+    assert run(phone, "pm list packages -z") == (255, "Error: Unknown option: -z\n", "")
+    assert "feature:android.hardware.touchscreen\n" in run(phone, "pm list features")[1]
+
+
+def test_pm_grant_clear_and_dump_errors(devices: dict[str, adbutils.AdbDevice]) -> None:
+    """An exception in a shell command: "\\nException occurred while executing 'grant':" and the
+    exception on stderr, status 255 (BasicShellCommandHandler.exec); runClear: "Success", else
+    "Failed" on stderr and status 1; dumpsys package prints "userId=" before Android 14 and
+    "appId=" from it (services/core/java/com/android/server/pm/Settings.java)."""
+    phone = devices["adreno-sd8gen2"]
+    code, out, err = run(phone, "pm grant org.nosuch.app android.permission.CAMERA")
+    assert (code, out) == (255, "")
+    assert err == (
+        "\nException occurred while executing 'grant':\n"
+        "java.lang.IllegalArgumentException: Unknown package: org.nosuch.app\n"
+    )
+    code, _out, err = run(phone, "pm grant com.android.shell android.permission.NOT_A_RUNTIME_ONE")
+    assert code == 255 and "java.lang.SecurityException: Package com.android.shell has not requested" in err
+    assert run(phone, "pm clear org.nosuch.app") == (1, "", "Failed\n")
+    assert "    appId=2000\n" in phone.shell("dumpsys package com.android.shell") + "\n"
+    assert "    userId=2000" in devices["adreno-sd865"].shell("dumpsys package com.android.shell")
+
+
+# -- am (services/core/java/com/android/server/am/ActivityManagerShellCommand.java) ---------------
+
+
+def test_am_start_of_a_missing_class_and_instrument_of_a_missing_runner(phone: adbutils.AdbDevice) -> None:
+    """runStartActivity prints "Starting: " + intent, then for START_CLASS_NOT_FOUND
+    NO_CLASS_ERROR_CODE ("Error type 3") and "Error: Activity class {pkg/cls} does not exist." on
+    stderr (stdout with -W), and returns 0. am instrument: the watcher's
+    "INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: ComponentInfo{..}",
+    then an AndroidException "INSTRUMENTATION_FAILED: pkg/cls" (status 255)."""
+    code, out, err = run(phone, "am start -n org.nosuch.app/.Main")
+    assert (code, out) == (0, "Starting: Intent { cmp=org.nosuch.app/.Main }\n")
+    assert err == "Error type 3\nError: Activity class {org.nosuch.app/org.nosuch.app.Main} does not exist.\n"
+    code, out, err = run(phone, "am instrument -w org.nosuch.test/androidx.test.runner.AndroidJUnitRunner")
+    assert code == 255
+    assert out == (
+        "INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: "
+        "ComponentInfo{org.nosuch.test/androidx.test.runner.AndroidJUnitRunner}\n"
+        "INSTRUMENTATION_STATUS_CODE: -1\n"
+    )
+    assert err.endswith(
+        "android.util.AndroidException: INSTRUMENTATION_FAILED: "
+        "org.nosuch.test/androidx.test.runner.AndroidJUnitRunner\n"
+    )
+    code, out, _err = run(phone, "am broadcast -a org.farm.PING")
+    assert (code, out) == (
+        0,
+        "Broadcasting: Intent { act=org.farm.PING flg=0x400000 }\nBroadcast completed: result=0\n",
+    )
+    assert run(phone, "cmd activity force-stop org.nosuch.app") == (0, "", "")
+
+
+# -- wm and dumpsys window (services/core/java/com/android/server/wm/DisplayContent.java) ---------
+
+
+def test_wm_size_override_shows_in_dumpsys_window_displays(phone: adbutils.AdbDevice) -> None:
+    """WindowManagerShellCommand: "Physical size: WxH", "Override size: WxH" once overridden;
+    DisplayContent.dump: "init=WxH DENSITYdpi", " base=..." when overridden, " cur=WxH" (what
+    devlib's screen_resolution reads with cur=(\\d+)x(\\d+))."""
+    physical = phone.shell("wm size")
+    assert re.fullmatch(r"Physical size: \d+x\d+", physical)
+    size = physical.split(": ")[1]
+    assert f"init={size} " in phone.shell("dumpsys window displays")
+    try:
+        assert run(phone, "wm size 720x1600") == (0, "", "")
+        assert phone.shell("wm size") == f"Physical size: {size}\nOverride size: 720x1600"
+        shown = phone.shell("dumpsys window displays")
+        assert re.search(rf"init={size} \d+dpi base=720x1600 \d+dpi cur=720x1600 app=720x\d+", shown), shown
+    finally:
+        run(phone, "cmd window size reset")
+    assert "cur=" + size in phone.shell("dumpsys window displays")
+    assert re.fullmatch(r"Physical density: \d+", phone.shell("wm density"))
