@@ -247,3 +247,19 @@ def test_wm_size_override_shows_in_dumpsys_window_displays(phone: adbutils.AdbDe
         run(phone, "cmd window size reset")
     assert "cur=" + size in phone.shell("dumpsys window displays")
     assert re.fullmatch(r"Physical density: \d+", phone.shell("wm density"))
+
+
+# -- input (services/core/java/com/android/server/input/InputShellCommand.java) -------------------
+
+
+def test_input_keyevent_takes_names_without_the_prefix_and_unknown_ones(phone: adbutils.AdbDevice) -> None:
+    """runKeyEvent sends KeyEvent.keyCodeFromString(arg) for each argument, which takes a number
+    or a name with or without "KEYCODE_" and gives KEYCODE_UNKNOWN for anything else, injected
+    without an error (only keycombination checks for 0): adbutils sends `input keyevent VOLUME_UP`."""
+    for command in (
+        "input keyevent VOLUME_UP",
+        "input keyevent KEYCODE_VOLUME_DOWN 24",
+        "input keyevent NOSUCHKEY",
+    ):
+        assert run(phone, command) == (0, "", ""), command
+    assert "keyevent VOLUME_UP" in phone.shell("logcat -d -b main -v raw -s InputDispatcher")

@@ -60,10 +60,10 @@ def input_(args: list[str]) -> int:
         codes = [a for a in rest if a not in ("--longpress", "--doubletap")]
         state = _power()
         for code in codes:
-            key = KEYCODES.get(code, int(code) if code.isdigit() else -1)
-            if key < 0 and not code.startswith("KEYCODE_"):
-                sys.stderr.write(f"Error: Unknown keycode: {code}\n")
-                return 1
+            # KeyEvent.keyCodeFromString: a number, or a name with or without "KEYCODE_"; an
+            # unknown one is KEYCODE_UNKNOWN (0), which InputShellCommand injects without a word.
+            name = "KEYCODE_" + code.removeprefix("KEYCODE_")
+            key = int(code) if code.isdigit() else KEYCODES.get(name, 0)
             if key == 224:
                 state["screen_on"] = True
             elif key == 223:
