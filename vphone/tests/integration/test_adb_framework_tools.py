@@ -196,6 +196,22 @@ def test_pm_grant_clear_and_dump_errors(devices: dict[str, adbutils.AdbDevice]) 
     assert "    userId=2000" in devices["adreno-sd865"].shell("dumpsys package com.android.shell")
 
 
+@pytest.mark.parametrize("profile", PROFILES)
+def test_adbutils_app_info_of_a_platform_package(
+    devices: dict[str, adbutils.AdbDevice], profile: str
+) -> None:
+    """adbutils' app_info reads `pm path` and dumpsys package's versionName=/versionCode=. A
+    platform app's are the build's (Soong aapt2 link: --version-code PlatformSdkVersion,
+    --version-name AppsDefaultVersionName, the release)."""
+    device = devices[profile]
+    info = device.app_info("com.android.settings")
+    assert info is not None
+    assert info.version_code == int(device.getprop("ro.build.version.sdk"))
+    assert info.version_name == device.getprop("ro.build.version.release")
+    assert info.path == device.shell("pm path com.android.settings").removeprefix("package:")
+    assert device.app_info("org.nosuch.app") is None
+
+
 # -- am (services/core/java/com/android/server/am/ActivityManagerShellCommand.java) ---------------
 
 

@@ -201,13 +201,21 @@ def dump_package(name: str) -> str:
     found = apks().get(name)
     if found is None:
         return f"Unable to find package: {name}\n"
-    path, uid, _system = found
-    key = "appId" if _sdk() >= 34 else "userId"
+    path, uid, system = found
+    sdk = _sdk()
+    key = "appId" if sdk >= 34 else "userId"
     code_path = path.rsplit("/", 1)[0]
+    version = ""
+    if system:
+        # Platform apps carry no version in their manifests: Soong's aapt2 link adds
+        # --version-code PlatformSdkVersion and --version-name AppsDefaultVersionName (the
+        # release; framework-res: PlatformVersionName) (build/soong java/aar.go).
+        release = ctlstore.read_json("props/ro.json", {}).get("ro.build.version.release", "")
+        version = f"    versionCode={sdk} minSdk={sdk} targetSdk={sdk}\n    versionName={release}\n"
     return (
         f"Packages:\n  Package [{name}] ({zlib.crc32(name.encode()):08x}):\n"
         f"    {key}={uid}\n    pkg=Package{{{zlib.crc32(path.encode()):08x} {name}}}\n"
-        f"    codePath={code_path}\n    resourcePath={code_path}\n"
+        f"    codePath={code_path}\n    resourcePath={code_path}\n{version}"
         f"    dataDir=/data/user/0/{name}\n"
     )
 
