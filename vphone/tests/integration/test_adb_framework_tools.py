@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import zipfile
+from pathlib import Path
 
 import adbutils
 import pytest
@@ -279,3 +282,48 @@ def test_input_keyevent_takes_names_without_the_prefix_and_unknown_ones(phone: a
     ):
         assert run(phone, command) == (0, "", ""), command
     assert "keyevent VOLUME_UP" in phone.shell("logcat -d -b main -v raw -s InputDispatcher")
+
+
+# -- pm install (PackageManagerShellCommand.runInstall; the parse PackageManager does first) -------
+
+
+def _apk(tmp_path: Path, *, signed: bool) -> Path:
+    """A real APK from Debian's aapt (binary AndroidManifest.xml, package org.farm.probe); "signed"
+    adds a v1 signature's files (the phone checks they are there, not the certificate chain)."""
+    (tmp_path / "AndroidManifest.xml").write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        '<manifest xmlns:android="http://schemas.android.com/apk/res/android" package="org.farm.probe">\n'
+        "<application/>\n</manifest>\n"
+    )
+    apk = tmp_path / ("signed.apk" if signed else "unsigned.apk")
+    subprocess.run(
+        ["aapt", "package", "-M", str(tmp_path / "AndroidManifest.xml"), "-F", str(apk)], check=True
+    )
+    if signed:
+        with zipfile.ZipFile(apk, "a") as archive:
+            archive.writestr("META-INF/CERT.SF", "Signature-Version: 1.0\n")
+            archive.writestr("META-INF/CERT.RSA", b"\x30\x82")
+    return apk
+
+
+@pytest.mark.skipif(shutil.which("aapt") is None, reason="needs aapt (apt-get install aapt)")
+def test_pm_install_parses_the_apk_first(phone: adbutils.AdbDevice, tmp_path: Path) -> None:
+    """runInstall prints "Failure [" + the session's message + "]": a file that is no APK is
+    INSTALL_PARSE_FAILED_NOT_APK, an APK without a signature INSTALL_PARSE_FAILED_NO_CERTIFICATES
+    (ApkSignatureVerifier); the package name is the manifest's, not the file's."""
+    code, out, _err = run(
+        phone, "cp /system/build.prop /data/local/tmp/x.apk && pm install /data/local/tmp/x.apk"
+    )
+    assert (code, out.split(":")[0]) == (1, "Failure [INSTALL_PARSE_FAILED_NOT_APK")
+    phone.sync.push(str(_apk(tmp_path, signed=False)), "/data/local/tmp/unsigned.apk")
+    code, out, _err = run(phone, "pm install /data/local/tmp/unsigned.apk")
+    assert code == 1 and out.startswith(
+        "Failure [INSTALL_PARSE_FAILED_NO_CERTIFICATES: Failed collecting certificates"
+    )
+    phone.sync.push(str(_apk(tmp_path, signed=True)), "/data/local/tmp/any-name.apk")
+    assert run(phone, "pm install -r -t /data/local/tmp/any-name.apk") == (0, "Success\n", "")
+    try:
+        assert phone.shell("pm list packages -3") == "package:org.farm.probe"
+        assert phone.shell("pm path org.farm.probe") == "package:/data/app/org.farm.probe/base.apk"
+    finally:
+        assert run(phone, "pm uninstall org.farm.probe") == (0, "Success\n", "")

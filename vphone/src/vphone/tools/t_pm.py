@@ -10,19 +10,20 @@ android/server/pm/PackageManagerShellCommand.java) prints them:
   ("Unknown package: X") or of a permission it did not request.
 * `clear PKG`: "Success", or "Failed" on stderr and status 1 (runClear).
 
-Installed packages are recorded in /dev/.farm/packages.json (name -> apk path); the package name
-comes from the APK's file name (x.y.apk -> x.y) or, when streamed with -S, from the first
-`package="..."`-like string in its manifest's string pool, else `com.farm.installed<N>`.
+* `install`: what PackageManager checks before installing (see _install), "Success" or
+  "Failure [REASON: ...]".
+
+Installed packages are recorded in /dev/.farm/packages.json (name -> apk path), the name from the
+APK's manifest (apkinfo.py).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-import zipfile
 import zlib
 
+import apkinfo
 import ctlstore
 import toolerrors
 
@@ -79,47 +80,54 @@ def _installed() -> dict[str, str]:
     return dict(ctlstore.read_json("packages.json", {}))
 
 
-def _name_from_apk(path: str) -> str | None:
-    try:
-        with zipfile.ZipFile(path) as z:
-            manifest = z.read("AndroidManifest.xml")
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return None
-    # Binary XML keeps strings as UTF-16LE; a package name is dotted lowercase words.
-    text = manifest.decode("utf-16-le", errors="ignore")
-    m = re.search(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){1,}", text)
-    return m.group(0) if m else None
+def _refuse(reason: str, staged: str, detail: str) -> int:
+    """PackageManagerShellCommand prints the session's failure as "Failure [" + message + "]"."""
+    sys.stdout.write(f"Failure [{reason}: {detail.format(apk=staged)}]\n")
+    return 1
 
 
 def _install(args: list[str]) -> int:
+    """The APK (a file, or -S BYTES on stdin) is parsed as PackageManager does before it installs
+    anything: not a zip with a binary manifest is INSTALL_PARSE_FAILED_NOT_APK, no signature
+    INSTALL_PARSE_FAILED_NO_CERTIFICATES (ApkSignatureVerifier: "Failed to collect certificates
+    from ..."), and the package name is the manifest's."""
     size = None
     if "-S" in args:
         i = args.index("-S")
         size = int(args[i + 1]) if i + 1 < len(args) and args[i + 1].isdigit() else None
-    packages = _installed()
-    apk_dir = ctlstore.path("apks")
-    os.makedirs(apk_dir, exist_ok=True)
     if size is not None:
-        data = sys.stdin.buffer.read(size)
-        if len(data) != size:
+        blob = sys.stdin.buffer.read(size)
+        if len(blob) != size:
             sys.stdout.write("Failure [INSTALL_FAILED_INVALID_APK: short read]\n")
             return 1
-        tmp = os.path.join(apk_dir, f".stream{os.getpid()}.apk")
-        with open(tmp, "wb") as f:
-            f.write(data)
-        name = _name_from_apk(tmp) or f"com.farm.installed{len(packages) + 1}"
     else:
         files = [a for a in args if not a.startswith("-")]
         if not files or not os.path.isfile(files[-1]):
             sys.stdout.write("Failure [INSTALL_FAILED_INVALID_URI]\n")
             return 1
-        tmp = files[-1]
-        name = _name_from_apk(tmp) or os.path.basename(tmp).removesuffix(".apk")
-    final = os.path.join(apk_dir, f"{name}.apk")
-    with open(tmp, "rb") as src, open(final, "wb") as dst:
-        dst.write(src.read())
-    if size is not None:
-        os.unlink(tmp)
+        with open(files[-1], "rb") as f:
+            blob = f.read()
+    staged = f"/data/app/vmdl{zlib.crc32(blob) & 0x7FFFFFFF}.tmp/base.apk"
+    try:
+        manifest, signed = apkinfo.read_apk(blob)
+    except apkinfo.NotAnApk:
+        detail = (
+            "Failed parse during installPackageLI: {apk} (at Binary XML file line #-1): "
+            "Failed to load asset path {apk}"
+        )
+        return _refuse("INSTALL_PARSE_FAILED_NOT_APK", staged, detail)
+    if not signed:
+        detail = (
+            "Failed collecting certificates for {apk}: Failed to collect certificates from {apk}: "
+            "Attempt to get length of null array"
+        )
+        return _refuse("INSTALL_PARSE_FAILED_NO_CERTIFICATES", staged, detail)
+    name = manifest.package
+    apk_dir = ctlstore.path("apks")
+    os.makedirs(apk_dir, exist_ok=True)
+    with open(os.path.join(apk_dir, f"{name}.apk"), "wb") as dst:
+        dst.write(blob)
+    packages = _installed()
     packages[name] = f"/data/app/{name}/base.apk"
     ctlstore.write_json("packages.json", packages)
     sys.stdout.write("Success\n")

@@ -1,11 +1,15 @@
 """logcat's line formats (tools/logformat.py) byte for byte against liblog's logprint.cpp
-android_log_formatLogLine, and the content tool's argument parser (tools/t_content.py) against
-cmds/content Content.Parser (pure; no phone)."""
+android_log_formatLogLine, the content tool's argument parser (tools/t_content.py) against
+cmds/content Content.Parser, and the APK manifest reader (tools/apkinfo.py) against aapt (pure;
+no phone)."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from vphone.testing.phonetools import load_tool
@@ -99,3 +103,31 @@ def test_content_bindings_escape_colons_and_type_their_values() -> None:
     )
     assert request.values == {"name": "a:b", "value": "true"}
     assert C.parse(["update", "--uri", "u", "--bind", "value:n:"]).values == {"value": None}
+
+
+# -- apkinfo: the manifest PackageManager reads (binary XML, ResourceTypes.h) ---------------------
+
+A = load_tool("apkinfo")
+
+
+@pytest.mark.skipif(shutil.which("aapt") is None, reason="needs aapt (apt-get install aapt)")
+def test_apkinfo_reads_the_package_aapt_wrote(tmp_path: Path) -> None:
+    """The independent truth: Debian's aapt compiles the manifest to binary XML (UTF-16 string
+    pool) and `aapt dump xmltree` shows the package; unsigned until a signature's files exist."""
+    (tmp_path / "AndroidManifest.xml").write_text(
+        '<manifest xmlns:android="http://schemas.android.com/apk/res/android" package="org.farm.unit">'
+        "<application/></manifest>"
+    )
+    apk = tmp_path / "a.apk"
+    subprocess.run(
+        ["aapt", "package", "-M", str(tmp_path / "AndroidManifest.xml"), "-F", str(apk)], check=True
+    )
+    tree = subprocess.run(
+        ["aapt", "dump", "xmltree", str(apk), "AndroidManifest.xml"], capture_output=True, text=True
+    )
+    assert 'package="org.farm.unit"' in tree.stdout
+    manifest, signed = A.read_apk(apk.read_bytes())
+    assert (manifest.package, manifest.version_code, signed) == ("org.farm.unit", None, False)
+    assert A.read_apk(apk.read_bytes() + A.SIGNING_BLOCK_MAGIC)[1]
+    with pytest.raises(A.NotAnApk):
+        A.read_apk(b"ro.build.type=user\n")
