@@ -58,6 +58,15 @@ def test_content_query_of_one_setting_as_devlib_sends_it(phone: adbutils.AdbDevi
     assert (code, err) == (0, "")
     assert re.fullmatch(r"Row: 0 value=[0-9a-f]{16}\n", out), out
     assert out.split("=")[1].strip() == phone.shell("settings get secure android_id")
+    # A uri of two segments names the setting itself (Arguments, case 2); getType says item/dir.
+    assert (
+        phone.shell("content query --uri content://settings/secure/android_id --projection value")
+        == out.strip()
+    )
+    assert (
+        phone.shell("content gettype --uri content://settings/secure")
+        == "Result: vnd.android.cursor.dir/secure"
+    )
 
 
 def test_content_insert_update_delete_share_the_settings_store(phone: adbutils.AdbDevice) -> None:
