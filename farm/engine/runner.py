@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import farm
+from farm import crashlog
 from farm.device.session import DeviceSession
 from farm.engine import planner
 from farm.engine.ladder import Ladder
@@ -35,9 +36,10 @@ from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.fleet.watch import PhoneWatch
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
-from farm.store import RunState, Store, StoreLocation, outbox, ownership, results_dir
+from farm.store import RunState, Store, StoreLocation, events, outbox, ownership, results_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store
+from farm.store.events import EventKind
 from farm.store.runs import PlannedRun
 
 STATUS_POLL_S = 0.25
@@ -163,9 +165,9 @@ def _requeue_failed(store: Store, experiment: str, *, retry_failed: bool) -> Non
     requeued = run_store.requeue_failed(store, experiment, lost_only=not retry_failed)
     if requeued:
         why = "failed" if retry_failed else "lost (phone gone)"
-        run_store.add_event(
+        events.emit(
             store,
-            "retry",
+            EventKind.RETRY,
             f"{len(requeued)} {why} run(s) requeued with a fresh attempt budget",
             experiment=experiment,
         )
@@ -227,6 +229,7 @@ def run_experiment(
     key = experiment.qualified_name
     fleet = open_fleet(options.config, options.adb_port)  # the local adb server + lab hosts' tunnels
     artifacts = results_dir(options.results)  # run folders: local, whatever the database
+    crashlog.use(artifacts)  # a bug's stack goes beside the run folders it concerns
     with fleet, Store.in_results(options.results) as store:
         outbox.replay(store, artifacts, key)  # results kept while the store was away, before resets
         recover_store(store, key)
