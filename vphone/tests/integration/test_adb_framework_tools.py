@@ -291,6 +291,8 @@ def test_input_keyevent_takes_names_without_the_prefix_and_unknown_ones(phone: a
     ):
         assert run(phone, command) == (0, "", ""), command
     assert "keyevent VOLUME_UP" in phone.shell("logcat -d -b main -v raw -s InputDispatcher")
+    assert run(phone, "cmd input tap 5 6") == (0, "", "")  # `input` is `cmd input` from Android 11
+    assert "  input\n" in phone.shell("cmd -l") + "\n"
 
 
 # -- pm install (PackageManagerShellCommand.runInstall; the parse PackageManager does first) -------
