@@ -338,3 +338,22 @@ def test_pm_install_parses_the_apk_first(phone: adbutils.AdbDevice, tmp_path: Pa
         assert phone.shell("pm path org.farm.probe") == "package:/data/app/org.farm.probe/base.apk"
     finally:
         assert run(phone, "pm uninstall org.farm.probe") == (0, "Success\n", "")
+
+
+def test_dumpsys_display_viewport_as_adbutils_reads_it(devices: dict[str, adbutils.AdbDevice]) -> None:
+    """DisplayManagerService dumps "  mViewports=" + its list; DisplayViewport.toString is
+    "DisplayViewport{type=..., valid=..., [isActive=..., Android 12+] displayId=..., uniqueId='...',
+    physicalPort=..., orientation=..., logicalFrame=..., physicalFrame=..., deviceWidth=...,
+    deviceHeight=...}". adbutils' rotation() takes the first "orientation=N"."""
+    for profile, device in devices.items():
+        shown = device.shell("dumpsys display")
+        size = device.shell("wm size").split(": ")[1]
+        width, height = size.split("x")
+        viewport = re.search(r"mViewports=\[DisplayViewport\{(.*)\}\]", shown)
+        assert viewport, shown
+        fields = viewport[1]
+        assert fields.startswith("type=INTERNAL, valid=true, ")
+        assert ("isActive=true" in fields) == (int(device.getprop("ro.build.version.sdk")) >= 31), profile
+        assert fields.endswith(f"deviceWidth={width}, deviceHeight={height}")
+        assert f"physicalFrame=Rect(0, 0 - {width}, {height})" in fields
+        assert device.rotation() == 0

@@ -14,7 +14,17 @@ import ctlstore
 import t_services
 import toolerrors
 
-BASE_SERVICES = ("activity", "battery", "input", "meminfo", "package", "power", "settings", "window")
+BASE_SERVICES = (
+    "activity",
+    "battery",
+    "display",
+    "input",
+    "meminfo",
+    "package",
+    "power",
+    "settings",
+    "window",
+)
 # `cmd SERVICE` = the am, wm, settings and input tools (from Android 11 `input` is `cmd input`)
 SHELL_COMMANDS = ("activity", "window", "settings", "input")
 THERMALSERVICE_SDK = 29  # Android 10
