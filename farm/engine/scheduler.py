@@ -429,10 +429,19 @@ class Sweep:
         (the other phones interrupt their runs and are restored); nothing more is written here.
         A finished attempt was kept in its run folder (farm.store.outbox) for the next start."""
         status.state = Phase.FAILED
+        self.problems.append(f"{phone.device_id}: {error}")
+        self.stop_for_store(error)
+
+    def stop_for_store(self, error: StoreError) -> None:
+        """Stop the sweep the clean way because the store failed; the first failure is the one said."""
         if self.store_error is None:
             self.store_error = error
-        self.problems.append(f"{phone.device_id}: {error}")
         self.cancel.set()
+
+    def exclude(self, device_id: str, reason: str, *, problem: str) -> None:
+        """No more runs on this phone this sweep (`reason`); `problem` goes into the summary."""
+        self.excluded[device_id] = reason
+        self.problems.append(problem)
 
     def _with_baseline(
         self, prepared: PreparedPhone, status: PhoneStatus, cancel: threading.Event
