@@ -59,6 +59,7 @@ TOOL_NAMES = (
     "dumpsys",
     "cmd",
     "settings",
+    "content",  # cmds/content: SettingsProvider rows (tools/t_content.py)
     "svc",
     "input",
     "am",

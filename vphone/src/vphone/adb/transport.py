@@ -277,6 +277,10 @@ class Connection:
             if stream is not None and header.arg0 in (0, stream.remote_id):
                 del self._streams[header.arg1]
                 stream.on_host_close()
+                # adbd answers with its own CLSE: local_socket_close shuts its remote peer down
+                # first (remote_socket_shutdown sends A_CLSE), and clients such as adb-shell wait
+                # for it before the stream counts as closed.
+                self.send(p.A_CLSE, stream.local_id, stream.remote_id)
                 task = self._tasks.get(stream.local_id)
                 if task is not None:
                     task.cancel()

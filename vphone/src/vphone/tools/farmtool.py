@@ -12,6 +12,7 @@ import os
 import sys
 
 import t_bugreport
+import t_content
 import t_dumpsys
 import t_logcat
 import t_misc
@@ -29,6 +30,7 @@ TOOLS = {
     "dumpsys": t_dumpsys.dumpsys,
     "cmd": t_dumpsys.cmd,
     "settings": t_settings.settings,
+    "content": t_content.content,
     "svc": t_misc.svc,
     "input": t_misc.input_,
     "am": t_misc.am,
