@@ -238,3 +238,21 @@ def small_profile(tmp_path: Path, *, ram_mb: int | None = None, storage_mb: int 
     path = tmp_path / "small.yaml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_a_link_at_a_flag_the_daemon_makes_is_not_followed_at_reboot(
+    adb_server: AdbServer, rooted: PhoneSet, tmp_path: Path
+) -> None:
+    victim = tmp_path / "made-by-host-root"
+    phone = rooted[0]
+    out = shell(
+        adb_server,
+        phone,
+        f"su -c 'rm -f /dev/.farm/rooted && ln -s {victim} /dev/.farm/rooted && echo planted'",
+    )
+    assert out == "planted\n", out
+    adb_server.adb("-s", phone.adb_serial, "reboot", timeout_s=120)
+    adb_server.adb("-s", phone.adb_serial, "wait-for-device", timeout_s=120)
+    assert answers(adb_server, phone)
+    assert not os.path.lexists(victim), "the daemon created a host file through the phone's link"
+    assert shell(adb_server, phone, "su -c id").startswith("uid=0")
