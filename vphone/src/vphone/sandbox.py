@@ -370,7 +370,7 @@ class Sandbox:
         # (after a reboot) may use the phone at once.
         self._booting_pid = init_pid
         deadline = loop.time() + INIT_READY_TIMEOUT_S
-        while not ready.exists():
+        while not os.path.lexists(ready):  # an lstat: a link there names a host path
             if not self.running or loop.time() > deadline:
                 await self.stop()
                 raise EnvironmentProblem(

@@ -9,7 +9,6 @@ Without usable cgroups (no cpu controller) the phone runs without a CPU budget a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import functools
 import logging
@@ -80,12 +79,9 @@ class SandboxWorld:
         ctlfiles.reset_volatile(ctl)
         self._fix_ctl_owner()
         ctlfiles.write_json(ctl, ctlfiles.RO_PROPS, self._ro_props())
-        rooted = ctl / ctlfiles.ROOTED_FLAG
-        if self.profile.rooted:
-            rooted.touch()
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                rooted.unlink()
+        # Flags made by rename (a link the phone's root left at the name is replaced, not followed:
+        # touch() would create or touch the host file it names, as host root).
+        self._set_flag(ctl, ctlfiles.ROOTED_FLAG, self.profile.rooted)
         self._prepare_hal(ctl)
         # The old /sys and cgroup trees go aside (one rename each) and are deleted once the phone
         # is up: hundreds of small directories take a while to remove on some filesystems.
@@ -167,12 +163,16 @@ class SandboxWorld:
 
     def _prepare_hal(self, ctl: Path) -> None:
         """Tell `cmd power` whether the profile's power HAL has fixed performance mode."""
-        supported = ctl / ctlfiles.FIXED_PERFORMANCE_SUPPORTED
-        if self.physics.model.soc.fixed_performance_supported:
-            supported.touch()
+        self._set_flag(
+            ctl, ctlfiles.FIXED_PERFORMANCE_SUPPORTED, self.physics.model.soc.fixed_performance_supported
+        )
+
+    @staticmethod
+    def _set_flag(ctl: Path, name: str, present: bool) -> None:
+        if present:
+            ctlfiles.write_text(ctl, name, "")
         else:
-            with contextlib.suppress(FileNotFoundError):
-                supported.unlink()
+            ctlfiles.remove(ctl, name)
 
     async def reboot(self) -> None:
         await self._stop()
