@@ -281,10 +281,27 @@ def _outcome(
     result.outcome = Outcome.FAILED
     if job.program is Program.EXTERNAL:
         name = prepared.programs[job.program].name
-        result.error = f"{name} exited {end.exit_code}: {stderr_tail(stderr)}"
+        result.error = f"{name} exited {end.exit_code}{killed_by(end.exit_code)}: {stderr_tail(stderr)}"
     else:
         tail = stderr.strip().splitlines()
         result.error = f"{job.program} exited {end.exit_code}: {tail[-1] if tail else 'no stderr'}"
+
+
+# Signals a program on a phone is killed with, and who sends them.
+_SIGNALS = {
+    9: "SIGKILL: the kernel's out-of-memory killer, Android's low-memory killer, or a kill -9",
+    6: "SIGABRT: the program aborted (an assertion or abort())",
+    11: "SIGSEGV: the program crashed (invalid memory access)",
+    15: "SIGTERM",
+}
+
+
+def killed_by(exit_code: int | None) -> str:
+    """` (killed by SIGNAL: who sends it)` for a shell exit status 128 + signal, else ''."""
+    if exit_code is None or not 128 < exit_code < 160:
+        return ""
+    signal = exit_code - 128
+    return f" (killed by {_SIGNALS.get(signal, f'signal {signal}')})"
 
 
 def _gates_of(

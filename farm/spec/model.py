@@ -88,7 +88,9 @@ class Benchmark(Frozen):
     args: tuple[Scalar, ...] = Field(default=(), description="external: arguments, with {placeholders}")
     env: dict[EnvName, Scalar] = Field(default_factory=dict, description="external: environment variables")
     assets: tuple[Text, ...] = Field(default=(), description="external: files pushed to the phone")
-    output: OutputSpec | None = Field(default=None, description="external: jsonl, tflite or regex")
+    output: OutputSpec | None = Field(
+        default=None, description="external: jsonl, tflite, llama_bench or regex"
+    )
     tune: StrictBool = Field(default=False, description="farm's programs: tune once per phone (--tune)")
     tune_budget_s: Annotated[StrictFloat, Field(gt=0, le=3600)] | None = Field(
         default=None, description="tune: search time per workload (the program's default: 30 s)"
@@ -144,7 +146,7 @@ class Experiment(Frozen):
     def _cross_field_checks(self) -> Experiment:
         issues = check(self)
         if self.benchmark.external:
-            issues += check_external(self.benchmark, self.sweep)
+            issues += check_external(self.benchmark, self.sweep, self.zip)
         else:
             issues += _farm_program_checks(self.benchmark)
         sustained = self.measurement.sustained_s

@@ -291,6 +291,7 @@ class Study(StrEnum):
     SQUEEZENET = "squeezenet"  # Motamedi et al., arXiv 1611.07151: SqueezeNet, precision, g
     TRAINING = "training"  # Das et al., PerCom Workshops 2022: training on the phone GPU
     GEMM = "gemm"  # Augur (Lu et al., ACM MM 2017): GEMM as the building block of CNN layers
+    LLM = "llm"  # language models (llama-bench): prefill/decode, GPU offload under load, energy
 
 
 class Report(Frozen):

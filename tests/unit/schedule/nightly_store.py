@@ -30,15 +30,12 @@ def store_night(
     run_store.save_experiment(store, name, text, digest, "tiny.yaml")
     for device, values in latencies.items():
         planned = [
-            PlannedRun(run_id_of(name, device, rep), "cell8", (("hidden", 8),), rep, device, rep)
+            PlannedRun(
+                f"{name}-{device}-{rep}".replace("/", "_"), "cell8", (("hidden", 8),), rep, device, rep
+            )
             for rep in range(len(values))
         ]
         run_store.insert_planned(store, name, planned)
         for run, value in zip(planned, values, strict=True):
             store.execute("UPDATE runs SET state = ? WHERE run_id = ?", (state, run.run_id))
             run_store.put_metrics(store, run.run_id, [Metric(metric, value, "ms")])
-
-
-def run_id_of(name: str, device: str, rep: int) -> str:
-    """A run id as a folder name (as farm's are): the device's `/` would make it two."""
-    return f"{name}.{device.replace('/', '_')}.{rep}"
