@@ -15,7 +15,7 @@ from farm.device.session import DeviceSession
 from farm.engine.lifecycle import probe_phone
 from farm.errors import FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
-from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.fleet.inventory import Phone, PhoneState, discover, duplicate_serials
 from farm.remote.fleet import open_fleet
 from farm.safe_text import terminal
 from farm.store import Store, ownership
@@ -48,6 +48,8 @@ def _summary(phone: Phone, caps: Capabilities | None) -> dict[str, Any]:
         "host": phone.host,
         "serial": phone.serial,
         "adb_serial": phone.adb_serial,
+        "usb": phone.usb,
+        "shares_serial": phone.shares_serial,
         "state": str(phone.state),
         "model": phone.model,
         "abi": phone.abi,
@@ -147,3 +149,6 @@ def devices(
     for r in rows:
         if r["error"]:
             click.echo(terminal(f"farm: {r['id']}: {r['error']}"), err=True)
+    for identity, group in duplicate_serials([phone for phone, _ in probed]).items():
+        names = ", ".join(p.device_id for p in group)
+        click.echo(terminal(f"farm: {identity}: {len(group)} phones report this serial: {names}"), err=True)

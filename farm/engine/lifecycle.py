@@ -46,7 +46,7 @@ from farm.engine.runscript import (
 from farm.engine.steering import Ask, BenchEnd, Block, Ended, Event, Question, RunReport, Started, Steering
 from farm.engine.thermal import ThrottleReport, judge
 from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
-from farm.fleet.inventory import Phone
+from farm.fleet.inventory import Phone, check_identity
 from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
@@ -96,7 +96,11 @@ def prepare_phone(
     """Probe once, deploy the benchmark, the load generator, the sampler and the run script
     (content-cached).
     An external program (`external`: its experiment) brings its own binary and assets; a phone
-    it has no binary for raises NoBinaryForAbi (the sweep skips the phone)."""
+    it has no binary for raises NoBinaryForAbi (the sweep skips the phone); a phone that is not
+    the one the store knows at its identity raises IdentityMismatch before anything is deployed."""
+    stored = device_store.identity_of(store, phone.device_id)
+    if stored is not None:
+        check_identity(phone, stored.model, stored.abi)
     caps, doc = read_probe(session, phone)
     own = [] if program is Program.EXTERNAL else [program]
     names = [*own, SAMPLER] + ([LOAD] if program != LOAD else [])

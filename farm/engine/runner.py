@@ -32,7 +32,7 @@ from farm.engine.recovery import (
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import ConfigError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
-from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.fleet.inventory import Phone, PhoneState, discover, duplicate_serials
 from farm.fleet.watch import PhoneWatch
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
@@ -91,7 +91,16 @@ def select_phones(
     gpu_family_of: Callable[[Phone], str | None] = lambda _phone: None,
 ) -> list[Phone]:
     """Online phones the selectors and the spec's devices: pick (`tags_of(host)`: the host's tags;
-    `gpu_family_of(phone)`: from the probe, asked only when the spec selects by GPU family)."""
+    `gpu_family_of(phone)`: from the probe, asked only when the spec selects by GPU family).
+    A selector naming a serial several phones report is refused: it would pick either."""
+    shared = duplicate_serials(phones)
+    for selector in selectors:
+        if selector in shared:
+            names = ", ".join(p.device_id for p in shared[selector])
+            raise ConfigError(
+                f"--devices {selector}: {len(shared[selector])} phones report this serial ({names})",
+                hint="name one of them by the identity `farm devices` shows",
+            )
     chosen = []
     for phone in phones:
         if phone.state is not PhoneState.ONLINE:
