@@ -44,6 +44,7 @@ from farm.spec.sections import (
     Devices,
     Frozen,
     GpuLoadSettings,
+    Limits,
     Measurement,
     Name,
     Report,
@@ -121,6 +122,7 @@ class Experiment(Frozen):
     conditions: Conditions = Conditions()
     timeouts: Timeouts = Timeouts()
     retries: Retries = Retries()
+    limits: Limits = Limits()
     report: Report = Report()
     variants: dict[Slug, dict[str, Any]] = Field(
         default_factory=dict, description="named overrides merged over the file, e.g. quick: {sweep: ...}"
@@ -221,7 +223,8 @@ class Experiment(Frozen):
         Store it with runs; when a resumed experiment's digest differs, the file was edited.
         """
         data = self.model_dump(
-            mode="json", exclude={"name", "description", "report", "variants", "variant", "source_dir"}
+            mode="json",
+            exclude={"name", "description", "report", "variants", "variant", "source_dir", "limits"},
         )
         data["measurement"].pop("order")
         # Keys added after experiments were stored count only when set, so old digests still match.
