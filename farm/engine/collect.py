@@ -12,6 +12,7 @@ from pathlib import Path
 
 import farm
 from farm.adapters.jsonl import parse_event_lines
+from farm.analysis.discharge import BatteryState, DischargeEvidence, DischargeProof, judge_discharge
 from farm.analysis.metric import Metric as AnalysisMetric
 from farm.analysis.metrics import compute_run_metrics
 from farm.analysis.power import BatteryCalibration, calibrate
@@ -111,6 +112,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "cooldown_waited_s": result.cooldown_waited_s,
         "temperature_start_c": result.temperature_start_c,
         "charging_restored": result.charging_restored,
+        "discharge": result.discharge.to_json() if result.discharge is not None else None,
         "argv": list(result.argv) if result.argv is not None else None,
         "idle_baseline": prepared.idle_baseline.to_json() if prepared.idle_baseline is not None else None,
         "clocks": prepared.clocks.to_json() if prepared.clocks is not None else None,
@@ -164,8 +166,14 @@ class MergedTrace:
 
 
 def calibration_of(caps: Capabilities) -> BatteryCalibration | None:
-    """The phone's battery calibration from the probe's sign/unit conventions, or None."""
+    """The phone's battery calibration from the probe's sign/unit conventions, or None. Only
+    when the probe saw the battery discharging: plugged in (Charging, or Full / Not charging on
+    a lab phone held at its limit) the current is the charger's or a few mA of noise of either
+    sign, so its magnitude and sign say nothing about the discharge convention (audit finding 5);
+    a run's own discharging samples calibrate it then (calibration_from_trace)."""
     battery = caps.battery
+    if battery.status != "Discharging":
+        return None
     try:
         return BatteryCalibration.from_conventions(
             battery.current_sign.discharge_sign, battery.current_unit, battery.voltage_unit
@@ -185,6 +193,35 @@ def calibration_from_trace(trace: TraceLike) -> BatteryCalibration | None:
         return calibrate(current.values, voltage.values)
     except ValueError:
         return None
+
+
+def discharge_of(
+    after_switch: BatteryState | None, at_end: BatteryState | None, artifacts: Path
+) -> DischargeProof:
+    """The proof that the battery alone powered the phone during the run (farm.analysis.discharge)
+    from the script's battery states and the run's gauge samples: the current's readings after
+    the first (which may predate the switch), and the voltage."""
+    trace = _parse(artifacts / "trace.bin")
+    current: tuple[float, ...] = ()
+    voltage: tuple[float, ...] = ()
+    if trace is not None:
+        cur = trace.series("battery.current_now")
+        volt = trace.series("battery.voltage_now")
+        if cur is not None and len(cur) > 0:
+            current = tuple(float(x) for x in cur.readings().values[1:])
+        if volt is not None:
+            voltage = tuple(float(x) for x in volt.values)
+    return judge_discharge(DischargeEvidence(after_switch, at_end, current, voltage))
+
+
+def energy_invalid_of(env: Mapping[str, object]) -> str | None:
+    """Why a run's energy does not count, from env.json's discharge proof (None: it counts, or
+    the run predates the proof)."""
+    proof = env.get("discharge")
+    if isinstance(proof, Mapping) and proof.get("proven") is False:
+        reason = proof.get("reason")
+        return str(reason) if reason else "discharge not proven"
+    return None
 
 
 # Metrics that read battery power: meaningless while a charger feeds the battery.
@@ -219,11 +256,15 @@ def compute_metrics(
     idle_power_mw: float | None = None,
     charging_disabled: bool | None = None,
     output: OutputSpec | None = None,
+    energy_invalid: str | None = None,
 ) -> list[Metric]:
     """Per-run metrics from the pulled artifacts (farm.analysis.metrics), as store rows.
 
     `charging_disabled` False: the charger fed the phone while it measured, so battery power is
     not its consumption and no power or energy metric is kept (`charging_disabled` 0 says why).
+    `energy_invalid`: charging was off but the run did not prove the battery discharged
+    (farm.analysis.discharge; env.json has the reason): no power or energy metric either, and
+    `energy_valid` 0 says so.
     `output`: an external program's adapter; what it reads without iteration stamps goes through
     farm.engine.program.output_metrics (stamped jsonl iterations are read like farm's own)."""
     events = read_events(artifacts / "stdout.jsonl")
@@ -247,6 +288,9 @@ def compute_metrics(
     metrics = [Metric(m.name, float(m.value), m.unit) for m in computed]
     if charging_disabled is None:
         return metrics
-    if not charging_disabled:
+    if not charging_disabled or energy_invalid is not None:
         metrics = [m for m in metrics if m.name not in ENERGY_METRICS]
-    return [*metrics, Metric("charging_disabled", float(charging_disabled), "bool")]
+    flags = [Metric("charging_disabled", float(charging_disabled), "bool")]
+    if charging_disabled:
+        flags.append(Metric("energy_valid", float(energy_invalid is None), "bool"))
+    return [*metrics, *flags]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from farm.analysis.discharge import BatteryState
 from farm.device.android import parse_dumpsys_battery, parse_thermal_c
 from farm.engine.onphone import last_achieved_load
 from farm.engine.thermal import ThrottleSample, parse_sample
@@ -87,7 +88,17 @@ class Started:
 @dataclass(frozen=True)
 class Charging:
     state: ChargingState
-    way: str | None  # the root write's way, as the script names it
+    way: str | None  # off/on: the root write's way, as the script names it; failed: what the
+    # node reads after the failed write ("-": unreadable)
+
+
+@dataclass(frozen=True)
+class BatteryStateSeen:
+    """The charger driver's status and level with charging off (`when`: start | end of the
+    benchmark)."""
+
+    when: str
+    state: BatteryState
 
 
 @dataclass(frozen=True)
@@ -141,6 +152,7 @@ Event = (
     | Ask
     | Started
     | Charging
+    | BatteryStateSeen
     | LoadExit
     | GpuIdle
     | Beat
@@ -170,6 +182,10 @@ def parse_line(line: str) -> Event:
         return Started(tag, _int(first))
     if tag == "charging" and first in set(ChargingState):
         return Charging(ChargingState(first), second)
+    if tag == "battery-state" and first in ("start", "end"):
+        status = rest.split(maxsplit=2)[2] if len(fields) > 2 else "-"
+        state = BatteryState(None if status == "-" else status, _int(second))
+        return BatteryStateSeen(first, state)
     if tag == "load-exit":
         return LoadExit(_int(first))
     if tag == "gpu-idle":
@@ -232,6 +248,9 @@ class RunReport:
     battery_last_pct: float | None = None
     charging_disabled: bool | None = None
     charging_restored: bool | None = None
+    charging_failed_reads: str | None = None  # the node after a failed switch-off
+    battery_after_switch: BatteryState | None = None  # the battery's status/level after it
+    battery_at_end: BatteryState | None = None  # ... and when the benchmark ended
     root_way: str | None = None  # how root writes worked on this phone (script's name)
     temperature_start_c: float | None = None
     cooldown_waited_s: float | None = None
@@ -336,11 +355,15 @@ class Steering:
             case Charging(state=ChargingState.OFF):
                 report.charging_disabled, report.root_way = True, event.way
             case Charging(state=ChargingState.FAILED):
-                report.charging_disabled = False
+                report.charging_disabled, report.charging_failed_reads = False, event.way
             case Charging(state=ChargingState.ON):
                 report.charging_restored, report.root_way = True, event.way
             case Charging(state=ChargingState.STUCK):
                 report.charging_restored = False
+            case BatteryStateSeen(when="start"):
+                report.battery_after_switch = event.state
+            case BatteryStateSeen():
+                report.battery_at_end = event.state
             case LoadExit():
                 report.load_exit_code = event.code
             case GpuIdle():

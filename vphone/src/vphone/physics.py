@@ -144,7 +144,7 @@ class Physics:
         self._task: asyncio.Task[None] | None = None
         self._scanner: ProcScanner | None = None
         self._watch = FileWatch()
-        self._fused: NodeServer | None = None  # the clock nodes over FUSE, while the phone runs
+        self._fused: NodeServer | None = None  # clock nodes + charging switch over FUSE, while it runs
         self._cgfs: cgroupfs.CgroupFs | None = None  # the cgroup trees over FUSE, likewise
         self._lock = threading.RLock()  # the model and nodes: the loop's ticks/events, FUSE writes
         # A phone that has been on for a while: at the steady temperature of idle with screen on.
@@ -230,9 +230,11 @@ class Physics:
         self.log.close()
 
     async def _serve_clock_nodes(self) -> NodeServer | None:
-        """The clock nodes root may write, over FUSE (None: plain files and inotify instead)."""
+        """The clock nodes and the charging switch root may write, over FUSE, each write(2)
+        judged as the kernel's store judges it (None: plain files and inotify instead)."""
         owner = self.files.root_owner
-        paths = self.clock_nodes.writable_paths()
+        charging = self.nodes.charging_rel()
+        paths = (*self.clock_nodes.writable_paths(), *((charging,) if charging else ()))
         if not self.profile.rooted or owner is None or not paths:
             return None
         if os.environ.get(CLOCK_FUSE_ENV, "1") == "0":
@@ -300,6 +302,12 @@ class Physics:
     def _fused_write(self, rel: str, data: bytes) -> int | None:
         """Root wrote a FUSE-served clock node (on the FUSE thread): the kernel's judgement, and
         the value in force before write(2) returns."""
+        if rel == self.nodes.charging_rel():
+            with self._lock:
+                if self.nodes.store_charging_node(data):
+                    return None
+            self._kmsg(f"power_supply: {rel}: {data!r} is not a number (EINVAL); write refused")
+            return errno.EINVAL
         knob = self.clock_nodes.knob_at(rel)
         if knob is None:
             return errno.EACCES
@@ -611,8 +619,7 @@ class Physics:
         return zone_temp_c(spec, zone, self.temp_c) if zone is not None else self.temp_c
 
     def _status(self) -> str:
-        # The cable is always in (the phone is on adb); a stopped charger shows "Not charging".
-        return self.battery.status() if self.battery.charging else "Not charging"
+        return self.battery.status()
 
     def _write_thermalservice(self) -> None:
         """`dumpsys thermalservice` (Android 10+), rewritten only when its text changes."""
