@@ -257,12 +257,17 @@ wait_stopped() {  # until every started program ended (TERM again every 0.2 s), 
 stop_all() { signal_stop; wait_stopped; }
 
 battery_state() {  # $1 start|end: the charger driver's status and level, for the host's proof
-  # that the battery alone powers the phone (a switch may leave it idle on USB power)
+  # that the battery alone powers the phone (a switch may leave it idle on USB power). The driver
+  # reports a switch asynchronously (power_supply_changed): at the start, up to ~2 s for the
+  # status to leave Charging.
   [ -n "$bat_dir" ] || return 0
+  i=0
+  while val "$bat_dir/status" && [ "$v" = Charging ] && [ "$1" = start ] && [ "$i" -lt 20 ]; do
+    sleep 0.1; i=$((i + 1))
+  done
+  st=${v:--}
   val "$bat_dir/capacity"
-  lv=${v:--}
-  val "$bat_dir/status"
-  say "battery-state $1 $lv ${v:--}"
+  say "battery-state $1 ${v:--} $st"
 }
 
 restore() {  # charging back on (verified)
