@@ -94,9 +94,30 @@ ENERGY_METRICS = (
     "power_idle_mw",
 )
 SCREEN_TOOLS = ("svc", "input", "settings")
-TOYBOX_SPLIT_WRITE_SDK = range(31, 35)  # Android 12-14: toybox 0.8.5-0.8.10 printf writes twice
-THERMALSERVICE_SDK = 29
 CMD_POWER_SDK = 30
+
+
+@dataclass(frozen=True)
+class AndroidQuirk:
+    """What an Android release range changes for farm (sdk_min <= SDK <= sdk_max)."""
+
+    sdk_min: int
+    sdk_max: int
+    what: str
+    lost: str | None  # what farm loses there (None: farm works around it)
+
+    def applies(self, sdk: int) -> bool:
+        return self.sdk_min <= sdk <= self.sdk_max
+
+
+ANDROID_QUIRKS = (
+    # ThermalManagerService's dump ("Thermal Status:") from Android 10
+    AndroidQuirk(0, 28, "no thermalservice", "thermal status in throttle samples"),
+    # PowerManagerShellCommand set-fixed-performance-mode-enabled from Android 11
+    AndroidQuirk(0, CMD_POWER_SDK - 1, "no `cmd power`", "fixed performance mode"),
+    # toybox 0.8.5-0.8.10 (unbuffered stdout): printf writes "%s" and "\n" separately
+    AndroidQuirk(31, 34, "toybox printf splits writes (farm writes nodes with echo)", None),
+)
 PAGE_16K = 16384
 
 
@@ -298,16 +319,18 @@ def _page_size(facts: PhoneFacts) -> Finding:
 def _android(sdk: int | None, release: str | None) -> Finding:
     if sdk is None:
         return Finding(Check.ANDROID_VERSION, Status.DEGRADED, "ro.build.version.sdk unreadable")
-    quirks = []
-    if sdk < THERMALSERVICE_SDK:
-        quirks.append("no thermalservice (thermal status unknown)")
-    if sdk < CMD_POWER_SDK:
-        quirks.append("no `cmd power` (no fixed performance mode)")
-    if sdk in TOYBOX_SPLIT_WRITE_SDK:
-        quirks.append("toybox printf splits writes (farm writes nodes with echo)")
-    evidence = f"Android {release or '?'} (SDK {sdk})" + (": " + "; ".join(quirks) if quirks else "")
-    degraded = sdk < CMD_POWER_SDK
-    return Finding(Check.ANDROID_VERSION, Status.DEGRADED if degraded else Status.OK, evidence)
+    quirks = [q for q in ANDROID_QUIRKS if q.applies(sdk)]
+    evidence = f"Android {release or '?'} (SDK {sdk})"
+    if quirks:
+        evidence += ": " + "; ".join(q.what for q in quirks)
+    lost = tuple(q.lost for q in quirks if q.lost)
+    return Finding(
+        Check.ANDROID_VERSION,
+        Status.DEGRADED if lost else Status.OK,
+        evidence,
+        lost,
+        "a newer Android release has these services" if lost else None,
+    )
 
 
 def diagnose(caps: Capabilities, facts: PhoneFacts, trial: GaugeTrial | None) -> tuple[Finding, ...]:
