@@ -17,8 +17,9 @@ from farm.analysis.metric import Metric as AnalysisMetric
 from farm.analysis.metrics import compute_run_metrics
 from farm.analysis.power import BatteryCalibration, calibrate
 from farm.analysis.series import Series, TraceLike
-from farm.engine.conditions import charging_control
+from farm.engine.conditions import charging_control, temperature_nodes
 from farm.engine.model import CpuPolicyState, JsonObject, PhoneEnvironment, PreparedPhone, RunJob, RunResult
+from farm.engine.onphone import gpu_busy_path
 from farm.engine.program import GRANULARITY_METRIC, output_metrics
 from farm.spec.external import OutputSpec
 from farm.store import Metric
@@ -113,6 +114,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "temperature_start_c": result.temperature_start_c,
         "charging_restored": result.charging_restored,
         "discharge": result.discharge.to_json() if result.discharge is not None else None,
+        "screen": {"start": result.screen[0], "end": result.screen[1]} if result.screen is not None else None,
         "argv": list(result.argv) if result.argv is not None else None,
         "idle_baseline": prepared.idle_baseline.to_json() if prepared.idle_baseline is not None else None,
         "clocks": prepared.clocks.to_json() if prepared.clocks is not None else None,
@@ -120,6 +122,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "tuned": [choice.to_json() for choice in prepared.tuned] if prepared.tuned else None,
     }
     document.update({key: value for key, value in reached.items() if value is not None})
+    document["sensors"] = sensors_document(prepared.caps, result)
     environment = result.environment
     if environment is not None and environment.error is not None:
         document["snapshot_error"] = environment.error
@@ -132,6 +135,39 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         if environment.charging_node_value is not None:
             document["charging_node_value"] = environment.charging_node_value
     return document
+
+
+def sensors_document(caps: Capabilities, result: RunResult) -> JsonObject:
+    """Which sensor each gate and metric used (env.json `sensors`), so a reader can tell a
+    cooldown judged on the SoC from one judged on the battery thermistor, which lags it by
+    minutes, or power from a gauge calibrated on discharging samples from none."""
+    nodes = temperature_nodes(caps)
+    battery_temp = caps.battery.temp.path if caps.battery.temp is not None else None
+    battery_only = bool(nodes) and all(node == battery_temp for node in nodes)
+    current, voltage = caps.battery.current, caps.battery.voltage
+    proof = result.discharge
+    calibration = None
+    if calibration_of(caps) is not None:
+        calibration = "probe (phone discharging)"
+    elif proof is not None and proof.proven:
+        calibration = "the run's discharging samples"
+    return {
+        "battery_gate": result.battery_source,
+        "cooldown_gate": result.temperature_source,
+        "cooldown_nodes": nodes,
+        "cooldown_battery_only": battery_only or (result.temperature_source or "").startswith("battery"),
+        "power": {
+            "current_now": current.path if current is not None and current.usable else None,
+            "voltage_now": voltage.path if voltage is not None and voltage.usable else None,
+            "calibration": calibration,
+        },
+        "gpu_busy": gpu_busy_path(caps),
+        "throttle": {
+            "cpu": [f"{p.dir}/scaling_max_freq" for p in caps.cpu_policies],
+            "thermal_status": "dumpsys thermalservice",
+        },
+        "discharge": "power_supply status and capacity, current_now" if proof is not None else None,
+    }
 
 
 def read_events(path: Path) -> list[Mapping[str, object]]:

@@ -292,6 +292,13 @@ def _gates_of(
         result.notes.append("charging could not be disabled: the phone refused every root write")
     result.charging_disabled = bool(report.charging_disabled) if past_battery else None
     result.cooldown_waited_s = report.cooldown_waited_s
+    result.battery_source, result.temperature_source = report.battery_source, report.temperature_source
+    if report.screen_start is not None or report.screen_end is not None:
+        result.screen = (report.screen_start, report.screen_end)
+        if report.screen_start != "Awake" or report.screen_end != "Awake":
+            result.notes.append(
+                f"screen {report.screen_start} before the benchmark, {report.screen_end} after it"
+            )
     temp = result.temperature_start_c = report.temperature_start_c
     limit_c = cooldown_limit_c(gates, prepared.idle_temperature_c)
     if temp is not None and temp > limit_c:

@@ -102,6 +102,14 @@ class BatteryStateSeen:
 
 
 @dataclass(frozen=True)
+class ScreenSeen:
+    """PowerManagerService's wakefulness before the benchmark (`start`) and after it (`end`)."""
+
+    when: str
+    wakefulness: str | None
+
+
+@dataclass(frozen=True)
 class LoadExit:
     code: int | None
 
@@ -153,6 +161,7 @@ Event = (
     | Started
     | Charging
     | BatteryStateSeen
+    | ScreenSeen
     | LoadExit
     | GpuIdle
     | Beat
@@ -186,6 +195,8 @@ def parse_line(line: str) -> Event:
         status = rest.split(maxsplit=2)[2] if len(fields) > 2 else "-"
         state = BatteryState(None if status == "-" else status, _int(second))
         return BatteryStateSeen(first, state)
+    if tag == "screen" and first in ("start", "end"):
+        return ScreenSeen(first, None if second in (None, "-") else second)
     if tag == "load-exit":
         return LoadExit(_int(first))
     if tag == "gpu-idle":
@@ -251,6 +262,10 @@ class RunReport:
     charging_failed_reads: str | None = None  # the node after a failed switch-off
     battery_after_switch: BatteryState | None = None  # the battery's status/level after it
     battery_at_end: BatteryState | None = None  # ... and when the benchmark ended
+    screen_start: str | None = None  # wakefulness before the benchmark (Awake | Asleep | ...)
+    screen_end: str | None = None  # ... and after it
+    battery_source: str | None = None  # what the battery gate read: power_supply | dumpsys battery
+    temperature_source: str | None = None  # the cooldown gate: thermal nodes | battery (...)
     root_way: str | None = None  # how root writes worked on this phone (script's name)
     temperature_start_c: float | None = None
     cooldown_waited_s: float | None = None
@@ -266,6 +281,12 @@ class RunReport:
     last_beat_ms: int | None = None
     done: bool = False
     errors: list[str] = field(default_factory=list)
+
+
+def battery_block_source(text: str) -> str:
+    """Which sensor a battery block came from (pure): the script writes the power_supply node's
+    capacity/temp as `level:`/`temperature:` lines, dumpsys its own state with a header."""
+    return "dumpsys battery" if "Current Battery Service state" in text else "power_supply"
 
 
 def decide_battery(level_pct: float | None, min_pct: float, waited_s: float, timeout_s: float) -> Reply:
@@ -319,16 +340,21 @@ class Steering:
         match event:
             case Block(name="battery"):
                 battery = parse_dumpsys_battery(event.text)
+                source = battery_block_source(event.text)
+                report.battery_source = source
                 self._last_battery = battery.level_pct
                 if report.battery_start_pct is None:
                     report.battery_start_pct = battery.level_pct
                 report.battery_last_pct = battery.level_pct
                 if self._cool_since is not None:  # no thermal node: the battery's temperature
                     self._last_temp = report.temperature_start_c = battery.temperature_c
+                    report.temperature_source = f"battery ({source})"
             case Block(name="temp"):
                 # The script asks only when the gate would hold the run: every reading counts.
                 temps = [t for t in (parse_thermal_c(line) for line in event.lines) if t is not None]
                 self._last_temp = report.temperature_start_c = max(temps) if temps else None
+                if temps:
+                    report.temperature_source = "thermal nodes"
                 if self._cool_since is None:
                     self._cool_since = now_s
                 report.cooldown_waited_s = round(now_s - self._cool_since, 3)
@@ -364,6 +390,10 @@ class Steering:
                 report.battery_after_switch = event.state
             case BatteryStateSeen():
                 report.battery_at_end = event.state
+            case ScreenSeen(when="start"):
+                report.screen_start = event.wakefulness
+            case ScreenSeen():
+                report.screen_end = event.wakefulness
             case LoadExit():
                 report.load_exit_code = event.code
             case GpuIdle():

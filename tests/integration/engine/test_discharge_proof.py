@@ -37,6 +37,7 @@ benchmark:
   params: {seconds: 2}
 measurement: {warmup: 0, iterations: 2, min_seconds: 0, max_seconds: 20, repetitions: 1}
 """
+SCREEN_TIMEOUT_MS = 1500
 GATES = Gates(
     max_temp_c=90.0,
     cooldown_timeout_s=30.0,
@@ -54,6 +55,9 @@ def _run(phones, index: int, tmp_path: Path) -> tuple[RunResult, list, dict]:  #
     endpoint = LocalAdbEndpoint(phones.adb_port)
     phone = identify(endpoint, phones[index].adb_serial, AdbState.DEVICE)
     session = DeviceSession(endpoint.device(phone.adb_serial), phone.device_id, default_timeout_s=30)
+    # A user's short screen timeout: the run must hold the screen itself (stay-on holds only while
+    # BatteryService sees USB power, which input_suspend takes away).
+    assert session.shell(["settings", "put", "system", "screen_off_timeout", str(SCREEN_TIMEOUT_MS)]).ok
     experiment = load_text(SPEC)
     (cell,) = experiment.cells()
     with Store(tmp_path / "farm.db") as store:
@@ -87,6 +91,14 @@ def test_an_input_suspend_switch_proves_the_discharge_and_keeps_energy(phones, t
     names = {m.name: m.value for m in metrics}
     assert names["energy_valid"] == 1.0 and names["power_mean_mw"] > 100
     print("input_suspend: power_mean_mw", names["power_mean_mw"])
+    # The screen was held on through the run (the phone's truth, not farm's word), recorded in
+    # env.json; the sensors each gate and metric used are recorded too.
+    assert env["screen"] == {"start": "Awake", "end": "Awake"}
+    off = [row for row in read_ground_truth(phones[0].ground_truth) if not row.charging]
+    assert off and all(row.screen_on for row in off)
+    sensors = env["sensors"]
+    assert sensors["battery_gate"] == "power_supply" and sensors["cooldown_gate"] == "thermal nodes"
+    assert sensors["power"]["calibration"] is not None
 
 
 def test_a_battery_idle_switch_flags_the_energy_invalid_with_the_reason(phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

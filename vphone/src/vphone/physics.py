@@ -46,8 +46,9 @@ from vphone.groundtruth import GroundTruthLog, TruthRow
 from vphone.nodes import RW_MODE, NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from vphone.power import power_mw
 from vphone.procscan import ProcScanner
-from vphone.profile import THERMALSERVICE_MIN_SDK, Profile, SensorType
+from vphone.profile import THERMALSERVICE_MIN_SDK, ChargingEffect, Profile, SensorType
 from vphone.sandbox import Sandbox, StateLayout
+from vphone.screen import PowerInputs, screen_on_now, timeout_ms_of
 from vphone.socmodel import SocModel
 from vphone.thermal import step_temperature_c, zone_temp_c
 from vphone.thermalservice import dump_thermalservice
@@ -160,6 +161,7 @@ class Physics:
         self._gauge_at_ns = 0
         self._current_raw = 0
         self._screen_on = True
+        self._boot_ns = time.monotonic_ns()  # the last user activity before any input event
         self._tick_count = 0
         self._quotas: dict[str, float] = {}
         self._gpu_tids: set[int] = set()
@@ -179,6 +181,7 @@ class Physics:
         before the sandbox starts (the world lays out the cgroup trees first)."""
         shutil.rmtree(self.layout.sys, ignore_errors=True)
         self.files.forget()
+        self._boot_ns = time.monotonic_ns()
         bat = self.profile.battery
         idle_mw = power_mw(self.profile.power, 0.0, 0.0, self._screen_on)
         current = battery_current_ma(bat, self.battery.level_pct, idle_mw, self.battery.charging)
@@ -538,15 +541,13 @@ class Physics:
         self._tick_count += 1
         sample = self.measure(dt_ns, rss=slow)
         self.last_sample = sample
-        if slow:
-            self._screen_on = bool(
-                ctlfiles.read_json(self.layout.ctl, ctlfiles.POWER, {}).get("screen_on", True)
-            )
         charging = self.nodes.read_charging_node() != p.battery.charging_node_stop
         power = power_mw(p.power, sample.cpu_busy_cores, sample.gpu_busy, self._screen_on)
         self.last_power_mw = power
         self.temp_c = step_temperature_c(p.thermal, self.temp_c, power, dt_s)
         self.battery = step_battery(p.battery, self.battery, power, charging, dt_s)
+        if slow:  # after the battery: the plug state the screen's hold reads is this tick's
+            self._screen_on = self._screen(now_ns)
         self._win_busy_ns += int(sample.gpu_busy * dt_ns)
         self._win_total_ns += dt_ns
         if self._win_total_ns >= GPU_WINDOW_NS:
@@ -609,8 +610,34 @@ class Physics:
             voltage_uv=round(voltage_mv(p.battery, self.battery.level_pct) * 1000),
             current_raw=self._current_raw,
             charge_counter_uah=round(self.battery.level_pct / 100 * p.battery.capacity_mah * 1000),
-            usb_online=True,
+            usb_online=self._usb_online(),
         )
+
+    def _usb_online(self) -> bool:
+        """The charger's USB input: offline while an input-suspend switch holds it (qcom smb5
+        smblib_get_prop_usb_online reads 0 under the USER ICL vote input_suspend casts); a
+        battery-idle switch keeps it."""
+        suspended = not self.battery.charging and not self.battery.idle
+        return not (suspended and self.profile.battery.charging_effect is ChargingEffect.INPUT_SUSPEND)
+
+    def _screen(self, now_ns: int) -> bool:
+        """The screen as PowerManagerService leaves it (vphone.screen): off once the user-activity
+        timeout passed unless stay-on holds it while BatteryService sees USB power."""
+        ctl = self.layout.ctl
+        state = dict(ctlfiles.read_json(ctl, ctlfiles.POWER, {}))
+        unplugged = bool(ctlfiles.read_json(ctl, ctlfiles.BATTERY_OVERRIDE, {}))
+        system = ctlfiles.read_json(ctl, "settings/system.json", {})
+        inputs = PowerInputs(
+            screen_on=bool(state.get("screen_on", True)),
+            activity_ns=int(state.get("activity_ns", self._boot_ns)),
+            stay_on_mask=int(state.get("stay_on", 0)),
+            timeout_ms=timeout_ms_of(system.get("screen_off_timeout")),
+            usb_powered=self._usb_online() and not unplugged,
+        )
+        on = screen_on_now(inputs, now_ns)
+        if on != inputs.screen_on:
+            ctlfiles.write_json(ctl, ctlfiles.POWER, {**state, "screen_on": on})
+        return on
 
     def battery_temp_c(self) -> float:
         """The battery's thermistor: the profile's battery zone (cooler than the die), else T."""
@@ -647,7 +674,7 @@ class Physics:
         codes = {"Charging": 2, "Discharging": 3, "Not charging": 4, "Full": 5}
         state = {
             "ac": False,
-            "usb": True,
+            "usb": self._usb_online(),
             "wireless": False,
             "dock": False,
             "max_charging_current_ua": 500000,

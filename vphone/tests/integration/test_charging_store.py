@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 from vphone.testing.phones import PhoneFactory, VirtualPhone
+from vphone.testing.waiting import eventually
 
 pytestmark = [
     pytest.mark.integration,
@@ -67,3 +68,27 @@ def test_a_lone_newline_or_a_word_is_refused_and_changes_nothing(rooted: Adb) ->
         assert result.returncode == 1 and "Invalid argument" in result.stderr, (bad, result)
         assert adb.read() == "1", bad
     assert adb.su(f"echo 0 > {NODE}").returncode == 0 and adb.read() == "0"
+
+
+def _wakefulness(adb: Adb) -> str:
+    out = adb.su("dumpsys power").stdout
+    return next((line.split("=", 1)[1] for line in out.split() if line.startswith("mWakefulness=")), "")
+
+
+def test_unplug_or_input_suspend_ends_stay_on_and_the_screen_times_out(rooted: Adb) -> None:
+    """`svc power stayon` holds the screen only while BatteryService sees USB power (audit
+    finding 3): a faked unplug ends the hold, and so does an input-suspend switch, which takes
+    the USB input offline; the screen then goes off at the user-activity timeout."""
+    adb = rooted
+    setup = (
+        "svc power stayon true && settings put system screen_off_timeout 500 && input keyevent KEYCODE_WAKEUP"
+    )
+    assert adb.su(setup).returncode == 0
+    assert _wakefulness(adb) == "Awake"
+    assert adb.su("dumpsys battery unplug").returncode == 0
+    assert eventually(lambda: _wakefulness(adb) == "Asleep", 30.0)
+    assert adb.su("dumpsys battery reset && input keyevent KEYCODE_WAKEUP").returncode == 0
+    assert _wakefulness(adb) == "Awake"
+    assert adb.su(f"echo 1 > {NODE}").returncode == 0  # input suspended: USB offline
+    assert eventually(lambda: _wakefulness(adb) == "Asleep", 30.0)
+    assert adb.su(f"echo 0 > {NODE} && settings delete system screen_off_timeout").returncode == 0
