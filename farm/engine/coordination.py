@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from farm.engine.workers import SweepSide
 from farm.errors import FarmError, StoreError
 from farm.fleet.inventory import Phone
-from farm.store import ownership
+from farm.store import ownership, views
 from farm.store import runs as run_store
+from farm.store.events import EventKind
 
 log = logging.getLogger("farm.engine")
 
@@ -113,7 +114,9 @@ class Supervisor:
         reset = run_store.reset_orphans(sweep.store, sweep.key)
         if reset:
             self.takeovers += len(reset)
-            sweep.event("takeover", f"{len(reset)} run(s) of a coordinator that died or stalled requeued")
+            sweep.event(
+                EventKind.TAKEOVER, f"{len(reset)} run(s) of a coordinator that died or stalled requeued"
+            )
             sweep.worker_ended.set()  # look for phones now: the dead one's are free
 
     def _join(self) -> None:
@@ -141,11 +144,8 @@ class Supervisor:
         mine = {p.device_id for p in usable} - set(sweep.excluded) - elsewhere
         if not mine:
             return False
-        rows = sweep.store.query(
-            "SELECT DISTINCT device_id FROM runs WHERE experiment = ? AND state IN ('PENDING', 'RUNNING')",
-            (sweep.key,),
-        )
-        return any(row["device_id"] is None or row["device_id"] in mine for row in rows)
+        waiting = views.phones_with_work(sweep.store, sweep.key)
+        return any(device_id is None or device_id in mine for device_id in waiting)
 
 
 def _taken_by(sweep: SweepSide, device_id: str) -> str:

@@ -36,9 +36,10 @@ from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.fleet.watch import PhoneWatch
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
-from farm.store import RunState, Store, StoreLocation, outbox, ownership, results_dir
+from farm.store import RunState, Store, StoreLocation, events, outbox, ownership, results_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store
+from farm.store.events import EventKind
 from farm.store.runs import PlannedRun
 
 STATUS_POLL_S = 0.25
@@ -116,6 +117,20 @@ def spec_json(experiment: Experiment) -> tuple[str, str]:
     return text, hashlib.sha256(text.encode()).hexdigest()
 
 
+def check_plan_size(experiment: Experiment, source: object, growth_bytes: int, runs: int) -> None:
+    """ConfigError, before anything is written, when storing the plan would add more than the
+    experiment's limits.plan_store_mb (pure)."""
+    limit = experiment.limits.plan_store_bytes
+    if growth_bytes <= limit:
+        return
+    per_run = growth_bytes / max(runs, 1)
+    raise ConfigError(
+        f"{source}: the plan's {runs} runs would add {growth_bytes / 1e6:.1f} MB to the store "
+        f"({per_run / 1e3:.1f} kB a run), over limits.plan_store_mb ({experiment.limits.plan_store_mb})",
+        hint="shorten long factor levels (a large value belongs in an asset file) or raise the limit",
+    )
+
+
 def _restore_left_charging(store: Store, endpoints: Sequence[Endpoint], phones: Sequence[Phone]) -> None:
     """Phones a dead farm process left with charging off (or clocks changed) get them back now,
     used or not."""
@@ -164,9 +179,9 @@ def _requeue_failed(store: Store, experiment: str, *, retry_failed: bool) -> Non
     requeued = run_store.requeue_failed(store, experiment, lost_only=not retry_failed)
     if requeued:
         why = "failed" if retry_failed else "lost (phone gone)"
-        run_store.add_event(
+        events.emit(
             store,
-            "retry",
+            EventKind.RETRY,
             f"{len(requeued)} {why} run(s) requeued with a fresh attempt budget",
             experiment=experiment,
         )
@@ -248,6 +263,9 @@ def run_experiment(
         _restore_left_charging(store, fleet.endpoints, phones)
         backfill_metrics(store, artifacts, key, output=experiment.benchmark.output)
         plan = planner.plan(experiment, [p.device_id for p in eligible])
+        text, digest = spec_json(experiment)
+        rows = planned_rows(plan)
+        check_plan_size(experiment, options.file, run_store.plan_bytes(text, rows), len(rows))
         if options.dry_run:
             return RunSummary(
                 key,
@@ -264,9 +282,8 @@ def run_experiment(
         if options.fresh:
             _refuse_fresh_while_shared(store, key)
             run_store.forget_experiment_runs(store, key)
-        text, digest = spec_json(experiment)
         run_store.save_experiment(store, key, text, digest, str(options.file))
-        run_store.insert_planned(store, key, planned_rows(plan))  # idempotent: coordinators share it
+        run_store.insert_planned(store, key, rows)  # idempotent: coordinators share it
         _requeue_failed(store, key, retry_failed=options.retry_failed)
         execution_id = ownership.start_execution(store, key, sys.argv, farm.__version__, results=artifacts)
         watch = PhoneWatch(phones)
