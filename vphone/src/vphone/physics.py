@@ -43,6 +43,7 @@ from vphone.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from vphone.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
 from vphone.fusenodes import FuseUnavailable, NodeServer, ServedNode, serve_in_phone
 from vphone.groundtruth import GroundTruthLog, TruthRow
+from vphone.layout import SHELL_UID
 from vphone.nodes import RW_MODE, NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from vphone.power import power_mw
 from vphone.procscan import ProcScanner
@@ -636,7 +637,13 @@ class Physics:
         )
         on = screen_on_now(inputs, now_ns)
         if on != inputs.screen_on:
-            ctlfiles.write_json(ctl, ctlfiles.POWER, {**state, "screen_on": on})
+            # The control dir is sticky: the file stays its writer's (the phone's shell or root),
+            # so that their tools can still replace it.
+            try:
+                owner = os.stat(ctl / ctlfiles.POWER, follow_symlinks=False).st_uid
+            except OSError:
+                owner = self.sandbox.host_uid(SHELL_UID)
+            ctlfiles.write_json(ctl, ctlfiles.POWER, {**state, "screen_on": on}, owner_uid=owner)
         return on
 
     def battery_temp_c(self) -> float:
