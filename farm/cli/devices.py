@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option, store_location
+from farm.cli.options import adb_port_option, config_option, results_option, store_location
 from farm.device.session import DeviceSession
 from farm.engine.lifecycle import probe_phone
 from farm.errors import FarmError
@@ -76,19 +76,12 @@ def _fmt(value: Any, suffix: str = "") -> str:
 
 @click.command("devices")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per phone, in a list.")
-@click.option(
-    "--adb-port", type=int, default=None, help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)."
-)
+@adb_port_option
 @click.option(
     "--no-probe", is_flag=True, help="Skip the capability probe (faster; identity and health only)."
 )
 @results_option
-@click.option(
-    "--config",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="farm config with lab hosts (default ./farm.yaml, then ~/.config/farm/farm.yaml).",
-)
+@config_option
 def devices(
     as_json: bool, adb_port: int | None, no_probe: bool, results: str | None, config: Path | None
 ) -> None:

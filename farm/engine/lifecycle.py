@@ -22,6 +22,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 
 from farm import safe_json
@@ -31,7 +32,7 @@ from farm.device import controls
 from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
-from farm.engine.collect import ARTIFACTS, env_document, parse_environment
+from farm.engine.collect import ARTIFACTS, discharge_of, env_document, parse_environment
 from farm.engine.conditions import charging_control, cooldown_limit_c, restore_power
 from farm.engine.conversation import FileTooLarge, converse
 from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
@@ -186,6 +187,8 @@ def execute_run(
         if report.root_way is not None and host_root_way(report.root_way) is not None:
             session.facts["root_write"] = host_root_way(report.root_way)
         result.throttle = _throttle(prepared, report)
+        if result.charging_disabled:
+            result.discharge = discharge_of(report.battery_after_switch, report.battery_at_end, job.artifacts)
         if report.environment_text is not None:
             result.environment = parse_environment(report.environment_text)
         else:
@@ -324,6 +327,13 @@ def _gates_of(
         result.notes.append("charging could not be disabled: the phone refused every root write")
     result.charging_disabled = bool(report.charging_disabled) if past_battery else None
     result.cooldown_waited_s = report.cooldown_waited_s
+    result.battery_source, result.temperature_source = report.battery_source, report.temperature_source
+    if report.screen_start is not None or report.screen_end is not None:
+        result.screen = (report.screen_start, report.screen_end)
+        if report.screen_start != "Awake" or report.screen_end != "Awake":
+            result.notes.append(
+                f"screen {report.screen_start} before the benchmark, {report.screen_end} after it"
+            )
     temp = result.temperature_start_c = report.temperature_start_c
     limit_c = cooldown_limit_c(gates, prepared.idle_temperature_c)
     if temp is not None and temp > limit_c:
@@ -356,20 +366,38 @@ def _restore(
     device_id = prepared.phone.device_id
     if not marked:
         return
-    if report.charging_restored or report.charging_disabled is False:
-        _clear_marker(store, device_id, result)  # back on, or never switched off
+    control = charging_control(prepared.caps)
+    action = marker_action(report, control.enable_value if control else None)
+    if action is MarkerAction.CLEAR:
+        _clear_marker(store, device_id, result)
         result.charging_restored = True if report.charging_restored else None
         return
-    if report.done and report.charging_disabled is None:
-        _clear_marker(store, device_id, result)  # the script never got that far
-        return
     try:
-        unplugged = gates.disable_charging and not report.done
-        if restore_power(prepared, store, unplugged=unplugged, charging_off=True):
+        if restore_power(prepared, store, charging_off=True):
             result.charging_restored = True
     except FarmError as error:
         result.notes.append(f"charging not restored yet: {error}")
         result.charging_restored = False
+
+
+class MarkerAction(Enum):
+    CLEAR = "clear"  # charging is verifiably on: drop the store marker
+    RESTORE = "restore"  # the host switches charging back on (the marker stays until it does)
+
+
+def marker_action(report: RunReport, enable_value: str | None) -> MarkerAction:
+    """What the host does with the charging marker after the script ended (pure). Cleared only
+    when charging is known to be on: the script switched it back on, its switch-off failed with
+    the node still reading the enable value, or it never reached the switch."""
+    if report.charging_restored:
+        return MarkerAction.CLEAR
+    if report.charging_disabled is False:
+        failed_on = enable_value is not None and report.charging_failed_reads == enable_value
+        never_restored = report.charging_restored is None and report.done
+        return MarkerAction.CLEAR if failed_on and never_restored else MarkerAction.RESTORE
+    if report.done and report.charging_disabled is None:
+        return MarkerAction.CLEAR
+    return MarkerAction.RESTORE
 
 
 def _clear_marker(store: Store, device_id: str, result: RunResult) -> None:

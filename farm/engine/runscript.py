@@ -110,7 +110,8 @@ def run_script_argv(
         "dir": run_dir.path,
         "cache": CL_CACHE_DIR,
         "battery": "1",
-        "unplug": "1" if gates.disable_charging else "0",
+        "bat_dir": caps.battery.dir or "",
+        "screen": "1",
         "cool": "1",
         # The script asks the host only when a gate would hold the run (it still reports readings).
         "battery_min": str(math.ceil(gates.min_battery_pct)),

@@ -43,11 +43,13 @@ from vphone.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from vphone.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
 from vphone.fusenodes import FuseUnavailable, NodeServer, ServedNode, serve_in_phone
 from vphone.groundtruth import GroundTruthLog, TruthRow
+from vphone.layout import SHELL_UID
 from vphone.nodes import RW_MODE, NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from vphone.power import power_mw
 from vphone.procscan import ProcScanner
-from vphone.profile import THERMALSERVICE_MIN_SDK, Profile, SensorType
+from vphone.profile import THERMALSERVICE_MIN_SDK, ChargingEffect, Profile, SensorType
 from vphone.sandbox import Sandbox, StateLayout
+from vphone.screen import PowerInputs, screen_on_now, timeout_ms_of
 from vphone.socmodel import SocModel
 from vphone.thermal import step_temperature_c, zone_temp_c
 from vphone.thermalservice import dump_thermalservice
@@ -144,7 +146,7 @@ class Physics:
         self._task: asyncio.Task[None] | None = None
         self._scanner: ProcScanner | None = None
         self._watch = FileWatch()
-        self._fused: NodeServer | None = None  # the clock nodes over FUSE, while the phone runs
+        self._fused: NodeServer | None = None  # clock nodes + charging switch over FUSE, while it runs
         self._cgfs: cgroupfs.CgroupFs | None = None  # the cgroup trees over FUSE, likewise
         self._lock = threading.RLock()  # the model and nodes: the loop's ticks/events, FUSE writes
         # A phone that has been on for a while: at the steady temperature of idle with screen on.
@@ -160,6 +162,7 @@ class Physics:
         self._gauge_at_ns = 0
         self._current_raw = 0
         self._screen_on = True
+        self._boot_ns = time.monotonic_ns()  # the last user activity before any input event
         self._tick_count = 0
         self._quotas: dict[str, float] = {}
         self._gpu_tids: set[int] = set()
@@ -179,6 +182,7 @@ class Physics:
         before the sandbox starts (the world lays out the cgroup trees first)."""
         shutil.rmtree(self.layout.sys, ignore_errors=True)
         self.files.forget()
+        self._boot_ns = time.monotonic_ns()
         bat = self.profile.battery
         idle_mw = power_mw(self.profile.power, 0.0, 0.0, self._screen_on)
         current = battery_current_ma(bat, self.battery.level_pct, idle_mw, self.battery.charging)
@@ -230,9 +234,11 @@ class Physics:
         self.log.close()
 
     async def _serve_clock_nodes(self) -> NodeServer | None:
-        """The clock nodes root may write, over FUSE (None: plain files and inotify instead)."""
+        """The clock nodes and the charging switch root may write, over FUSE, each write(2)
+        judged as the kernel's store judges it (None: plain files and inotify instead)."""
         owner = self.files.root_owner
-        paths = self.clock_nodes.writable_paths()
+        charging = self.nodes.charging_rel()
+        paths = (*self.clock_nodes.writable_paths(), *((charging,) if charging else ()))
         if not self.profile.rooted or owner is None or not paths:
             return None
         if os.environ.get(CLOCK_FUSE_ENV, "1") == "0":
@@ -300,6 +306,12 @@ class Physics:
     def _fused_write(self, rel: str, data: bytes) -> int | None:
         """Root wrote a FUSE-served clock node (on the FUSE thread): the kernel's judgement, and
         the value in force before write(2) returns."""
+        if rel == self.nodes.charging_rel():
+            with self._lock:
+                if self.nodes.store_charging_node(data):
+                    return None
+            self._kmsg(f"power_supply: {rel}: {data!r} is not a number (EINVAL); write refused")
+            return errno.EINVAL
         knob = self.clock_nodes.knob_at(rel)
         if knob is None:
             return errno.EACCES
@@ -530,15 +542,13 @@ class Physics:
         self._tick_count += 1
         sample = self.measure(dt_ns, rss=slow)
         self.last_sample = sample
-        if slow:
-            self._screen_on = bool(
-                ctlfiles.read_json(self.layout.ctl, ctlfiles.POWER, {}).get("screen_on", True)
-            )
         charging = self.nodes.read_charging_node() != p.battery.charging_node_stop
         power = power_mw(p.power, sample.cpu_busy_cores, sample.gpu_busy, self._screen_on)
         self.last_power_mw = power
         self.temp_c = step_temperature_c(p.thermal, self.temp_c, power, dt_s)
         self.battery = step_battery(p.battery, self.battery, power, charging, dt_s)
+        if slow:  # after the battery: the plug state the screen's hold reads is this tick's
+            self._screen_on = self._screen(now_ns)
         self._win_busy_ns += int(sample.gpu_busy * dt_ns)
         self._win_total_ns += dt_ns
         if self._win_total_ns >= GPU_WINDOW_NS:
@@ -601,8 +611,40 @@ class Physics:
             voltage_uv=round(voltage_mv(p.battery, self.battery.level_pct) * 1000),
             current_raw=self._current_raw,
             charge_counter_uah=round(self.battery.level_pct / 100 * p.battery.capacity_mah * 1000),
-            usb_online=True,
+            usb_online=self._usb_online(),
         )
+
+    def _usb_online(self) -> bool:
+        """The charger's USB input: offline while an input-suspend switch holds it (qcom smb5
+        smblib_get_prop_usb_online reads 0 under the USER ICL vote input_suspend casts); a
+        battery-idle switch keeps it."""
+        suspended = not self.battery.charging and not self.battery.idle
+        return not (suspended and self.profile.battery.charging_effect is ChargingEffect.INPUT_SUSPEND)
+
+    def _screen(self, now_ns: int) -> bool:
+        """The screen as PowerManagerService leaves it (vphone.screen): off once the user-activity
+        timeout passed unless stay-on holds it while BatteryService sees USB power."""
+        ctl = self.layout.ctl
+        state = dict(ctlfiles.read_json(ctl, ctlfiles.POWER, {}))
+        unplugged = bool(ctlfiles.read_json(ctl, ctlfiles.BATTERY_OVERRIDE, {}))
+        system = ctlfiles.read_json(ctl, "settings/system.json", {})
+        inputs = PowerInputs(
+            screen_on=bool(state.get("screen_on", True)),
+            activity_ns=int(state.get("activity_ns", self._boot_ns)),
+            stay_on_mask=int(state.get("stay_on", 0)),
+            timeout_ms=timeout_ms_of(system.get("screen_off_timeout")),
+            usb_powered=self._usb_online() and not unplugged,
+        )
+        on = screen_on_now(inputs, now_ns)
+        if on != inputs.screen_on:
+            # The control dir is sticky: the file stays its writer's (the phone's shell or root),
+            # so that their tools can still replace it.
+            try:
+                owner = os.stat(ctl / ctlfiles.POWER, follow_symlinks=False).st_uid
+            except OSError:
+                owner = self.sandbox.host_uid(SHELL_UID)
+            ctlfiles.write_json(ctl, ctlfiles.POWER, {**state, "screen_on": on}, owner_uid=owner)
+        return on
 
     def battery_temp_c(self) -> float:
         """The battery's thermistor: the profile's battery zone (cooler than the die), else T."""
@@ -611,8 +653,7 @@ class Physics:
         return zone_temp_c(spec, zone, self.temp_c) if zone is not None else self.temp_c
 
     def _status(self) -> str:
-        # The cable is always in (the phone is on adb); a stopped charger shows "Not charging".
-        return self.battery.status() if self.battery.charging else "Not charging"
+        return self.battery.status()
 
     def _write_thermalservice(self) -> None:
         """`dumpsys thermalservice` (Android 10+), rewritten only when its text changes."""
@@ -640,7 +681,7 @@ class Physics:
         codes = {"Charging": 2, "Discharging": 3, "Not charging": 4, "Full": 5}
         state = {
             "ac": False,
-            "usb": True,
+            "usb": self._usb_online(),
             "wireless": False,
             "dock": False,
             "max_charging_current_ua": 500000,

@@ -45,6 +45,19 @@ class DischargeSign(enum.StrEnum):
     POSITIVE = "positive"  # older Qualcomm/Nexus kernels: > 0 while discharging
 
 
+class ChargingEffect(enum.StrEnum):
+    """What the phone's charging switch does when it stops charging (acc/ctrl-files.sh, README:
+    switches that "support battery idle mode" let the phone "draw power directly from the external
+    power supply when charging is paused")."""
+
+    # Input suspended (qcom smb5 `input_suspend`: the USER ICL vote of 0 makes usb online 0 in
+    # smblib_get_prop_usb_online): the battery feeds the phone, status Discharging.
+    INPUT_SUSPEND = "input_suspend"
+    # Charging disabled with the power path kept (qcom `battery_charging_enabled=0`, Pixel
+    # `charge_disable`): USB powers the phone, the battery idles at ~0 mA, status Not charging.
+    BATTERY_IDLE = "battery_idle"
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -114,6 +127,7 @@ class BatterySpec(_Frozen):
     charging_node: str | None = "/sys/class/power_supply/battery/input_suspend"
     charging_node_stop: str = "1"
     charging_node_resume: str = "0"
+    charging_effect: ChargingEffect = ChargingEffect.INPUT_SUSPEND
 
 
 class PowerSpec(_Frozen):

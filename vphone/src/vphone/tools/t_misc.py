@@ -71,6 +71,7 @@ def input_(args: list[str]) -> int:
             elif key == 26:
                 state["screen_on"] = not state.get("screen_on", True)
             _log("input.log", f"keyevent {code}")
+        state["activity_ns"] = time.monotonic_ns()  # any key is user activity (PowerManager)
         ctlstore.write_json("power.json", state)
         return 0
     if (verb == "tap" and len(rest) == 2) or (verb == "swipe" and len(rest) in (4, 5)):
