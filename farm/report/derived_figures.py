@@ -165,7 +165,8 @@ def ratio_points(ratios: Sequence[Ratio], x: str) -> list[Point]:
         if x not in cell:
             continue
         rest = tuple(v for k, v in r.cell if k != x)
-        rest_label = ", ".join(str(v) for v in rest)
+        # name each level's factor: "(hidden=128, layers=2)", not "(128, 2)"
+        rest_label = ", ".join(f"{k}={v}" for k, v in r.cell if k != x)
         label = f"{r.factor}={r.level}" + (f" ({rest_label})" if rest_label else "")
         points.append(Point(r.device, (r.level, *rest), label, cell[x], r.value, r.ci.low, r.ci.high))
     return points
@@ -258,7 +259,7 @@ def crossover_text(found: Sequence[CrossoverOf]) -> str:
         if c.found.at is None:
             parts.append(f"{where}: no crossing in {c.levels[0]}..{c.levels[-1]}")
             continue
-        ci = f" [{c.found.ci.low:.3g}, {c.found.ci.high:.3g}]" if c.found.ci else ""
+        ci = f" [{c.found.ci.low:.3g}, {c.found.ci.high:.3g}]" if c.found.ci and c.runs > 1 else ""
         parts.append(f"{where}: crosses 1 at {c.along} {c.found.at:.3g}{ci}")
     return "; ".join(parts)
 
