@@ -148,13 +148,7 @@ def run(
     else:
         for problem in summary.problems:
             click.echo(terminal(f"farm: {problem}"), err=True)
-        if cancel.is_set():
-            click.echo(
-                f"farm: interrupted: {summary.done}/{summary.planned} runs done; run the same command "
-                "again to resume (done runs are kept)",
-                err=True,
-            )
-        elif summary.pending:
+        if summary.pending:
             click.echo(
                 f"farm: {summary.pending} run(s) could not run now (their phone is not connected or "
                 "was lost); run the same command again to continue them",

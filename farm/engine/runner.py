@@ -320,11 +320,14 @@ def run_experiment(
                     ownership.finish_execution(store, execution_id, status)
         if sweep.store_error is not None:
             raise sweep.store_error  # the sweep stopped cleanly because of it: say so, one line
-        if cancel.is_set():
-            raise RunInterrupted()
         planned_ids = {r.run_id for r in plan.runs} | set(sweep.planned_run_ids)
         states = {r.run_id: r.state for r in run_store.list_runs(store, key)}
         done = sum(1 for rid in planned_ids if states.get(rid) is RunState.DONE)
+        if cancel.is_set():
+            # how far it got and how to go on: DONE runs are kept, a rerun does the rest
+            raise RunInterrupted(
+                f"interrupted: {done}/{len(planned_ids)} runs done; run the same command again to resume"
+            )
         failed = sum(1 for rid in planned_ids if states.get(rid) in (RunState.FAILED, RunState.SKIPPED))
         return RunSummary(
             key,
