@@ -389,7 +389,7 @@ def training_claims(runs: Runs) -> tuple[ClaimCheck, ...]:
 
 def held_out_errors(samples: Sequence[GemmSample]) -> NDArray[np.float64]:
     """Per shape, the relative error of the time predicted by a model fitted on the other shapes
-    (the flops form: intercept + GFLOP, fastest run per shape)."""
+    (farm model fit's default form, per-call cost + GFLOP + MB moved; fastest run per shape)."""
     fastest: dict[tuple[int, int, int], GemmSample] = {}
     for s in samples:
         if s.shape not in fastest or s.time_ms < fastest[s.shape].time_ms:
@@ -398,7 +398,7 @@ def held_out_errors(samples: Sequence[GemmSample]) -> NDArray[np.float64]:
     errors = []
     for left in shapes:
         rest = [s for s in shapes if s.shape != left.shape]
-        model = fit(rest, "flops")
+        model = fit(rest, "flops+bytes")
         errors.append(abs(model.predict_ms(*left.shape, left.precision) - left.time_ms) / left.time_ms)
     return np.asarray(errors, dtype=np.float64)
 

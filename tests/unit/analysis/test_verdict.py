@@ -58,3 +58,11 @@ def test_a_level_claim_uses_the_sign_test() -> None:
     assert judged.evidence is not None and judged.evidence.p_value == pytest.approx(2 * 0.5**6)
     assert level_test(_noisy(200.0, 5, 3), below).verdict is Verdict.UNDECIDED  # 5 runs: p >= 0.0625
     assert sign_test_min_p(5) == pytest.approx(0.0625)
+
+
+def test_ties_never_give_a_p_below_what_the_run_counts_allow() -> None:
+    # tied values push scipy to its normal approximation (p 0.046 here, below the exact 2/35)
+    judged = ratio_test([30.0, 30.0, 31.0, 31.0], [10.0, 10.0, 11.0], FASTER)
+    assert judged.evidence is not None
+    assert judged.evidence.p_value >= judged.evidence.min_p == pytest.approx(2 / 35)
+    assert judged.verdict is Verdict.UNDECIDED
