@@ -22,6 +22,7 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from farm.analysis.catalogue import describe
 from farm.analysis.derived import CrossoverOf, Ratio, crossovers, relative_to, share_of
 from farm.report.export import factor_columns
 from farm.report.figures import (
@@ -285,7 +286,7 @@ def render_relative(data: ReportData, spec: FigureSpec) -> RenderedFigure | None
         spec,
         relative_points(data, spec),
         palette_factor=factor,
-        ylabel=f"{kind} {at} [x]",
+        ylabel=f"{describe(y).name}: {kind} {at} [x]",
         caption_text=caption(data, spec, _figure_runs(data, spec, [y]), title, what),
         title=title,
         ratio=True,
