@@ -62,9 +62,17 @@ def concern_of(metric: str) -> Concern:
     return Concern.ENERGY if metric.startswith(("energy", "power")) else Concern.LATENCY
 
 
+def below_zero(metrics: Mapping[str, float], metric: str) -> bool:
+    """An energy or power below zero: net energy under the idle baseline's noise, or battery power
+    while the battery charged. It is no measurement of the run and is never shown as a result."""
+    value = metrics.get(metric)
+    return value is not None and value < 0 and metric.startswith(("energy_", "power_"))
+
+
 def usable(metrics: Mapping[str, float], metric: str) -> bool:
-    """Whether a run with these stored metrics counts for `metric` (its concern's flags hold)."""
-    return Validity.from_metrics(metrics).valid(concern_of(metric))
+    """Whether a run with these stored metrics counts for `metric` (its concern's flags hold, and
+    it is not an energy or power below zero)."""
+    return Validity.from_metrics(metrics).valid(concern_of(metric)) and not below_zero(metrics, metric)
 
 
 @dataclass(frozen=True)

@@ -198,9 +198,16 @@ def fault(serial: str, kind: str, seconds: float | None, state_dir: Path | None)
     Example:
       farm virtual fault VP6520 offline 5
     """
-    state = control.fault(_state_dir(state_dir), serial, kind, seconds)
-    phone = next((p for p in state.phones if serial in (p.serial, p.adb_serial)), None)
-    click.echo(f"{serial}: {kind} -> {phone.state if phone else '?'}")
+
+    def phone_state(state: control.DaemonState | None) -> str:
+        phone = next((p for p in state.phones if serial in (p.serial, p.adb_serial)), None) if state else None
+        return phone.state if phone else "?"
+
+    # The state before, so the line says what changed ("online -> offline"), not the fault's name twice.
+    before = phone_state(control.running_state(_state_dir(state_dir)))
+    after = phone_state(control.fault(_state_dir(state_dir), serial, kind, seconds))
+    lasting = f" for {seconds:g} s" if seconds is not None else ""
+    click.echo(f"{serial}: {kind}{lasting}: {before} -> {after}")
 
 
 def _crash_log_path() -> Path:
