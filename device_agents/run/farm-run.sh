@@ -57,12 +57,19 @@ bpid=
 started=
 WRITE='printf "%s\n" "$1" > "$2" && [ "$(cat "$2")" = "$1" ]'
 
-# mksh reports a closed stdout as printf failing (status 141), dash by SIGPIPE: both hang up.
-say() { printf '%s\n' "$*" || hangup; }
+# One line on stdout without a process: Android's mksh has no printf builtin (its printf is
+# toybox's, a fork and exec per line, inside the measured window), but its `print` is one; dash's
+# printf is a builtin. A closed stdout is a SIGPIPE (trapped: hangup) or a failed write: hang up.
+if [ -n "${KSH_VERSION:-}" ]; then
+  put() { print -r -- "$1"; }
+else
+  put() { printf '%s\n' "$1"; }
+fi
+say() { put "$*" || hangup; }
 
 block() {  # stdin as the block $1
   say "begin $1"
-  while IFS= read -r line || [ -n "$line" ]; do printf '| %s\n' "$line"; done
+  while IFS= read -r line || [ -n "$line" ]; do put "| $line"; done
   say "end $1"
 }
 
@@ -156,7 +163,7 @@ read_temps() {  # each readable thermal node; dumpsys battery when none is. $coo
   say "begin temp"
   for f in "$@"; do
     if val "$f" && [ -n "$v" ]; then
-      printf '| %s\n' "$v"
+      put "| $v"
       n=$((n + 1))
       to_mc "$v" && { [ -z "$hottest" ] || [ "$mc" -gt "$hottest" ]; } && hottest=$mc
     fi
@@ -279,7 +286,7 @@ bundle() {  # the run's files that exist: their sizes (wc), then their bytes bac
     shift
     [ -f "$f" ] && set -- "$@" "$f"
   done
-  if [ "$#" -gt 0 ]; then wc -c "$@" | block sizes; else printf 'begin sizes\nend sizes\n'; fi
+  if [ "$#" -gt 0 ]; then wc -c "$@" | block sizes; else say "begin sizes"; say "end sizes"; fi
   say data
   [ "$#" -gt 0 ] && cat "$@"
 }

@@ -92,10 +92,31 @@ class GpuSpec(_Frozen):
         return self.budget_cores if self.budget_cores is not None else float(self.cores)
 
 
+class OpenClLoader(enum.StrEnum):
+    """How a program reaches the vendor library's OpenCL functions."""
+
+    # The library exports them (dlsym, or DT_NEEDED when it is libOpenCL.so on the linker's path).
+    DLSYM = "dlsym"
+    # Pixel 6+ libOpenCL-pixel.so: exports only enableOpenCL() and loadOpenCLPointer(name).
+    PIXEL = "pixel"
+
+
+# Where Android's linker finds a DT_NEEDED libOpenCL.so for a program in /data/local/tmp (the
+# unrestricted linker namespace searches the vendor and system library directories).
+LINKER_VISIBLE_OPENCL = ("/vendor/lib64/libOpenCL.so", "/system/lib64/libOpenCL.so")
+
+
 class OpenClSpec(_Frozen):
     # Phone path of the vendor OpenCL library; None: a phone without OpenCL (the ICD is hidden).
     library: str | None = "/vendor/lib64/libOpenCL.so"
     install: str = Field(default="symlink", pattern="^(symlink|copy)$")
+    loader: OpenClLoader = OpenClLoader.DLSYM
+
+    @property
+    def linker_visible(self) -> bool:
+        """Whether a program linked with -lOpenCL starts on this phone (else the linker kills it
+        before main, as Android's does when libOpenCL.so is on none of its paths)."""
+        return self.loader is OpenClLoader.DLSYM and self.library in LINKER_VISIBLE_OPENCL
 
 
 class BatterySpec(_Frozen):
