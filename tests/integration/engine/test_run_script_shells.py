@@ -286,7 +286,7 @@ def test_a_cell_without_load_waits_for_the_gpu_counter_to_idle(
 def test_no_process_is_started_per_line_the_script_prints(tmp_path: Path, run_dir: RunDir) -> None:
     """Android's mksh has no printf builtin: a `printf` per protocol line is a fork and exec of
     toybox inside the measured window. Every execve of the run is traced (strace -f), and none may
-    be printf's, while the script printed a heartbeat and a throttle block every 50 ms."""
+    be printf's, while the script printed heartbeats and throttle blocks."""
     folder = tmp_path / "bin"
     folder.mkdir()
     (folder / "sh").symlink_to(shutil.which("mksh") or "mksh")
@@ -312,7 +312,7 @@ def test_no_process_is_started_per_line_the_script_prints(tmp_path: Path, run_di
     steering = Steering(PLAN)
     talk(process, steering)
     assert steering.report.bench_end == Ended(BenchEnd.EXITED, 0) and steering.report.done
-    assert len(steering.report.throttle_samples) >= 5  # lines were printed all along the run
+    assert steering.report.throttle_samples and steering.report.last_beat_ms is not None
     execs = [line for line in trace.read_text().splitlines() if "execve(" in line and line.endswith("= 0")]
     assert any('"sleep"' in e for e in execs)  # the trace sees the script's own children
     assert [e for e in execs if '/printf"' in e] == []
