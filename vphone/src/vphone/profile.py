@@ -350,6 +350,10 @@ class Profile(_Frozen):
     description: str = ""
     props: dict[str, str]
     rooted: bool = False
+    # Magisk asks on screen the first time a uid wants root (its default request timeout is 10 s,
+    # topjohnwu/Magisk #7769); the lab's operator grants shell after this long, and the grant is
+    # kept. 0: shell was granted before (or the root solution does not ask).
+    su_prompt_s: float = Field(default=0.0, ge=0, le=30)
     ram_mb: int = Field(gt=0)
     gpu: GpuSpec | None = None
     opencl: OpenClSpec = OpenClSpec()
@@ -376,6 +380,8 @@ class Profile(_Frozen):
         missing = [k for k in _IDENTITY_KEYS if k not in self.props]
         if missing:
             raise ValueError(f"props: missing identity keys {', '.join(missing)}")
+        if self.su_prompt_s > 0 and not self.rooted:
+            raise ValueError("su_prompt_s needs a rooted profile")
         if self.opencl.library is not None and self.gpu is None:
             raise ValueError("opencl.library needs a gpu section")
         if self.opencl.library is not None and not self.opencl.library.startswith("/vendor/"):

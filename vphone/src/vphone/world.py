@@ -79,6 +79,12 @@ class SandboxWorld:
         else:
             with contextlib.suppress(FileNotFoundError):
                 rooted.unlink()
+        prompt = ctl / ctlfiles.SU_PROMPT_MS
+        if self.profile.rooted and self.profile.su_prompt_s > 0:
+            prompt.write_text(f"{round(self.profile.su_prompt_s * 1000)}\n", encoding="utf-8")
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                prompt.unlink()
         self._prepare_hal(ctl)
         # The old /sys and cgroup trees go aside (one rename each) and are deleted once the phone
         # is up: hundreds of small directories take a while to remove on some filesystems.
