@@ -21,6 +21,7 @@ from farm.engine.model import CpuPolicyState, JsonObject, PhoneEnvironment, Prep
 from farm.engine.program import GRANULARITY_METRIC, output_metrics
 from farm.spec.external import OutputSpec
 from farm.store import Metric
+from farm.telemetry.losses import lost_telemetry
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.trace import Trace, parse_trace
 
@@ -104,6 +105,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "gpu_load_achieved": result.load_achieved,
         "notes": list(result.notes),
         "charging_control": control.node if control else None,
+        "telemetry_lost": [loss.to_json() for loss in lost_telemetry(prepared.caps)],
     }
     reached: dict[str, object | None] = {
         "battery_start_pct": result.battery_start_pct,

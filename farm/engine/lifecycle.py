@@ -50,6 +50,7 @@ from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
+from farm.telemetry.losses import lost_telemetry
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 from farm.telemetry.sampler import default_sources
 
@@ -294,6 +295,8 @@ def _gates_of(
     if temp is not None and temp > limit_c:
         waited = f"{gates.cooldown_timeout_s:.0f} s cooldown"
         result.notes.append(f"still {temp:.1f} °C (limit {limit_c:.1f} °C) after the {waited}")
+    if "bench" in report.started:  # every run that measured says what the phone would not show
+        result.notes.extend(loss.note() for loss in lost_telemetry(prepared.caps))
     if "sampler" not in report.started and "bench" in report.started and not default_sources(prepared.caps):
         result.notes.append("no telemetry: the phone has no readable battery, GPU or thermal node")
     if "load" in report.started and "bench" in report.started:

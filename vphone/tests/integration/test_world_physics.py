@@ -114,7 +114,7 @@ def test_a_program_linked_with_libopencl_does_not_start_without_libopencl_so(
         assert res.returncode == 127 and "libOpenCL" in res.stderr and res.stdout == ""
 
 
-PIXEL_CLIENT = r'''
+PIXEL_CLIENT = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -132,7 +132,7 @@ int main(void) {
     printf("platforms:%u\n", get && get(0, NULL, &n) == 0 ? n : 0);
     return 0;
 }
-'''
+"""
 
 
 def test_the_pixel_wrapper_gives_opencl_only_through_its_entry_points(tmp_path: Path) -> None:
