@@ -44,14 +44,15 @@ from farm.engine.runscript import (
 )
 from farm.engine.steering import Ask, BenchEnd, Block, Ended, Event, Question, RunReport, Started, Steering
 from farm.engine.thermal import ThrottleReport, judge
-from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
+from farm.errors import DevicePermanentError, DeviceTransientError, EnvironmentProblem, FarmError, StoreError
 from farm.fleet.inventory import Phone
 from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
 from farm.telemetry.losses import lost_telemetry
-from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
+from farm.telemetry.opencl import parse_cl_devices
+from farm.telemetry.probe import OPENCL_DEVICES_KEY, Capabilities, ProbeOutputError, capabilities_of
 from farm.telemetry.sampler import default_sources
 
 PROBE_TIMEOUT_S = 20.0
@@ -67,6 +68,7 @@ def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict
         doc = json.loads(result.stdout)
     except ValueError as error:
         raise DeviceTransientError(session.device_id, f"farm-probe printed no JSON: {error}") from error
+    doc[OPENCL_DEVICES_KEY] = _list_opencl_devices(session, phone)
     try:
         return capabilities_of(doc), doc
     except ProbeOutputError as error:
@@ -75,6 +77,19 @@ def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict
             str(error),
             hint="rebuild the device agents with `make kernels` so farm-probe matches this farm",
         ) from None
+
+
+def _list_opencl_devices(session: DeviceSession, phone: Phone) -> list[dict[str, object]] | None:
+    """The OpenCL devices the load generator lists, loading OpenCL as every farm program does
+    (a library file proves nothing); None when there is no build for the phone's ABI or the
+    listing says nothing either way."""
+    try:
+        deployed = deploy_mod.deploy(session, [LOAD], phone.abis)
+    except EnvironmentProblem:
+        return None
+    result = session.shell([deployed[LOAD].phone_path, "--list-devices"], timeout_s=PROBE_TIMEOUT_S)
+    devices = parse_cl_devices(result.stdout, result.exit_code)
+    return None if devices is None else [d.to_json() for d in devices]
 
 
 def probe_phone(session: DeviceSession, phone: Phone) -> Capabilities:

@@ -50,3 +50,16 @@ def test_smoke_on_a_pixel7_runs_through_its_wrapper_and_records_what_selinux_ref
         )
         if info["backend"] == "gpu":
             assert info["opencl_library"] == PIXEL_LIBRARY
+
+
+def test_devices_proves_opencl_by_listing_devices_through_the_phones_own_library(
+    virtual_phones, tmp_path: Path
+) -> None:
+    phones = virtual_phones(count=2, profiles=["pixel7", "no-opencl"])
+    listed = run_farm(phones.adb_port, tmp_path / "results", "devices", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["serial"]: row for row in json.loads(listed.stdout)}
+    pixel, bare = (rows[p.serial] for p in phones)
+    assert pixel["opencl"] is True and pixel["opencl_devices"]
+    assert {d["library"] for d in pixel["opencl_devices"]} == {PIXEL_LIBRARY}
+    assert bare["opencl"] is False and bare["opencl_devices"] == []
