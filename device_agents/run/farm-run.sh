@@ -24,7 +24,7 @@
 
 PROTO=1
 dir= cache= battery=0 unplug=0 charge_node= charge_off= charge_on= root_way=direct
-cool=0 temps= policies= kgsl= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
+cool=0 temps= policies= kgsl= clock_nodes= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -36,7 +36,7 @@ while [ "$#" -gt 0 ]; do
       case $key in
         dir|cache|battery|unplug|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
-        kgsl|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
+        kgsl|clock_nodes|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
         cool_poll_s|settle_poll_s)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
@@ -181,6 +181,8 @@ throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status:
   {
     for d in "$@"; do val "$d/scaling_max_freq"; echo "cpu $d $v"; done
     [ -n "$kgsl" ] && val "$kgsl/thermal_pwrlevel" && echo "kgsl $v"
+    eval "set -- $clock_nodes"  # the pinned nodes: a power HAL may rewrite them mid-run
+    for f in "$@"; do val "$f"; echo "node $f $v"; done
     [ "$with_status" = status ] && dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
   } | block throttle
 }

@@ -30,6 +30,7 @@ from farm.device import controls
 from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
+from farm.engine.clockhold import clocks_held
 from farm.engine.collect import ARTIFACTS, env_document, parse_environment
 from farm.engine.conditions import charging_control, cooldown_limit_c, restore_power
 from farm.engine.conversation import converse
@@ -193,6 +194,11 @@ def execute_run(
         if report.root_way is not None and host_root_way(report.root_way) is not None:
             session.facts["root_write"] = host_root_way(report.root_way)
         result.throttle = _throttle(prepared, report)
+        if prepared.clocks is not None:
+            result.clock_hold = clocks_held(report.throttle_samples, prepared.clocks.readback)
+        if result.clock_hold is not None and not result.clock_hold.held:
+            drifts = "; ".join(d.describe() for d in result.clock_hold.drifts)
+            result.notes.append(f"clock pins did not hold: {drifts}")
         if report.environment_text is not None:
             result.environment = parse_environment(report.environment_text)
         else:

@@ -12,6 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from farm.device.session import DeviceSession
+from farm.engine.clockhold import ClockHold
 from farm.engine.clocks import AppliedClocks
 from farm.engine.deploy import Deployed, ExternalDeployed
 from farm.engine.thermal import ThrottleReport
@@ -175,6 +176,7 @@ class RunResult:
     charging_restored: bool | None = None  # None: charging was never off
     argv: tuple[str, ...] | None = None
     throttle: ThrottleReport | None = None  # what the throttle watch saw while it measured
+    clock_hold: ClockHold | None = None  # whether the pinned clock nodes read their pins throughout
     environment: PhoneEnvironment | None = None
     metrics: list[Metric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

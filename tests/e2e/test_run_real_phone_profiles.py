@@ -8,13 +8,15 @@ say what telemetry the phone refused and what that cost (not carry on as if it h
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from farm.device.session import DeviceSession
 from farm.store import RunState
 from farm.store import runs as run_store
-from tests.e2e.farm_cli import REPO, open_store, run_farm
+from tests.e2e.farm_cli import REPO, fast_lstm, open_store, run_farm, start_farm, write_experiment
 
 pytestmark = pytest.mark.integration
 
@@ -63,3 +65,43 @@ def test_devices_proves_opencl_by_listing_devices_through_the_phones_own_library
     assert pixel["opencl"] is True and pixel["opencl_devices"]
     assert {d["library"] for d in pixel["opencl_devices"]} == {PIXEL_LIBRARY}
     assert bare["opencl"] is False and bare["opencl_devices"] == []
+
+
+def test_a_power_hal_boost_mid_run_breaks_the_pin_and_the_run_says_its_clocks_did_not_hold(
+    virtual_phones, tmp_path: Path
+) -> None:
+    """dimensity9200 (rooted): a touch is a Boost.INTERACTION; the HAL raises the CPU floor, and
+    when the boost ends writes the floor's default, not farm's pin. Read back once, the pin looked
+    applied; sampled through the run, it did not hold."""
+    phones = virtual_phones(count=1, profiles=["dimensity9200"])
+    phone = phones[0]
+    results = tmp_path / "results"
+    body = fast_lstm(
+        measurement="{warmup: 1, iterations: 3, min_seconds: 8, max_seconds: 30, repetitions: 1}",
+        extra="  clocks: {mode: pin, cpu: max, required: true}\n",
+    )
+    spec = write_experiment(tmp_path, "boosted", body)
+    farm = start_farm(phones.adb_port, results, "run", str(spec), "--no-live")
+    try:
+        shell = DeviceSession(phone.device(phones.client()), "local/x", default_timeout_s=20)
+        deadline = time.monotonic() + 180
+        while not shell.shell(["pidof", "lstm"]).stdout.strip():  # the benchmark measures now
+            assert farm.poll() is None, farm.stdout.read() if farm.stdout else ""
+            assert time.monotonic() < deadline, "the benchmark never started"
+            time.sleep(0.2)
+        assert shell.shell(["input", "tap", "10", "10"]).ok
+        out, _ = farm.communicate(timeout=240)
+    finally:
+        if farm.poll() is None:
+            farm.kill()
+    assert farm.returncode == 0, out
+    with open_store(results) as store:
+        (run,) = run_store.list_runs(store, "boosted")
+        metrics = {m.name: m.value for m in run_store.get_metrics(store, run.run_id)}
+    env = json.loads((results / (run.artifacts_dir or "") / "env.json").read_text(encoding="utf-8"))
+    assert env["clocks"]["as_requested"] is True  # the one read-back said the pin was in force
+    held = env["clocks_held"]
+    assert held["held"] is False and held["samples"] >= 1
+    assert any(d["node"].endswith("/scaling_min_freq") for d in held["drifts"])
+    assert metrics["valid_clocks_held"] == 0.0 and metrics["valid"] == 0.0
+    assert any(note.startswith("clock pins did not hold") for note in env["notes"])

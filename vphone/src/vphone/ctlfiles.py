@@ -45,6 +45,8 @@ BATTERY_OVERRIDE = "battery/override.json"
 POWER = "power.json"
 REBOOT_REQUEST = "reboot"
 ROOTED_FLAG = "rooted"
+# The last boost the framework sent the power HAL ("interaction NS"): `input` writes it.
+POWER_HINT = "power_hint"
 # The su prompt (profile su_prompt_s, in ms) until the first grant; the grant, kept like Magisk's.
 SU_PROMPT_MS = "su.prompt_ms"
 SU_GRANTED = "su.granted"

@@ -305,6 +305,29 @@ class FixedPerformanceSpec(_Frozen):
     gpu_hz: int | None = None
 
 
+class HintTrigger(enum.StrEnum):
+    """What makes the power HAL act (android.hardware.power Boost / Mode)."""
+
+    INTERACTION = "interaction"  # Boost.INTERACTION: every touch and key (`input ...`)
+    SCREEN_OFF = "screen_off"  # Mode.DISPLAY_INACTIVE / INTERACTIVE off: while the screen is off
+
+
+class PowerHintSpec(_Frozen):
+    """One hint of the power HAL (Pixel's libperfmgr powerhint.json, Qualcomm's perf HAL): while
+    it is on, it writes each cpufreq policy's limits; when it ends, the nodes go back to their
+    defaults (the table's ends), not to what root had written before."""
+
+    trigger: HintTrigger  # (not `on`: YAML 1.1 reads that key as true)
+    # How long a boost holds (interaction); a mode (screen_off) holds while its state lasts.
+    duration_ms: int | None = Field(default=None, ge=1, le=60_000)
+    cpu_min_khz: tuple[int, ...] | None = None  # one per cluster, from its table
+    cpu_max_khz: tuple[int, ...] | None = None
+
+
+class PowerHalSpec(_Frozen):
+    hints: tuple[PowerHintSpec, ...] = ()
+
+
 class CgroupSpec(_Frozen):
     # Tasks (threads) the phone may have at once: its pids cgroup's pids.max.
     pids_max: int = Field(default=1024, ge=16, le=1_000_000)
@@ -362,6 +385,7 @@ class Profile(_Frozen):
     thermal: ThermalSpec
     cpu: CpuSpec
     fixed_performance: FixedPerformanceSpec | None = None
+    power_hal: PowerHalSpec = PowerHalSpec()
     cgroups: CgroupSpec = CgroupSpec()
     # The cable to the host (vphone.adb.link); `farm virtual up --link` overrides it.
     link: LinkKind = LinkKind.NONE
@@ -426,6 +450,9 @@ def check_profile(profile: Profile) -> Problem | None:
     gpu = profile.gpu
     if gpu is not None and gpu.governors and gpu.boot_governor not in gpu.governors:
         return ("gpu", "governor"), f"governor {gpu.boot_governor!r} is not in governors"
+    hint_problem = _check_hints(profile)
+    if hint_problem is not None:
+        return hint_problem
     fixed = profile.fixed_performance
     if fixed is None:
         return None
@@ -443,6 +470,24 @@ def check_profile(profile: Profile) -> Problem | None:
             ), f"{khz} kHz is not in cluster {cluster.name}'s table"
     if fixed.gpu_hz is not None and (gpu is None or fixed.gpu_hz not in gpu.freqs_hz):
         return ("fixed_performance", "gpu_hz"), f"{fixed.gpu_hz} Hz is not in the GPU's freqs_hz"
+    return None
+
+
+def _check_hints(profile: Profile) -> Problem | None:
+    clusters = profile.cpu.clusters
+    for i, hint in enumerate(profile.power_hal.hints):
+        at = ("power_hal", "hints", str(i))
+        if (hint.trigger is HintTrigger.INTERACTION) != (hint.duration_ms is not None):
+            return at, "an interaction boost needs duration_ms; a screen_off mode has none"
+        for key in ("cpu_min_khz", "cpu_max_khz"):
+            values = getattr(hint, key)
+            if values is None:
+                continue
+            if len(values) != len(clusters):
+                return (*at, key), f"needs one frequency per cluster ({len(clusters)})"
+            for khz, cluster in zip(values, clusters, strict=True):
+                if khz not in cluster.freqs_khz:
+                    return (*at, key), f"{khz} kHz is not in cluster {cluster.name}'s table"
     return None
 
 
