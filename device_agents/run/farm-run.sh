@@ -13,8 +13,8 @@
 # Steps: run folder; battery (dumpsys, `unplug`; the host answers go|wait|stop); charging off as
 # root; cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
 # benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; wait with
-# the run timeout, a stop file and heartbeats, throttle samples (the caps every throttle_ms, dumpsys
-# thermalservice's status every status_ms); stop load and
+# the run timeout, a stop file and heartbeats, throttle samples (the caps and the pinned clock
+# nodes every throttle_ms, dumpsys thermalservice's status every status_ms); stop load and
 # samplers; battery reset and charging back on; environment; the run's files as one bundle; done.
 #
 # Out: one line per event, "TAG FIELDS"; a block is "begin NAME", "| LINE"..., "end NAME".
