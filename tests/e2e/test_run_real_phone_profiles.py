@@ -52,6 +52,11 @@ def test_smoke_on_a_pixel7_runs_through_its_wrapper_and_records_what_selinux_ref
         )
         if info["backend"] == "gpu":
             assert info["opencl_library"] == PIXEL_LIBRARY
+    report_dir = tmp_path / "report"
+    reported = run_farm(phones.adb_port, results, "report", "smoke", "--out", str(report_dir))
+    assert reported.returncode == 0, reported.stderr
+    markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+    assert "thermal_zones unreadable (EACCES" in markdown and "gpu_busy unreadable (EACCES" in markdown
 
 
 def test_devices_proves_opencl_by_listing_devices_through_the_phones_own_library(
