@@ -28,6 +28,7 @@ from farm.store import devices as device_store
 from farm.store import runs as run_store
 from farm.store.events import EventKind
 from farm.store.layers import put_layers
+from farm.store.location import check_relative_run_dir
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 
 KILL_SETTLE_S = 0.3
@@ -118,7 +119,10 @@ def backfill_metrics(
     got metrics."""
     filled = 0
     for row in views.unmeasured_runs(store, experiment):
-        if not row.artifacts_dir or not (results / row.artifacts_dir).is_dir():
+        if not row.artifacts_dir:
+            continue
+        check_relative_run_dir(row.artifacts_dir, "runs.artifacts_dir")
+        if not (results / row.artifacts_dir).is_dir():
             continue  # its folder is on the machine of the coordinator that ran it (shared store)
         factors = row.factors
         caps = _stored_capabilities(row.capabilities_json)
