@@ -467,9 +467,11 @@ class Physics:
 
     def _power_hint(self) -> None:
         """The framework sent the power HAL a boost (vphone.powerhal): its node writes, now."""
-        name = (ctlfiles.read_text(self.layout.ctl, ctlfiles.POWER_HINT) or "").split()
-        if name and name[0] in {t.value for t in HintTrigger}:
-            self._hal_writes(self.hal.start(HintTrigger(name[0]), time.monotonic_ns()))
+        words = (ctlfiles.read_text(self.layout.ctl, ctlfiles.POWER_HINT) or "").split()
+        if words[:1] == [HintTrigger.INTERACTION.value]:
+            self._hal_writes(self.hal.start(HintTrigger.INTERACTION, time.monotonic_ns()))
+        elif words[:1] == [HintTrigger.IDLE.value] and words[1:2] in (["on"], ["off"]):
+            self._hal_writes(self.hal.mode(HintTrigger.IDLE, words[1] == "on"))
 
     def _hal_writes(self, writes: list[tuple[Knob, int, str]]) -> None:
         """The power HAL writes cpufreq nodes as root (judged like any write), then they show."""
@@ -554,7 +556,7 @@ class Physics:
             self._screen_on = bool(
                 ctlfiles.read_json(self.layout.ctl, ctlfiles.POWER, {}).get("screen_on", True)
             )
-            self._hal_writes(self.hal.screen(self._screen_on, now_ns))
+            self._hal_writes(self.hal.screen(self._screen_on))
         self._hal_writes(self.hal.due(now_ns))
         charging = self.nodes.read_charging_node() != p.battery.charging_node_stop
         power = power_mw(p.power, sample.cpu_busy_cores, sample.gpu_busy, self._screen_on)

@@ -12,7 +12,7 @@ to watch its pinned nodes through the run (farm.engine.clockhold).
     hal = PowerHal(profile)
     hal.start(HintTrigger.INTERACTION, now_ns) -> [(Knob, policy, text), ...]   # DoHint
     hal.due(now_ns) -> [...]                                                    # EndHint, once due
-    hal.screen(on, now_ns) -> [...]                                             # the screen mode
+    hal.mode(HintTrigger.IDLE, True) -> [...]                                   # a mode comes on
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class PowerHal:
         self.hints = profile.power_hal.hints
         self.tables = tuple(c.freqs_khz for c in profile.cpu.clusters)
         self._ends_ns: dict[int, int] = {}  # hint index -> when the boost ends
-        self._screen_off = False
+        self._modes: set[HintTrigger] = set()  # modes in force
 
     def _writes(self, hint: PowerHintSpec) -> list[Write]:
         out: list[Write] = []
@@ -63,14 +63,19 @@ class PowerHal:
             out += self._defaults(self.hints[i])
         return out
 
-    def screen(self, on: bool, now_ns: int) -> list[Write]:
-        """The screen-off mode's writes when the screen goes off, its defaults when it comes on."""
-        del now_ns
-        if on != self._screen_off:
+    def mode(self, trigger: HintTrigger, active: bool) -> list[Write]:
+        """A mode's writes when it comes on (screen off, deep idle), its defaults when it ends."""
+        if (trigger in self._modes) == active:
             return []
-        self._screen_off = not on
+        if active:
+            self._modes.add(trigger)
+        else:
+            self._modes.discard(trigger)
         out: list[Write] = []
         for hint in self.hints:
-            if hint.trigger is HintTrigger.SCREEN_OFF:
-                out += self._writes(hint) if not on else self._defaults(hint)
+            if hint.trigger is trigger and hint.duration_ms is None:
+                out += self._writes(hint) if active else self._defaults(hint)
         return out
+
+    def screen(self, on: bool) -> list[Write]:
+        return self.mode(HintTrigger.SCREEN_OFF, not on)

@@ -310,6 +310,7 @@ class HintTrigger(enum.StrEnum):
 
     INTERACTION = "interaction"  # Boost.INTERACTION: every touch and key (`input ...`)
     SCREEN_OFF = "screen_off"  # Mode.DISPLAY_INACTIVE / INTERACTIVE off: while the screen is off
+    IDLE = "idle"  # Mode.DEVICE_IDLE: while the device is in deep Doze (`cmd deviceidle force-idle`)
 
 
 class PowerHintSpec(_Frozen):
@@ -481,7 +482,7 @@ def _check_hints(profile: Profile) -> Problem | None:
     for i, hint in enumerate(profile.power_hal.hints):
         at = ("power_hal", "hints", str(i))
         if (hint.trigger is HintTrigger.INTERACTION) != (hint.duration_ms is not None):
-            return at, "an interaction boost needs duration_ms; a screen_off mode has none"
+            return at, "an interaction boost needs duration_ms; a mode (screen_off, idle) has none"
         for key in ("cpu_min_khz", "cpu_max_khz"):
             values = getattr(hint, key)
             if values is None:

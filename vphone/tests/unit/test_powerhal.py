@@ -25,12 +25,15 @@ def test_a_boost_raises_the_floor_then_restores_the_table_default() -> None:
     assert ended == [(Knob.SCALING_MIN, i, str(c.freqs_khz[0])) for i, c in enumerate(profile.cpu.clusters)]
 
 
-def test_the_screen_off_mode_caps_while_off_only() -> None:
+def test_the_screen_off_and_idle_modes_cap_while_they_last_only() -> None:
     profile = load_profile("dimensity9200")
     hal = PowerHal(profile)
-    assert hal.screen(True, 0) == []
-    off = hal.screen(False, 0)
+    assert hal.screen(True) == []
+    off = hal.screen(False)
     assert off and all(knob is Knob.SCALING_MAX for knob, _, _ in off)
-    assert hal.screen(False, 1) == []
-    on = hal.screen(True, 2)
-    assert on == [(Knob.SCALING_MAX, i, str(c.freqs_khz[-1])) for i, c in enumerate(profile.cpu.clusters)]
+    assert hal.screen(False) == []
+    top = [(Knob.SCALING_MAX, i, str(c.freqs_khz[-1])) for i, c in enumerate(profile.cpu.clusters)]
+    assert hal.screen(True) == top
+    idle = hal.mode(HintTrigger.IDLE, True)
+    assert idle and idle != off and hal.mode(HintTrigger.IDLE, True) == []
+    assert hal.mode(HintTrigger.IDLE, False) == top

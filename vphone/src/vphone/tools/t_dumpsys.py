@@ -11,10 +11,11 @@ import sys
 import time
 
 import ctlstore
+import t_deviceidle
 import t_services
 import toolerrors
 
-BASE_SERVICES = ("activity", "battery", "meminfo", "package", "power", "settings", "window")
+BASE_SERVICES = ("activity", "battery", "deviceidle", "meminfo", "package", "power", "settings", "window")
 SHELL_COMMANDS = ("activity", "window", "settings")  # `cmd SERVICE` = the am, wm, settings tools
 THERMALSERVICE_SDK = 29  # Android 10
 CMD_POWER_SDK = 30  # Android 11: `cmd power` (fixed performance mode)
@@ -305,6 +306,8 @@ def dumpsys(args: list[str]) -> int:
         return 0  # dumpsys' status is its own, not the service's
     if args[0] == "meminfo":
         return meminfo(args[1:])
+    if args[0] == "deviceidle":
+        return t_deviceidle.deviceidle(args[1:])
     if args[0] == "thermalservice" and args[0] in known:
         return thermalservice()
     if args[0] in t_services.DUMPERS:
@@ -335,6 +338,8 @@ def cmd(args: list[str]) -> int:
         return thermalservice_cmd(args[1:])
     if args[0] == "battery":
         return battery(args[1:])
+    if args[0] == "deviceidle":
+        return t_deviceidle.deviceidle(args[1:])
     if args[0] == "package":
         import t_pm
 
