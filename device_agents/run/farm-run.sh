@@ -13,8 +13,8 @@
 # Steps: run folder; battery (the power_supply node; the host answers go|wait|stop); the screen
 # held on; charging off as root, read back (the battery's status and level after it); cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
 # benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; wait with
-# the run timeout, a stop file and heartbeats, throttle samples (the caps every throttle_ms, dumpsys
-# thermalservice's status every status_ms); stop load and
+# the run timeout, a stop file and heartbeats, throttle samples (the caps and the pinned clock
+# nodes every throttle_ms, dumpsys thermalservice's status every status_ms); stop load and
 # samplers; battery reset and charging back on; environment; the run's files as one bundle; done.
 #
 # Out: one line per event, "TAG FIELDS"; a block is "begin NAME", "| LINE"..., "end NAME".
@@ -24,7 +24,8 @@
 
 PROTO=1
 dir= cache= battery=0 bat_dir= screen=0 charge_node= charge_off= charge_on= root_way=direct
-cool=0 temps= policies= kgsl= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1 max_bytes=0
+cool=0 temps= policies= kgsl= clock_nodes= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
+max_bytes=0
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -36,8 +37,8 @@ while [ "$#" -gt 0 ]; do
       case $key in
         dir|cache|battery|bat_dir|screen|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
-        kgsl|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
-        cool_poll_s|settle_poll_s|max_bytes)
+        kgsl|clock_nodes|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|\
+        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
       esac ;;
@@ -61,12 +62,19 @@ started=
 # reads afterwards, not the write's status: a store may take the value and still fail the call.
 WRITE='echo "$1" > "$2"; [ "$(cat "$2")" = "$1" ]'
 
-# mksh reports a closed stdout as printf failing (status 141), dash by SIGPIPE: both hang up.
-say() { printf '%s\n' "$*" || hangup; }
+# One line on stdout without a process: Android's mksh has no printf builtin (its printf is
+# toybox's, a fork and exec per line, inside the measured window), but its `print` is one; dash's
+# printf is a builtin. A closed stdout is a SIGPIPE (trapped: hangup) or a failed write: hang up.
+if [ -n "${KSH_VERSION:-}" ]; then
+  put() { print -r -- "$1"; }
+else
+  put() { printf '%s\n' "$1"; }
+fi
+say() { put "$*" || hangup; }
 
 block() {  # stdin as the block $1
   say "begin $1"
-  while IFS= read -r line || [ -n "$line" ]; do printf '| %s\n' "$line"; done
+  while IFS= read -r line || [ -n "$line" ]; do put "| $line"; done
   say "end $1"
 }
 
@@ -168,7 +176,7 @@ read_temps() {  # each readable thermal node; dumpsys battery when none is. $coo
   say "begin temp"
   for f in "$@"; do
     if val "$f" && [ -n "$v" ]; then
-      printf '| %s\n' "$v"
+      put "| $v"
       n=$((n + 1))
       to_mc "$v" && { [ -z "$hottest" ] || [ "$mc" -gt "$hottest" ]; } && hottest=$mc
     fi
@@ -186,6 +194,8 @@ throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status:
   {
     for d in "$@"; do val "$d/scaling_max_freq"; echo "cpu $d $v"; done
     [ -n "$kgsl" ] && val "$kgsl/thermal_pwrlevel" && echo "kgsl $v"
+    eval "set -- $clock_nodes"  # the pinned nodes: a power HAL may rewrite them mid-run
+    for f in "$@"; do val "$f"; echo "node $f $v"; done
     [ "$with_status" = status ] && dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
   } | block throttle
 }
@@ -336,10 +346,10 @@ bundle() {  # the run's files that exist: their sizes, then exactly that many by
     if [ "$max_bytes" -gt 0 ] && [ "$s" -gt "$max_bytes" ]; then big="$big$s $f$nl"; continue; fi
     sizes="$sizes$s $f$nl"
   done
-  [ -n "$big" ] && printf '%s' "$big" | block big
-  printf '%s' "$sizes" | block sizes
+  [ -n "$big" ] && put "${big%"$nl"}" | block big
+  { [ -z "$sizes" ] || put "${sizes%"$nl"}"; } | block sizes
   say data
-  printf '%s' "$sizes" | while read -r s f; do head -c "$s" "$f"; done
+  { [ -z "$sizes" ] || put "${sizes%"$nl"}"; } | while read -r s f; do head -c "$s" "$f"; done
 }
 
 hangup() {  # the host went away: nothing more can be said; stop everything, charging back on

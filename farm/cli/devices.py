@@ -58,6 +58,9 @@ def _summary(phone: Phone, caps: Capabilities | None) -> dict[str, Any]:
         "gpu_family": caps.gpu.family.value if caps else None,
         "gpu_busy": caps.gpu.busy.path if caps and caps.gpu.busy else None,
         "opencl": caps.has_opencl if caps else None,
+        "opencl_devices": (
+            [d.to_json() for d in caps.opencl_devices] if caps and caps.opencl_devices is not None else None
+        ),
         "root": caps.root.available if caps else None,
         "charging_control": charging[0] if charging else None,
         "error": phone.error,

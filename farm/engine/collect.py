@@ -23,6 +23,7 @@ from farm.engine.onphone import gpu_busy_path
 from farm.engine.program import GRANULARITY_METRIC, output_metrics
 from farm.spec.external import OutputSpec
 from farm.store import Metric
+from farm.telemetry.losses import lost_telemetry
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.trace import Trace, parse_trace
 
@@ -106,6 +107,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "gpu_load_achieved": result.load_achieved,
         "notes": list(result.notes),
         "charging_control": control.node if control else None,
+        "telemetry_lost": [loss.to_json() for loss in lost_telemetry(prepared.caps)],
     }
     reached: dict[str, object | None] = {
         "battery_start_pct": result.battery_start_pct,
@@ -119,6 +121,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "idle_baseline": prepared.idle_baseline.to_json() if prepared.idle_baseline is not None else None,
         "clocks": prepared.clocks.to_json() if prepared.clocks is not None else None,
         "throttle": result.throttle.to_json() if result.throttle is not None else None,
+        "clocks_held": result.clock_hold.to_json() if result.clock_hold is not None else None,
         "tuned": [choice.to_json() for choice in prepared.tuned] if prepared.tuned else None,
     }
     document.update({key: value for key, value in reached.items() if value is not None})

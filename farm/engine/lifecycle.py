@@ -32,6 +32,7 @@ from farm.device import controls
 from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
+from farm.engine.clockhold import clocks_held
 from farm.engine.collect import ARTIFACTS, discharge_of, env_document, parse_environment
 from farm.engine.conditions import charging_control, cooldown_limit_c, restore_power
 from farm.engine.conversation import FileTooLarge, converse
@@ -46,14 +47,16 @@ from farm.engine.runscript import (
 )
 from farm.engine.steering import Ask, BenchEnd, Block, Ended, Event, Question, RunReport, Started, Steering
 from farm.engine.thermal import ThrottleReport, judge
-from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
+from farm.errors import DevicePermanentError, DeviceTransientError, EnvironmentProblem, FarmError, StoreError
 from farm.fleet.inventory import Phone, check_identity
 from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
 from farm.store.run_dirs import create_file
-from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
+from farm.telemetry.losses import lost_telemetry
+from farm.telemetry.opencl import parse_cl_devices
+from farm.telemetry.probe import OPENCL_DEVICES_KEY, Capabilities, ProbeOutputError, capabilities_of
 from farm.telemetry.sampler import default_sources
 
 PROBE_TIMEOUT_S = 20.0
@@ -71,6 +74,7 @@ def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict
         doc = safe_json.loads(result.stdout)
     except ValueError as error:
         raise DeviceTransientError(session.device_id, f"farm-probe printed no JSON: {error}") from error
+    doc[OPENCL_DEVICES_KEY] = _list_opencl_devices(session, phone)
     try:
         return capabilities_of(doc), doc
     except ProbeOutputError as error:
@@ -79,6 +83,19 @@ def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict
             str(error),
             hint="rebuild the device agents with `make kernels` so farm-probe matches this farm",
         ) from None
+
+
+def _list_opencl_devices(session: DeviceSession, phone: Phone) -> list[dict[str, object]] | None:
+    """The OpenCL devices the load generator lists, loading OpenCL as every farm program does
+    (a library file proves nothing); None when there is no build for the phone's ABI or the
+    listing says nothing either way."""
+    try:
+        deployed = deploy_mod.deploy(session, [LOAD], phone.abis)
+    except EnvironmentProblem:
+        return None
+    result = session.shell([deployed[LOAD].phone_path, "--list-devices"], timeout_s=PROBE_TIMEOUT_S)
+    devices = parse_cl_devices(result.stdout, result.exit_code)
+    return None if devices is None else [d.to_json() for d in devices]
 
 
 def probe_phone(session: DeviceSession, phone: Phone) -> Capabilities:
@@ -189,6 +206,11 @@ def execute_run(
         result.throttle = _throttle(prepared, report)
         if result.charging_disabled:
             result.discharge = discharge_of(report.battery_after_switch, report.battery_at_end, job.artifacts)
+        if prepared.clocks is not None:
+            result.clock_hold = clocks_held(report.throttle_samples, prepared.clocks.readback)
+        if result.clock_hold is not None and not result.clock_hold.held:
+            drifts = "; ".join(d.describe() for d in result.clock_hold.drifts)
+            result.notes.append(f"clock pins did not hold: {drifts}")
         if report.environment_text is not None:
             result.environment = parse_environment(report.environment_text)
         else:
@@ -339,6 +361,8 @@ def _gates_of(
     if temp is not None and temp > limit_c:
         waited = f"{gates.cooldown_timeout_s:.0f} s cooldown"
         result.notes.append(f"still {temp:.1f} °C (limit {limit_c:.1f} °C) after the {waited}")
+    if "bench" in report.started:  # every run that measured says what the phone would not show
+        result.notes.extend(loss.note() for loss in lost_telemetry(prepared.caps))
     if "sampler" not in report.started and "bench" in report.started and not default_sources(prepared.caps):
         result.notes.append("no telemetry: the phone has no readable battery, GPU or thermal node")
     if "load" in report.started and "bench" in report.started:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from farm.analysis.discharge import DischargeProof
 from farm.device.session import DeviceSession
+from farm.engine.clockhold import ClockHold
 from farm.engine.clocks import AppliedClocks
 from farm.engine.deploy import Deployed, ExternalDeployed
 from farm.engine.thermal import ThrottleReport
@@ -181,6 +182,7 @@ class RunResult:
     temperature_source: str | None = None  # the cooldown gate's: thermal nodes | battery (...)
     argv: tuple[str, ...] | None = None
     throttle: ThrottleReport | None = None  # what the throttle watch saw while it measured
+    clock_hold: ClockHold | None = None  # whether the pinned clock nodes read their pins throughout
     environment: PhoneEnvironment | None = None
     metrics: list[Metric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

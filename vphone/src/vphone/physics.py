@@ -38,6 +38,7 @@ from vphone.battery import BatteryState, battery_current_ma, step_battery, volta
 from vphone.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
 from vphone.cgroup import GPU_GROUP, SYSTEM_USED_FRACTION, PhoneCgroups
 from vphone.clocknodes import ClockNodes, ClockReadings
+from vphone.clocks import Knob
 from vphone.cpuinfo import cpuinfo_text
 from vphone.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from vphone.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
@@ -46,8 +47,9 @@ from vphone.groundtruth import GroundTruthLog, TruthRow
 from vphone.layout import SHELL_UID
 from vphone.nodes import RW_MODE, NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from vphone.power import power_mw
+from vphone.powerhal import PowerHal
 from vphone.procscan import ProcScanner
-from vphone.profile import THERMALSERVICE_MIN_SDK, ChargingEffect, Profile, SensorType
+from vphone.profile import THERMALSERVICE_MIN_SDK, ChargingEffect, HintTrigger, Profile, SensorType
 from vphone.sandbox import Sandbox, StateLayout
 from vphone.screen import PowerInputs, screen_on_now, timeout_ms_of
 from vphone.socmodel import SocModel
@@ -140,6 +142,7 @@ class Physics:
         self.files = NodeFiles(layout.sys, root_owner if profile.rooted else None)
         self.nodes = TelemetryNodes(profile, self.files)
         self.model = SocModel(profile)
+        self.hal = PowerHal(profile)
         self.clock_nodes = ClockNodes(profile, self.model.soc, self.files, self.model.devices)
         self.on_reboot_request = on_reboot_request
         self.log = GroundTruthLog(layout.ground_truth)
@@ -190,6 +193,7 @@ class Physics:
         self._gauge_at_ns = time.monotonic_ns()
         self.model = SocModel(self.profile)
         self.model.reset_heat(self.temp_c)
+        self.hal = PowerHal(self.profile)
         self.clock_nodes = ClockNodes(self.profile, self.model.soc, self.files, self.model.devices)
         self.nodes.create(self._telemetry())
         self.clock_nodes.create(self.model.state, self.model.readings(self.temp_c))
@@ -371,6 +375,8 @@ class Physics:
             if path.parent == self.layout.ctl:
                 if path.name in ctlfiles.HAL_FLAGS:
                     self._hal_flags()
+                elif path.name == ctlfiles.POWER_HINT:
+                    self._power_hint()
                 elif path.name.startswith(MOUNT_REQUEST_PREFIX) and self.mounter is not None:
                     self.mounter.serve(path, self.sandbox.init_pid)
                 elif path.name.startswith(affinity.REQUEST_PREFIX):
@@ -471,6 +477,22 @@ class Physics:
         self._thermal_override = int(override) if override.lstrip("-").isdigit() else None
         self._write_thermalservice()
 
+    def _power_hint(self) -> None:
+        """The framework sent the power HAL a boost (vphone.powerhal): its node writes, now."""
+        words = (ctlfiles.read_text(self.layout.ctl, ctlfiles.POWER_HINT) or "").split()
+        if words[:1] == [HintTrigger.INTERACTION.value]:
+            self._hal_writes(self.hal.start(HintTrigger.INTERACTION, time.monotonic_ns()))
+        elif words[:1] == [HintTrigger.IDLE.value] and words[1:2] in (["on"], ["off"]):
+            self._hal_writes(self.hal.mode(HintTrigger.IDLE, words[1] == "on"))
+
+    def _hal_writes(self, writes: list[tuple[Knob, int, str]]) -> None:
+        """The power HAL writes cpufreq nodes as root (judged like any write), then they show."""
+        if not writes:
+            return
+        for knob, index, text in writes:
+            self.model.write(knob, index, text)
+        self._refresh_clocks()
+
     def _refresh_clocks(self) -> None:
         """Re-render the clock nodes (read-back shows what is in force), re-apply the quotas."""
         self._write_clock_nodes(self.model.readings(self.temp_c))
@@ -542,6 +564,7 @@ class Physics:
         self._tick_count += 1
         sample = self.measure(dt_ns, rss=slow)
         self.last_sample = sample
+        self._hal_writes(self.hal.due(now_ns))
         charging = self.nodes.read_charging_node() != p.battery.charging_node_stop
         power = power_mw(p.power, sample.cpu_busy_cores, sample.gpu_busy, self._screen_on)
         self.last_power_mw = power
@@ -549,6 +572,7 @@ class Physics:
         self.battery = step_battery(p.battery, self.battery, power, charging, dt_s)
         if slow:  # after the battery: the plug state the screen's hold reads is this tick's
             self._screen_on = self._screen(now_ns)
+            self._hal_writes(self.hal.screen(self._screen_on))
         self._win_busy_ns += int(sample.gpu_busy * dt_ns)
         self._win_total_ns += dt_ns
         if self._win_total_ns >= GPU_WINDOW_NS:

@@ -105,10 +105,31 @@ class GpuSpec(_Frozen):
         return self.budget_cores if self.budget_cores is not None else float(self.cores)
 
 
+class OpenClLoader(enum.StrEnum):
+    """How a program reaches the vendor library's OpenCL functions."""
+
+    # The library exports them (dlsym, or DT_NEEDED when it is libOpenCL.so on the linker's path).
+    DLSYM = "dlsym"
+    # Pixel 6+ libOpenCL-pixel.so: exports only enableOpenCL() and loadOpenCLPointer(name).
+    PIXEL = "pixel"
+
+
+# Where Android's linker finds a DT_NEEDED libOpenCL.so for a program in /data/local/tmp (the
+# unrestricted linker namespace searches the vendor and system library directories).
+LINKER_VISIBLE_OPENCL = ("/vendor/lib64/libOpenCL.so", "/system/lib64/libOpenCL.so")
+
+
 class OpenClSpec(_Frozen):
     # Phone path of the vendor OpenCL library; None: a phone without OpenCL (the ICD is hidden).
     library: str | None = "/vendor/lib64/libOpenCL.so"
     install: str = Field(default="symlink", pattern="^(symlink|copy)$")
+    loader: OpenClLoader = OpenClLoader.DLSYM
+
+    @property
+    def linker_visible(self) -> bool:
+        """Whether a program linked with -lOpenCL starts on this phone (else the linker kills it
+        before main, as Android's does when libOpenCL.so is on none of its paths)."""
+        return self.loader is OpenClLoader.DLSYM and self.library in LINKER_VISIBLE_OPENCL
 
 
 class BatterySpec(_Frozen):
@@ -298,6 +319,30 @@ class FixedPerformanceSpec(_Frozen):
     gpu_hz: int | None = None
 
 
+class HintTrigger(enum.StrEnum):
+    """What makes the power HAL act (android.hardware.power Boost / Mode)."""
+
+    INTERACTION = "interaction"  # Boost.INTERACTION: every touch and key (`input ...`)
+    SCREEN_OFF = "screen_off"  # Mode.DISPLAY_INACTIVE / INTERACTIVE off: while the screen is off
+    IDLE = "idle"  # Mode.DEVICE_IDLE: while the device is in deep Doze (`cmd deviceidle force-idle`)
+
+
+class PowerHintSpec(_Frozen):
+    """One hint of the power HAL (Pixel's libperfmgr powerhint.json, Qualcomm's perf HAL): while
+    it is on, it writes each cpufreq policy's limits; when it ends, the nodes go back to their
+    defaults (the table's ends), not to what root had written before."""
+
+    trigger: HintTrigger  # (not `on`: YAML 1.1 reads that key as true)
+    # How long a boost holds (interaction); a mode (screen_off) holds while its state lasts.
+    duration_ms: int | None = Field(default=None, ge=1, le=60_000)
+    cpu_min_khz: tuple[int, ...] | None = None  # one per cluster, from its table
+    cpu_max_khz: tuple[int, ...] | None = None
+
+
+class PowerHalSpec(_Frozen):
+    hints: tuple[PowerHintSpec, ...] = ()
+
+
 class CgroupSpec(_Frozen):
     # Tasks (threads) the phone may have at once: its pids cgroup's pids.max.
     pids_max: int = Field(default=1024, ge=16, le=1_000_000)
@@ -343,6 +388,10 @@ class Profile(_Frozen):
     description: str = ""
     props: dict[str, str]
     rooted: bool = False
+    # Magisk asks on screen the first time a uid wants root (its default request timeout is 10 s,
+    # topjohnwu/Magisk #7769); the lab's operator grants shell after this long, and the grant is
+    # kept. 0: shell was granted before (or the root solution does not ask).
+    su_prompt_s: float = Field(default=0.0, ge=0, le=30)
     ram_mb: int = Field(gt=0)
     # The phone's storage: the size of its userdata partition (/data, /sdcard), scaled to the
     # host (userdata.py). 32 GB where a profile does not say: the smallest of today's phones.
@@ -354,6 +403,7 @@ class Profile(_Frozen):
     thermal: ThermalSpec
     cpu: CpuSpec
     fixed_performance: FixedPerformanceSpec | None = None
+    power_hal: PowerHalSpec = PowerHalSpec()
     cgroups: CgroupSpec = CgroupSpec()
     # The cable to the host (vphone.adb.link); `farm virtual up --link` overrides it.
     link: LinkKind = LinkKind.NONE
@@ -372,6 +422,8 @@ class Profile(_Frozen):
         missing = [k for k in _IDENTITY_KEYS if k not in self.props]
         if missing:
             raise ValueError(f"props: missing identity keys {', '.join(missing)}")
+        if self.su_prompt_s > 0 and not self.rooted:
+            raise ValueError("su_prompt_s needs a rooted profile")
         if self.opencl.library is not None and self.gpu is None:
             raise ValueError("opencl.library needs a gpu section")
         if self.opencl.library is not None and not self.opencl.library.startswith("/vendor/"):
@@ -416,6 +468,9 @@ def check_profile(profile: Profile) -> Problem | None:
     gpu = profile.gpu
     if gpu is not None and gpu.governors and gpu.boot_governor not in gpu.governors:
         return ("gpu", "governor"), f"governor {gpu.boot_governor!r} is not in governors"
+    hint_problem = _check_hints(profile)
+    if hint_problem is not None:
+        return hint_problem
     fixed = profile.fixed_performance
     if fixed is None:
         return None
@@ -433,6 +488,24 @@ def check_profile(profile: Profile) -> Problem | None:
             ), f"{khz} kHz is not in cluster {cluster.name}'s table"
     if fixed.gpu_hz is not None and (gpu is None or fixed.gpu_hz not in gpu.freqs_hz):
         return ("fixed_performance", "gpu_hz"), f"{fixed.gpu_hz} Hz is not in the GPU's freqs_hz"
+    return None
+
+
+def _check_hints(profile: Profile) -> Problem | None:
+    clusters = profile.cpu.clusters
+    for i, hint in enumerate(profile.power_hal.hints):
+        at = ("power_hal", "hints", str(i))
+        if (hint.trigger is HintTrigger.INTERACTION) != (hint.duration_ms is not None):
+            return at, "an interaction boost needs duration_ms; a mode (screen_off, idle) has none"
+        for key in ("cpu_min_khz", "cpu_max_khz"):
+            values = getattr(hint, key)
+            if values is None:
+                continue
+            if len(values) != len(clusters):
+                return (*at, key), f"needs one frequency per cluster ({len(clusters)})"
+            for khz, cluster in zip(values, clusters, strict=True):
+                if khz not in cluster.freqs_khz:
+                    return (*at, key), f"{khz} kHz is not in cluster {cluster.name}'s table"
     return None
 
 

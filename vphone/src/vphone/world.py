@@ -82,6 +82,10 @@ class SandboxWorld:
         # Flags made by rename (a link the phone's root left at the name is replaced, not followed:
         # touch() would create or touch the host file it names, as host root).
         self._set_flag(ctl, ctlfiles.ROOTED_FLAG, self.profile.rooted)
+        if self.profile.rooted and self.profile.su_prompt_s > 0:
+            ctlfiles.write_text(ctl, ctlfiles.SU_PROMPT_MS, f"{round(self.profile.su_prompt_s * 1000)}\n")
+        else:
+            ctlfiles.remove(ctl, ctlfiles.SU_PROMPT_MS)
         self._prepare_hal(ctl)
         # The old /sys and cgroup trees go aside (one rename each) and are deleted once the phone
         # is up: hundreds of small directories take a while to remove on some filesystems.

@@ -11,12 +11,14 @@ import sys
 import time
 
 import ctlstore
+import t_deviceidle
 import t_services
 import toolerrors
 
 BASE_SERVICES = (
     "activity",
     "battery",
+    "deviceidle",
     "display",
     "input",
     "meminfo",
@@ -331,6 +333,8 @@ def dumpsys(args: list[str]) -> int:
     if args[0] == "power":
         sys.stdout.write(power_dump())
         return 0
+    if args[0] == "deviceidle":
+        return t_deviceidle.deviceidle(args[1:])
     if args[0] == "thermalservice" and args[0] in known:
         return thermalservice()
     if args[0] in t_services.DUMPERS:
@@ -361,6 +365,8 @@ def cmd(args: list[str]) -> int:
         return thermalservice_cmd(args[1:])
     if args[0] == "battery":
         return battery(args[1:])
+    if args[0] == "deviceidle":
+        return t_deviceidle.deviceidle(args[1:])
     if args[0] == "package":
         import t_pm
 

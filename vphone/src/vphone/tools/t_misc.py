@@ -30,6 +30,8 @@ def _log(name: str, line: str) -> None:
         f.write(f"{time.monotonic_ns()} {line}\n")
     # ActivityManager / InputDispatcher say the same in the phone's log
     t_logcat.append("ActivityManager" if name == "am.log" else "InputDispatcher", line)
+    if name == "input.log":  # every input event is a Boost.INTERACTION to the power HAL
+        ctlstore.write_text("power_hint", f"interaction {time.monotonic_ns()}\n")
 
 
 def _power() -> dict[str, object]:
