@@ -154,11 +154,14 @@ def budget_problem(budgets_cores: Sequence[float], host_cores: int) -> str | Non
     )
 
 
-def budget_warnings(profile_names: Sequence[str]) -> list[str]:
+def budget_warnings(profile_names: Sequence[str], budgets_cores: Sequence[float] | None = None) -> list[str]:
     """What `farm virtual up` says about the budgets of these phones on this host (one line
-    each): budgets that overcommit the host, or budgets that cannot be enforced here."""
+    each): budgets that overcommit the host, or budgets that cannot be enforced here.
+    `budgets_cores`: each phone's host cores (the speed plans'), else the profiles' own."""
     lines = []
-    problem = budget_problem([load_profile(n).host_budget_cores for n in profile_names], host_cores())
+    if budgets_cores is None:
+        budgets_cores = [load_profile(n).host_budget_cores for n in profile_names]
+    problem = budget_problem(list(budgets_cores), host_cores())
     if problem is not None:
         lines.append(problem)
     try:
