@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from farm import __version__
+from farm import __version__, crashlog
 from farm.errors import FarmError
 from farm.safe_text import terminal
 
@@ -60,7 +60,10 @@ class _LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="farm")
-def cli() -> None:
+@click.option(
+    "--debug", is_flag=True, help="on an internal error, print its stack here too (it always goes to the log)"
+)
+def cli(debug: bool) -> None:
     """farm: run deep-learning benchmarks on a lab of Android phones.
 
     \b
@@ -70,13 +73,17 @@ def cli() -> None:
       farm run experiments/smoke.yaml  # plan, run on all phones in parallel, store
       farm report smoke                # HTML + Markdown report with figures
 
-    Results live in results/farm.db (SQLite) and results/<experiment>/.
+    Results live in results/farm.db (SQLite) and results/<experiment>/. A bug in farm is one
+    line naming the log that holds its stack (results/farm.log); `farm --debug ...` prints it.
     """
+    if debug:
+        crashlog.echo_stacks()
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
     try:
-        cli.main(args=argv, prog_name="farm", standalone_mode=False)
+        cli.main(args=args, prog_name="farm", standalone_mode=False)
     except FarmError as error:
         click.echo(terminal(f"farm: {error}"), err=True)  # it may quote a phone or a file
         sys.exit(error.exit_code)
@@ -89,3 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("farm: interrupted", err=True)
         sys.exit(130)
+    except Exception as error:  # a bug in farm: one line here, the stack in the log
+        stack_at = crashlog.record(error, "farm " + " ".join(args))
+        line = f"internal error: {type(error).__name__}: {error} (stack in {stack_at}; --debug prints it)"
+        click.echo(terminal(f"farm: {line}"), err=True)
+        sys.exit(1)

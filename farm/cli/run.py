@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +19,9 @@ from farm.live.from_engine import progress_line, snapshot_of
 from farm.safe_text import terminal
 from farm.store import RunState, results_dir
 from farm.store.runs import StoredRun
+
+if TYPE_CHECKING:
+    from farm.live.view import LiveView
 
 
 @click.command("run")
@@ -97,7 +99,7 @@ def run(
     )
     started = time.time()
     finished = {"n": 0}
-    view: dict[str, Any] = {}
+    view: dict[str, LiveView] = {}
 
     def on_started(sweep: Sweep) -> None:
         if live:
@@ -171,22 +173,7 @@ def summary_json(summary: RunSummary) -> dict[str, object]:
     }
 
 
-class _PlainLive:
-    """Fallback while farm.live.view is not there: nothing per tick (lines are printed per run)."""
+def _start_live_view(sweep: Sweep, started: float) -> LiveView:
+    from farm.live.view import start_live  # rich's layout code: imported only when the view is on
 
-    def update(self, _snapshot: Any) -> None:
-        return None
-
-    def stop(self) -> None:
-        return None
-
-
-def _start_live_view(sweep: Sweep, started: float) -> Any:
-    try:
-        live_view = importlib.import_module("farm.live.view")
-    except ImportError:
-        return _PlainLive()
-    start = getattr(live_view, "start_live", None)
-    if start is None:
-        return _PlainLive()
-    return start(snapshot_of(sweep, started_at=started))
+    return start_live(snapshot_of(sweep, started_at=started))

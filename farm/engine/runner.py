@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import farm
+from farm import crashlog
 from farm.device.session import DeviceSession
 from farm.engine import planner
 from farm.engine.ladder import Ladder
@@ -227,6 +228,7 @@ def run_experiment(
     key = experiment.qualified_name
     fleet = open_fleet(options.config, options.adb_port)  # the local adb server + lab hosts' tunnels
     artifacts = results_dir(options.results)  # run folders: local, whatever the database
+    crashlog.use(artifacts)  # a bug's stack goes beside the run folders it concerns
     with fleet, Store.in_results(options.results) as store:
         outbox.replay(store, artifacts, key)  # results kept while the store was away, before resets
         recover_store(store, key)

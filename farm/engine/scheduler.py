@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from farm import crashlog
 from farm.engine.cancel import PhoneCancel
 from farm.engine.clocks import ClocksRefused, apply_clocks, restore_clocks
 from farm.engine.conditions import read_temperature_c
@@ -100,14 +100,6 @@ def retry_decision(
         return RunState.FAILED
     kind = RetryOn.TIMEOUT if outcome is Outcome.TIMEOUT else RetryOn.LOST
     return RunState.PENDING if kind in retry_on and attempts < max_attempts else RunState.FAILED
-
-
-@dataclass
-class SweepReport:
-    done: int = 0
-    failed: int = 0
-    pending: int = 0
-    finished_here: list[str] = field(default_factory=list)
 
 
 class Sweep:
@@ -525,7 +517,10 @@ class Sweep:
         except StoreError:
             raise  # not the run's fault: the sweep stops, the run is requeued at the next start
         except Exception as error:  # a bug in farm: record it on the run rather than leave it RUNNING
-            result = RunResult(Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error}")
+            stack_at = crashlog.record(error, f"run {run.run_id} on {prepared.phone.device_id}")
+            result = RunResult(
+                Outcome.FAILED, error=f"internal error: {type(error).__name__}: {error} (stack in {stack_at})"
+            )
         status.gpu_load_achieved = result.load_achieved
         status.live = None
         attempts_after = run.attempts + 1
@@ -618,14 +613,6 @@ class Sweep:
         if self.store_error is None:  # else the next start computes them (recovery.backfill_metrics)
             run_store.put_metrics(self.store, run_id, metrics)
             put_layers(self.store, run_id, layers_of(job.artifacts))
-
-    def report(self) -> SweepReport:
-        counts = run_store.count_states(self.store, self.key)
-        return SweepReport(
-            done=counts[RunState.DONE],
-            failed=counts[RunState.FAILED] + counts[RunState.SKIPPED],
-            pending=counts[RunState.PENDING] + counts[RunState.RUNNING],
-        )
 
 
 def _free_for(holder: ownership.Lease | None, execution_id: int) -> bool:

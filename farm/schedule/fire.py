@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from farm import crashlog
 from farm.analysis.regression import Finding, RegressionPolicy, detect, regressions
 from farm.engine.model import OnFinished
 from farm.engine.runner import RunInterrupted, RunOptions, RunSummary, run_experiment
@@ -202,7 +203,9 @@ def _fire_owned(
     except FarmError as error:
         outcome, message, error_exit_code = Outcome.ERROR, str(error), error.exit_code
     except Exception as error:  # a bug: the slot must not stay "running" forever
-        firings.finish(store, firing_id, Outcome.ERROR, message=f"internal error: {error!r}")
+        stack_at = crashlog.record(error, f"schedule {schedule.name} firing {firing_id}")
+        message = f"internal error: {error!r} (stack in {stack_at})"
+        firings.finish(store, firing_id, Outcome.ERROR, message=message)
         raise
     flagged = _flag_regressions(store, nightly, context.policy) if outcome is not Outcome.ERROR else []
     counts = firings.run_counts(store, nightly.qualified_name)

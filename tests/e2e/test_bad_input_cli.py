@@ -35,12 +35,14 @@ def _farm(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _assert_one_line(result: subprocess.CompletedProcess[str], starts: str, piece: str) -> None:
+def _assert_one_line(
+    result: subprocess.CompletedProcess[str], starts: str, piece: str, *, command: str = "farm"
+) -> None:
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"farm: {starts}"), lines[0]
+    assert lines[0].startswith(f"{command}: {starts}"), lines[0]
     assert piece in lines[0]
 
 
@@ -71,7 +73,8 @@ def test_farm_virtual_up_with_a_hostile_profile_is_one_line_exit_2(tmp_path: Pat
     state = tmp_path / "virtual"
     try:
         result = _farm(tmp_path, "virtual", "up", "--profile", str(profile), "--state-dir", str(state))
-        _assert_one_line(result, f"{profile}:12: ", "alias *e stands for 66,430 values")
+        # the simulator's profile reader refuses the first anchor (a profile has no use for one)
+        _assert_one_line(result, f"{profile}:7: ", "no anchors or aliases", command="farm virtual")
     finally:  # had the profile been accepted, phones would be running: stop them
         _farm(tmp_path, "virtual", "down", "--state-dir", str(state))
 

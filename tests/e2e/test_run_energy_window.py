@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from vphone.profiles import PROFILES_DIR
 
 from farm.store import RunState
 from farm.store import runs as run_store
@@ -18,13 +19,14 @@ from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, write_experiment
 pytestmark = pytest.mark.integration
 
 PROFILE = "adreno-nexus6p"
-PROFILES = Path(__file__).resolve().parents[2] / "farm" / "virtual" / "profiles"
+
 # Few-ms iterations (COMMON.md): the time-bound window prints one line per iteration.
 PARAMS = "layers: 1, seq_len: 32, input_dim: 32, classes: 6, batch: 1, backend: cpu"
 
 
 def test_slow_gauge_run_is_extended_to_see_the_updates(virtual_phones, tmp_path: Path) -> None:
-    gauge_s = yaml.safe_load((PROFILES / f"{PROFILE}.yaml").read_text())["battery"]["fuel_gauge_interval_s"]
+    profile = yaml.safe_load((PROFILES_DIR / f"{PROFILE}.yaml").read_text())
+    gauge_s = profile["battery"]["fuel_gauge_interval_s"]
     assert gauge_s >= 5  # the slow gauge this test is about
     phones = virtual_phones(count=1, profiles=[PROFILE])
     results = tmp_path / "results"

@@ -13,7 +13,7 @@ dozen small files, served by one thread that answers about ten opcodes; pyfuse3 
 (a second event loop beside the daemon's asyncio) and libfuse3 built from source, and fusepy /
 mfusepy use libfuse2/3's high-level API with its own threads and path cache. The protocol
 (<linux/fuse.h>, stable since 7.9 and extended only compatibly) is answered here in ~200 lines
-and tested against the real kernel (tests/integration/virtual/test_fusenodes.py).
+and tested against the real kernel (vphone/tests/integration/test_fusenodes.py).
 
 Confinement: the filesystem serves only its nodes (lookups of anything else fail ENOENT, nothing
 here opens a host path, links/creation/renames are refused EPERM, chmod/chown EPERM), and the

@@ -1,6 +1,6 @@
 """The cgroupfs tree server's rules and its answers to kernel requests (pure: no mount; the
 phone has no process here, its PID namespace matches none of /proc). The same server against
-the real kernel in a phone: tests/integration/virtual/test_world_cgroupfs.py."""
+the real kernel in a phone: vphone/tests/integration/test_world_cgroupfs.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The FUSE clock-node server's answers to kernel requests, byte for byte (pure: no mount).
-The layouts are <linux/fuse.h>'s; tests/integration/virtual/test_fusenodes.py checks the same
+The layouts are <linux/fuse.h>'s; vphone/tests/integration/test_fusenodes.py checks the same
 server against the real kernel."""
 
 from __future__ import annotations
