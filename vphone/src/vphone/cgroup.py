@@ -146,9 +146,9 @@ def budget_problem(budgets_cores: Sequence[float], host_cores: int) -> str | Non
     total = sum(budgets_cores)
     if len(budgets_cores) < 2 or total <= host_cores + 1e-9:
         return None
-    each = ", ".join(sorted({f"{b:g}" for b in budgets_cores}))
+    each = ", ".join(sorted({f"{b:.3g}" for b in budgets_cores}))
     return (
-        f"CPU budgets do not fit this host: {len(budgets_cores)} phone(s) x {each} cores = {total:g} "
+        f"CPU budgets do not fit this host: {len(budgets_cores)} phone(s) x {each} cores = {total:.3g} "
         f"> {host_cores} host cores, so a phone's latency depends on its neighbours' load "
         "(run fewer phones, or give a profile copy smaller cpu.budget_cores / gpu.budget_cores)"
     )

@@ -9,7 +9,8 @@ phone's OpenCL "GPU"). With R_all = all cores / the fastest core and R_gpu = GPU
 core (fp32 GFLOP/s), the fastest core gets s host cores, all cores s x R_all and the GPU
 s x R_gpu x (C GFLOP/s per host core / PoCL GFLOP/s per host core): measured GEMM ratios then
 equal the profile's. s is as large as the host allows: one thread runs on one host core
-(s <= 1), and neither all cores nor the GPU may need more than the host's cores. Below
+(s <= 1), and all cores and the GPU together need no more than the host's cores (a benchmark
+beside a background GPU load keeps its speed). Below
 MIN_CORE_SHARE a CFS quota no longer gives ms-scale work an even rate (the kernel's 1 ms
 minimum quota per 20 ms period), so s stops there and the ratios that would need more host
 cores are held as far as the host allows and named (`unheld`), with why.
@@ -132,10 +133,10 @@ def plan_speeds(profile: Profile, host: HostCalibration) -> SpeedPlan:
     # calibrated, and the C loop's stands in.
     pocl = host.pocl_gflops if host.pocl_gflops > 0 else host.c_gflops
     gpu_units = (speeds.gpu / speeds.big_core) * (host.c_gflops / pocl) if speeds.gpu is not None else 0.0
-    share = min(1.0, cores / all_units, cores / gpu_units if gpu_units else math.inf)
-    share = max(share, MIN_CORE_SHARE)
+    # CPU work and the GPU busy at once (a benchmark beside a GPU load) fit the host together.
+    share = max(MIN_CORE_SHARE, min(1.0, cores / (all_units + gpu_units)))
     cpu_units = min(all_units, cores / share)
-    gpu_cores = min(gpu_units * share, cores)
+    gpu_cores = min(gpu_units * share, cores - cpu_units * share)
     unheld: list[UnheldRatio] = []
     if cpu_units < all_units - 1e-9:
         unheld.append(
@@ -147,7 +148,7 @@ def plan_speeds(profile: Profile, host: HostCalibration) -> SpeedPlan:
             )
         )
     if speeds.gpu is not None and gpu_cores < gpu_units * share - 1e-9:
-        why = _too_few(gpu_units * share, "the GPU", share, host.host_cores)
+        why = _too_few((all_units + gpu_units) * share, "all CPU cores and the GPU", share, host.host_cores)
         held_gpu = gpu_cores / share * pocl / host.c_gflops
         unheld.append(UnheldRatio(Ratio.GPU_PER_BIG_CORE, speeds.gpu / speeds.big_core, held_gpu, why))
         unheld.append(

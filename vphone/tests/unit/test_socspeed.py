@@ -56,9 +56,9 @@ def test_a_two_core_host_keeps_every_ratio_of_the_sd865() -> None:
     assert math.isclose(the_gpu / one_core, gpu / big, rel_tol=1e-9)
     assert math.isclose(the_gpu / all_cores, gpu / every, rel_tol=1e-9)
     assert math.isclose(all_cores / one_core, every / big, rel_tol=1e-9)
-    # As fast as the host allows: the larger of CPU and GPU fills the host's two cores.
-    assert max(plan.cpu_cores, plan.gpu_cores) == pytest.approx(2.0)
-    assert plan.core_cores <= 1.0 and plan.gpu_threads == 2
+    # As fast as the host allows: CPU and GPU busy at once fill the host's two cores.
+    assert plan.cpu_cores + plan.gpu_cores == pytest.approx(2.0)
+    assert plan.core_cores <= 1.0 and plan.gpu_threads == 2  # 1.4 host cores: two PoCL workers
     assert plan.slowdown == pytest.approx(big / one_core)
     assert plan_props(plan) == {SLOWDOWN_PROP: f"{plan.slowdown:.4g}"}
 
@@ -80,15 +80,15 @@ def test_a_host_too_small_for_the_gpu_says_which_ratio_and_why() -> None:
     host = HostCalibration(host_cores=1, c_gflops=20.0, pocl_gflops=1.0)
     plan = plan_speeds(profile, host)
     assert plan.core_cores == MIN_CORE_SHARE
-    assert plan.gpu_cores == 1.0  # all the host has
+    assert plan.gpu_cores == pytest.approx(1.0 - plan.cpu_cores)  # all the CPU cores leave
     held = {u.ratio: u for u in plan.unheld}
     assert set(held) == {Ratio.GPU_PER_BIG_CORE, Ratio.GPU_PER_ALL_CORES}
     unheld = held[Ratio.GPU_PER_BIG_CORE]
     assert unheld.profile == pytest.approx(gpu / big)
-    assert unheld.held == pytest.approx(1.0 * host.pocl_gflops / (MIN_CORE_SHARE * host.c_gflops))
+    assert unheld.held == pytest.approx(plan.gpu_cores * host.pocl_gflops / (MIN_CORE_SHARE * host.c_gflops))
     line = unheld.line(profile.name)
     assert line.startswith("adreno-sd8gen2: this host cannot hold GPU / 1 big core = ")
-    assert "this host has 1" in line and "the GPU would need" in line
+    assert "this host has 1" in line and "all CPU cores and the GPU would need" in line
     assert held[Ratio.GPU_PER_ALL_CORES].profile == pytest.approx(gpu / every)
     assert plan_props(plan)["ro.vphone.unheld_ratios"] == "gpu_per_big_core,gpu_per_all_cores"
 
