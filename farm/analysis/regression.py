@@ -34,9 +34,6 @@ DEFAULT_THRESHOLD_PCT = 5.0
 DEFAULT_NOISE_K = 3.0
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution x this = its standard deviation
 DEFAULT_METRICS: tuple[str, ...] = ("latency_median_ms", "energy_per_inference_mj")
-# The store event kind a flagged regression is recorded as (on the nightly it was found in), by
-# the schedule and by `farm regress`; `farm report` of that nightly lists them.
-REGRESSION_EVENT = "regression"
 
 
 class Direction(enum.StrEnum):
@@ -114,7 +111,7 @@ class Finding:
             return None
         return 100.0 * (self.new_value - self.baseline) / abs(self.baseline)
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "cell_id": self.cell_id,
             "device": self.device,

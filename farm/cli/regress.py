@@ -112,9 +112,9 @@ def regress(
                 "window": policy.window,
                 "min_history": policy.min_history,
             },
-            "regressions": [f.as_dict() for f in flagged],
+            "regressions": [f.to_json() for f in flagged],
             "recorded_on": newest,
-            "findings": [f.as_dict() for f in findings],
+            "findings": [f.to_json() for f in findings],
         }
         echo_json(document)
     else:

@@ -14,6 +14,7 @@ from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.safe_text import terminal
 from farm.store import RunState, Store, ownership
+from farm.store import events as store_events
 from farm.store import runs as run_store
 
 
@@ -35,7 +36,7 @@ def experiment_status(store: Store, name: str, events: int) -> dict[str, Any]:
         "failed": failed,
         "events": [
             {"ts": e.ts, "kind": e.kind, "message": e.message, "phone": e.device_id, "run_id": e.run_id}
-            for e in run_store.recent_events(store, name, events)
+            for e in store_events.recent(store, name, events)
         ],
     }
 

@@ -30,6 +30,7 @@ from farm.errors import FarmError, StoreError
 from farm.fleet.inventory import Phone
 from farm.store import ownership
 from farm.store import runs as run_store
+from farm.store.events import EventKind
 
 log = logging.getLogger("farm.engine")
 
@@ -113,7 +114,9 @@ class Supervisor:
         reset = run_store.reset_orphans(sweep.store, sweep.key)
         if reset:
             self.takeovers += len(reset)
-            sweep.event("takeover", f"{len(reset)} run(s) of a coordinator that died or stalled requeued")
+            sweep.event(
+                EventKind.TAKEOVER, f"{len(reset)} run(s) of a coordinator that died or stalled requeued"
+            )
             sweep.worker_ended.set()  # look for phones now: the dead one's are free
 
     def _join(self) -> None:

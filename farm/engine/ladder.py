@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from farm.engine.model import Phase
 from farm.engine.workers import PhoneStatus, SweepSide, Worker
@@ -26,6 +27,7 @@ from farm.errors import FarmError, HostError
 from farm.fleet.inventory import Phone
 from farm.fleet.powercycle import CommandResult
 from farm.store import devices as device_store
+from farm.store.events import EventKind
 
 REBOOT_WAIT_S = 180.0  # at least: a reboot or a power-cycle takes minutes on some phones
 POWER_CYCLE_WAIT_S = 180.0
@@ -42,6 +44,17 @@ class Rung(enum.StrEnum):
 # A phone's power-cycle: None when farm.yaml has none for it; raises FarmError when it has one that
 # cannot be used for this phone (a placeholder without a value), with what to add where.
 PowerCycle = Callable[[Phone], CommandResult | None]
+
+
+@dataclass(frozen=True)
+class PowerCycleOutput:
+    """What a power-cycle command printed (its tail) and how it exited: the recovery event's payload."""
+
+    output_tail: str
+    exit_code: int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"output": self.output_tail, "exit_code": self.exit_code}
 
 
 def _no_power_cycle(_phone: Phone) -> CommandResult | None:
@@ -78,7 +91,9 @@ class Ladder:
         phone = worker.phone
         if _host_away(sweep, phone):
             if sweep.wait_for_phone(worker, status, sweep.lost_wait_s) and sweep.driver.healthy(phone):
-                sweep.event("recovered", "phone is back (its host was away)", device_id=phone.device_id)
+                sweep.event(
+                    EventKind.RECOVERED, "phone is back (its host was away)", device_id=phone.device_id
+                )
                 return True
             status.state = Phase.LOST
             return False
@@ -94,7 +109,7 @@ class Ladder:
                 self._quarantine(sweep, worker, status, rungs[:-1])
                 return False
             if self._try(sweep, worker, status, rung):
-                sweep.event("recovered", f"phone is back after: {rung}", device_id=phone.device_id)
+                sweep.event(EventKind.RECOVERED, f"phone is back after: {rung}", device_id=phone.device_id)
                 return True
         return False
 
@@ -103,29 +118,31 @@ class Ladder:
         endpoint = sweep.driver.endpoint(phone)
         wait_s = sweep.lost_wait_s
         if rung is Rung.RECONNECT:
-            sweep.event("recovery", "reconnect: adb transport made anew", device_id=phone.device_id)
+            sweep.event(EventKind.RECOVERY, "reconnect: adb transport made anew", device_id=phone.device_id)
             endpoint.reset_transport(phone.adb_serial)
         elif rung is Rung.REBOOT:
-            sweep.event("recovery", "reboot (retries.reboot allows it)", device_id=phone.device_id)
+            sweep.event(EventKind.RECOVERY, "reboot (retries.reboot allows it)", device_id=phone.device_id)
             try:
                 sweep.driver.reboot(phone)
             except FarmError as error:
-                sweep.event("recovery", f"reboot not taken: {error}", device_id=phone.device_id)
+                sweep.event(EventKind.RECOVERY, f"reboot not taken: {error}", device_id=phone.device_id)
                 return False
             wait_s = max(wait_s, REBOOT_WAIT_S)
         else:
             try:
                 result = self.power_cycle(phone)
             except FarmError as error:
-                sweep.event("recovery", f"power-cycle not possible: {error}", device_id=phone.device_id)
+                sweep.event(
+                    EventKind.RECOVERY, f"power-cycle not possible: {error}", device_id=phone.device_id
+                )
                 return False
             if result is None:
                 return False
             sweep.event(
-                "recovery",
+                EventKind.RECOVERY,
                 f"power-cycle: `{result.command}` exited {result.exit_code} after {result.took_s:.1f} s",
                 device_id=phone.device_id,
-                data={"output": result.output[-OUTPUT_TAIL_CHARS:], "exit_code": result.exit_code},
+                payload=PowerCycleOutput(result.output[-OUTPUT_TAIL_CHARS:], result.exit_code),
             )
             endpoint.reset_transport(phone.adb_serial)
             wait_s = max(wait_s, POWER_CYCLE_WAIT_S)
@@ -142,7 +159,9 @@ class Ladder:
         sweep.problems.append(f"{phone.device_id}: quarantined: {reason}")
         device_store.quarantine(sweep.store, phone.device_id, reason, sweep.execution_id)
         sweep.event(
-            "quarantine", f"no more runs on this phone this sweep: {reason}", device_id=phone.device_id
+            EventKind.QUARANTINE,
+            f"no more runs on this phone this sweep: {reason}",
+            device_id=phone.device_id,
         )
 
 

@@ -23,9 +23,10 @@ from farm.engine.measurement import layers_of
 from farm.engine.onphone import RUNS_DIR
 from farm.errors import FarmError
 from farm.spec.external import OutputSpec
-from farm.store import Store, ownership
+from farm.store import Store, events, ownership
 from farm.store import devices as device_store
 from farm.store import runs as run_store
+from farm.store.events import EventKind
 from farm.store.layers import put_layers
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 
@@ -68,10 +69,10 @@ def restore_charging_marker(store: Store, session: DeviceSession, device_id: str
             try:
                 restore_charging(session, device_id, store, marker.node, marker.enable_value)
             except FarmError as error:
-                run_store.add_event(store, "recovery", f"charging not restored: {error}", device_id=device_id)
+                events.emit(store, EventKind.RECOVERY, f"charging not restored: {error}", device_id=device_id)
                 return False
-            run_store.add_event(
-                store, "recovery", "charging restored after an interrupted run", device_id=device_id
+            events.emit(
+                store, EventKind.RECOVERY, "charging restored after an interrupted run", device_id=device_id
             )
             return True
     return False
@@ -82,11 +83,11 @@ def restore_clocks_marker(store: Store, session: DeviceSession, device_id: str) 
     try:
         restored = recover_clocks(store, session, device_id)
     except FarmError as error:
-        run_store.add_event(store, "recovery", f"clocks not restored: {error}", device_id=device_id)
+        events.emit(store, EventKind.RECOVERY, f"clocks not restored: {error}", device_id=device_id)
         return False
     if restored:
-        run_store.add_event(
-            store, "recovery", "clocks restored after an interrupted run", device_id=device_id
+        events.emit(
+            store, EventKind.RECOVERY, "clocks restored after an interrupted run", device_id=device_id
         )
     return restored
 
@@ -145,8 +146,12 @@ def backfill_metrics(
                 output=output,
             )
         except Exception as error:  # keep going: one bad artifact must not block a resume
-            run_store.add_event(
-                store, "note", f"metrics not computed: {error}", experiment=experiment, run_id=row["run_id"]
+            events.emit(
+                store,
+                EventKind.NOTE,
+                f"metrics not computed: {error}",
+                experiment=experiment,
+                run_id=row["run_id"],
             )
             continue
         run_store.put_metrics(store, row["run_id"], metrics)

@@ -36,9 +36,10 @@ from farm.fleet.inventory import Phone, PhoneState, discover
 from farm.fleet.watch import PhoneWatch
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
-from farm.store import RunState, Store, StoreLocation, outbox, ownership, results_dir
+from farm.store import RunState, Store, StoreLocation, events, outbox, ownership, results_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store
+from farm.store.events import EventKind
 from farm.store.runs import PlannedRun
 
 STATUS_POLL_S = 0.25
@@ -164,9 +165,9 @@ def _requeue_failed(store: Store, experiment: str, *, retry_failed: bool) -> Non
     requeued = run_store.requeue_failed(store, experiment, lost_only=not retry_failed)
     if requeued:
         why = "failed" if retry_failed else "lost (phone gone)"
-        run_store.add_event(
+        events.emit(
             store,
-            "retry",
+            EventKind.RETRY,
             f"{len(requeued)} {why} run(s) requeued with a fresh attempt budget",
             experiment=experiment,
         )

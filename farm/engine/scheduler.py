@@ -38,7 +38,6 @@ from farm.engine.measurement import energy_window_of, layers_of, measurement_met
 from farm.engine.model import (
     Gates,
     IdleBaseline,
-    JsonObject,
     OnFinished,
     Phase,
     PhaseUpdate,
@@ -56,9 +55,10 @@ from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
 from farm.spec.model import Experiment
 from farm.spec.sections import RetryOn
-from farm.store import Outcome, RunState, Store, outbox, ownership, run_artifacts_dir
+from farm.store import Outcome, RunState, Store, events, outbox, ownership, run_artifacts_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store
+from farm.store.events import EventKind, EventPayload
 from farm.store.layers import put_layers
 from farm.store.runs import StoredRun
 
@@ -221,7 +221,7 @@ class Sweep:
             self._start_worker(phone)
             joined += 1
             if announce:
-                self.event("joined", "phone joined the sweep", device_id=device_id)
+                self.event(EventKind.JOINED, "phone joined the sweep", device_id=device_id)
         return joined
 
     def _start_worker(self, phone: Phone) -> None:
@@ -245,7 +245,7 @@ class Sweep:
         worker.dropped = why
         worker.holds_lease = False
         worker.cancel.set()
-        self.event("lease", f"stopped using the phone: {why}", device_id=device_id)
+        self.event(EventKind.LEASE, f"stopped using the phone: {why}", device_id=device_id)
 
     def alive(self) -> bool:
         return not self.finished.is_set() or not all(f.done() for f in self._pending_metrics)
@@ -260,15 +260,21 @@ class Sweep:
 
     def event(
         self,
-        kind: str,
+        kind: EventKind,
         message: str,
         *,
         run_id: str | None = None,
         device_id: str | None = None,
-        data: JsonObject | None = None,
+        payload: EventPayload | None = None,
     ) -> None:
-        run_store.add_event(
-            self.store, kind, message, experiment=self.key, run_id=run_id, device_id=device_id, data=data
+        events.emit(
+            self.store,
+            kind,
+            message,
+            experiment=self.key,
+            run_id=run_id,
+            device_id=device_id,
+            payload=payload,
         )
 
     def has_work(self, device_id: str) -> bool:
@@ -320,18 +326,18 @@ class Sweep:
         except StoreError as error:
             self._store_failed(phone, status, error)
         except DeviceTransientError as error:
-            self.event("fault", f"phone lost while preparing: {error}", device_id=phone.device_id)
+            self.event(EventKind.FAULT, f"phone lost while preparing: {error}", device_id=phone.device_id)
             status.state = Phase.LOST
             if self._recover(worker, status):
                 self._work(worker)
         except (ClocksRefused, NoBinaryForAbi) as error:
             status.state = Phase.FAILED
-            self.event("error", f"phone skipped: {error}", device_id=phone.device_id)
+            self.event(EventKind.ERROR, f"phone skipped: {error}", device_id=phone.device_id)
             self.problems.append(str(error))  # it names the phone
             self._skip_bound_runs(phone, str(error))
         except FarmError as error:
             status.state = Phase.FAILED
-            self.event("error", f"phone unusable: {error}", device_id=phone.device_id)
+            self.event(EventKind.ERROR, f"phone unusable: {error}", device_id=phone.device_id)
             self.problems.append(f"{phone.device_id}: {error}")
             self.excluded[phone.device_id] = str(error)
         finally:
@@ -357,7 +363,9 @@ class Sweep:
                 f"{k}={v}" for k, v in choice.fields.items() if k != "tune_cache_path"
             )
             self.event(
-                "tune", f"{' '.join(choice.workload_args)}: {shown}", device_id=prepared.phone.device_id
+                EventKind.TUNE,
+                f"{' '.join(choice.workload_args)}: {shown}",
+                device_id=prepared.phone.device_id,
             )
         return dataclasses.replace(prepared, tuned=choices)
 
@@ -368,7 +376,7 @@ class Sweep:
         if prepared.external is not None:
             pushed += [f"asset {d.name}" for d in prepared.external.assets.values() if d.pushed]
         message = f"pushed {', '.join(pushed)}" if pushed else "nothing pushed (the phone has every sha256)"
-        self.event("deploy", message, device_id=prepared.phone.device_id)
+        self.event(EventKind.DEPLOY, message, device_id=prepared.phone.device_id)
 
     def _with_clocks(self, prepared: PreparedPhone) -> PreparedPhone:
         """The experiment's clock control for this sweep (engine.clocks); ClocksRefused (a
@@ -381,7 +389,7 @@ class Sweep:
             prepared.caps,
         )
         message = f"clocks: {applied.mode.value} (asked {applied.requested.value})"
-        self.event("clocks", "; ".join([message, *applied.notes]), device_id=prepared.phone.device_id)
+        self.event(EventKind.CLOCKS, "; ".join([message, *applied.notes]), device_id=prepared.phone.device_id)
         # The idle temperature the relative cooldown gate counts from: read before any run.
         idle_c = read_temperature_c(prepared) if self.gates.within_c_of_idle is not None else None
         return dataclasses.replace(prepared, clocks=applied, idle_temperature_c=idle_c)
@@ -407,7 +415,9 @@ class Sweep:
         try:
             restore_clocks(prepared.session, self.store, prepared.phone.device_id, prepared.clocks.restore)
         except FarmError as error:
-            self.event("warning", f"clocks not restored yet: {error}", device_id=prepared.phone.device_id)
+            self.event(
+                EventKind.WARNING, f"clocks not restored yet: {error}", device_id=prepared.phone.device_id
+            )
 
     def _recover(self, worker: Worker, status: PhoneStatus) -> bool:
         """A phone that dropped off: the recovery ladder (farm.engine.ladder), bounded."""
@@ -444,8 +454,12 @@ class Sweep:
                 message = f"idle power {baseline.power_mw:.1f} mW ({baseline.readings} gauge readings)"
             else:
                 message = baseline.note or "no idle baseline"
-            kind = "baseline" if baseline.power_mw is not None or baseline.note is None else "quality"
-            self.event(kind, message, device_id=device_id, data=baseline.to_json())
+            kind = (
+                EventKind.BASELINE
+                if baseline.power_mw is not None or baseline.note is None
+                else EventKind.QUALITY
+            )
+            self.event(kind, message, device_id=device_id, payload=baseline)
         return dataclasses.replace(prepared, idle_baseline=baseline)
 
     def wait_for_phone(self, worker: Worker, status: PhoneStatus, timeout_s: float) -> bool:
@@ -465,7 +479,9 @@ class Sweep:
                 return True
             except FarmError as error:
                 if time.monotonic() >= deadline:
-                    self.event("fault", f"phone did not come back: {error}", device_id=phone.device_id)
+                    self.event(
+                        EventKind.FAULT, f"phone did not come back: {error}", device_id=phone.device_id
+                    )
                     return False
 
     def _attempt(
@@ -539,7 +555,7 @@ class Sweep:
             max_attempts=self.experiment.retries.max_attempts,
         )
         if throttled is not None:
-            self.event("throttle", throttled, run_id=run.run_id, device_id=device_id)
+            self.event(EventKind.THROTTLE, throttled, run_id=run.run_id, device_id=device_id)
             if next_state is RunState.FAILED:
                 result.outcome, result.error = Outcome.FAILED, throttled
         ended = outbox.PendingResult(
@@ -564,30 +580,33 @@ class Sweep:
         if result.outcome is Outcome.LOST:
             status.state = Phase.LOST
             self.event(
-                "fault", f"phone lost during run: {result.error}", run_id=run.run_id, device_id=device_id
+                EventKind.FAULT,
+                f"phone lost during run: {result.error}",
+                run_id=run.run_id,
+                device_id=device_id,
             )
         elif result.outcome is Outcome.TIMEOUT:
-            self.event("timeout", result.error or "timeout", run_id=run.run_id, device_id=device_id)
+            self.event(EventKind.TIMEOUT, result.error or "timeout", run_id=run.run_id, device_id=device_id)
         elif result.outcome is Outcome.FAILED:
-            self.event("failed", result.error or "failed", run_id=run.run_id, device_id=device_id)
+            self.event(EventKind.FAILED, result.error or "failed", run_id=run.run_id, device_id=device_id)
         if result.outcome is not Outcome.LOST:
             self.ladder.reset(device_id)  # the phone answered to the end: its ladder starts over
         if next_state is RunState.PENDING and result.outcome is not Outcome.INTERRUPTED:
             self.event(
-                "retry",
+                EventKind.RETRY,
                 f"attempt {attempts_after} ended {result.outcome}; will retry",
                 run_id=run.run_id,
                 device_id=device_id,
             )
         if not stored and result.outcome is not Outcome.INTERRUPTED:
             self.event(
-                "refused",
+                EventKind.REFUSED,
                 "result not stored: the run was requeued meanwhile (this coordinator was judged dead)",
                 run_id=run.run_id,
                 device_id=device_id,
             )
         for note in result.notes:
-            self.event("note", note, run_id=run.run_id, device_id=device_id)
+            self.event(EventKind.NOTE, note, run_id=run.run_id, device_id=device_id)
         if stored and self.on_finished is not None:
             self.on_finished(device_id, run, result, next_state)
         status.run_started = None
@@ -604,12 +623,12 @@ class Sweep:
         try:
             metrics = self.driver.metrics(prepared, job, result)
         except Exception as error:  # a metrics bug must not lose a measured run
-            self.event("note", f"metrics not computed: {error}", run_id=run_id)
+            self.event(EventKind.NOTE, f"metrics not computed: {error}", run_id=run_id)
             return
         try:
             metrics += measurement_metrics(self.experiment, prepared, result, metrics, job.artifacts)
         except Exception as error:  # keep the run's own metrics whatever happens here
-            self.event("note", f"validity not assessed: {error}", run_id=run_id)
+            self.event(EventKind.NOTE, f"validity not assessed: {error}", run_id=run_id)
         if self.store_error is None:  # else the next start computes them (recovery.backfill_metrics)
             run_store.put_metrics(self.store, run_id, metrics)
             put_layers(self.store, run_id, layers_of(job.artifacts))

@@ -12,10 +12,11 @@ from typing import Protocol
 from farm.analysis.latest import Readings
 from farm.engine.cancel import PhoneCancel
 from farm.engine.driver import PhoneDriver
-from farm.engine.model import JsonObject, Phase, PhaseUpdate
+from farm.engine.model import Phase, PhaseUpdate
 from farm.errors import StoreError
 from farm.fleet.inventory import Phone
 from farm.store import Store
+from farm.store.events import EventKind, EventPayload
 
 
 @dataclass
@@ -88,10 +89,10 @@ class SweepSide(Protocol):
 
     def event(
         self,
-        kind: str,
+        kind: EventKind,
         message: str,
         *,
         run_id: str | None = None,
         device_id: str | None = None,
-        data: JsonObject | None = None,
+        payload: EventPayload | None = None,
     ) -> None: ...

@@ -13,6 +13,7 @@ from farm.engine.scheduler import Sweep
 from farm.live.snapshot import Event, PhoneRow, Progress, Snapshot, event_level
 from farm.safe_text import terminal
 from farm.store import RunState, Store
+from farm.store import events as store_events
 from farm.store import runs as run_store
 
 
@@ -54,7 +55,7 @@ def snapshot_of(sweep: Sweep, *, started_at: float, events: int = 8) -> Snapshot
         )
     recent = tuple(
         Event(e.ts, e.message, event_level(e.kind), e.device_id)
-        for e in run_store.recent_events(sweep.store, sweep.key, events)
+        for e in store_events.recent(sweep.store, sweep.key, events)
     )
     return Snapshot(sweep.key, tuple(rows), progress, recent, now)
 

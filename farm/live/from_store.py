@@ -11,8 +11,9 @@ import time
 
 from farm.engine.model import Phase
 from farm.live.snapshot import Event, PhoneRow, Progress, Snapshot, event_level
+from farm.store import events as store_events
 from farm.store.db import Store
-from farm.store.runs import RunState, recent_events
+from farm.store.runs import RunState
 
 
 def _cell(factors_json: str | None) -> str | None:
@@ -76,6 +77,6 @@ def snapshot_from_store(store: Store, experiment: str, *, events: int = 8) -> Sn
         )
     recent = tuple(
         Event(e.ts, e.message, event_level(e.kind), e.device_id)
-        for e in recent_events(store, experiment, events)
+        for e in store_events.recent(store, experiment, events)
     )
     return Snapshot(experiment, tuple(phones), progress_from_store(store, experiment, now=now), recent, now)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from farm.engine.model import Phase
+from farm.store.events import EventKind
 
 
 class EventLevel(StrEnum):
@@ -22,19 +23,21 @@ class EventLevel(StrEnum):
     ERROR = "error"
 
 
-# Kinds of store events (farm.store.runs.add_event) the view shows louder than INFO.
+# Kinds of store events (farm.store.events) the view shows louder than INFO.
 _EVENT_LEVELS = {
-    "fault": EventLevel.WARNING,
-    "retry": EventLevel.WARNING,
-    "timeout": EventLevel.WARNING,
-    "charging": EventLevel.WARNING,
-    "regression": EventLevel.WARNING,
-    "failed": EventLevel.ERROR,
-    "error": EventLevel.ERROR,
+    EventKind.FAULT: EventLevel.WARNING,
+    EventKind.RETRY: EventLevel.WARNING,
+    EventKind.TIMEOUT: EventLevel.WARNING,
+    EventKind.THROTTLE: EventLevel.WARNING,
+    EventKind.QUALITY: EventLevel.WARNING,
+    EventKind.REGRESSION: EventLevel.WARNING,
+    EventKind.QUARANTINE: EventLevel.ERROR,
+    EventKind.FAILED: EventLevel.ERROR,
+    EventKind.ERROR: EventLevel.ERROR,
 }
 
 
-def event_level(kind: str) -> EventLevel:
+def event_level(kind: EventKind) -> EventLevel:
     return _EVENT_LEVELS.get(kind, EventLevel.INFO)
 
 

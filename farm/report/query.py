@@ -13,18 +13,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from farm.analysis.regression import REGRESSION_EVENT
 from farm.errors import ConfigError
 from farm.report.environment import phone_info
 from farm.report.model import FigureSpec, PhoneInfo, ReportData, TableSpec, where_of
 from farm.spec.model import Experiment
+from farm.store import events
 from farm.store.db import Store
+from farm.store.events import EventKind
 from farm.store.layers import experiment_layers
 from farm.store.results import StoredResult
 from farm.store.runs import list_runs
 
 # Event kinds whose messages become data-quality notes.
-QUALITY_EVENT_KINDS: tuple[str, ...] = ("charging", "quality", "throttle", "warning")
+QUALITY_EVENT_KINDS = (EventKind.QUALITY, EventKind.THROTTLE, EventKind.WARNING)
 
 
 def _json(text: str | None) -> Any:
@@ -158,22 +159,15 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
         for run in runs
     )
     device_ids = sorted({r.device_id for r in results if r.device_id})
-    kinds = ", ".join("?" for _ in QUALITY_EVENT_KINDS)
-    event_rows = store.query(
-        f"SELECT device_id, message FROM events WHERE experiment = ? AND kind IN ({kinds}) ORDER BY ts",
-        (experiment, *QUALITY_EVENT_KINDS),
-    )
+    quality_events = events.messages(store, experiment, QUALITY_EVENT_KINDS)
     notes = tuple(
         dict.fromkeys(
             ([spec_problem] if spec_problem else [])
-            + [f"{r['device_id'] + ': ' if r['device_id'] else ''}{r['message']}" for r in event_rows]
+            + [f"{device_id + ': ' if device_id else ''}{message}" for device_id, message in quality_events]
             + run_notes
         )
     )
-    regression_rows = store.query(
-        "SELECT message FROM events WHERE experiment = ? AND kind = ? ORDER BY ts",
-        (experiment, REGRESSION_EVENT),
-    )
+    regression_events = events.messages(store, experiment, [EventKind.REGRESSION])
     factor_names = spec.factor_names if spec is not None else ()
     if not factor_names:
         factor_names = tuple(sorted({name for r in results for name in r.factors}))
@@ -187,7 +181,7 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
         figures=figure_specs(spec) if spec is not None else (),
         tables=table_specs(spec) if spec is not None else (),
         notes=notes,
-        regressions=tuple(dict.fromkeys(row["message"] for row in regression_rows)),
+        regressions=tuple(dict.fromkeys(message for _, message in regression_events)),
         generated_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         description=spec.description if spec is not None else "",
         layers=experiment_layers(store, experiment),

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from farm.analysis import stats
-from farm.analysis.regression import REGRESSION_EVENT, Finding, Point, describe
+from farm.analysis.regression import Finding, Point, describe
 from farm.schedule.nightly import NightlyName, parse_nightly
 from farm.spec.model import Experiment
-from farm.store import Store
-from farm.store import runs as run_store
+from farm.store import Store, events
+from farm.store.events import EventKind
 
 SAME_SECOND_STEP_S = 1e-3  # orders nightlies that share a slot second by their sequence number
 
@@ -93,23 +93,20 @@ def load_points(
 def record_regressions(store: Store, nightly: str, flagged: Sequence[Finding]) -> int:
     """Flagged regressions as events of the nightly they were found in (what `farm report` of it
     lists); one already recorded (same line) is not added again. Returns how many were new."""
-    rows = store.query(
-        "SELECT message FROM events WHERE experiment = ? AND kind = ?", (nightly, REGRESSION_EVENT)
-    )
-    known = {row["message"] for row in rows}
+    known = {message for _, message in events.messages(store, nightly, [EventKind.REGRESSION])}
     added = 0
     for finding in flagged:
         message = describe(finding)
         if message in known:
             continue
         known.add(message)
-        run_store.add_event(
+        events.emit(
             store,
-            REGRESSION_EVENT,
+            EventKind.REGRESSION,
             message,
             experiment=nightly,
             device_id=None if finding.device == "*" else finding.device,
-            data=finding.as_dict(),
+            payload=finding,
         )
         added += 1
     return added

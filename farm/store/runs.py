@@ -1,4 +1,4 @@
-"""Runs, attempts, metrics and events: the queries the engine and `farm status` use.
+"""Runs, attempts and metrics: the queries the engine and `farm status` use.
 
 Every state change is one conditional UPDATE, so a run can only move PENDING -> RUNNING when it is
 still PENDING, and a result is stored at most once (metrics are keyed by (run_id, name)). These
@@ -419,47 +419,3 @@ def requeue_failed(store: Store, experiment: str, *, lost_only: bool = True) -> 
                 (run_id,),
             )
     return ids
-
-
-def add_event(
-    store: Store,
-    kind: str,
-    message: str,
-    *,
-    experiment: str | None = None,
-    run_id: str | None = None,
-    device_id: str | None = None,
-    data: dict[str, Any] | None = None,
-) -> None:
-    store.execute(
-        "INSERT INTO events (ts, experiment, run_id, device_id, kind, message, data_json) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            time.time(),
-            experiment,
-            run_id,
-            device_id,
-            kind,
-            message,
-            json.dumps(data, default=str) if data else None,
-        ),
-    )
-
-
-@dataclass(frozen=True)
-class Event:
-    ts: float
-    kind: str
-    message: str
-    run_id: str | None
-    device_id: str | None
-
-
-def recent_events(store: Store, experiment: str | None, limit: int = 20) -> list[Event]:
-    sql = "SELECT ts, kind, message, run_id, device_id FROM events"
-    params: list[Any] = []
-    if experiment is not None:
-        sql += " WHERE experiment = ?"
-        params.append(experiment)
-    rows = store.query(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
-    return [Event(r["ts"], r["kind"], r["message"], r["run_id"], r["device_id"]) for r in reversed(rows)]

@@ -15,6 +15,7 @@ import pytest
 from vphone.testing.waiting import eventually
 
 from farm.store import RunState
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, write_experiment
 
@@ -71,7 +72,7 @@ def test_hung_phones_climb_the_ladder_one_is_power_cycled_the_other_quarantined(
     assert "Traceback" not in out, out
     with open_store(results) as store:
         runs = run_store.list_runs(store, "ladder")
-        events = run_store.recent_events(store, "ladder", 200)
+        events = store_events.recent(store, "ladder", 200)
     by_phone = {d: [r.state for r in runs if r.device_id == d] for d in ids.values()}
     assert by_phone[ids[saved.serial]] == [RunState.DONE, RunState.DONE]
     assert RunState.DONE not in by_phone[ids[lost.serial]]

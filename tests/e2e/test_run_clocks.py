@@ -18,6 +18,7 @@ import pytest
 from farm.device.session import DeviceSession
 from farm.store import RunState
 from farm.store import devices as device_store
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, write_experiment
 
@@ -62,7 +63,7 @@ def test_pin_is_applied_recorded_and_restored_and_a_required_pin_skips_an_unroot
         assert readback[f"{POLICY}/scaling_max_freq"] == readback[f"{POLICY}/scaling_min_freq"] == "384000"
         metrics = {m.name: m.value for m in run_store.get_metrics(store, ran.run_id)}
         assert metrics["valid_clocks_as_requested"] == 1.0 and "valid" in metrics
-        warnings = [e.message for e in run_store.recent_events(store, "pinned", 50) if e.kind == "warning"]
+        warnings = [e.message for e in store_events.recent(store, "pinned", 50) if e.kind == "warning"]
         assert device_store.clocks_marked(store) == set(), warnings  # restored: no marker left
     assert _max_khz(phones, rooted) == before != "384000"
 
@@ -102,7 +103,7 @@ def test_clocks_left_pinned_by_a_killed_farm_are_restored_by_the_next(virtual_ph
     assert _max_khz(phones, phones[0]) == before
     with open_store(results) as store:
         assert device_store.clocks_marked(store) == set()
-        messages = [e.message for e in run_store.recent_events(store, None, 100)]
+        messages = [e.message for e in store_events.recent(store, None, 100)]
         assert "clocks restored after an interrupted run" in messages
 
 
@@ -177,7 +178,7 @@ def test_a_hot_phone_throttles_and_on_throttle_retry_runs_it_again(virtual_phone
     done = run_farm(phones.adb_port, results, "run", str(spec), "--no-live", timeout_s=400)
     assert done.returncode in (0, 1), done.stderr
     with open_store(results) as store:
-        events = [e for e in run_store.recent_events(store, "hot", 100) if e.kind == "throttle"]
+        events = [e for e in store_events.recent(store, "hot", 100) if e.kind == "throttle"]
         assert any("retrying after the cooldown" in e.message for e in events), events
         assert all("CPU max lowered" in e.message or "thermal status" in e.message for e in events)
         (run,) = run_store.list_runs(store, "hot")

@@ -12,6 +12,7 @@ import adbutils
 import pytest
 
 from farm.store import RunState
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import REPO, open_store, run_farm, write_experiment
 
@@ -30,7 +31,7 @@ def _metrics(results: Path, experiment: str) -> dict[str, dict[str, float]]:
 
 def _deploy_events(results: Path, experiment: str) -> list[str]:
     with open_store(results) as store:
-        return [e.message for e in run_store.recent_events(store, experiment, 200) if e.kind == "deploy"]
+        return [e.message for e in store_events.recent(store, experiment, 200) if e.kind == "deploy"]
 
 
 def _phone_files(results: Path, experiment: str) -> set[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from farm.store import RunState
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, write_experiment
 
@@ -68,7 +69,7 @@ def test_phone_disconnected_mid_run_is_retried_and_the_sweep_completes(
     with open_store(results) as store:
         runs = run_store.list_runs(store, "drop")
         assert [r.state for r in runs] == [RunState.DONE, RunState.DONE]
-        events = run_store.recent_events(store, "drop", 50)
+        events = store_events.recent(store, "drop", 50)
         assert any(e.kind == "fault" for e in events)
         outcomes = [r["outcome"] for r in store.query("SELECT outcome FROM attempts ORDER BY started_at")]
         assert "lost" in outcomes and outcomes[-1] == "done"

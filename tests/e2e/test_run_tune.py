@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from farm.store import RunState
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import open_store, run_farm, write_experiment
 
@@ -35,7 +36,7 @@ def test_tune_once_per_phone_then_the_run_uses_it(virtual_phones, tmp_path: Path
     assert done.returncode == 0, done.stdout + done.stderr
     with open_store(results) as store:
         (run,) = run_store.list_runs(store, "tuned")
-        tune_events = [e for e in run_store.recent_events(store, "tuned", 100) if e.kind == "tune"]
+        tune_events = [e for e in store_events.recent(store, "tuned", 100) if e.kind == "tune"]
     assert run.state is RunState.DONE and len(tune_events) == 1
     folder = results / (run.artifacts_dir or "")
     (choice,) = json.loads((folder / "env.json").read_text())["tuned"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from farm.store import Metric, RunState
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from farm.store.runs import PlannedRun
 from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, write_experiment
@@ -102,7 +103,7 @@ def test_two_nights_are_separate_points_and_a_step_is_flagged(virtual_phones, tm
         one, two = (run_store.list_runs(store, night) for night in (night_one, night_two))
         assert len(one) == len(two) == 1 and one[0].run_id != two[0].run_id  # fresh runs, not a resume
         assert one[0].state is two[0].state is RunState.DONE
-        events = [e for e in run_store.recent_events(store, night_two) if e.kind == "regression"]
+        events = [e for e in store_events.recent(store, night_two) if e.kind == "regression"]
         assert events and "latency_median_ms regression" in events[0].message
 
     flagged = run_farm(phones.adb_port, results, "regress", "tiny", "--threshold-pct", "20", "--json")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from farm.store import RunState
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from tests.integration.remote.labs import (
     REPO,
@@ -95,6 +96,6 @@ def test_pulled_cable_mid_sweep_waits_and_finishes(far, virtual_phones, tmp_path
             far_id: len(HIDDEN),
             local_id: len(HIDDEN),
         }
-        events = run_store.recent_events(store, "cable", 200)
+        events = store_events.recent(store, "cable", 200)
         assert "recovered" in {e.kind for e in events if e.device_id == far_id}
         assert not [e for e in events if e.device_id == local_id and e.kind == "fault"]

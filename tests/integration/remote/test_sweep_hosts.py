@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from farm.store import RunState
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from tests.integration.remote.labs import (
     REPO,
@@ -161,11 +162,11 @@ def test_lab_host_sshd_stopped_mid_sweep_its_runs_wait_and_finish(
         assert Counter(r.ran_on for r in runs) == dict.fromkeys(_expected_ids(local, labs), 3)
         done_attempts = store.query("SELECT COUNT(*) FROM attempts WHERE outcome = 'done'")[0][0]
         assert done_attempts == len(runs)
-        kinds = {e.kind for e in run_store.recent_events(store, "outage", 200) if e.device_id == lab2_id}
+        kinds = {e.kind for e in store_events.recent(store, "outage", 200) if e.device_id == lab2_id}
         assert "recovered" in kinds
         for other in others:
             assert not [
                 e
-                for e in run_store.recent_events(store, "outage", 200)
+                for e in store_events.recent(store, "outage", 200)
                 if e.device_id == other and e.kind == "fault"
             ]

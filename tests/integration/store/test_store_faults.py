@@ -22,7 +22,9 @@ from farm.errors import (
     StoreUnavailable,
 )
 from farm.store import Store, StoreLocation
+from farm.store import events as store_events
 from farm.store import runs as rq
+from farm.store.events import EventKind
 from tests.fixtures.postgres import PostgresServer
 from tests.integration.store.conftest import Tmpfs
 
@@ -94,12 +96,12 @@ def test_full_disk_is_one_line_keeps_what_was_stored_and_works_again_once_freed(
         filler = fs.fill()
         with pytest.raises(StoreFull) as raised:
             for i in range(2000):
-                rq.add_event(store, "note", "y" * 4000 + str(i), experiment="exp")
+                store_events.emit(store, EventKind.NOTE, "y" * 4000 + str(i), experiment="exp")
         _one_line(raised.value, str(path), "disk full", f"free space on the disk holding {fs.path}")
         assert store.query("SELECT COUNT(*) FROM events WHERE ts < 100")[0][0] == 10
         filler.unlink()
-        rq.add_event(store, "note", "after", experiment="exp")
-        assert [e.message for e in rq.recent_events(store, "exp", limit=1)] == ["after"]
+        store_events.emit(store, EventKind.NOTE, "after", experiment="exp")
+        assert [e.message for e in store_events.recent(store, "exp", limit=1)] == ["after"]
     fs.fill()
     with pytest.raises(StoreFull) as raised:  # and a store opened on a full disk says so too
         Store(fs.path / "other.db").open()
@@ -153,36 +155,36 @@ def test_a_database_of_something_else_is_not_taken_over(pg_url: str, tmp_path: P
 
 def test_read_only_session_refuses_writes(pg_url: str, tmp_path: Path) -> None:
     with _pg(pg_url, tmp_path) as store:
-        rq.add_event(store, "note", "kept")
+        store_events.emit(store, EventKind.NOTE, "kept")
     with _pg(pg_url, tmp_path, read_only=True) as reader:
-        assert [e.message for e in rq.recent_events(reader, None)] == ["kept"]
+        assert [e.message for e in store_events.recent(reader, None)] == ["kept"]
         with pytest.raises(StoreReadOnly):
-            rq.add_event(reader, "note", "refused")
+            store_events.emit(reader, EventKind.NOTE, "refused")
     with _pg(pg_url, tmp_path) as store:
-        assert [e.message for e in rq.recent_events(store, None)] == ["kept"]
+        assert [e.message for e in store_events.recent(store, None)] == ["kept"]
 
 
 def test_server_going_away_is_retryable_and_the_store_reconnects(
     postgres_server: PostgresServer, pg_url: str, tmp_path: Path
 ) -> None:
     with _pg(pg_url, tmp_path) as store:
-        rq.add_event(store, "note", "before")
+        store_events.emit(store, EventKind.NOTE, "before")
         postgres_server.stop()
         try:
             with pytest.raises(StoreUnavailable) as raised:
-                rq.add_event(store, "note", "while down")
+                store_events.emit(store, EventKind.NOTE, "while down")
             _one_line(raised.value, "not reachable")
         finally:
             postgres_server.start()
         deadline = time.monotonic() + 30  # a retryable error: the caller tries again, and it works
         while True:
             try:
-                rq.add_event(store, "note", "after")
+                store_events.emit(store, EventKind.NOTE, "after")
                 break
             except StoreUnavailable:
                 assert time.monotonic() < deadline, "the store never reconnected"
                 time.sleep(0.2)
-        assert [e.message for e in rq.recent_events(store, None)] == ["before", "after"]
+        assert [e.message for e in store_events.recent(store, None)] == ["before", "after"]
 
 
 def test_a_result_finished_while_the_server_is_down_is_kept_and_stored_when_it_is_back(

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from farm.store import RunState, Store, StoreLocation
+from farm.store import events as store_events
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import farm_argv, farm_env, fast_lstm, write_experiment
 from tests.fixtures.postgres import PostgresServer
@@ -224,6 +225,6 @@ def test_resume_retries_lost_runs_and_retry_failed_the_rest_never_done_ones(
     assert done == {kept: 1, lost: 1, failed: 1}  # each DONE once; the kept run never redone
     with Store(location, read_only=True) as store:
         assert len(store.query("SELECT 1 FROM attempts WHERE run_id = ?", (kept,))) == 1
-        events = [e.message for e in run_store.recent_events(store, "retry", 50) if e.kind == "retry"]
+        events = [e.message for e in store_events.recent(store, "retry", 50) if e.kind == "retry"]
         assert any("1 lost (phone gone) run(s) requeued" in m for m in events), events
         assert any("1 failed run(s) requeued" in m for m in events), events

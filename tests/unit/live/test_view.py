@@ -7,9 +7,11 @@ from farm.engine.model import Phase
 from farm.live.from_store import snapshot_from_store
 from farm.live.snapshot import Event, EventLevel, PhoneRow, Progress, Snapshot
 from farm.live.view import MAX_REFRESH_HZ, LiveView, format_duration, plain_lines, render, start_live, watch
+from farm.store import events as store_events
 from farm.store.db import Store
 from farm.store.devices import record_device
-from farm.store.runs import PlannedRun, add_event, insert_planned
+from farm.store.events import EventKind
+from farm.store.runs import PlannedRun, insert_planned
 
 
 def _snapshot(done: int = 3, state: Phase = Phase.RUNNING, events: int = 2) -> Snapshot:
@@ -132,7 +134,9 @@ def test_snapshot_from_store(tmp_path) -> None:
             "UPDATE runs SET state = 'RUNNING', started_at = 20, ran_on = device_id, attempts = 1 "
             "WHERE run_id = 'r2'"
         )
-        add_event(store, "fault", "phone dropped off", experiment="exp", device_id="local/emu-1")
+        store_events.emit(
+            store, EventKind.FAULT, "phone dropped off", experiment="exp", device_id="local/emu-1"
+        )
         snapshot = snapshot_from_store(store, "exp")
     assert [p.phone for p in snapshot.phones] == ["emu-1"]
     row = snapshot.phones[0]

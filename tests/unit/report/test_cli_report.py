@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from farm.cli.main import main
+from farm.store import events as store_events
 from farm.store.db import Store
 from farm.store.devices import record_device
-from farm.store.runs import Metric, PlannedRun, add_event, insert_planned, put_metrics, save_experiment
+from farm.store.events import EventKind
+from farm.store.runs import Metric, PlannedRun, insert_planned, put_metrics, save_experiment
 from tests.fixtures.trepn_exports import TREPN_DIR
 
 EVIL = "<script>alert(1)</script>"
@@ -73,9 +75,9 @@ def _fill(results: Path) -> None:
                 json.dumps({"notes": ["screen could not be kept awake"], "farm_version": "0.1"}),
             ),
         )
-        add_event(
+        store_events.emit(
             store,
-            "charging",
+            EventKind.QUALITY,
             "charging could not be disabled (no root)",
             experiment="lstm_small",
             device_id=f"local/{EVIL}",

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from farm.store import Metric, Outcome, RunState, Store, ownership
 from farm.store import devices as devs
+from farm.store import events as store_events
 from farm.store import runs as rq
+from farm.store.events import EventKind
 
 
 def _planned(n: int, device: str = "local/A") -> list[rq.PlannedRun]:
@@ -83,10 +85,10 @@ def test_forget_experiment_runs(store: Store) -> None:
     rq.insert_planned(store, "exp", _planned(2))
     rq.insert_planned(store, "other", [rq.PlannedRun("o0", "c", (), 0, None, 0)])
     rq.put_metrics(store, "r0", [Metric("x", 1.0, "")])
-    rq.add_event(store, "fault", "old", experiment="exp")
-    rq.add_event(store, "fault", "kept", experiment="other")
+    store_events.emit(store, EventKind.FAULT, "old", experiment="exp")
+    store_events.emit(store, EventKind.FAULT, "kept", experiment="other")
     assert rq.forget_experiment_runs(store, "exp") == 2
-    assert rq.recent_events(store, "exp") == [] and len(rq.recent_events(store, "other")) == 1
+    assert store_events.recent(store, "exp") == [] and len(store_events.recent(store, "other")) == 1
     assert store.query("SELECT COUNT(*) FROM metrics")[0][0] == 0
     assert [r.run_id for r in rq.list_runs(store, "other")] == ["o0"]
 
@@ -119,8 +121,8 @@ def test_charging_marker_round_trip(store: Store) -> None:
 
 def test_events_are_listed_oldest_first(store: Store) -> None:
     for i in range(5):
-        rq.add_event(store, "fault", f"m{i}", experiment="exp", device_id="local/A")
-    assert [e.message for e in rq.recent_events(store, "exp", limit=3)] == ["m2", "m3", "m4"]
+        store_events.emit(store, EventKind.FAULT, f"m{i}", experiment="exp", device_id="local/A")
+    assert [e.message for e in store_events.recent(store, "exp", limit=3)] == ["m2", "m3", "m4"]
 
 
 def test_claim_next_takes_planned_order_and_only_runs_this_phone_may_run(store: Store) -> None:
