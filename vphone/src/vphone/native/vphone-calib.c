@@ -35,15 +35,22 @@ static double cpu_s(clockid_t clock)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The size as the phone's programs have it: known only at run time. A compile-time size would
+ * let -O2's cheap vectoriser specialise the loop, 3-4x faster than the same loop in a program
+ * that reads its sizes (kernels/gemm's cpu path measured 5.7 GFLOP/s where this loop with a
+ * constant N measured 21). */
+static volatile size_t runtime_n = N;
+
 static void c_gemm(const float *a, const float *b, float *c)
 {
-    for (size_t i = 0; i < N; i++) {
-        float *ci = c + i * N;
-        memset(ci, 0, N * sizeof *ci);
-        for (size_t k = 0; k < N; k++) {
-            const float av = a[i * N + k];
-            const float *bk = b + k * N;
-            for (size_t j = 0; j < N; j++)
+    const size_t n = runtime_n;
+    for (size_t i = 0; i < n; i++) {
+        float *ci = c + i * n;
+        memset(ci, 0, n * sizeof *ci);
+        for (size_t k = 0; k < n; k++) {
+            const float av = a[i * n + k];
+            const float *bk = b + k * n;
+            for (size_t j = 0; j < n; j++)
                 ci[j] += av * bk[j];
         }
     }
