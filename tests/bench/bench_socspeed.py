@@ -7,7 +7,10 @@ thread per CPU, and the gpu backend (PoCL). The measured GFLOP/s ratios
 are printed against the profile's published ones: each within 20%, or a ratio the phone says
 this host cannot hold (ro.vphone.unheld_ratios, daemon.log), with the factor it runs slower than
 the real SoC (ro.vphone.slowdown). On a shared host a busy neighbour takes CPU time from the
-cgroups' quotas (the quotas are caps), which lowers the measured speeds it falls on.
+cgroups' quotas (the quotas are caps), which lowers the measured speeds it falls on: each run
+records the share of CFS periods its cgroup was throttled in (its quota bound: near 1 when the
+host gave it all its quota, low when the host was too busy to) and its speed as a share of the
+plan's (host cores x the calibration's GFLOP/s per host core).
 Needs root (host cgroups). Prints a table and writes results/bench/bench_socspeed.json.
 Run: .venv/bin/python tests/bench/bench_socspeed.py [PROFILE ...]
 """
@@ -23,9 +26,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from vphone.affinity import group_of  # noqa: E402
+from vphone.calibration import host_calibration  # noqa: E402
+from vphone.cgroup import CPU_GROUP, GPU_GROUP, PhoneCgroups  # noqa: E402
 from vphone.profiles import PROFILES_DIR, load_profile  # noqa: E402
 from vphone.socspeed import Ratio, profile_speeds  # noqa: E402
-from vphone.testing.socphone import install, kernel_binary, phone, run_gemm  # noqa: E402
+from vphone.testing.socphone import KernelTimes, install, kernel_binary, phone, run_gemm  # noqa: E402
+from vphone.worldthread import WorldThread  # noqa: E402
 
 from tests.bench.table import report  # noqa: E402
 
@@ -37,11 +44,23 @@ COMMON = (f"--m={SIZE}", f"--n={SIZE}", f"--k={SIZE}", "--warmup=1", "--iters=3"
 GPU_ARGS = ("--transfers=once", "--cl-cache=/data/local/tmp/clcache")
 
 
-def _fastest_cpu_mask(name: str) -> str:
+def _fastest_cpu(name: str) -> int:
     profile = load_profile(name)
     firsts = profile.cpu.first_cpus()
     best = max(range(len(profile.cpu.clusters)), key=lambda i: profile.cpu.clusters[i].capacity)
-    return f"{1 << firsts[best]:x}"
+    return firsts[best]
+
+
+def _throttled_run(
+    w: WorldThread, cg: PhoneCgroups, group: str, command: str, *args: str, backend: str
+) -> tuple[KernelTimes, float]:
+    """The run's times and the share of its cgroup's CFS periods that hit the quota."""
+    before = cg.cpu_stat(group) if cg.group_dir(group).is_dir() else None
+    times = run_gemm(w, command, *args, backend=backend, timeout_s=300)
+    after = cg.cpu_stat(group)
+    periods = after.nr_periods - (before.nr_periods if before else 0)
+    throttled = after.nr_throttled - (before.nr_throttled if before else 0)
+    return times, throttled / periods if periods else 0.0
 
 
 def measure(name: str, serial: str, state: Path) -> dict[str, Any]:
@@ -55,15 +74,24 @@ def measure(name: str, serial: str, state: Path) -> dict[str, Any]:
             k: w.sh(f"getprop {k}").stdout.strip() for k in ("ro.vphone.slowdown", "ro.vphone.unheld_ratios")
         }
         plan = w.world.physics.plan
-        big = run_gemm(w, f"taskset {_fastest_cpu_mask(name)} {gemm}", *COMMON, backend="cpu", timeout_s=300)
-        every = run_gemm(w, gemm, *COMMON, f"--threads={profile.cpu.ncpu}", backend="cpu-mt", timeout_s=300)
+        cg = w.world.cgroups
+        assert cg is not None
+        fastest = _fastest_cpu(name)
+        big, big_thr = _throttled_run(
+            w, cg, group_of((fastest,)), f"taskset {1 << fastest:x} {gemm}", *COMMON, backend="cpu"
+        )
+        every, all_thr = _throttled_run(
+            w, cg, CPU_GROUP, gemm, *COMMON, f"--threads={profile.cpu.ncpu}", backend="cpu-mt"
+        )
         gflops = {
             "big_core": flop / big.per_iteration_s / 1e9,
             "all_cores": flop / every.per_iteration_s / 1e9,
         }
+        throttled = {"big_core": big_thr, "all_cores": all_thr}
         if profile.has_opencl:
-            gpu = run_gemm(w, gemm, *COMMON, *GPU_ARGS, backend="gpu", timeout_s=300)
+            gpu, gpu_thr = _throttled_run(w, cg, GPU_GROUP, gemm, *COMMON, *GPU_ARGS, backend="gpu")
             gflops["gpu"] = flop / gpu.per_iteration_s / 1e9
+            throttled["gpu"] = gpu_thr
     speeds = profile_speeds(profile)
     assert speeds is not None
     measured = {
@@ -85,8 +113,16 @@ def measure(name: str, serial: str, state: Path) -> dict[str, Any]:
             "within_20pct": abs(got / held - 1) <= TOLERANCE,
             "unheld_why": unheld[ratio].why if ratio in unheld else None,
         }
+    calib = host_calibration()
+    planned = {
+        "big_core": plan.core_cores * calib.c_gflops,
+        "all_cores": plan.cpu_cores * calib.c_gflops,
+        "gpu": plan.gpu_cores * calib.pocl_gflops,
+    }
     return {
         "gflops": gflops,
+        "share_of_plan": {k: v / planned[k] for k, v in gflops.items()},
+        "throttled_periods": throttled,
         "props": props,
         "slowdown": plan.slowdown,
         "host_cores": {"big_core": plan.core_cores, "all_cores": plan.cpu_cores, "gpu": plan.gpu_cores},
@@ -108,6 +144,12 @@ def main() -> None:
                     f"{r['slowdown']:.3g}x (ro.vphone.slowdown {r['props']['ro.vphone.slowdown']})",
                 )
             )
+            got = ", ".join(
+                f"{k} {r['gflops'][k]:.3g} GFLOP/s = {r['share_of_plan'][k]:.0%} of plan, "
+                f"throttled {r['throttled_periods'][k]:.0%}"
+                for k in r["gflops"]
+            )
+            rows.append((f"{name} speeds", got))
             for ratio, v in r["ratios"].items():
                 verdict = "ok" if v["within_20pct"] else "OFF"
                 held = "" if v["unheld_why"] is None else f" held {v['held']:.3g}: {v['unheld_why']}"
