@@ -17,11 +17,13 @@ APT_PACKAGES += gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf qemu-user-static f
 # The virtual phones' userland (mksh, toybox, one-true-awk, a few busybox applets), their seccomp
 # helper, and aapt for devlib (a third-party client the tests run against them).
 APT_PACKAGES += mksh toybox busybox original-awk libseccomp-dev aapt
+# llama.cpp's llama-bench (kernels/llama): cmake, and the ARM64 C++ cross compiler for its static build.
+APT_PACKAGES += cmake g++-aarch64-linux-gnu
 # A real headless browser to check reports as a reader sees them (figures drawn, PDF print).
 APT_PACKAGES += chromium
 STAMP := $(VENV)/.farm-setup-stamp
 
-.PHONY: help setup system-packages venv kernels agents native test test-unit lint bench demo clean
+.PHONY: help setup system-packages venv kernels agents llama native test test-unit lint bench demo clean
 
 help:
 	@echo "make demo    start virtual phones, run experiments/lstm_gpu_load.yaml (quick), write the report"
@@ -31,6 +33,8 @@ help:
 	@echo "make bench   benchmarks (printed as tables, saved under results/bench/)"
 	@echo "make kernels build the benchmark programs and device agents for this ABI ($(ABI)),"
 	@echo "            and the agents for arm64-v8a / armeabi-v7a too (Debian cross gcc, no NDK)"
+	@echo "make llama   llama.cpp's llama-bench from PyPI's llama-cpp-python sdist and tiny GGUF models"
+	@echo "            (kernels/llama; part of make kernels)"
 	@echo "make clean   remove builds, the venv and results"
 
 # Installs only the Debian packages that are missing; needs root (or sudo) only when something is.
@@ -66,6 +70,12 @@ kernels agents:
 	$(MAKE) -C kernels ABI=$(ABI)
 	$(MAKE) -C device_agents $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
 	$(MAKE) -C kernels/examples $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
+	$(MAKE) -C kernels/llama $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
+
+# llama.cpp's llama-bench and llama-quantize (host, arm64, host OpenCL) and the generated GGUF
+# models; each output is a file target, so a second run builds nothing (kernels/llama/README.md).
+llama:
+	$(MAKE) -C kernels/llama $(if $(filter command line,$(origin ABI)),ABI=$(ABI))
 
 # Most tests wait on phones, runs and timeouts rather than compute, so two workers (a file each,
 # keeping module fixtures) cut the wall time on a 2-core machine. Files go out in collection order
@@ -101,5 +111,6 @@ clean:
 	-$(MAKE) -C kernels clean
 	-$(MAKE) -C device_agents clean
 	-$(MAKE) -C kernels/examples clean
+	-$(MAKE) -C kernels/llama clean
 	-$(MAKE) -C vphone/src/vphone/native clean
 	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache *.egg-info

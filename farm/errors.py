@@ -59,6 +59,17 @@ class CommandTimeout(DeviceTransientError):
     """A device call ran past its timeout."""
 
 
+class OutputTooLarge(DeviceError):
+    """A phone returned more than farm takes from it (a command's output, a line of the run
+    script, a run's file): that call or run fails, the phone is not suspected of being gone, and
+    a retry would only bring the same bytes back."""
+
+
+class CommandRefused(DeviceError):
+    """A command line longer than an adb request carries: the run that needs it fails; the phone
+    is fine and a retry cannot help."""
+
+
 class HostError(FarmError):
     """A lab host (SSH, tunnel, its adb server) failed; `retryable` says whether to try again."""
 

@@ -14,6 +14,7 @@ dimension a file can blow up in, and every refusal is one ConfigError naming FIL
   and the expanded size (each alias counted with its whole value) is capped at MAX_VALUES, so a
   "billion laughs" file (9 anchors of 9 aliases each, 9**9 values from 400 bytes) is refused at
   the alias that crosses the cap, before anything walks the expanded tree;
+- integers: at most MAX_INT_CHARS characters (Python refuses to read 5,000 digits, unmarked);
 - tags: only plain-data ones (`!!str`, `!!int`, ...); `!!python/...` and custom tags are refused
   as they are read, wherever they are, with the error naming the file (not `<unicode string>`).
 
@@ -29,6 +30,7 @@ from typing import Any, cast
 
 import yaml
 from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
 from yaml.nodes import Node
 
@@ -37,6 +39,7 @@ from farm.errors import ConfigError
 MAX_FILE_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 MAX_VALUES = 100_000
+MAX_INT_CHARS = 100  # 2**63 has 19 digits; a seed or a count is never longer
 _YAML_TAG_PREFIX = "tag:yaml.org,2002:"
 # Explicit tags a plain-data file may carry (`!!str 0123`); anything else is refused as it is read.
 _PLAIN_TAGS = frozenset(
@@ -108,6 +111,22 @@ class _Loader(yaml.SafeLoader):
         raise ComposerError(None, None, problem, mark)
 
 
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    # Python refuses to turn more than 4300 digits into an int (a ValueError with no mark): the
+    # bound comes first, with the line.
+    text = str(node.value)
+    if len(text) > MAX_INT_CHARS:
+        raise ConstructorError(
+            None,
+            None,
+            f"an integer of {len(text):,} characters: farm reads at most {MAX_INT_CHARS}",
+            node.start_mark,
+        )
+    value: int = yaml.SafeLoader.construct_yaml_int(loader, node)
+    return value
+
+
+_Loader.add_constructor(_YAML_TAG_PREFIX + "int", _construct_int)
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:bool",)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()

@@ -24,7 +24,7 @@
 
 PROTO=1
 dir= cache= battery=0 unplug=0 charge_node= charge_off= charge_on= root_way=direct
-cool=0 temps= policies= kgsl= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
+cool=0 temps= policies= kgsl= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1 max_bytes=0
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -37,7 +37,7 @@ while [ "$#" -gt 0 ]; do
         dir|cache|battery|unplug|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
         kgsl|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
-        cool_poll_s|settle_poll_s)
+        cool_poll_s|settle_poll_s|max_bytes)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
       esac ;;
@@ -273,15 +273,22 @@ environment() {  # what farm.engine.collect.parse_environment reads
   } | block env
 }
 
-bundle() {  # the run's files that exist: their sizes (wc), then their bytes back to back
+nl='
+'
+bundle() {  # the run's files that exist: their sizes, then exactly that many bytes of each, back
+  # to back; a file over max_bytes (when set) stays here and is named in the block `big`
   eval "set -- $files"
+  sizes= big=
   for f do
-    shift
-    [ -f "$f" ] && set -- "$@" "$f"
+    [ -f "$f" ] || continue
+    s=$(wc -c < "$f") && s=$((s))
+    if [ "$max_bytes" -gt 0 ] && [ "$s" -gt "$max_bytes" ]; then big="$big$s $f$nl"; continue; fi
+    sizes="$sizes$s $f$nl"
   done
-  if [ "$#" -gt 0 ]; then wc -c "$@" | block sizes; else printf 'begin sizes\nend sizes\n'; fi
+  [ -n "$big" ] && printf '%s' "$big" | block big
+  printf '%s' "$sizes" | block sizes
   say data
-  [ "$#" -gt 0 ] && cat "$@"
+  printf '%s' "$sizes" | while read -r s f; do head -c "$s" "$f"; done
 }
 
 hangup() {  # the host went away: nothing more can be said; stop everything, charging back on

@@ -25,7 +25,9 @@ returns an empty result: output with nothing usable is a failure that says why.
         "tflite output: truncated output: 1 timing lines and no 'Inference timings' summary: ..."
 
 The adapters (each module's docstring gives its format): `jsonl` (farm.adapters.jsonl),
-`tflite` (farm.adapters.tflite), `regex` (farm.adapters.regex). Metric names carry their unit and,
+`tflite` (farm.adapters.tflite), `regex` (farm.adapters.regex), `llama_bench` (llama.cpp's
+llama-bench -o jsonl: prefill/decode/first-token metrics, farm.adapters.llama_bench). Metric
+names carry their unit and,
 where they mean the same thing, are the names farm computes from iterations (latency_mean_ms,
 latency_p90_ms, iterations_measured), so a summary-only run sits in the same report columns;
 jsonl keeps the program's own `result` numbers as program_<key>, since farm computes the
@@ -38,6 +40,7 @@ computes statistics from values already parsed); analysis is what they build on.
 """
 
 from farm.adapters.jsonl import parse_event_lines, parse_jsonl
+from farm.adapters.llama_bench import parse_llama_bench
 from farm.adapters.output import FailureReason, Granularity, OutputError, ProgramOutput
 from farm.adapters.regex import RegexMetric, RegexSpec, Stream, parse_regex
 from farm.adapters.registry import AdapterName, OutputAdapter, adapter_for
@@ -56,6 +59,7 @@ __all__ = [
     "adapter_for",
     "parse_event_lines",
     "parse_jsonl",
+    "parse_llama_bench",
     "parse_regex",
     "parse_tflite",
 ]

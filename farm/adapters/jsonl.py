@@ -16,12 +16,12 @@ A program without `iter` events but with a `result` holding numbers is read as a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from farm import safe_json
 from farm.adapters.output import (
     FailureReason,
     Granularity,
@@ -69,7 +69,7 @@ def parse_event_lines(text: str) -> EventLines:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
+            event = safe_json.loads(line)
         except ValueError:
             bad.append(number)
             continue

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from farm.adapters.jsonl import parse_jsonl
+from farm.adapters.llama_bench import parse_llama_bench
 from farm.adapters.output import ProgramOutput
 from farm.adapters.regex import RegexSpec, parse_regex
 from farm.adapters.tflite import parse_tflite
@@ -20,6 +21,7 @@ class AdapterName(StrEnum):
     JSONL = "jsonl"  # farm's own event contract
     TFLITE = "tflite"  # TensorFlow Lite benchmark_model's text
     REGEX = "regex"  # named groups of the user's patterns
+    LLAMA_BENCH = "llama_bench"  # llama.cpp's llama-bench -o jsonl (farm.adapters.llama_bench)
 
 
 @dataclass(frozen=True)
@@ -38,4 +40,5 @@ def adapter_for(name: AdapterName, *, regex: RegexSpec | None = None) -> OutputA
         return OutputAdapter(name, lambda stdout, stderr: parse_regex(spec, stdout, stderr))
     if regex is not None:
         raise ValueError(f"the {name.value} adapter takes no patterns or metrics")
-    return OutputAdapter(name, parse_jsonl if name is AdapterName.JSONL else parse_tflite)
+    parsers = {AdapterName.JSONL: parse_jsonl, AdapterName.TFLITE: parse_tflite}
+    return OutputAdapter(name, parsers.get(name, parse_llama_bench))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
+import re
 from pathlib import Path
 
 import click
@@ -13,9 +13,10 @@ from farm.analysis.metrics import Metric, metrics_by_name
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
+from farm.spec.sections import SLUG_PATTERN
 from farm.store.db import Store
 from farm.store.runs import Metric as StoredMetric
-from farm.store.runs import PlannedRun, insert_planned, put_metrics, save_experiment
+from farm.store.runs import PlannedRun, save_experiment, store_imported
 from farm.telemetry.trepn import TrepnExport, read_trepn_csv, trepn_power_metrics
 
 IMPORT_PROGRAM = "trepn-import"
@@ -43,7 +44,16 @@ def format_table(results: list[tuple[Path, list[Metric]]]) -> str:
     return "\n".join(lines)
 
 
-def _store_runs(store: Store, experiment: str, phone: str, results: list[tuple[Path, list[Metric]]]) -> None:
+def import_run_id(experiment: str, data: bytes) -> str:
+    """The run id of an imported export: its bytes within its experiment (pure), so the same file
+    imported into another experiment is another run, and into the same one, the same run."""
+    return "trepn-" + hashlib.sha256(experiment.encode() + b"\0" + data).hexdigest()[:16]
+
+
+def _store_runs(
+    store: Store, experiment: str, phone: str, results: list[tuple[Path, list[Metric]]]
+) -> list[Path]:
+    """Store each file as a DONE run; returns the files that were already stored (left as they were)."""
     if not store.query("SELECT 1 FROM experiments WHERE name = ?", (experiment,)):
         spec = {
             "name": experiment,
@@ -55,19 +65,22 @@ def _store_runs(store: Store, experiment: str, phone: str, results: list[tuple[P
         save_experiment(
             store, experiment, text, hashlib.sha256(text.encode()).hexdigest(), "farm import trepn"
         )
-    planned = []
-    for seq, (path, _) in enumerate(results):
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-        planned.append(PlannedRun(f"trepn-{digest}", path.stem, (("file", path.stem),), 0, phone, seq))
-    insert_planned(store, experiment, planned)
-    now = time.time()
-    for run, (_, metrics) in zip(planned, results, strict=True):
-        store.execute(
-            "UPDATE runs SET state = 'DONE', ran_on = ?, started_at = COALESCE(started_at, ?), "
-            "finished_at = ? WHERE run_id = ?",
-            (phone, now, now, run.run_id),
+    runs = []
+    for seq, (path, metrics) in enumerate(results):
+        run_id = import_run_id(experiment, path.read_bytes())
+        planned = PlannedRun(run_id, path.stem, (("file", path.stem),), 0, phone, seq)
+        runs.append((planned, [StoredMetric(m.name, m.value, m.unit) for m in metrics]))
+    kept = store_imported(store, experiment, runs, phone)
+    return [path for (run, _), (path, _) in zip(runs, results, strict=True) if run in kept]
+
+
+def check_experiment_name(name: str) -> None:
+    """--experiment names a folder of results (report, export): one plain name."""
+    if not re.fullmatch(SLUG_PATTERN, name):
+        raise ConfigError(
+            f"--experiment {name!r}: not an experiment name",
+            hint="lower-case letters, digits, '_' and '-', starting with a letter or digit",
         )
-        put_metrics(store, run.run_id, [StoredMetric(m.name, m.value, m.unit) for m in metrics])
 
 
 def _read(path: Path, allow_truncated: bool) -> TrepnExport:
@@ -129,6 +142,8 @@ def trepn(
       farm import trepn --baseline idle.csv --inferences 100 parallel.csv
       farm import trepn *.csv --experiment squeezenet_trepn --json
     """
+    if experiment:
+        check_experiment_name(experiment)
     idle_mw = None
     if baseline is not None:
         idle = metrics_by_name(trepn_power_metrics(_read(baseline, allow_truncated)))
@@ -142,9 +157,12 @@ def trepn(
         if not metrics:
             raise ConfigError(f"{path}: no Battery Power, GPU Load or GPU Frequency samples in this export")
         parsed.append((path, metrics))
+    duplicates: list[Path] = []
     if experiment:
         with Store(store_location(results)) as store:
-            _store_runs(store, experiment, phone, parsed)
+            duplicates = _store_runs(store, experiment, phone, parsed)
+        for path in duplicates:
+            click.echo(f"farm: {path}: already imported into {experiment!r}; kept the stored run", err=True)
     if as_json:
         doc = [
             {"file": str(path), "metrics": {m.name: {"value": m.value, "unit": m.unit} for m in metrics}}
@@ -154,4 +172,4 @@ def trepn(
     else:
         click.echo(format_table(parsed))
         if experiment:
-            click.echo(f"stored {len(parsed)} run(s) in experiment {experiment!r}")
+            click.echo(f"stored {len(parsed) - len(duplicates)} run(s) in experiment {experiment!r}")

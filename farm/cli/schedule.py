@@ -19,13 +19,14 @@ from farm.cli.signals import cancel_on_signals
 from farm.engine.model import RunResult
 from farm.live.from_engine import progress_line
 from farm.safe_text import terminal
-from farm.schedule import firings
 from farm.schedule.config import find_schedule, load_schedules
 from farm.schedule.cron import next_slot
 from farm.schedule.daemon import SystemClock, run_daemon
 from farm.schedule.fire import FireContext, FireResult, fire
-from farm.schedule.model import Outcome, Schedule, Trigger
+from farm.schedule.model import Schedule
 from farm.store import RunState, Store
+from farm.store import firings as firing_store
+from farm.store.firings import FiringOutcome, Trigger
 from farm.store.runs import StoredRun
 
 _COMMON = [
@@ -101,7 +102,7 @@ def _context(
 
 
 def _describe_schedule(schedule: Schedule, store: Store | None, now: datetime) -> dict[str, Any]:
-    last = firings.last_firing(store, schedule.name, ran_only=True) if store is not None else None
+    last = firing_store.last_firing(store, schedule.name, ran_only=True) if store is not None else None
     return {
         "name": schedule.name,
         "experiment": str(schedule.experiment),
@@ -160,7 +161,7 @@ def list_(as_json: bool, config: Path | None, results: str | None) -> None:
         last = row["last"]
         if last is None:
             click.echo("  last     never ran")
-        elif last["outcome"] == Outcome.ERROR.value:
+        elif last["outcome"] == FiringOutcome.ERROR.value:
             click.echo(terminal(f"  last     {last['started_at']} error: {last['message']}"))
         else:
             counts = f"{last['done'] or 0} done, {last['failed'] or 0} failed, {last['pending'] or 0} not run"
@@ -171,7 +172,7 @@ def list_(as_json: bool, config: Path | None, results: str | None) -> None:
 
 
 def _print_result(result: FireResult, schedule: Schedule) -> None:
-    if result.outcome is Outcome.ERROR:
+    if result.outcome is FiringOutcome.ERROR:
         click.echo(
             terminal(f"farm: {schedule.location}: schedule {schedule.name} not run: {result.message}"),
             err=True,

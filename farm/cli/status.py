@@ -13,7 +13,7 @@ from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.safe_text import terminal
-from farm.store import RunState, Store, ownership
+from farm.store import RunState, Store, ownership, views
 from farm.store import events as store_events
 from farm.store import runs as run_store
 
@@ -58,7 +58,7 @@ def status(experiment: str | None, as_json: bool, watch: bool, events: int, resu
       farm status smoke --watch  # the live view, from the store
     """
     with Store(store_location(results), read_only=True) as store:
-        names = [r["name"] for r in store.query("SELECT name FROM experiments ORDER BY updated_at DESC")]
+        names = views.experiment_names(store)
         if experiment is not None and experiment not in names:
             known = ", ".join(names) or "none"
             raise ConfigError(f"no experiment {experiment!r} in {store.label} (known: {known})")

@@ -24,8 +24,14 @@ from pathlib import Path
 
 import adbutils
 
-from farm.device.stream import ShellStream
-from farm.errors import CommandTimeout, DevicePermanentError, DeviceTransientError
+from farm.device.stream import ShellStream, packet_length
+from farm.errors import (
+    CommandRefused,
+    CommandTimeout,
+    DevicePermanentError,
+    DeviceTransientError,
+    OutputTooLarge,
+)
 
 DEFAULT_TIMEOUT_S = 30.0
 PUSH_TIMEOUT_S = 120.0
@@ -33,6 +39,15 @@ FARM_ROOT = "/data/local/tmp/farm"
 BIN_DIR = f"{FARM_ROOT}/bin"
 ASSETS_DIR = f"{FARM_ROOT}/assets"
 _EXIT_MARKER = "__FARM_EXIT__"
+# What one shell call keeps of a phone's stdout (and, apart, of its stderr): a getprop is tens of
+# KiB, a probe's JSON a few; a phone printing more is broken or hostile, and the call fails once
+# it passes this instead of buffering whatever the phone sends (a 1 GiB property value).
+SHELL_OUTPUT_MAX_BYTES = 16 << 20
+# The longest request an adb server takes: its length travels as 4 hex digits (adb's smart socket
+# protocol). adbd without shell v2 (before Android 7) also caps a packet at MAX_PAYLOAD_V1 = 4096
+# bytes with the service's trailing NUL; adbutils would send a longer one mis-framed.
+ADB_REQUEST_MAX_BYTES = 0xFFFF
+ADB_REQUEST_V1_MAX_BYTES = 4096 - 1
 
 
 def quote_argv(argv: Sequence[str]) -> str:
@@ -85,10 +100,16 @@ class DeviceSession:
     # -- shell --------------------------------------------------------------------------------
 
     def shell(
-        self, argv: Sequence[str], *, timeout_s: float | None = None, check: bool = False
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        check: bool = False,
+        max_output_bytes: int = SHELL_OUTPUT_MAX_BYTES,
     ) -> ShellResult:
-        """Run argv on the phone (each argument quoted); raise CommandTimeout past the deadline."""
-        return self._run(tuple(str(a) for a in argv), quote_argv(argv), timeout_s, check)
+        """Run argv on the phone (each argument quoted); raise CommandTimeout past the deadline,
+        OutputTooLarge once stdout or stderr passes max_output_bytes."""
+        return self._run(tuple(str(a) for a in argv), quote_argv(argv), timeout_s, check, max_output_bytes)
 
     def script(
         self,
@@ -96,20 +117,23 @@ class DeviceSession:
         *args: str,
         timeout_s: float | None = None,
         check: bool = False,
+        max_output_bytes: int = SHELL_OUTPUT_MAX_BYTES,
     ) -> ShellResult:
         """Run a fixed sh script from this package; `args` become $1..$N (quoted, never parsed)."""
         argv = ("sh", "-c", script, "farm", *args)
-        return self._run(argv, quote_argv(argv), timeout_s, check)
+        return self._run(argv, quote_argv(argv), timeout_s, check, max_output_bytes)
 
-    def _run(self, argv: tuple[str, ...], command: str, timeout_s: float | None, check: bool) -> ShellResult:
+    def _run(
+        self, argv: tuple[str, ...], command: str, timeout_s: float | None, check: bool, max_bytes: int
+    ) -> ShellResult:
         timeout = self.default_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout
         try:
             if self._supports_v2(deadline):
-                code, out, err = self._shell_v2_call(command, deadline)
+                code, out, err = self._shell_v2_call(command, deadline, max_bytes)
             else:
-                code, out, err = self._shell_v1_call(command, deadline)
-        except CommandTimeout:
+                code, out, err = self._shell_v1_call(command, deadline, max_bytes)
+        except (CommandTimeout, CommandRefused, OutputTooLarge):
             raise
         except (adbutils.AdbError, OSError, EOFError) as error:
             raise DeviceTransientError(self.device_id, f"adb shell failed: {error}") from error
@@ -144,10 +168,24 @@ class DeviceSession:
         conn.conn.settimeout(remaining)
         return conn
 
-    def _shell_v2_call(self, command: str, deadline: float) -> tuple[int, bytes, bytes]:
+    def check_request(self, service: str, *, v2: bool = True) -> None:
+        """CommandRefused when `service` is longer than an adb request carries (the run that
+        needs it fails; sending it would look like a phone that dropped off)."""
+        size = len(service.encode())
+        limit = ADB_REQUEST_MAX_BYTES if v2 else ADB_REQUEST_V1_MAX_BYTES
+        if size > limit:
+            raise CommandRefused(
+                self.device_id,
+                f"the command line is {size} bytes; an adb request carries at most {limit}",
+                hint="shorten the benchmark's arguments (pass large values in an asset file)",
+            )
+
+    def _shell_v2_call(self, command: str, deadline: float, max_bytes: int) -> tuple[int, bytes, bytes]:
+        service = f"shell,v2,raw:{command}"
+        self.check_request(service)
         conn = self._open(None, deadline)
         try:
-            conn.send_command(f"shell,v2,raw:{command}")
+            conn.send_command(service)
             conn.check_okay()
             stdout, stderr = bytearray(), bytearray()
             buffer = bytearray()
@@ -158,29 +196,34 @@ class DeviceSession:
                 buffer += chunk
                 while len(buffer) >= 5:
                     kind = buffer[0]
-                    length = int.from_bytes(buffer[1:5], "little")
+                    length = packet_length(self.device_id, buffer)
                     if len(buffer) < 5 + length:
                         break
                     payload = bytes(buffer[5 : 5 + length])
                     del buffer[: 5 + length]
                     if kind == 1:
                         stdout += payload
+                        self._bound(stdout, max_bytes, "stdout", command)
                     elif kind == 2:
                         stderr += payload
+                        self._bound(stderr, max_bytes, "stderr", command)
                     elif kind == 3:
                         return (payload[0] if payload else 255), bytes(stdout), bytes(stderr)
         finally:
             conn.close()
 
-    def _shell_v1_call(self, command: str, deadline: float) -> tuple[int, bytes, bytes]:
+    def _shell_v1_call(self, command: str, deadline: float, max_bytes: int) -> tuple[int, bytes, bytes]:
         """Old adbd without shell_v2: stdout and stderr come merged; the exit code from a marker."""
+        service = f"shell:{command}; echo {_EXIT_MARKER}$?"
+        self.check_request(service, v2=False)
         conn = self._open(None, deadline)
         try:
-            conn.send_command(f"shell:{command}; echo {_EXIT_MARKER}$?")
+            conn.send_command(service)
             conn.check_okay()
             data = bytearray()
             while chunk := self._recv(conn, deadline, command):
                 data += chunk
+                self._bound(data, max_bytes + len(_EXIT_MARKER) + 8, "output", command)
         finally:
             conn.close()
         text = bytes(data).rstrip(b"\r\n")
@@ -188,6 +231,13 @@ class DeviceSession:
         if not sep or not code.strip().isdigit():
             raise DeviceTransientError(self.device_id, "shell output ended without an exit code")
         return int(code.strip()), head, b""
+
+    def _bound(self, data: bytearray, max_bytes: int, what: str, command: str) -> None:
+        if len(data) > max_bytes:
+            raise OutputTooLarge(
+                self.device_id,
+                f"`{_short((command,))}` printed more than {max_bytes} bytes on {what}; farm stopped reading",
+            )
 
     def _recv(self, conn: adbutils.AdbConnection, deadline: float, command: str) -> bytes:
         remaining = deadline - time.monotonic()
@@ -209,9 +259,11 @@ class DeviceSession:
         command = quote_argv(argv)
         try:
             v2 = self._supports_v2(deadline)
+            service = f"shell,v2,raw:{command}" if v2 else f"shell:{command}"
+            self.check_request(service, v2=v2)
             conn = self._open(None, deadline)
             try:
-                conn.send_command(f"shell,v2,raw:{command}" if v2 else f"shell:{command}")
+                conn.send_command(service)
                 conn.check_okay()
             except BaseException:
                 conn.close()
@@ -232,18 +284,38 @@ class DeviceSession:
                 self.device_id, f"push {local.name} -> {remote} failed: {error}"
             ) from error
 
-    def pull(self, remote: str, local: Path) -> int:
-        """Copy a phone file to the host; returns its size in bytes."""
+    def pull(self, remote: str, local: Path, *, max_bytes: int = SHELL_OUTPUT_MAX_BYTES) -> int:
+        """Copy a phone file to the host, written as it comes; returns its size in bytes.
+        OutputTooLarge (the partial copy removed) once it passes max_bytes."""
         local.parent.mkdir(parents=True, exist_ok=True)
         self._count()
+        size = 0
         try:
-            return int(self._device.sync.pull(remote, str(local)))
+            with local.open("wb") as out:
+                for chunk in self._device.sync.iter_content(remote):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise OutputTooLarge(
+                            self.device_id, f"{remote} is larger than the {max_bytes} bytes farm takes"
+                        )
+                    out.write(chunk)
+        except OutputTooLarge:
+            local.unlink(missing_ok=True)
+            raise
         except (adbutils.AdbError, OSError, EOFError) as error:
             raise DeviceTransientError(self.device_id, f"pull {remote} failed: {error}") from error
+        return size
 
-    def pull_many(self, remotes: Sequence[str], *, timeout_s: float | None = None) -> dict[str, bytes]:
+    def pull_many(
+        self,
+        remotes: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        max_bytes: int = SHELL_OUTPUT_MAX_BYTES,
+    ) -> dict[str, bytes]:
         """Several small files in one round trip (shell v2 output is binary-safe); files that do
-        not exist are left out. Falls back to one sync pull per file on shell v1 phones."""
+        not exist are left out. Falls back to one sync pull per file on shell v1 phones.
+        OutputTooLarge when the files together pass max_bytes."""
         if not self._supports_v2(time.monotonic() + (timeout_s or self.default_timeout_s)):
             found = {}
             listing = self.shell(["ls", *remotes])  # which exist; sync would fail on the others
@@ -251,7 +323,7 @@ class DeviceSession:
                 for index, remote in enumerate(remotes):
                     if remote in listing.stdout.split():
                         local = Path(folder) / str(index)
-                        self.pull(remote, local)
+                        self.pull(remote, local, max_bytes=max_bytes)
                         found[remote] = local.read_bytes()
             return found
         result = self.script(
@@ -259,6 +331,7 @@ class DeviceSession:
             'printf "%s %s\\n" "$(wc -c < "$f")" "$f"; cat "$f"; done',
             *remotes,
             timeout_s=timeout_s,
+            max_output_bytes=max_bytes + 64 * len(remotes) + sum(len(r) for r in remotes),
         )
         return parse_bundle(result.stdout_bytes)
 

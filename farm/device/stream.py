@@ -13,6 +13,10 @@ DeviceTransientError (retry may help) within that time.
         line = conversation.read_line()      # b"..." without the newline; None at the end
         conversation.send_line("go")
         data = conversation.read_exact(size)
+        conversation.copy_to(size, handle)   # a large file, written as it comes
+
+A line longer than LINE_MAX_BYTES raises OutputTooLarge: the run script's lines are short, and a
+phone that never sends a newline must not fill the host's memory.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import contextlib
 import socket
 from collections.abc import Callable
 from types import TracebackType
+from typing import BinaryIO
 
-from farm.errors import DeviceTransientError
+from farm.errors import DeviceTransientError, OutputTooLarge
 
 ID_STDIN = 0
 ID_STDOUT = 1
@@ -30,6 +35,18 @@ ID_STDERR = 2
 ID_EXIT = 3
 ID_CLOSE_STDIN = 4
 STDERR_KEPT_BYTES = 8192  # what a conversation keeps of the program's stderr, for error messages
+LINE_MAX_BYTES = 1 << 20  # the longest stdout line read_line takes
+# adbd's shell v2 packets are at most its MAX_PAYLOAD (1 MiB); a longer length field is a phone
+# making the host buffer what it announces.
+PACKET_MAX_BYTES = 1 << 20
+
+
+def packet_length(device_id: str, header: bytes | bytearray) -> int:
+    """The payload length of a shell v2 packet header (id + u32 LE), bounded by PACKET_MAX_BYTES."""
+    length = int.from_bytes(header[1:5], "little")
+    if length > PACKET_MAX_BYTES:
+        raise OutputTooLarge(device_id, f"the phone announced a {length}-byte shell packet")
+    return length
 
 
 def pack(packet_id: int, data: bytes = b"") -> bytes:
@@ -92,6 +109,10 @@ class ShellStream:
                 line = bytes(self._out[:end])
                 del self._out[: end + 1]
                 return line
+            if len(self._out) > LINE_MAX_BYTES:
+                raise OutputTooLarge(
+                    self.device_id, f"the phone sent a line longer than {LINE_MAX_BYTES} bytes"
+                )
             if self._ended:
                 if self._out:
                     line = bytes(self._out)
@@ -111,6 +132,21 @@ class ShellStream:
         data = bytes(self._out[:size])
         del self._out[:size]
         return data
+
+    def copy_to(self, size: int, sink: BinaryIO) -> None:
+        """Exactly `size` bytes of stdout written to sink as they come (never all held at once);
+        DeviceTransientError when the output ends first."""
+        left = size
+        while left > 0:
+            if not self._out:
+                if self._ended:
+                    raise DeviceTransientError(self.device_id, f"shell stream ended {left} bytes short")
+                self._fill()
+                continue
+            take = min(left, len(self._out))
+            sink.write(self._out[:take])
+            del self._out[:take]
+            left -= take
 
     def wait_exit(self) -> int | None:
         """Read to the end; the exit code (None on a raw stream)."""
@@ -145,7 +181,7 @@ class ShellStream:
             return
         self._raw += chunk
         while len(self._raw) >= 5:
-            length = int.from_bytes(self._raw[1:5], "little")
+            length = packet_length(self.device_id, self._raw)
             if len(self._raw) < 5 + length:
                 break
             kind, payload = self._raw[0], bytes(self._raw[5 : 5 + length])

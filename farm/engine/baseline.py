@@ -96,9 +96,9 @@ def _last_sample_ns(trace: TraceLike) -> int:
 
 
 def _read_baseline(
-    prepared: PreparedPhone, trace_path: str, charging_off: bool
+    prepared: PreparedPhone, trace_path: str, charging_off: bool, max_bytes: int
 ) -> tuple[IdleBaseline, bytes]:
-    data = prepared.session.pull_many([trace_path]).get(trace_path, b"")
+    data = prepared.session.pull_many([trace_path], max_bytes=max_bytes).get(trace_path, b"")
     if not data:
         return IdleBaseline(None, charging_disabled=charging_off, note="no idle baseline: no trace"), data
     trace = parse_trace(data)
@@ -158,10 +158,10 @@ def _measure(
                 return baseline
             limit = started + gates.idle_baseline_s * IDLE_EXTEND_FACTOR
             while True:
-                baseline, data = _read_baseline(prepared, trace_path, charging_off)
+                baseline, data = _read_baseline(prepared, trace_path, charging_off, gates.max_file_bytes)
                 if not _gauge_pending(baseline) or time.monotonic() >= limit or cancel.wait(RECHECK_S):
                     break
-        baseline, data = _read_baseline(prepared, trace_path, charging_off)
+        baseline, data = _read_baseline(prepared, trace_path, charging_off, gates.max_file_bytes)
     except FarmError as error:
         baseline = IdleBaseline(None, charging_disabled=charging_off, note=f"no idle baseline: {error}")
     finally:

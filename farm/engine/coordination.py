@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from farm.engine.workers import SweepSide
 from farm.errors import FarmError, StoreError
 from farm.fleet.inventory import Phone
-from farm.store import ownership
+from farm.store import ownership, views
 from farm.store import runs as run_store
 from farm.store.events import EventKind
 
@@ -144,11 +144,8 @@ class Supervisor:
         mine = {p.device_id for p in usable} - set(sweep.excluded) - elsewhere
         if not mine:
             return False
-        rows = sweep.store.query(
-            "SELECT DISTINCT device_id FROM runs WHERE experiment = ? AND state IN ('PENDING', 'RUNNING')",
-            (sweep.key,),
-        )
-        return any(row["device_id"] is None or row["device_id"] in mine for row in rows)
+        waiting = views.phones_with_work(sweep.store, sweep.key)
+        return any(device_id is None or device_id in mine for device_id in waiting)
 
 
 def _taken_by(sweep: SweepSide, device_id: str) -> str:

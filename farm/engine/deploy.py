@@ -17,7 +17,7 @@ from pathlib import Path
 
 import farm
 from farm.device.elf import read_elf_header, runs_on
-from farm.device.session import ASSETS_DIR, DeviceSession
+from farm.device.session import ASSETS_DIR, FARM_ROOT, DeviceSession
 from farm.errors import DevicePermanentError, EnvironmentProblem
 from farm.spec.external import Abi
 from farm.spec.model import Experiment
@@ -115,6 +115,39 @@ def _check_machine(local: Path, abi: str, key: str) -> None:
         )
 
 
+class NotEnoughStorage(DevicePermanentError):
+    """The assets (a language model) do not fit in the phone's free storage: the phone is skipped."""
+
+
+def available_kb(df_output: str) -> int | None:
+    """Available 1K blocks from `df -k PATH` (toybox and coreutils): the third field from the end
+    of the last line, so a file-system name wrapped onto its own line does not shift it."""
+    lines = [line.split() for line in df_output.strip().splitlines()[1:] if line.strip()]
+    if not lines or len(lines[-1]) < 3 or not lines[-1][-3].isdigit():
+        return None
+    return int(lines[-1][-3])
+
+
+def _check_storage(session: DeviceSession, files: Sequence[Path]) -> None:
+    """Refuse assets larger than the free space where they go (all of them, pushed or not: a phone
+    that already holds some has the room; this errs on asking for too much, never too little)."""
+    if not files:
+        return
+    need_bytes = sum(f.stat().st_size for f in files)
+    result = session.shell(["df", "-k", FARM_ROOT.rsplit("/", 1)[0]])
+    free_kb = available_kb(result.stdout) if result.ok else None
+    if free_kb is None:
+        return  # a phone without df: the push itself fails with the device's own message
+    if need_bytes > free_kb * 1024:
+        largest = max(files, key=lambda f: f.stat().st_size)
+        raise NotEnoughStorage(
+            session.device_id,
+            f"the assets need {need_bytes / 1e6:.1f} MB (largest {largest.name}, "
+            f"{largest.stat().st_size / 1e6:.1f} MB) but {FARM_ROOT} has {free_kb * 1024 / 1e6:.1f} MB free",
+            hint="free space on the phone or use a smaller model",
+        )
+
+
 def deploy_external(session: DeviceSession, experiment: Experiment, abis: Sequence[str]) -> ExternalDeployed:
     """Push the external program's binary for this phone's ABI and its assets (content-cached)."""
     benchmark = experiment.benchmark
@@ -132,6 +165,7 @@ def deploy_external(session: DeviceSession, experiment: Experiment, abis: Sequen
     if not session.shell(["test", "-x", phone_path]).ok:
         raise DevicePermanentError(session.device_id, f"{phone_path} is not executable after deploy")
     binary = Deployed(local.name, abi.value, phone_path, session.local_sha256(local), pushed)
+    _check_storage(session, [experiment.resolve_path(asset) for asset in benchmark.assets])
     assets = {}
     for asset in benchmark.assets:
         file = experiment.resolve_path(asset)

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from farm import safe_json
 from farm.adapters import OutputError
 from farm.adapters.output import stderr_tail
 from farm.device import controls
@@ -32,7 +33,7 @@ from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
 from farm.engine.collect import ARTIFACTS, env_document, parse_environment
 from farm.engine.conditions import charging_control, cooldown_limit_c, restore_power
-from farm.engine.conversation import converse
+from farm.engine.conversation import FileTooLarge, converse
 from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import LOAD, PROBE, SAMPLER, RunDir, last_achieved_load
 from farm.engine.program import benchmark_argv, read_output
@@ -50,11 +51,14 @@ from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
+from farm.store.run_dirs import create_file
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 from farm.telemetry.sampler import default_sources
 
 PROBE_TIMEOUT_S = 20.0
 RUN_SCRIPT_FACT = "run_script"  # session.facts: the run script's phone path, once installed
+STDERR_TAIL_BYTES = 8192  # what a failed run's reason reads of the program's stderr
+LOAD_TAIL_BYTES = 65536  # gpuload's last reports (one short JSON line each)
 
 
 def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict[str, object]]:
@@ -63,7 +67,7 @@ def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict
     deployed = deploy_mod.deploy(session, [PROBE], phone.abis)
     result = session.shell([deployed[PROBE].phone_path], timeout_s=PROBE_TIMEOUT_S, check=True)
     try:
-        doc = json.loads(result.stdout)
+        doc = safe_json.loads(result.stdout)
     except ValueError as error:
         raise DeviceTransientError(session.device_id, f"farm-probe printed no JSON: {error}") from error
     try:
@@ -159,8 +163,9 @@ def execute_run(
                 run_timeout_s=gates.run_timeout_s,
                 request_stop=lambda: _request_stop(session, run_dir),
                 on_event=_phase_notifier(notify, steering, gates),
+                keep={phone: job.artifacts / local for phone, local in ARTIFACTS.items()},
+                max_file_bytes=gates.max_file_bytes,
             )
-        _store_files(files, job.artifacts)
         _outcome(prepared, job, gates, steering.report, files, cancel, result)
     except DeviceTransientError as error:
         result.outcome, result.error = Outcome.LOST, str(error)
@@ -184,7 +189,8 @@ def execute_run(
         if result.outcome is Outcome.DONE:
             _check_output(job, result)
         document = env_document(prepared, job, result)
-        (job.artifacts / "env.json").write_text(json.dumps(document, indent=2, sort_keys=True, default=str))
+        with create_file(job.artifacts / "env.json") as handle:
+            handle.write(json.dumps(document, indent=2, sort_keys=True, default=str).encode())
     return result
 
 
@@ -224,11 +230,13 @@ def _request_stop(session: DeviceSession, run_dir: RunDir) -> None:
         session.script('touch "$1"', run_dir.file("farm.stop"), timeout_s=10.0)
 
 
-def _store_files(files: dict[str, bytes], artifacts: Path) -> None:
-    for phone_name, data in files.items():
-        local = ARTIFACTS.get(phone_name)
-        if local is not None:
-            (artifacts / local).write_bytes(data)
+def _tail(path: Path | None, size: int = STDERR_TAIL_BYTES) -> str:
+    """The end of a run's file (its start may be megabytes the phone wrote)."""
+    if path is None:
+        return ""
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - size))
+        return handle.read().decode("utf-8", "replace")
 
 
 def _outcome(
@@ -236,16 +244,22 @@ def _outcome(
     job: RunJob,
     gates: Gates,
     report: RunReport,
-    files: dict[str, bytes],
+    files: dict[str, Path],
     cancel: threading.Event,
     result: RunResult,
 ) -> None:
     """How the attempt ended, from what the script said (exit code, timeout, stop)."""
     if report.load_exit_code is not None:
         raise FarmError(f"gpuload exited {report.load_exit_code} before the load settled")
+    if report.oversize:
+        size, name = max((size, name) for name, size in report.oversize)
+        raise FileTooLarge(
+            f"{name} is {size} bytes, over the {gates.max_file_bytes} bytes a run's file may be "
+            "(limits.run_file_mb); it was left on the phone"
+        )
     load = files.get("gpuload.out")
     if load is not None:  # what the load held while the benchmark ran, not only at the start
-        result.load_achieved = last_achieved_load(load.decode("utf-8", "replace")) or report.load_achieved
+        result.load_achieved = last_achieved_load(_tail(load, LOAD_TAIL_BYTES)) or report.load_achieved
     end = report.bench_end
     if end is None or (end.how is BenchEnd.STOPPED and cancel.is_set()):
         result.outcome, result.error = Outcome.INTERRUPTED, "interrupted"  # stopped at a gate, or Ctrl-C
@@ -259,14 +273,31 @@ def _outcome(
     if end.exit_code == 0:
         result.outcome = Outcome.DONE
         return
-    stderr = files.get("bench.err", b"").decode("utf-8", "replace")
+    stderr = _tail(files.get("bench.err"))
     result.outcome = Outcome.FAILED
     if job.program is Program.EXTERNAL:
         name = prepared.programs[job.program].name
-        result.error = f"{name} exited {end.exit_code}: {stderr_tail(stderr)}"
+        result.error = f"{name} exited {end.exit_code}{killed_by(end.exit_code)}: {stderr_tail(stderr)}"
     else:
         tail = stderr.strip().splitlines()
         result.error = f"{job.program} exited {end.exit_code}: {tail[-1] if tail else 'no stderr'}"
+
+
+# Signals a program on a phone is killed with, and who sends them.
+_SIGNALS = {
+    9: "SIGKILL: the kernel's out-of-memory killer, Android's low-memory killer, or a kill -9",
+    6: "SIGABRT: the program aborted (an assertion or abort())",
+    11: "SIGSEGV: the program crashed (invalid memory access)",
+    15: "SIGTERM",
+}
+
+
+def killed_by(exit_code: int | None) -> str:
+    """` (killed by SIGNAL: who sends it)` for a shell exit status 128 + signal, else ''."""
+    if exit_code is None or not 128 < exit_code < 160:
+        return ""
+    signal = exit_code - 128
+    return f" (killed by {_SIGNALS.get(signal, f'signal {signal}')})"
 
 
 def _gates_of(

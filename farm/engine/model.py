@@ -199,3 +199,4 @@ class Gates:
     run_timeout_s: float
     idle_baseline_s: float = 0.0
     within_c_of_idle: float | None = None  # relative cooldown gate (conditions.cooldown_limit_c)
+    max_file_bytes: int = 256 << 20  # the largest file a run brings back (limits.run_file_mb)

@@ -4,12 +4,12 @@ benchmark. Each background process is a context manager that stops it on exit, w
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+from farm import safe_json
 from farm.device.session import FARM_ROOT, DeviceSession
 from farm.errors import CommandTimeout
 from farm.spec.sections import Intensity
@@ -158,7 +158,7 @@ def last_achieved_load(jsonl: str) -> float | None:
     achieved = None
     for line in jsonl.splitlines():
         try:
-            event = json.loads(line)
+            event = safe_json.loads(line)
         except ValueError:
             continue
         if not isinstance(event, dict):

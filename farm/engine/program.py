@@ -25,6 +25,7 @@ import numpy as np
 from farm.adapters import Granularity, OutputError, ProgramOutput
 from farm.adapters.output import GRANULARITY_METRIC
 from farm.analysis.iterations import Iterations
+from farm.analysis.llm import energy_per_token_metrics
 from farm.analysis.metric import Metric
 from farm.analysis.metrics import latency_metrics, telemetry_metrics
 from farm.analysis.power import BatteryCalibration
@@ -46,7 +47,10 @@ def job_arguments(
         return experiment.program_args(cell, min_seconds), ()
     assert prepared.external is not None, "an external program is deployed when the phone is prepared"
     values = experiment.placeholder_values(cell, min_seconds)
-    values.update({ASSET_PREFIX + name: d.phone_path for name, d in prepared.external.assets.items()})
+    assets = prepared.external.assets
+    # A level naming a listed asset (a model per run) stands for its path on the phone.
+    values = {name: assets[value].phone_path if value in assets else value for name, value in values.items()}
+    values.update({ASSET_PREFIX + name: d.phone_path for name, d in assets.items()})
     benchmark = experiment.benchmark
     args = tuple(render(str(arg), values) for arg in benchmark.args)
     env = tuple((name, render(str(value), values)) for name, value in benchmark.env.items())
@@ -95,7 +99,8 @@ def output_metrics(
     """Metrics of a program that gave no iteration stamps: latency statistics from its
     per-iteration latencies (laid end to end), else its summary figures under the same names;
     GRANULARITY_METRIC says which; telemetry over the program's window, energy per inference
-    when the adapter counted inferences."""
+    when the adapter counted inferences, energy per token when it timed one language-model phase
+    (farm.analysis.llm)."""
     metrics: list[Metric] = []
     per_iteration = parsed.granularity is Granularity.PER_ITERATION and bool(parsed.latencies_ms)
     if per_iteration:
@@ -115,6 +120,11 @@ def output_metrics(
             window,
             parsed.inferences,
             benchmark_on_gpu=False,
+        )
+        values = {m.name: m.value for m in metrics}
+        # A language model's energy per token of the run's one phase (llama_bench's phase window).
+        metrics += energy_per_token_metrics(
+            values.get("power_mean_mw"), values.get("power_idle_mw"), parsed.metrics
         )
     return metrics
 

@@ -23,11 +23,12 @@ from farm.engine.measurement import layers_of
 from farm.engine.onphone import RUNS_DIR
 from farm.errors import FarmError
 from farm.spec.external import OutputSpec
-from farm.store import Store, events, ownership
+from farm.store import Store, events, ownership, views
 from farm.store import devices as device_store
 from farm.store import runs as run_store
 from farm.store.events import EventKind
 from farm.store.layers import put_layers
+from farm.store.location import check_relative_run_dir
 from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
 
 KILL_SETTLE_S = 0.3
@@ -116,28 +117,20 @@ def backfill_metrics(
     """DONE runs without metrics (a crash came between the result and its metrics): compute them
     from the artifacts on disk (`output`: an external program's adapter). Returns how many runs
     got metrics."""
-    rows = store.query(
-        "SELECT r.run_id, r.factors_json, r.ran_on, r.artifacts_dir, d.capabilities_json FROM runs r "
-        "LEFT JOIN devices d ON d.device_id = r.ran_on WHERE r.experiment = ? AND r.state = 'DONE' "
-        "AND NOT EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.run_id)",
-        (experiment,),
-    )
     filled = 0
-    for row in rows:
-        if not row["artifacts_dir"] or not (results / row["artifacts_dir"]).is_dir():
+    for row in views.unmeasured_runs(store, experiment):
+        if not row.artifacts_dir:
+            continue
+        check_relative_run_dir(row.artifacts_dir, "runs.artifacts_dir")
+        if not (results / row.artifacts_dir).is_dir():
             continue  # its folder is on the machine of the coordinator that ran it (shared store)
-        factors = json.loads(row["factors_json"])
-        caps = _stored_capabilities(row["capabilities_json"])
-        env_rows = store.query(
-            "SELECT env_json FROM attempts WHERE run_id = ? AND outcome = 'done' "
-            "ORDER BY attempt DESC LIMIT 1",
-            (row["run_id"],),
-        )
-        env = json.loads(env_rows[0]["env_json"]) if env_rows and env_rows[0]["env_json"] else {}
+        factors = row.factors
+        caps = _stored_capabilities(row.capabilities_json)
+        env = dict(views.last_done_env(store, row.run_id))
         try:
             charging_disabled = charging_disabled_of(env)
             metrics = compute_metrics(
-                results / row["artifacts_dir"],
+                results / row.artifacts_dir,
                 float(factors.get("gpu_load", 0.0) or 0.0),
                 caps,
                 discharging=charging_disabled is True,
@@ -151,10 +144,10 @@ def backfill_metrics(
                 EventKind.NOTE,
                 f"metrics not computed: {error}",
                 experiment=experiment,
-                run_id=row["run_id"],
+                run_id=row.run_id,
             )
             continue
-        run_store.put_metrics(store, row["run_id"], metrics)
-        put_layers(store, row["run_id"], layers_of(results / row["artifacts_dir"]))
+        run_store.put_metrics(store, row.run_id, metrics)
+        put_layers(store, row.run_id, layers_of(results / row.artifacts_dir))
         filled += 1
     return filled

@@ -117,6 +117,20 @@ def spec_json(experiment: Experiment) -> tuple[str, str]:
     return text, hashlib.sha256(text.encode()).hexdigest()
 
 
+def check_plan_size(experiment: Experiment, source: object, growth_bytes: int, runs: int) -> None:
+    """ConfigError, before anything is written, when storing the plan would add more than the
+    experiment's limits.plan_store_mb (pure)."""
+    limit = experiment.limits.plan_store_bytes
+    if growth_bytes <= limit:
+        return
+    per_run = growth_bytes / max(runs, 1)
+    raise ConfigError(
+        f"{source}: the plan's {runs} runs would add {growth_bytes / 1e6:.1f} MB to the store "
+        f"({per_run / 1e3:.1f} kB a run), over limits.plan_store_mb ({experiment.limits.plan_store_mb})",
+        hint="shorten long factor levels (a large value belongs in an asset file) or raise the limit",
+    )
+
+
 def _restore_left_charging(store: Store, endpoints: Sequence[Endpoint], phones: Sequence[Phone]) -> None:
     """Phones a dead farm process left with charging off (or clocks changed) get them back now,
     used or not."""
@@ -249,6 +263,9 @@ def run_experiment(
         _restore_left_charging(store, fleet.endpoints, phones)
         backfill_metrics(store, artifacts, key, output=experiment.benchmark.output)
         plan = planner.plan(experiment, [p.device_id for p in eligible])
+        text, digest = spec_json(experiment)
+        rows = planned_rows(plan)
+        check_plan_size(experiment, options.file, run_store.plan_bytes(text, rows), len(rows))
         if options.dry_run:
             return RunSummary(
                 key,
@@ -265,9 +282,8 @@ def run_experiment(
         if options.fresh:
             _refuse_fresh_while_shared(store, key)
             run_store.forget_experiment_runs(store, key)
-        text, digest = spec_json(experiment)
         run_store.save_experiment(store, key, text, digest, str(options.file))
-        run_store.insert_planned(store, key, planned_rows(plan))  # idempotent: coordinators share it
+        run_store.insert_planned(store, key, rows)  # idempotent: coordinators share it
         _requeue_failed(store, key, retry_failed=options.retry_failed)
         execution_id = ownership.start_execution(store, key, sys.argv, farm.__version__, results=artifacts)
         watch = PhoneWatch(phones)

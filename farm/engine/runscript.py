@@ -127,6 +127,7 @@ def run_script_argv(
         "cool_poll_s": f"{min(COOL_POLL_S, quiet_s):.3g}",
         "settle_poll_s": f"{SETTLE_POLL_S:g}",
         "files": block(RUN_FILES),
+        "max_bytes": str(gates.max_file_bytes),
     }
     control = charging_control(caps) if gates.disable_charging else None
     if control is not None:

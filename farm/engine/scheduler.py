@@ -60,6 +60,7 @@ from farm.store import devices as device_store
 from farm.store import runs as run_store
 from farm.store.events import EventKind, EventPayload
 from farm.store.layers import put_layers
+from farm.store.run_dirs import RunFolderRefused, make_run_dir
 from farm.store.runs import StoredRun
 
 LOST_PHONE_WAIT_S = 120.0
@@ -85,6 +86,7 @@ def gates_of(experiment: Experiment) -> Gates:
         run_timeout_s=experiment.timeouts.run_timeout_s,
         idle_baseline_s=experiment.telemetry.idle_baseline_s,
         within_c_of_idle=experiment.conditions.cooldown.within_c_of_idle,
+        max_file_bytes=experiment.limits.run_file_bytes,
     )
 
 
@@ -493,7 +495,6 @@ class Sweep:
         cancel: threading.Event,
     ) -> None:
         device_id = prepared.phone.device_id
-        artifacts = run_artifacts_dir(self.results, self.key, run.run_id)
         cell = self._cells.get(run.cell_id)
         if cell is None:
             run_store.finish(
@@ -503,6 +504,13 @@ class Sweep:
                 Outcome.FAILED,
                 next_state=RunState.SKIPPED,
                 error="cell no longer in the experiment file",
+            )
+            return
+        try:
+            artifacts = make_run_dir(self.results, self.key, run.run_id)
+        except RunFolderRefused as error:  # nothing is written through a planted link
+            run_store.finish(
+                self.store, run.run_id, attempt, Outcome.FAILED, next_state=RunState.FAILED, error=str(error)
             )
             return
         args, env = job_arguments(

@@ -244,6 +244,7 @@ class RunReport:
     throttle_samples: list[tuple[float, ThrottleSample]] = field(default_factory=list)
     environment_text: str | None = None
     sizes: list[tuple[str, int]] = field(default_factory=list)
+    oversize: list[tuple[str, int]] = field(default_factory=list)  # files left on the phone: too large
     last_beat_ms: int | None = None
     done: bool = False
     errors: list[str] = field(default_factory=list)
@@ -327,6 +328,8 @@ class Steering:
                 report.environment_text = event.text
             case Block(name="sizes"):
                 report.sizes = parse_sizes(event.lines)
+            case Block(name="big"):
+                report.oversize = parse_sizes(event.lines)
             case Ask():
                 return self._answer(event.question, now_s)
             case Started():

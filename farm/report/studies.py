@@ -18,6 +18,10 @@ from farm.report.derived_figures import render_ratio_figure
 from farm.report.export import factor_columns
 from farm.report.figures import RenderedFigure, render_figure
 from farm.report.frame import tidy_frame
+from farm.report.llm_study import CLAIM as LLM_CLAIM
+from farm.report.llm_study import PAPER as LLM_PAPER
+from farm.report.llm_study import llm_figures, llm_verdicts
+from farm.report.llm_study import sentence as llm_sentence
 from farm.report.model import FigureSpec, ReportData, TableSpec
 from farm.report.numbers import interval, number
 from farm.report.views import RenderedTable, render_table, select
@@ -440,11 +444,19 @@ def _gemm(data: ReportData, frame: pd.DataFrame) -> StudySection:
     return StudySection(Study.GEMM, *CLAIMS[Study.GEMM], tuple(sentences), (speed, gflops), tuple(figures))
 
 
+def _llm(data: ReportData, frame: pd.DataFrame) -> StudySection:
+    # Its claims, verdicts and figures live in farm.report.llm_study.
+    tables, verdicts = llm_verdicts(data, frame)
+    sentences = tuple(llm_sentence(v) for v in verdicts)
+    return StudySection(Study.LLM, LLM_PAPER, LLM_CLAIM, sentences, tuple(tables), tuple(llm_figures(data)))
+
+
 SECTIONS: dict[Study, Callable[[ReportData, pd.DataFrame], StudySection]] = {
     Study.MOBIRNN: _mobirnn,
     Study.SQUEEZENET: _squeezenet,
     Study.TRAINING: _training,
     Study.GEMM: _gemm,
+    Study.LLM: _llm,
 }
 
 

@@ -22,7 +22,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from farm.schedule.model import CatchUp, Schedule, Trigger
+from farm.schedule.model import CatchUp, Schedule
+from farm.store.firings import Trigger
 
 # A slot the daemon gets to within this long is on time (it was sleeping or finishing a short
 # run); later than this it counts as missed and the catch-up policy decides.

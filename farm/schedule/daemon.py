@@ -23,8 +23,10 @@ from farm.errors import FarmError
 from farm.schedule import firings
 from farm.schedule.cron import Decision, decide
 from farm.schedule.fire import FireResult
-from farm.schedule.model import Outcome, Schedule, Trigger
+from farm.schedule.model import Schedule
 from farm.store import Store, StoreLocation
+from farm.store import firings as firing_store
+from farm.store.firings import FiringOutcome, Trigger
 
 MAX_SLEEP_S = 60.0  # re-read the schedules and the clock at least this often
 
@@ -65,7 +67,7 @@ def due_now(
     decisions = []
     with Store.in_results(results) as store:
         for schedule in schedules:
-            decision = decide(schedule, firings.last_slot(store, schedule.name), now, since)
+            decision = decide(schedule, firing_store.last_slot(store, schedule.name), now, since)
             firings.record_skipped(store, schedule.name, decision.skipped)
             decisions.append((schedule, decision))
     return decisions
@@ -113,7 +115,7 @@ def run_daemon(
                 f"{len(result.regressions)} regression(s), {time.monotonic() - started:.1f} s)"
                 + (f": {result.message}" if result.message else "")
             )
-            if result.outcome is Outcome.INTERRUPTED:
+            if result.outcome is FiringOutcome.INTERRUPTED:
                 return fired  # SIGTERM / Ctrl-C during the run: the runner already stopped it
         if once:
             break

@@ -26,10 +26,12 @@ from farm.engine.scheduler import NoEligiblePhone
 from farm.errors import ConfigError, FarmError
 from farm.schedule import firings
 from farm.schedule.history import load_points, record_regressions
-from farm.schedule.model import Outcome, Schedule, Trigger
+from farm.schedule.model import Schedule
 from farm.schedule.nightly import NightlyName, nightly_name, rename_spec
 from farm.spec import load
 from farm.store import Store, StoreLocation, results_dir
+from farm.store import firings as firing_store
+from farm.store.firings import FiringOutcome, Trigger
 
 PHONE_RETRY_S = 60.0  # while every eligible phone is leased (an ad-hoc `farm run`) or absent
 DEFAULT_PHONE_WAIT_S = 3600.0  # how long a nightly without max_runtime_s waits for phones
@@ -54,7 +56,7 @@ class FireContext:
 class FireResult:
     schedule: str
     slot: datetime
-    outcome: Outcome
+    outcome: FiringOutcome
     experiment: str | None  # the nightly's stored name
     summary: RunSummary | None = None
     regressions: tuple[Finding, ...] = ()
@@ -64,13 +66,15 @@ class FireResult:
     @property
     def exit_code(self) -> int:
         """As `farm run`: 0 every run done, 1 not all done, 130 interrupted, the error's code."""
-        return {Outcome.OK: 0, Outcome.INTERRUPTED: 130, Outcome.ERROR: self.error_exit_code}.get(
-            self.outcome, 1
-        )
+        return {
+            FiringOutcome.OK: 0,
+            FiringOutcome.INTERRUPTED: 130,
+            FiringOutcome.ERROR: self.error_exit_code,
+        }.get(self.outcome, 1)
 
 
 def _free_name(store: Store, base_name: str, slot: datetime, variant: str | None) -> NightlyName:
-    taken = firings.experiment_names(store)
+    taken = firing_store.experiment_names(store)
     seq = 0
     while (nightly := nightly_name(base_name, slot, variant, seq)).qualified_name in taken:
         seq += 1
@@ -144,12 +148,12 @@ def _refused(
     store: Store, schedule: Schedule, slot: datetime, trigger: Trigger, error: FarmError
 ) -> FireResult:
     """A night that cannot start (bad file, name too long): an error of its slot, if it is ours."""
-    firing_id = firings.claim(store, schedule.name, slot, trigger)
+    firing_id = firing_store.claim(store, schedule.name, slot, trigger)
     if firing_id is None:
-        return FireResult(schedule.name, slot, Outcome.SKIPPED, None, message=_TAKEN)
-    firings.finish(store, firing_id, Outcome.ERROR, message=str(error))
+        return FireResult(schedule.name, slot, FiringOutcome.SKIPPED, None, message=_TAKEN)
+    firing_store.finish(store, firing_id, FiringOutcome.ERROR, message=str(error))
     return FireResult(
-        schedule.name, slot, Outcome.ERROR, None, message=str(error), error_exit_code=error.exit_code
+        schedule.name, slot, FiringOutcome.ERROR, None, message=str(error), error_exit_code=error.exit_code
     )
 
 
@@ -161,17 +165,22 @@ def _fire_owned(
     store: Store,
     nightly: NightlyName,
 ) -> FireResult:
-    firing_id = firings.claim(
+    firing_id = firing_store.claim(
         store, schedule.name, slot, trigger, nightly.qualified_name, nightly.base_qualified_name
     )
     if firing_id is None:
-        return FireResult(schedule.name, slot, Outcome.SKIPPED, None, message=_TAKEN)
+        return FireResult(schedule.name, slot, FiringOutcome.SKIPPED, None, message=_TAKEN)
     try:
         spec = write_nightly_spec(schedule, nightly, results_dir(context.results))
     except FarmError as error:
-        firings.finish(store, firing_id, Outcome.ERROR, message=str(error))
+        firing_store.finish(store, firing_id, FiringOutcome.ERROR, message=str(error))
         return FireResult(
-            schedule.name, slot, Outcome.ERROR, None, message=str(error), error_exit_code=error.exit_code
+            schedule.name,
+            slot,
+            FiringOutcome.ERROR,
+            None,
+            message=str(error),
+            error_exit_code=error.exit_code,
         )
     options = RunOptions(
         file=spec,
@@ -193,23 +202,25 @@ def _fire_owned(
                 context.log,
                 schedule.max_runtime_s or DEFAULT_PHONE_WAIT_S,
             )
-        outcome = Outcome.OK if summary.exit_code == 0 else Outcome.INCOMPLETE
+        outcome = FiringOutcome.OK if summary.exit_code == 0 else FiringOutcome.INCOMPLETE
         message = "; ".join(summary.problems)
     except (RunInterrupted, KeyboardInterrupt):
-        outcome = Outcome.TIMEOUT if deadline.fired else Outcome.INTERRUPTED
+        outcome = FiringOutcome.TIMEOUT if deadline.fired else FiringOutcome.INTERRUPTED
         message = (
             f"stopped after max_runtime_s={schedule.max_runtime_s:g}" if deadline.fired else "interrupted"
         )
     except FarmError as error:
-        outcome, message, error_exit_code = Outcome.ERROR, str(error), error.exit_code
+        outcome, message, error_exit_code = FiringOutcome.ERROR, str(error), error.exit_code
     except Exception as error:  # a bug: the slot must not stay "running" forever
         stack_at = crashlog.record(error, f"schedule {schedule.name} firing {firing_id}")
         message = f"internal error: {error!r} (stack in {stack_at})"
-        firings.finish(store, firing_id, Outcome.ERROR, message=message)
+        firing_store.finish(store, firing_id, FiringOutcome.ERROR, message=message)
         raise
-    flagged = _flag_regressions(store, nightly, context.policy) if outcome is not Outcome.ERROR else []
+    flagged = _flag_regressions(store, nightly, context.policy) if outcome is not FiringOutcome.ERROR else []
     counts = firings.run_counts(store, nightly.qualified_name)
-    firings.finish(store, firing_id, outcome, regressions=len(flagged), message=message or None, **counts)
+    firing_store.finish(
+        store, firing_id, outcome, regressions=len(flagged), message=message or None, **counts
+    )
     return FireResult(
         schedule.name,
         slot,

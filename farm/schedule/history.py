@@ -10,7 +10,7 @@ edited sweep, iteration count or load must not read as a regression); the others
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -18,7 +18,7 @@ from farm.analysis import stats
 from farm.analysis.regression import Finding, Point, describe
 from farm.schedule.nightly import NightlyName, parse_nightly
 from farm.spec.model import Experiment
-from farm.store import Store, events
+from farm.store import Store, events, views
 from farm.store.events import EventKind
 
 SAME_SECOND_STEP_S = 1e-3  # orders nightlies that share a slot second by their sequence number
@@ -27,20 +27,20 @@ SAME_SECOND_STEP_S = 1e-3  # orders nightlies that share a slot second by their 
 def nightlies(store: Store, base_experiment: str) -> list[tuple[str, NightlyName]]:
     """(stored name, parsed) of every nightly of `base_experiment` that has runs, oldest first."""
     found = []
-    for row in store.query("SELECT DISTINCT experiment FROM runs"):
-        parsed = parse_nightly(row["experiment"])
+    for experiment in views.experiments_with_runs(store):
+        parsed = parse_nightly(experiment)
         if parsed is not None and parsed.base_qualified_name == base_experiment:
-            found.append((row["experiment"], parsed))
+            found.append((experiment, parsed))
     return sorted(found, key=lambda item: (item[1].slot, item[1].seq))
 
 
 def settings_digest(store: Store, experiment: str) -> str | None:
     """The stored spec's settings digest, or None when the store has no usable spec for it."""
-    rows = store.query("SELECT spec_json FROM experiments WHERE name = ?", (experiment,))
-    if not rows:
+    spec = views.spec_json(store, experiment)
+    if spec is None:
         return None
     try:
-        return Experiment.model_validate(json.loads(rows[0]["spec_json"])).settings_digest
+        return Experiment.model_validate(json.loads(spec)).settings_digest
     except (ValueError, ValidationError):
         return None
 
@@ -67,21 +67,14 @@ def load_points(
 ) -> list[Point]:
     """Points of `chosen` nightlies (default: the comparable ones)."""
     points: list[Point] = []
-    marks = ",".join("?" for _ in metrics)
     if chosen is None:
         chosen, _changed = comparable_nightlies(store, base_experiment)
     for stored, parsed in chosen:
-        rows = store.query(
-            "SELECT r.cell_id, r.factors_json, COALESCE(r.device_id, '*') AS device, m.name, m.value "
-            "FROM runs r JOIN metrics m ON m.run_id = r.run_id "
-            f"WHERE r.experiment = ? AND r.state = 'DONE' AND m.value IS NOT NULL AND m.name IN ({marks})",
-            (stored, *metrics),
-        )
         values: dict[tuple[str, str, str], list[float]] = {}
-        factors: dict[str, dict[str, object]] = {}
-        for row in rows:
-            values.setdefault((row["cell_id"], row["device"], row["name"]), []).append(float(row["value"]))
-            factors[row["cell_id"]] = json.loads(row["factors_json"])
+        factors: dict[str, Mapping[str, object]] = {}
+        for sample in views.done_metric_samples(store, stored, metrics):
+            values.setdefault((sample.cell_id, sample.device, sample.name), []).append(sample.value)
+            factors[sample.cell_id] = sample.factors
         order = parsed.slot.timestamp() + parsed.seq * SAME_SECOND_STEP_S
         for (cell_id, device, metric), samples in values.items():
             points.append(

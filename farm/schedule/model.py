@@ -15,25 +15,6 @@ class CatchUp(enum.StrEnum):
     RUN_ONCE = "run_once"  # one run for the latest missed slot, however many were missed
 
 
-class Outcome(enum.StrEnum):
-    """How one firing of a schedule ended (column `outcome` of schedule_firings)."""
-
-    RUNNING = "running"
-    OK = "ok"  # every run DONE
-    INCOMPLETE = "incomplete"  # some runs failed or could not run
-    ERROR = "error"  # the experiment could not start (bad file, no eligible phone...)
-    TIMEOUT = "timeout"  # stopped at max_runtime_s (phones restored, runs left PENDING)
-    INTERRUPTED = "interrupted"  # SIGTERM / Ctrl-C
-    ABANDONED = "abandoned"  # the process running it died (kill -9, power loss); found on the next start
-    SKIPPED = "skipped"  # missed slots under catch_up: skip
-
-
-class Trigger(enum.StrEnum):
-    CRON = "cron"
-    CATCH_UP = "catch_up"
-    MANUAL = "manual"  # `farm schedule run NAME`
-
-
 @dataclass(frozen=True)
 class Schedule:
     name: str

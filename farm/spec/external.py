@@ -9,7 +9,10 @@
       assets: [data/seed.bin]
       output: jsonl                    # or tflite, or {adapter: regex, patterns: ..., metrics: ...}
 
-Paths are relative to the experiment file. Every sweep factor (gpu_load aside, which farm itself
+A sweep factor's level that is one of the listed assets stands for that asset's path on the phone
+(`sweep: {model: [models/a.gguf, models/b.gguf]}` with `args: [-m, "{model}"]`: each run gets its
+model, every listed model is pushed once per phone, content-addressed). Paths are relative to
+the experiment file. Every sweep factor (gpu_load aside, which farm itself
 applies) must appear as a placeholder in args or env, every placeholder must be a factor, a
 measurement value or a listed asset, and every listed asset must be used (farm.spec.template
 gives the syntax). `check_external` is pure; that the files exist is checked by the loader
@@ -118,8 +121,18 @@ class ExternalSpec(Protocol):
     def tune(self) -> bool: ...
 
 
-def check_external(benchmark: ExternalSpec, sweep: Mapping[str, object]) -> list[Issue]:
-    """Cross-field mistakes of an external benchmark (paths are ("benchmark", ...) key paths)."""
+def asset_levels(assets: Sequence[str], sweep: Mapping[str, object]) -> set[str]:
+    """The sweep's levels that name a listed asset (they render as its phone path)."""
+    levels = {str(level) for values in sweep.values() if isinstance(values, list | tuple) for level in values}
+    return levels & set(assets)
+
+
+def check_external(
+    benchmark: ExternalSpec, sweep: Mapping[str, object], zip_groups: Sequence[Sequence[str]] = ()
+) -> list[Issue]:
+    """Cross-field mistakes of an external benchmark (paths are ("benchmark", ...) key paths).
+    A factor of a zip group that some other member's placeholder uses needs none of its own: it
+    names levels that already differ (`backend: [cpu-4t, gpu]` zipped with `ngl: [0, 99]`)."""
     issues: list[Issue] = []
     if benchmark.params:
         name = next(iter(benchmark.params))
@@ -142,7 +155,10 @@ def check_external(benchmark: ExternalSpec, sweep: Mapping[str, object]) -> list
         )
     if benchmark.output is None:
         issues.append(
-            Issue(("benchmark", "output"), "an external program needs output: jsonl, tflite or regex")
+            Issue(
+                ("benchmark", "output"),
+                "an external program needs output: jsonl, tflite, llama_bench or regex",
+            )
         )
     used_names: set[str] = set()
     used_assets: set[str] = set()
@@ -179,6 +195,7 @@ def check_external(benchmark: ExternalSpec, sweep: Mapping[str, object]) -> list
                 )
             else:
                 used_names.add(field.name)
+    used_assets |= asset_levels(benchmark.assets, sweep)
     for index, asset in enumerate(benchmark.assets):
         if asset in benchmark.assets[:index]:
             issues.append(Issue(("benchmark", "assets", index), f"{asset} is listed twice"))
@@ -189,6 +206,9 @@ def check_external(benchmark: ExternalSpec, sweep: Mapping[str, object]) -> list
                     f"{asset} is listed but no argument uses it; pass it as {{asset:{asset}}} or drop it",
                 )
             )
+    for group in zip_groups:
+        if used_names & set(group):
+            used_names |= set(group)
     for name in sweep:
         if name != GPU_LOAD and name not in used_names:
             issues.append(

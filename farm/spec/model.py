@@ -44,6 +44,7 @@ from farm.spec.sections import (
     Devices,
     Frozen,
     GpuLoadSettings,
+    Limits,
     Measurement,
     Name,
     Report,
@@ -87,7 +88,9 @@ class Benchmark(Frozen):
     args: tuple[Scalar, ...] = Field(default=(), description="external: arguments, with {placeholders}")
     env: dict[EnvName, Scalar] = Field(default_factory=dict, description="external: environment variables")
     assets: tuple[Text, ...] = Field(default=(), description="external: files pushed to the phone")
-    output: OutputSpec | None = Field(default=None, description="external: jsonl, tflite or regex")
+    output: OutputSpec | None = Field(
+        default=None, description="external: jsonl, tflite, llama_bench or regex"
+    )
     tune: StrictBool = Field(default=False, description="farm's programs: tune once per phone (--tune)")
     tune_budget_s: Annotated[StrictFloat, Field(gt=0, le=3600)] | None = Field(
         default=None, description="tune: search time per workload (the program's default: 30 s)"
@@ -119,6 +122,7 @@ class Experiment(Frozen):
     conditions: Conditions = Conditions()
     timeouts: Timeouts = Timeouts()
     retries: Retries = Retries()
+    limits: Limits = Limits()
     report: Report = Report()
     variants: dict[Slug, dict[str, Any]] = Field(
         default_factory=dict, description="named overrides merged over the file, e.g. quick: {sweep: ...}"
@@ -142,7 +146,7 @@ class Experiment(Frozen):
     def _cross_field_checks(self) -> Experiment:
         issues = check(self)
         if self.benchmark.external:
-            issues += check_external(self.benchmark, self.sweep)
+            issues += check_external(self.benchmark, self.sweep, self.zip)
         else:
             issues += _farm_program_checks(self.benchmark)
         sustained = self.measurement.sustained_s
@@ -219,7 +223,8 @@ class Experiment(Frozen):
         Store it with runs; when a resumed experiment's digest differs, the file was edited.
         """
         data = self.model_dump(
-            mode="json", exclude={"name", "description", "report", "variants", "variant", "source_dir"}
+            mode="json",
+            exclude={"name", "description", "report", "variants", "variant", "source_dir", "limits"},
         )
         data["measurement"].pop("order")
         # Keys added after experiments were stored count only when set, so old digests still match.

@@ -187,6 +187,25 @@ class Timeouts(Frozen):
     lost_phone_wait_s: PositiveSeconds = 120.0
 
 
+class Limits(Frozen):
+    """What one experiment may cost the coordinator, whatever its phones send back."""
+
+    # The largest file a run brings back (the program's stdout, a trace, ...): a larger one fails
+    # its run and stays on the phone. A 1 kHz trace of an hour is well under the default.
+    run_file_mb: Annotated[StrictInt, Field(ge=1, le=65536)] = 256
+    # The most a plan may add to the store (its runs' rows): larger plans are refused before
+    # anything is written (farm.store.runs.plan_bytes measures it).
+    plan_store_mb: Annotated[StrictInt, Field(ge=1, le=1_000_000)] = 64
+
+    @property
+    def run_file_bytes(self) -> int:
+        return self.run_file_mb << 20
+
+    @property
+    def plan_store_bytes(self) -> int:
+        return self.plan_store_mb << 20
+
+
 class Retries(Frozen):
     max_attempts: Count = 3
     on: tuple[RetryOn, ...] = (RetryOn.TIMEOUT, RetryOn.LOST)
@@ -272,6 +291,7 @@ class Study(StrEnum):
     SQUEEZENET = "squeezenet"  # Motamedi et al., arXiv 1611.07151: SqueezeNet, precision, g
     TRAINING = "training"  # Das et al., PerCom Workshops 2022: training on the phone GPU
     GEMM = "gemm"  # Augur (Lu et al., ACM MM 2017): GEMM as the building block of CNN layers
+    LLM = "llm"  # language models (llama-bench): prefill/decode, GPU offload under load, energy
 
 
 class Report(Frozen):

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from farm.errors import ConfigError
+from farm.errors import ConfigError, StoreError
 
 DEFAULT_RESULTS_DIR = "results"
 DB_NAME = "farm.db"
@@ -122,6 +123,42 @@ def results_dir(explicit: str | os.PathLike[str] | StoreLocation | None = None) 
     return resolve(explicit).artifacts
 
 
+# A run id or an experiment key as farm makes them (16 hex digits, `trepn-<hex>`, `name.variant`):
+# one path component, never `.`/`..`, no separator. A store is shared (PostgreSQL) and a row may
+# come from anyone who can write to it, so every id that becomes a folder name is checked.
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
+
+
+class BadStoredName(StoreError):
+    """A run id or experiment name read from the store (or an import) is not one farm makes: it
+    would name a folder outside the results folder. Refused; retrying cannot help."""
+
+    def __init__(self, where: str, what: str, value: str) -> None:
+        super().__init__(
+            where,
+            f"{what} {value[:80]!r} is not one farm makes (letters, digits, `_.-`; one folder name)",
+            hint="the row was not written by farm: remove it, or ask who writes to this store",
+        )
+
+
+def check_component(value: str, what: str, where: str = "the store") -> str:
+    """`value` when it is one safe folder name (pure); BadStoredName otherwise."""
+    if not _COMPONENT.fullmatch(value) or ".." in value:
+        raise BadStoredName(where, what, value)
+    return value
+
+
+def check_relative_run_dir(value: str, where: str = "the store") -> str:
+    """A stored runs.artifacts_dir (`<experiment>/<run-id>`): safe folder names, relative, so it
+    stays beneath the results folder (pure)."""
+    parts = value.split("/")
+    if len(parts) > 4:
+        raise BadStoredName(where, "run folder", value)
+    for part in parts:
+        check_component(part, "run folder part", where)
+    return value
+
+
 def run_artifacts_dir(results: Path, experiment: str, run_id: str) -> Path:
-    """Where one run's artifacts live: results/<experiment>/<run-id>/."""
-    return results / experiment / run_id
+    """Where one run's artifacts live: results/<experiment>/<run-id>/ (both names checked)."""
+    return results / check_component(experiment, "experiment") / check_component(run_id, "run id")

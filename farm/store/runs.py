@@ -18,6 +18,7 @@ from typing import Any
 
 from farm.store.backend import Connection, Row
 from farm.store.db import Store
+from farm.store.location import check_component, check_relative_run_dir
 
 
 class RunState(enum.StrEnum):
@@ -74,8 +75,13 @@ class Metric:
 
 
 def _row_to_run(row: Row) -> StoredRun:
+    """A runs row; its run id and folder are checked (a shared store's row may come from anyone:
+    `../../x` must never become a folder name)."""
+    artifacts_dir = row["artifacts_dir"]
+    if artifacts_dir is not None:
+        check_relative_run_dir(artifacts_dir, "runs.artifacts_dir")
     return StoredRun(
-        run_id=row["run_id"],
+        run_id=check_component(row["run_id"], "run id", "runs.run_id"),
         experiment=row["experiment"],
         cell_id=row["cell_id"],
         factors=json.loads(row["factors_json"]),
@@ -86,7 +92,7 @@ def _row_to_run(row: Row) -> StoredRun:
         attempts=row["attempts"],
         reason=row["reason"],
         ran_on=row["ran_on"],
-        artifacts_dir=row["artifacts_dir"],
+        artifacts_dir=artifacts_dir,
     )
 
 
@@ -119,27 +125,68 @@ def insert_planned(store: Store, experiment: str, runs: Sequence[PlannedRun]) ->
     added = 0
     with store.transaction() as conn:
         for run in runs:
-            cursor = conn.execute(
-                "INSERT INTO runs (run_id, experiment, cell_id, factors_json, repetition, device_id, seq, "
-                "state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', ?) "
-                "ON CONFLICT (run_id) DO NOTHING",
-                (
-                    run.run_id,
-                    experiment,
-                    run.cell_id,
-                    json.dumps(dict(run.factors), sort_keys=True),
-                    run.repetition,
-                    run.device_id,
-                    run.seq,
-                    now,
-                ),
-            )
-            added += cursor.rowcount
+            added += _insert_run(conn, experiment, run, now)
             # The order may change with the plan's seed; keep it current for PENDING runs.
             conn.execute(
                 "UPDATE runs SET seq = ? WHERE run_id = ? AND state = 'PENDING'", (run.seq, run.run_id)
             )
     return added
+
+
+# How SQLite lays a runs row out (measured: tests/unit/store/test_plan_bytes.py): rows share 4 KiB
+# pages whole (a 2 KiB row takes a page of its own), a row past a page goes on in overflow pages,
+# and the fixed columns and the entries of the row's indexes cost about the same for every row.
+PAGE_BYTES = 4096
+PAGE_USABLE_BYTES = 4000
+ROW_FIXED_BYTES = 60
+ROW_INDEX_BYTES = 40
+
+
+def _factors_json(run: PlannedRun) -> str:
+    return json.dumps(dict(run.factors), sort_keys=True)
+
+
+def row_bytes(run: PlannedRun) -> int:
+    """What one planned run's row adds to the store (pure)."""
+    payload = len(run.run_id) + len(run.cell_id) + len(run.device_id or "") + len(_factors_json(run))
+    payload += ROW_FIXED_BYTES
+    per_page = PAGE_USABLE_BYTES // payload
+    table = PAGE_BYTES / per_page if per_page else -(-payload // (PAGE_BYTES - 4)) * PAGE_BYTES
+    return round(table) + ROW_INDEX_BYTES
+
+
+def plan_bytes(spec_json: str, runs: Sequence[PlannedRun]) -> int:
+    """What storing a plan adds to the store, before it is written (pure): the experiment's JSON
+    once, each run's row (its factors are written out in full in every run of their cell)."""
+    return len(spec_json) + sum(row_bytes(run) for run in runs)
+
+
+def _insert_run(
+    conn: Connection, experiment: str, run: PlannedRun, now: float, *, done_on: str | None = None
+) -> int:
+    """One runs row, PENDING (or DONE on `done_on`: an import) unless its run id is stored
+    already; 1 when added, 0 when not."""
+    done = done_on is not None
+    cursor = conn.execute(
+        "INSERT INTO runs (run_id, experiment, cell_id, factors_json, repetition, device_id, seq, "
+        "state, created_at, ran_on, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (run_id) DO NOTHING",
+        (
+            run.run_id,
+            experiment,
+            run.cell_id,
+            _factors_json(run),
+            run.repetition,
+            run.device_id,
+            run.seq,
+            "DONE" if done else "PENDING",
+            now,
+            done_on,
+            now if done else None,
+            now if done else None,
+        ),
+    )
+    return int(cursor.rowcount)
 
 
 def list_runs(store: Store, experiment: str, states: Iterable[RunState] | None = None) -> list[StoredRun]:
@@ -419,3 +466,21 @@ def requeue_failed(store: Store, experiment: str, *, lost_only: bool = True) -> 
                 (run_id,),
             )
     return ids
+
+
+def store_imported(
+    store: Store, experiment: str, runs: Sequence[tuple[PlannedRun, Sequence[Metric]]], ran_on: str
+) -> list[PlannedRun]:
+    """Measurements made outside farm (`farm import`) as DONE runs of `experiment`, with their
+    metrics. A run id already stored is left as it is, whichever experiment holds it: returns
+    the runs that were (the caller says so); another run is never rewritten."""
+    now = time.time()
+    existing: list[PlannedRun] = []
+    with store.transaction() as conn:
+        for run, metrics in runs:
+            check_component(run.run_id, "run id", "an import")
+            if not _insert_run(conn, experiment, run, now, done_on=ran_on):
+                existing.append(run)
+                continue
+            _put_metrics(conn, run.run_id, metrics)
+    return existing

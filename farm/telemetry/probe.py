@@ -8,11 +8,12 @@ capabilities with `readable=False` and its errno name, so callers can tell "abse
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from farm import safe_json
 
 SUPPORTED_PROBE_VERSIONS = (1,)
 
@@ -263,7 +264,7 @@ def _charging(c: Mapping[str, Any]) -> ChargingNode:
 def parse_probe(text: str) -> Capabilities:
     """Parse farm-probe's stdout. Raises ProbeOutputError with what was wrong."""
     try:
-        doc = json.loads(text)
+        doc = safe_json.loads(text)
     except ValueError as exc:
         first = text.strip().splitlines()[0][:120] if text.strip() else "(empty output)"
         raise ProbeOutputError(f"farm-probe output is not JSON ({exc}): {first}") from exc

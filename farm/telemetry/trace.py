@@ -14,13 +14,13 @@ was dropped. Pure: bytes in, values out.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from enum import IntEnum
 
 import numpy as np
 from numpy.typing import NDArray
 
+from farm import safe_json
 from farm.analysis.series import Series
 
 TRACE_FORMAT = "farm-trace"
@@ -142,7 +142,7 @@ class Trace:
 
 def _header(line: bytes) -> TraceHeader:
     try:
-        doc = json.loads(line)
+        doc = safe_json.loads(line)
         if not isinstance(doc, dict):
             raise TraceFormatError("trace header is not a JSON object")
         if doc.get("format") != TRACE_FORMAT:

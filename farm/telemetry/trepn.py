@@ -119,7 +119,7 @@ def parse_trepn_csv(text: str, source: str = "<trepn>", *, allow_truncated: bool
     Every number must be finite, and the samples of the data points farm reads must average to
     what the statistics block says (else the file was edited or spliced).
     """
-    rows = list(csv.reader(io.StringIO(text)))
+    rows = _rows(text, source)
     header_index = next((i for i, row in enumerate(rows) if row and _is_time_header(row[0])), None)
     if header_index is None:
         raise ConfigError(
@@ -165,6 +165,18 @@ def parse_trepn_csv(text: str, source: str = "<trepn>", *, allow_truncated: bool
     statistics = {} if stats_index is None else _statistics(rows, stats_index, source)
     _check_against_statistics(metrics, statistics, source)
     return TrepnExport(source, preamble, metrics, statistics, truncation)
+
+
+def _rows(text: str, source: str) -> list[list[str]]:
+    """The CSV rows; a field longer than the csv module takes (128 KiB) or a stray NUL is
+    ConfigError naming its line."""
+    reader = csv.reader(io.StringIO(text))
+    try:
+        return list(reader)
+    except csv.Error as error:
+        raise ConfigError(
+            f"not a Trepn Profiler CSV export: {error}", location=f"{source}:{reader.line_num}"
+        ) from None
 
 
 def _truncation(

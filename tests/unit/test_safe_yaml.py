@@ -60,6 +60,11 @@ CASES: dict[str, tuple[Callable[[str], str], int, str]] = {
         2,
         "the tag !!python/object/apply:os.system is not allowed",
     ),
+    "5,000-digit integer": (
+        lambda key: f"{key}:\n  n: [1, {'9' * 5000}]\n",
+        2,
+        "an integer of 5,000 characters: farm reads at most 100",
+    ),
     "too many values": (
         lambda key: f"{key}: [{'0,' * 150_000}0]\n",
         1,

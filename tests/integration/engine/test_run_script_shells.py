@@ -11,15 +11,17 @@ import os
 import select
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
 from farm.device.session import quote_argv
-from farm.engine.conversation import converse
+from farm.engine.conversation import FileTooLarge, converse
 from farm.engine.onphone import RunDir
 from farm.engine.runscript import RUN_FILES, SCRIPT_SOURCE, block, gated_argv
 from farm.engine.steering import BenchEnd, Ended, Steering, SteeringPlan
@@ -58,11 +60,11 @@ class PipeChannel:
         self.buffer = bytearray(rest)
         return line
 
-    def read_exact(self, size: int) -> bytes:
+    def copy_to(self, size: int, sink: BinaryIO) -> None:
         while len(self.buffer) < size:
             assert self._fill(), "the bundle ended early"
-        data, self.buffer = bytes(self.buffer[:size]), self.buffer[size:]
-        return data
+        sink.write(self.buffer[:size])
+        del self.buffer[:size]
 
     def send_line(self, text: str) -> None:
         assert self.process.stdin is not None
@@ -109,16 +111,23 @@ def params_for(run_dir: RunDir, tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def talk(process: subprocess.Popen[bytes], steering: Steering, **kwargs: object) -> dict[str, bytes]:
-    try:
-        return converse(
-            PipeChannel(process),
-            steering,
-            cancel=kwargs.get("cancel", threading.Event()),  # type: ignore[arg-type]
-            run_timeout_s=float(kwargs.get("run_timeout_s", 60.0)),  # type: ignore[arg-type]
-            request_stop=kwargs.get("request_stop", lambda: None),  # type: ignore[arg-type]
-        )
-    finally:
-        process.wait(timeout=DEADLINE_S)
+    """The conversation to its end; the bundle's files by phone name, read back from where they
+    were written."""
+    with tempfile.TemporaryDirectory(prefix="farm-bundle-") as folder:
+        keep = {name: Path(folder) / name for name in [*RUN_FILES, "sampler.out"]}
+        try:
+            files = converse(
+                PipeChannel(process),
+                steering,
+                cancel=kwargs.get("cancel", threading.Event()),  # type: ignore[arg-type]
+                run_timeout_s=float(kwargs.get("run_timeout_s", 60.0)),  # type: ignore[arg-type]
+                request_stop=kwargs.get("request_stop", lambda: None),  # type: ignore[arg-type]
+                keep=keep,
+                max_file_bytes=int(kwargs.get("max_file_bytes", 1 << 20)),  # type: ignore[call-overload]
+            )
+        finally:
+            process.wait(timeout=DEADLINE_S)
+        return {name: path.read_bytes() for name, path in files.items()}
 
 
 def args_of(data: bytes) -> list[str]:
@@ -175,6 +184,8 @@ def test_the_host_answers_the_cooldown_gate_until_the_phone_is_cool(
             run_timeout_s=60.0,
             request_stop=lambda: None,
             on_event=cool_down_after_two_waits,
+            keep={},
+            max_file_bytes=1 << 20,
         )
     finally:
         process.wait(timeout=DEADLINE_S)
@@ -244,7 +255,15 @@ def test_a_gate_that_would_not_hold_the_run_asks_nothing(
     channel.send_line = sent.append  # type: ignore[method-assign]
     steering = Steering(PLAN)
     try:
-        converse(channel, steering, cancel=threading.Event(), run_timeout_s=60.0, request_stop=lambda: None)
+        converse(
+            channel,
+            steering,
+            cancel=threading.Event(),
+            run_timeout_s=60.0,
+            request_stop=lambda: None,
+            keep={},
+            max_file_bytes=1 << 20,
+        )
     finally:
         process.wait(timeout=DEADLINE_S)
     assert sent == []  # no question, so no wait for an answer
@@ -280,3 +299,27 @@ def test_a_cell_without_load_waits_for_the_gpu_counter_to_idle(
     talk(start(shell_bin, {**params, "idle_wait_ms": "30000"}, ["true"]), steering)
     gate = steering.report.gpu_idle
     assert gate is not None and gate.busy_pct is not None and gate.busy_pct <= 5 and gate.waited_ms == 0
+
+
+def test_a_file_over_max_bytes_stays_on_the_phone_and_is_named(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path
+) -> None:
+    # A sparse stdout: free to make, 64 MiB for whoever reads it back.
+    bench = ["sh", "-c", 'echo "head line"; truncate -s 67108864 bench.out; echo oops >&2']
+    steering = Steering(PLAN)
+    files = talk(start(shell_bin, params_for(run_dir, tmp_path, max_bytes="4096"), bench), steering)
+    report = steering.report
+    assert report.done and report.bench_end == Ended(BenchEnd.EXITED, 0)
+    assert report.oversize == [("bench.out", 64 << 20)]
+    assert "bench.out" not in files and files["bench.err"] == b"oops\n"
+    assert dict(report.sizes) == {name: len(data) for name, data in files.items()}
+
+
+def test_the_host_refuses_a_bundle_whose_sizes_pass_its_limit_before_reading_it(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path
+) -> None:
+    # The script leaves max_bytes unset (a phone that does not bound its own files): the host does.
+    bench = ["sh", "-c", "head -c 5000 /dev/zero"]
+    steering = Steering(PLAN)
+    with pytest.raises(FileTooLarge, match=r"bench\.out is 5000 bytes, over the 4096 bytes"):
+        talk(start(shell_bin, params_for(run_dir, tmp_path), bench), steering, max_file_bytes=4096)

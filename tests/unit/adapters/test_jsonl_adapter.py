@@ -144,3 +144,13 @@ def test_a_capped_stream_counts_every_iteration_from_its_summary() -> None:
     assert output.inferences == 1000 and output.iterations is not None and len(output.iterations) == 1000
     assert output.iterations.window_ns == (10_000, 1_000_010_000)
     assert output.latencies_ms == (1.0, 1.0, 1.0)  # the printed ones: the first two and the sample
+
+
+def test_json_nested_deeper_than_python_reads_is_a_bad_line_not_a_crash() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    text = '{"event": "iter", "i": 0, "t_start_ns": 0, "t_end_ns": 10}\n' + deep + "\n"
+    lines = parse_event_lines(text)
+    assert len(lines.events) == 1 and lines.bad_lines == (2,)
+    with pytest.raises(OutputError) as caught:
+        parse_jsonl('{"event": "result", "nested": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    assert "\n" not in str(caught.value)

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from farm.cli.main import main
+from farm.store import Store
+from farm.store import runs as run_store
 from tests.fixtures.trepn_exports import TREPN_DIR
 from tests.unit.cli.test_json_output import strict_loads
 
@@ -77,3 +79,49 @@ def test_the_baseline_is_checked_and_warned_about_too(
     assert code == 0 and err.startswith(f"farm: warning: {cut}:")
     metrics = strict_loads(out)[0]["metrics"]
     assert metrics["energy_net_mj"]["value"] < metrics["energy_total_mj"]["value"]
+
+
+def _metrics_by_experiment(results: Path) -> dict[str, list[tuple[str, float | None]]]:
+    """(run id, duration_s) of each stored run of the experiments `first` and `second`."""
+    with Store.in_results(results).open() as store:
+        return {
+            name: [
+                (run.run_id, _duration(run_store.get_metrics(store, run.run_id)))
+                for run in run_store.list_runs(store, name)
+            ]
+            for name in ("first", "second")
+        }
+
+
+def _duration(metrics: list[run_store.Metric]) -> float | None:
+    return next(m.value for m in metrics if m.name == "duration_s")
+
+
+def test_equal_bytes_in_another_experiment_are_another_run_and_a_duplicate_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results"
+    other = tmp_path / "other.csv"
+    other.write_bytes(PARALLEL.read_bytes())  # the same bytes under another name
+    assert _run(capsys, str(PARALLEL), "--experiment", "first", "--results", str(results))[0] == 0
+    stored = _metrics_by_experiment(results)
+    code, out, err = _run(capsys, str(other), "--experiment", "second", "--results", str(results))
+    assert code == 0 and err == ""
+    after = _metrics_by_experiment(results)
+    assert after["first"] == stored["first"] and len(after["second"]) == 1
+    assert after["second"][0][0] != after["first"][0][0]  # its own run, not the first one's
+
+    code, out, err = _run(capsys, str(other), "--experiment", "second", "--results", str(results))
+    assert code == 0
+    assert err == f"farm: {other}: already imported into 'second'; kept the stored run\n"
+    assert "stored 0 run(s)" in out
+    assert _metrics_by_experiment(results) == after
+
+
+def test_an_experiment_name_that_is_not_one_folder_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, str(PARALLEL), "--experiment", "../../x", "--results", str(tmp_path / "r"))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("farm: --experiment '../../x': not an experiment name")
+    assert not (tmp_path / "r").exists()

@@ -16,7 +16,8 @@ from farm.adapters.output import GRANULARITY_METRIC
 from farm.analysis.metric import Metric
 from farm.analysis.series import Series, SeriesTrace
 from farm.engine.collect import compute_metrics
-from farm.engine.deploy import Deployed, ExternalDeployed, binary_abi
+from farm.engine.deploy import Deployed, ExternalDeployed, available_kb, binary_abi
+from farm.engine.lifecycle import killed_by
 from farm.engine.measurement import requirements_of
 from farm.engine.model import PreparedPhone, RunJob
 from farm.engine.program import benchmark_argv, job_arguments, output_metrics
@@ -158,3 +159,83 @@ def test_an_external_program_is_held_to_the_counts_it_is_given(tmp_path: Path) -
     assert (given.min_iterations, given.min_seconds) == (7, 0.0)  # {iters} passed, no {min_seconds}
     own = requirements_of(load_text(SPEC.replace("--iters={iters}", "--iters=3"), source_dir=tmp_path))
     assert own.min_iterations == 1
+
+
+MODELS_SPEC = """\
+name: llm
+benchmark:
+  program: external
+  binary: {x86_64: prog-x86}
+  args: [-m, "{model}", -t, "{threads}"]
+  assets: [m/a.gguf, m/b.gguf]
+  output: llama_bench
+sweep: {model: [m/a.gguf, m/b.gguf], threads: [2]}
+"""
+
+
+def test_a_level_naming_a_listed_asset_is_its_phone_path(tmp_path: Path) -> None:
+    (tmp_path / "prog-x86").write_bytes(b"x")
+    (tmp_path / "m").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "m" / f"{name}.gguf").write_bytes(name.encode())
+    experiment = load_text(MODELS_SPEC, source_dir=tmp_path)
+    binary = Deployed("prog-x86", "x86_64", "/data/local/tmp/farm/bin/0123/prog-x86", "0123", True)
+    assets = {
+        f"m/{n}.gguf": Deployed(f"m/{n}.gguf", "any", f"/data/local/tmp/farm/assets/{n}{n}/{n}.gguf", n, True)
+        for n in ("a", "b")
+    }
+    phone = Phone("h/s", "h", "s", "s", PhoneState.ONLINE, abi="x86_64")
+    prepared = PreparedPhone(
+        cast(Any, None),
+        phone,
+        cast(Any, None),
+        {"external": binary},
+        external=ExternalDeployed(binary, assets),
+    )
+    rendered = {job_arguments(experiment, cell, prepared)[0] for cell in experiment.cells()}
+    assert rendered == {
+        ("-m", "/data/local/tmp/farm/assets/aa/a.gguf", "-t", "2"),
+        ("-m", "/data/local/tmp/farm/assets/bb/b.gguf", "-t", "2"),
+    }
+
+
+def test_energy_per_token_of_a_decode_run_over_its_phase_time() -> None:
+    phase = (
+        Metric("decode_tokens_per_s", 100.0, "tok/s"),
+        Metric("llm_decode_measured_ms", 1000.0, "ms"),
+        Metric("llm_decode_tokens", 100.0, "count"),
+    )
+    parsed = ProgramOutput("llama_bench", Granularity.SUMMARY, (), phase, inferences=None)
+    values = _values(output_metrics(parsed, _trace(1_000_000_000, 3_000_000_000), None, 400.0, None))
+    # 1000 mW over the window, 400 mW idle: 600 mW net for the 1 s of decode, 100 tokens.
+    assert values["energy_per_decode_token_mj"] == pytest.approx(6.0, rel=0.01)
+    assert "energy_per_prefill_token_mj" not in values
+    no_idle = _values(output_metrics(parsed, _trace(1_000_000_000, 3_000_000_000), None, None, None))
+    assert "energy_per_decode_token_mj" not in no_idle
+
+
+@pytest.mark.parametrize(
+    ("text", "kb"),
+    [
+        # toybox df -k on Android 13 and coreutils' wrapped long device name
+        (
+            "Filesystem       1K-blocks     Used Available Use% Mounted on\n"
+            "/dev/block/dm-46 115288584 40315628  74841884  36% /data\n",
+            74841884,
+        ),
+        (
+            "Filesystem 1K-blocks Used Available Use% Mounted on\n"
+            "/dev/mapper/a-very-long-volume-name\n              1000 200 800 20% /data\n",
+            800,
+        ),
+        ("df: /data/local/tmp: Permission denied\n", None),
+    ],
+)
+def test_available_storage_from_df(text: str, kb: int | None) -> None:
+    assert available_kb(text) == kb
+
+
+def test_a_program_killed_by_a_signal_says_who_sends_it() -> None:
+    assert "out-of-memory killer" in killed_by(137) and "SIGKILL" in killed_by(137)
+    assert "SIGSEGV" in killed_by(139)
+    assert killed_by(1) == "" and killed_by(None) == "" and killed_by(128) == ""

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from farm.schedule.cron import MISFIRE_GRACE_S, decide, is_valid, next_slot, slots_between
-from farm.schedule.model import CatchUp, Schedule, Trigger
+from farm.schedule.model import CatchUp, Schedule
+from farm.store.firings import Trigger
 
 
 def _utc(day: int, hour: int, minute: int = 0, second: int = 0) -> datetime:

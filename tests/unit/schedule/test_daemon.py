@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from farm.errors import ConfigError
-from farm.schedule import firings
 from farm.schedule.daemon import MAX_SLEEP_S, run_daemon
 from farm.schedule.fire import Deadline, FireResult
-from farm.schedule.model import CatchUp, Outcome, Schedule, Trigger
+from farm.schedule.model import CatchUp, Schedule
 from farm.store import Store
+from farm.store import firings as firing_store
+from farm.store.firings import FiringOutcome, Trigger
 
 
 class FakeClock:
@@ -53,7 +54,12 @@ class FakeFire:
     """Records the firing in the store as fire() does, with a chosen outcome."""
 
     def __init__(
-        self, results: Path, stop: Stop, clock: FakeClock, stop_after: int, outcome: Outcome = Outcome.OK
+        self,
+        results: Path,
+        stop: Stop,
+        clock: FakeClock,
+        stop_after: int,
+        outcome: FiringOutcome = FiringOutcome.OK,
     ):
         self.results, self.stop, self.clock, self.stop_after, self.outcome = (
             results,
@@ -67,8 +73,8 @@ class FakeFire:
     def __call__(self, schedule: Schedule, slot: datetime, trigger: Trigger) -> FireResult:
         self.calls.append((schedule.name, slot, trigger, self.clock.now()))
         with Store.in_results(self.results) as store:
-            firing = firings.start(store, schedule.name, slot, trigger, "x--1", "x")
-            firings.finish(store, firing, self.outcome)
+            firing = firing_store.start(store, schedule.name, slot, trigger, "x--1", "x")
+            firing_store.finish(store, firing, self.outcome)
         self.clock.current += timedelta(minutes=30)  # the nightly takes a while
         if len(self.calls) >= self.stop_after:
             self.stop.flag = True
@@ -85,13 +91,15 @@ def test_sleeps_until_each_slot_and_fires_it_once(tmp_path: Path) -> None:
     ]
     assert all(at - slot < timedelta(seconds=1) for _n, slot, _t, at in fire.calls)  # on time, not late
     assert all(0 < w <= MAX_SLEEP_S for w in clock.waits)
-    assert [r.outcome for r in fired] == [Outcome.OK, Outcome.OK]
+    assert [r.outcome for r in fired] == [FiringOutcome.OK, FiringOutcome.OK]
 
 
 def test_a_restarted_daemon_catches_up_once_with_run_once_and_records_the_rest(tmp_path: Path) -> None:
     with Store.in_results(tmp_path) as store:
-        firings.finish(
-            store, firings.start(store, "nightly", _utc(5, 2), Trigger.CRON, "x--0", "x"), Outcome.OK
+        firing_store.finish(
+            store,
+            firing_store.start(store, "nightly", _utc(5, 2), Trigger.CRON, "x--0", "x"),
+            FiringOutcome.OK,
         )
     schedule = Schedule("nightly", Path("x.yaml"), "0 2 * * *", catch_up=CatchUp.RUN_ONCE)
     clock, stop = FakeClock(_utc(10, 12)), Stop()
@@ -103,7 +111,7 @@ def test_a_restarted_daemon_catches_up_once_with_run_once_and_records_the_rest(t
         assert [row["message"] for row in skipped] == [
             "4 missed slot(s) skipped (2026-11-06 02:00 .. 2026-11-09 02:00 UTC)"
         ]
-        assert firings.last_slot(store, "nightly") == _utc(10, 2)
+        assert firing_store.last_slot(store, "nightly") == _utc(10, 2)
     # the same pass again finds nothing to do: the store remembers
     again = FakeFire(tmp_path, stop, clock, stop_after=99)
     run_daemon(lambda: (schedule,), again, tmp_path, stop=Stop(), clock=FakeClock(_utc(10, 12, 5)), once=True)
@@ -112,8 +120,10 @@ def test_a_restarted_daemon_catches_up_once_with_run_once_and_records_the_rest(t
 
 def test_skip_policy_after_downtime_runs_nothing_until_the_next_slot(tmp_path: Path) -> None:
     with Store.in_results(tmp_path) as store:
-        firings.finish(
-            store, firings.start(store, "nightly", _utc(5, 2), Trigger.CRON, "x--0", "x"), Outcome.OK
+        firing_store.finish(
+            store,
+            firing_store.start(store, "nightly", _utc(5, 2), Trigger.CRON, "x--0", "x"),
+            FiringOutcome.OK,
         )
     clock, stop = FakeClock(_utc(10, 12)), Stop()
     fire = FakeFire(tmp_path, stop, clock, stop_after=1)
@@ -123,9 +133,9 @@ def test_skip_policy_after_downtime_runs_nothing_until_the_next_slot(tmp_path: P
 
 def test_an_interrupted_nightly_stops_the_daemon(tmp_path: Path) -> None:
     clock, stop = FakeClock(_utc(10, 1, 59)), Stop()
-    fire = FakeFire(tmp_path, stop, clock, stop_after=99, outcome=Outcome.INTERRUPTED)
+    fire = FakeFire(tmp_path, stop, clock, stop_after=99, outcome=FiringOutcome.INTERRUPTED)
     fired = run_daemon(lambda: (NIGHTLY,), fire, tmp_path, stop=stop, clock=clock)
-    assert [r.outcome for r in fired] == [Outcome.INTERRUPTED]
+    assert [r.outcome for r in fired] == [FiringOutcome.INTERRUPTED]
 
 
 def test_a_broken_config_on_reload_keeps_the_previous_schedules(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ import pytest
 
 from farm.engine.runner import RunInterrupted, RunSummary
 from farm.engine.scheduler import NoEligiblePhone
-from farm.schedule import firings
 from farm.schedule.fire import FireContext, fire, run_when_phones_free
-from farm.schedule.model import Outcome, Schedule, Trigger
+from farm.schedule.model import Schedule
 from farm.store import Store
+from farm.store import firings as firing_store
+from farm.store.firings import FiringOutcome, Trigger
 
 SUMMARY = RunSummary("x--1", 1, 1, 0, 0, ("local/A",), 1.0)
 
@@ -66,13 +67,13 @@ def test_a_slot_another_daemon_claimed_is_not_run_twice(tmp_path: Path) -> None:
     slot = datetime(2026, 11, 10, 2, tzinfo=UTC)
     schedule = Schedule("nightly", tmp_path / "missing.yaml", "0 2 * * *")
     with Store.in_results(tmp_path) as store:
-        assert firings.claim(store, "nightly", slot, Trigger.CRON) is not None
-        assert firings.claim(store, "nightly", slot, Trigger.CRON) is None
+        assert firing_store.claim(store, "nightly", slot, Trigger.CRON) is not None
+        assert firing_store.claim(store, "nightly", slot, Trigger.CRON) is None
     result = fire(schedule, slot, Trigger.CRON, FireContext(tmp_path))
-    assert result.outcome is Outcome.SKIPPED and result.experiment is None
+    assert result.outcome is FiringOutcome.SKIPPED and result.experiment is None
     with Store.in_results(tmp_path) as store:
         assert store.query("SELECT COUNT(*) AS n FROM schedule_firings")[0]["n"] == 1
     # a slot nobody took is claimed, and a missing file is recorded as an error of that slot
     other = fire(schedule, slot.replace(day=11), Trigger.CRON, FireContext(tmp_path))
-    assert other.outcome is Outcome.ERROR and "no such experiment file" in other.message
+    assert other.outcome is FiringOutcome.ERROR and "no such experiment file" in other.message
     assert other.exit_code == 2

@@ -211,3 +211,12 @@ def test_samples_that_disagree_with_the_statistics_block_are_refused() -> None:
     message = str(caught.value)
     assert message.startswith(f"edited.csv:{stats_line}: Battery Power*: its 449 samples average "), message
     assert "System Statistics say 5441075" in message
+
+
+def test_a_field_longer_than_csv_reads_is_one_line_naming_its_line() -> None:
+    text = SMALL.replace("100,3000000,,\n", f'100,"{"9" * (200 << 10)}",,\n')
+    with pytest.raises(ConfigError) as caught:
+        parse_trepn_csv(text, "big.csv")
+    message = str(caught.value)
+    assert message.startswith("big.csv:6: not a Trepn Profiler CSV export: field larger than field limit")
+    assert "\n" not in message

@@ -251,6 +251,7 @@ class AffinityServer:
             f"{ANSWER_PREFIX}{answer}",
             {"errno": verdict.errno, "mask": cpus_mask(verdict.cpus)},
             mode=0o644,
+            owner_uid=taken.owner_uid,  # the asker removes it (the control dir is sticky)
         )
 
     def target(

@@ -1,4 +1,5 @@
-"""Each phone's processes in their own host cgroups: a CPU budget, a GPU budget, a pids limit.
+"""Each phone's processes in their own host cgroups: a CPU budget, a GPU budget, a pids limit,
+a memory limit.
 
 Layout (cgroup v1: the cpu and pids hierarchies; v2: one unified tree, cpu and pids controllers):
 
@@ -7,6 +8,11 @@ Layout (cgroup v1: the cpu and pids hierarchies; v2: one unified tree, cpu and p
       cpu/<group>/    one per Android cpuset group (rooted phones' /dev/cpuset, see cpusets.py)
       cpu/affinity-<hex mask>/  threads the phone's taskset pinned to those CPUs (affinity.py)
       gpu/            the PoCL worker threads (the "GPU"): quota = GPU budget x GPU speed
+  memory: farm-virtual/<serial>-<hash>/ (v1 memory hierarchy; v2 the same group as cpu)
+                      memory.limit_in_bytes / memory.max = memory_limit_bytes(): what a phone
+                      process can have of its RAM, so one phone cannot take the host's memory
+                      (the kernel's OOM killer ends the phone's largest process past it, as
+                      Android's lmkd would end an app)
 
 On v2 the phone's group is a threaded domain and cpu/, gpu/ are threaded, so that single threads
 (PoCL's workers) can sit in gpu/ while their process stays in cpu/; v1 allows that anyway.
@@ -49,6 +55,10 @@ V1_MAX_SHARES = 262_144
 V2_WEIGHT_PER_CORE = 100
 V2_MAX_WEIGHT = 10_000
 RMDIR_TIMEOUT_S = 5.0
+# Android keeps about a third of a phone's RAM for itself (kernel, system_server, SurfaceFlinger,
+# ...): physics.py shows the same share as used in the phone's /proc/meminfo.
+SYSTEM_USED_FRACTION = 0.35
+MEMORY_MIN_BYTES = 64 << 20  # below this not even the phone's init and a shell fit
 CPU_GROUP = "cpu"
 GPU_GROUP = "gpu"
 
@@ -69,6 +79,7 @@ class HostCgroups:
     version: CgroupVersion
     cpu_root: Path
     pids_root: Path | None  # v1 pids hierarchy (None: no pids limit); v2: cpu_root
+    memory_root: Path | None = None  # v1 memory hierarchy (None: no memory limit); v2: cpu_root
 
 
 @dataclass(frozen=True)
@@ -103,9 +114,12 @@ def detect_host_cgroups(mountinfo: str, v2_controllers: str | None) -> HostCgrou
     else the unified tree when it offers cpu. `v2_controllers` is its root cgroup.controllers."""
     v1, v2 = parse_mountinfo(mountinfo)
     if "cpu" in v1:
-        return HostCgroups(CgroupVersion.V1, v1["cpu"], v1.get("pids"))
+        return HostCgroups(CgroupVersion.V1, v1["cpu"], v1.get("pids"), v1.get("memory"))
     if v2 is not None and v2_controllers is not None and "cpu" in v2_controllers.split():
-        return HostCgroups(CgroupVersion.V2, v2, v2 if "pids" in v2_controllers.split() else None)
+        offered = v2_controllers.split()
+        return HostCgroups(
+            CgroupVersion.V2, v2, v2 if "pids" in offered else None, v2 if "memory" in offered else None
+        )
     return None
 
 
@@ -132,6 +146,23 @@ def cfs_quota(cores: float) -> tuple[int, int]:
     if cores * period < CFS_MIN_QUOTA_US:
         period = min(CFS_MAX_PERIOD_US, math.ceil(CFS_MIN_QUOTA_US / max(cores, 1e-6)))
     return max(CFS_MIN_QUOTA_US, round(cores * period)), period
+
+
+def memory_limit_bytes(ram_mb: int, host_total_bytes: int) -> int:
+    """What a phone's processes may hold: the share of its RAM that Android leaves to apps (the
+    rest is the system's, SYSTEM_USED_FRACTION, as /proc/meminfo in the phone shows), and at most
+    a quarter of the host's RAM, so that a few phones of 8-16 GB fit a lab machine."""
+    usable = int(ram_mb * (1 - SYSTEM_USED_FRACTION)) << 20
+    return max(MEMORY_MIN_BYTES, min(usable, host_total_bytes // 4))
+
+
+def host_memory_bytes() -> int:
+    """MemTotal of the host, from /proc/meminfo."""
+    with open("/proc/meminfo", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise OSError(errno.EINVAL, "no MemTotal in /proc/meminfo")
 
 
 def phone_group_name(serial: str, state_dir: Path) -> str:
@@ -195,6 +226,9 @@ class PhoneCgroups:
         self.owner = owner  # host uid/gid of the phone's root, for delegated files (v2)
         self.cpu_dir = host.cpu_root / FARM_GROUP / name
         self.pids_dir = None if host.pids_root is None else host.pids_root / FARM_GROUP / name
+        self.memory_dir: Path | None = None
+        if host.memory_root is not None:
+            self.memory_dir = self.cpu_dir if self.v2 else host.memory_root / FARM_GROUP / name
         self._groups: list[str] = []
 
     @property
@@ -206,10 +240,19 @@ class PhoneCgroups:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def create(self, *, weight_cores: float, pids_max: int, subgroups: Sequence[str] = ()) -> None:
+    def create(
+        self,
+        *,
+        weight_cores: float,
+        pids_max: int,
+        subgroups: Sequence[str] = (),
+        memory_max_bytes: int | None = None,
+    ) -> None:
         """Make the tree (reusing a stale one of a dead daemon); raises CgroupsUnavailable."""
         try:
             self._create(weight_cores, pids_max, subgroups)
+            if memory_max_bytes is not None:
+                self._limit_memory(memory_max_bytes)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 self.destroy()
@@ -247,6 +290,40 @@ class PhoneCgroups:
             _add_controllers(self.group_dir(CPU_GROUP) / "cgroup.subtree_control", ("cpu",))
         for sub in subgroups:
             self._mkgroup(f"{CPU_GROUP}/{sub}")
+
+    def _limit_memory(self, max_bytes: int) -> None:
+        """memory.max (v2) or memory.limit_in_bytes (v1, and the same for memory+swap where the
+        host counts swap, so a phone cannot page its excess out to the host's swap instead)."""
+        d = self.memory_dir
+        if d is None:
+            return
+        if self.v2:
+            _add_controllers(self.host.cpu_root / "cgroup.subtree_control", ("memory",))
+            _add_controllers(d.parent / "cgroup.subtree_control", ("memory",))
+            _write(d / "memory.max", str(max_bytes))
+            with contextlib.suppress(FileNotFoundError):
+                _write(d / "memory.swap.max", "0")
+            return
+        d.mkdir(parents=True, exist_ok=True)
+        memsw = d / "memory.memsw.limit_in_bytes"
+        if memsw.exists() and int(memsw.read_text(encoding="ascii")) < max_bytes:
+            _write(memsw, str(max_bytes))  # memsw may never be below the plain limit
+            _write(d / "memory.limit_in_bytes", str(max_bytes))
+        else:
+            _write(d / "memory.limit_in_bytes", str(max_bytes))
+            if memsw.exists():
+                _write(memsw, str(max_bytes))
+
+    def memory_limit(self) -> int | None:
+        """The memory limit in force, read back from the kernel (None: none)."""
+        d = self.memory_dir
+        if d is None:
+            return None
+        try:
+            text = (d / ("memory.max" if self.v2 else "memory.limit_in_bytes")).read_text(encoding="ascii")
+        except OSError:
+            return None
+        return None if text.strip() == "max" else int(text)
 
     def _weigh_farm_group(self) -> None:
         """farm-virtual's weight = the sum of its phones' (every daemon's): recomputed as phones
@@ -290,6 +367,8 @@ class PhoneCgroups:
         dirs.append(self.cpu_dir)
         if self.pids_dir is not None:
             dirs.append(self.pids_dir)
+        if self.memory_dir is not None and self.memory_dir != self.cpu_dir:
+            dirs.append(self.memory_dir)
         deadline = time.monotonic() + RMDIR_TIMEOUT_S
         for d in dirs:
             while True:
@@ -312,6 +391,8 @@ class PhoneCgroups:
         files = [self.group_dir(CPU_GROUP) / "cgroup.procs"]
         if not self.v2 and self.pids_dir is not None:
             files.append(self.pids_dir / "cgroup.procs")
+        if not self.v2 and self.memory_dir is not None and self.memory_dir.is_dir():
+            files.append(self.memory_dir / "cgroup.procs")
         return tuple(files)
 
     def procs_file(self, group: str) -> Path:

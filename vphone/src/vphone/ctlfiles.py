@@ -1,6 +1,9 @@
 """Host side of the control dir shared with the phone's tools (tools/ctlstore.py is the phone side).
 
-<state_dir>/ctl/ is bound at /dev/.farm inside the phone. Files (JSON unless noted):
+<state_dir>/ctl/ is bound at /dev/.farm inside the phone: the phone root's, sticky, shell's group
+(layout.CTL_MODE), so shell's tools add files but cannot replace root's or the daemon's; the
+daemon reads every file here through beneath.py (no link followed, no FIFO waited on, bounded).
+Files (JSON unless noted):
   props/ro.json          read-only props (identity, serial, boot state), written by the world
   props/set/<key>        runtime setprop values (text); cleared on reboot
   props/persist/<key>    persist.* values (text); survive reboot
@@ -10,7 +13,8 @@
   power.json             screen / stay-awake state from `svc power` and `input keyevent`
   input.log              one line per `input` event (text)
   reboot                 present when `reboot` asked the world to reboot the phone
-  rooted                 present on rooted profiles (init then serves su on su.sock)
+  rooted                 present on rooted profiles, for the tools to read (written by the daemon; init
+                         serves su only when the daemon's command line says --rooted, not by it)
   init.ready             written by the phone's init once it is up
   thermalservice.txt     `dumpsys thermalservice` as ThermalManagerService prints it (Android 10+),
                          written by the physics; the tool prints it (text)
@@ -53,12 +57,14 @@ THERMAL_OVERRIDE = "thermal_override"
 HAL_FLAGS = (FIXED_PERFORMANCE, THERMAL_OVERRIDE)  # the tools write them; the physics watches
 KMSG = "kmsg"
 KMSG_MAX_BYTES = 64 * 1024
+MAX_REQUEST_BYTES = 64 * 1024  # a taskset or mount request is one short JSON line
+MAX_PROP_BYTES = 64 * 1024  # far above any property value (PROP_VALUE_MAX is 92 bytes but for ro.*)
 
 
-def write_text(ctl: Path, rel: str, text: str, *, mode: int = 0o644) -> None:
-    """Atomic replace of a text file (readers never see half of it). The phone's shell owns the
-    control dir: no link in it is followed (beneath.py)."""
-    beneath.replace_text(ctl, rel, text, mode)
+def write_text(ctl: Path, rel: str, text: str, *, mode: int = 0o644, owner_uid: int | None = None) -> None:
+    """Atomic replace of a text file (readers never see half of it). The phone's shell writes
+    in the control dir: no link in it is followed (beneath.py)."""
+    beneath.replace_text(ctl, rel, text, mode, owner_uid)
 
 
 def read_text(ctl: Path, rel: str) -> str | None:
@@ -69,15 +75,28 @@ def read_text(ctl: Path, rel: str) -> str | None:
 
 
 def append_kmsg(ctl: Path, line: str) -> None:
-    """One kernel-log line; the oldest half is dropped once the file passes KMSG_MAX_BYTES."""
-    if beneath.append_text(ctl, KMSG, line.rstrip("\n") + "\n") > KMSG_MAX_BYTES:
-        text = beneath.read_text(ctl, KMSG)
+    """One kernel-log line; the oldest half is dropped once the file passes KMSG_MAX_BYTES. What
+    the phone's shell put at the name before the daemon made it (a FIFO, a link) is removed."""
+    text = line.rstrip("\n") + "\n"
+    try:
+        size = beneath.append_text(ctl, KMSG, text)
+    except OSError:
+        remove(ctl, KMSG)
+        try:
+            size = beneath.append_text(ctl, KMSG, text)
+        except OSError:
+            return
+    if size > KMSG_MAX_BYTES:
+        try:
+            text = beneath.read_text(ctl, KMSG, 2 * KMSG_MAX_BYTES)
+        except OSError:  # grown past any line of ours: start over
+            text = ""
         write_text(ctl, KMSG, text[len(text) // 2 :].split("\n", 1)[-1])
 
 
-def write_json(ctl: Path, rel: str, value: Any, *, mode: int = 0o644) -> None:
+def write_json(ctl: Path, rel: str, value: Any, *, mode: int = 0o644, owner_uid: int | None = None) -> None:
     """Atomic replace (readers inside the phone never see a half-written file)."""
-    write_text(ctl, rel, json.dumps(value, sort_keys=True) + "\n", mode=mode)
+    write_text(ctl, rel, json.dumps(value, sort_keys=True) + "\n", mode=mode, owner_uid=owner_uid)
 
 
 def read_json(ctl: Path, rel: str, default: Any) -> Any:
@@ -102,29 +121,48 @@ def take_request(ctl: Path, name: str) -> ToolRequest | None:
     try:
         fd = beneath.open_file(ctl, name, os.O_RDONLY)
     except OSError:
+        remove(ctl, name)  # a FIFO or link named like a request: gone, never read
         return None
     try:
-        with open(fd, encoding="utf-8", errors="replace") as f:
-            owner = os.fstat(f.fileno()).st_uid
-            body = json.loads(f.read())
+        owner = os.fstat(fd).st_uid
+        body = json.loads(beneath.read_fd(fd, MAX_REQUEST_BYTES))
     except (OSError, ValueError):
         return None
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            (ctl / name).unlink()
+        os.close(fd)
+        remove(ctl, name)
     return ToolRequest(owner, body)
 
 
 def read_props(ctl: Path) -> dict[str, str]:
+    """Every property as getprop shows it: a read-only (ro.*) one of props/ro.json, which the
+    daemon writes, wins over a file of the same name in props/set or props/persist (shell's)."""
     props: dict[str, str] = dict(read_json(ctl, RO_PROPS, {}))
+    fixed = {name for name in props if name.startswith("ro.")}
     for sub in (PERSIST_PROPS, SET_PROPS):
-        d = ctl / sub
-        if d.is_dir():
-            for f in d.iterdir():
-                if not f.name.endswith(".tmp"):
-                    with contextlib.suppress(OSError):
-                        props[f.name] = beneath.read_text(ctl, f"{sub}/{f.name}")
+        try:
+            names = beneath.list_dir(ctl, sub)
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".tmp") and name not in fixed:
+                with contextlib.suppress(OSError):
+                    props[name] = beneath.read_text(ctl, f"{sub}/{name}", MAX_PROP_BYTES)
     return props
+
+
+def remove(ctl: Path, rel: str) -> None:
+    """Unlink ctl/rel whatever it is (a link is removed, not followed); gone already is fine."""
+    parent, _, name = rel.strip("/").rpartition("/")
+    try:
+        dfd = beneath.open_dir(ctl, parent)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+            os.unlink(name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
 
 
 def reset_volatile(ctl: Path) -> None:

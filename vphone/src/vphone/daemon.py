@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from vphone import faults
+from vphone import faults, logcap
 from vphone.adb.link import PRESETS, LinkKind
 from vphone.adb.server import PhoneServer
 from vphone.adb.services import process
@@ -244,13 +244,6 @@ def _report(result: dict[str, Any]) -> None:
         sys.stdout.flush()
 
 
-def _redirect_output(state_dir: Path) -> None:
-    fd = os.open(state_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
 async def _main(config: DaemonConfig) -> int:
     daemon = Daemon(config)
     try:
@@ -269,7 +262,7 @@ async def _main(config: DaemonConfig) -> int:
     # every phone process, and hanging up a stream's processes would then do nothing.
     loop.add_signal_handler(signal.SIGHUP, lambda: None)
     _report({"ok": True, "state": daemon.snapshot()})
-    _redirect_output(config.state_dir)
+    logcap.install(config.state_dir / LOG_FILE, os.environ.get("FARM_VIRTUAL_LOG", "INFO"))
     log.info("serving %d phones", len(config.profiles))
     await daemon.serve_until_stopped()
     log.info("stopped")

@@ -40,6 +40,7 @@ from vphone.profile import Profile
 PROC_CGROUPS_HEADER = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
 SHELL_UID = 2000
 SHELL_GID = 2000
+CTL_MODE = 0o1775  # /dev/.farm: root's, shell's group may add files, sticky (see prepare_tree)
 LAYOUT_VERSION = 2  # 1: host-root-owned trees (before the phone had its own host uid range)
 TOOLS_SRC_DIR = Path(__file__).parent / "tools"
 NATIVE_BIN_DIR = Path(__file__).parent / "native" / "bin"
@@ -58,6 +59,7 @@ TOOL_NAMES = (
     "dumpsys",
     "cmd",
     "settings",
+    "content",  # cmds/content: SettingsProvider rows (tools/t_content.py)
     "svc",
     "input",
     "am",
@@ -246,9 +248,13 @@ def prepare_tree(
     # PoCL's kernel cache (the "vendor driver cache"); kept across reboots like a real one.
     _mkdir(lay, lay.data / "vendor" / "pocl-cache", 0o770, shell)
     _mkdir(lay, lay.sdcard, 0o770, shell)
-    _mkdir(lay, lay.ctl, 0o775, shell)
+    # /dev/.farm is the phone's root's and sticky (like /tmp): shell's tools add their own files,
+    # but shell cannot remove or replace root's tools.sock, the daemon's files (rooted, kmsg,
+    # thermalservice.txt) or props/ (the identity in props/ro.json): before, shell owned it.
+    _mkdir(lay, lay.ctl, CTL_MODE, (root[0], shell[1]))
+    _mkdir(lay, lay.ctl / "props", 0o755, root)
     lay.sys.mkdir(exist_ok=True)
-    for sub in ("props", "props/set", "props/persist", "battery", "settings", "logcat"):
+    for sub in ("props/set", "props/persist", "battery", "settings", "logcat"):
         _mkdir(lay, lay.ctl / sub, 0o775, shell)
     _prepare_system(profile, lay, serial)
     _prepare_vendor(profile, lay)

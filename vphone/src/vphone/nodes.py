@@ -11,6 +11,7 @@ and thermal zones.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,9 @@ from vphone.profile import CurrentUnit, DischargeSign, GpuKind, Profile
 BATTERY_DIR = "class/power_supply/battery"
 USB_DIR = "class/power_supply/usb"
 KGSL_DEVICE = "devices/platform/soc/3d00000.qcom,kgsl-3d0/kgsl/kgsl-3d0"
+log = logging.getLogger(__name__)
 RO_MODE = 0o444
+NODE_MAX_BYTES = 4096  # a sysfs attribute is at most a page
 RW_MODE = 0o644
 
 
@@ -81,6 +84,7 @@ class NodeFiles:
         # Host uid/gid that the phone's root is: owner of the nodes root may write (rooted phones).
         self.root_owner = root_owner
         self._last: dict[str, str] = {}
+        self._refused: set[str] = set()  # nodes the phone replaced: logged once
 
     def file(self, rel: str, text: str, mode: int = RO_MODE, *, root_writable: bool = False) -> None:
         path = self.root / rel
@@ -101,11 +105,20 @@ class NodeFiles:
         path.symlink_to(target)
 
     def write_changed(self, files: dict[str, str]) -> list[str]:
-        """Rewrite the files whose content changed; returns their relative paths."""
+        """Rewrite the files whose content changed; returns their relative paths. A node the
+        phone's root replaced by something else (a link, a FIFO, a directory) is skipped, said
+        once in the log: the other nodes go on."""
         changed = []
         for rel, text in files.items():
             if self._last.get(rel) != text:
-                write_node(self.root / rel, text, beneath=self.root)
+                try:
+                    write_node(self.root / rel, text, beneath=self.root)
+                except OSError as error:
+                    if rel not in self._refused:
+                        self._refused.add(rel)
+                        log.warning("cannot write %s/%s: %s", self.root, rel, error.strerror or error)
+                    continue
+                self._refused.discard(rel)
                 self._last[rel] = text
                 changed.append(rel)
         return changed
@@ -229,7 +242,9 @@ class TelemetryNodes:
         node = self.profile.battery.charging_node
         if node is None:
             return None
+        # The phone's root owns /sys on rooted profiles: the node may be a link (to any host file)
+        # or a FIFO by now, so it is read beneath the tree, without blocking, and bounded.
         try:
-            return (self.root / node.removeprefix("/sys/")).read_text(encoding="utf-8").strip()
+            return beneath_files.read_text(self.root, node.removeprefix("/sys/"), NODE_MAX_BYTES).strip()
         except OSError:
             return None

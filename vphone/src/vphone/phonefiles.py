@@ -189,7 +189,10 @@ class PhoneFileServer:
             raise self._path_error(error, path) from None
 
     def close(self) -> None:
-        """Closing our end ends the server; a stuck one is killed (it is in its own session)."""
+        """Closing our end ends the server; a stuck one is killed (it is in its own session).
+        shutdown wakes a request waiting on the session's thread (close alone would not)."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
         if self._process.returncode is None:
             # Without a loop here (a test's thread) it ends on EOF and its own loop reaps it.

@@ -36,7 +36,7 @@ from pathlib import Path
 from vphone import affinity, beneath, cgroupfs, ctlfiles
 from vphone.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
 from vphone.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
-from vphone.cgroup import GPU_GROUP, PhoneCgroups
+from vphone.cgroup import GPU_GROUP, SYSTEM_USED_FRACTION, PhoneCgroups
 from vphone.clocknodes import ClockNodes, ClockReadings
 from vphone.cpuinfo import cpuinfo_text
 from vphone.cpusets import CgroupTrees, format_cpulist, parse_cpulist
@@ -58,8 +58,8 @@ log = logging.getLogger(__name__)
 TICK_S = 0.1
 GPU_WINDOW_NS = 1_000_000_000  # kgsl closes a gpubusy window once its total passes 1 s
 SLOW_EVERY_TICKS = 10  # battery state for dumpsys, meminfo, screen state: ~1 Hz
-# /proc/meminfo: the phone's RAM, of which Android itself uses a fixed share and caches another.
-SYSTEM_USED_FRACTION = 0.35
+# /proc/meminfo: the phone's RAM, of which Android itself uses a fixed share (SYSTEM_USED_FRACTION,
+# cgroup.py: the rest is the phone's memory limit) and caches another.
 CACHED_FRACTION = 0.25
 # "0": serve the clock nodes as plain files watched by inotify even where FUSE works (to compare
 # the two in benches, or to test the fallback).
@@ -567,7 +567,7 @@ class Physics:
             self._write_battery_state()
             self._write_thermalservice()
             self._write_meminfo(sample.rss_kb)
-            if (self.layout.ctl / ctlfiles.REBOOT_REQUEST).exists() and self.on_reboot_request:
+            if beneath.exists(self.layout.ctl, ctlfiles.REBOOT_REQUEST) and self.on_reboot_request:
                 self.on_reboot_request()
         self.log.write(
             TruthRow(

@@ -358,6 +358,9 @@ class Profile(_Frozen):
     props: dict[str, str]
     rooted: bool = False
     ram_mb: int = Field(gt=0)
+    # The phone's storage: the size of its userdata partition (/data, /sdcard), scaled to the
+    # host (userdata.py). 32 GB where a profile does not say: the smallest of today's phones.
+    storage_mb: int = Field(default=32768, ge=32)
     gpu: GpuSpec | None = None
     opencl: OpenClSpec = OpenClSpec()
     battery: BatterySpec

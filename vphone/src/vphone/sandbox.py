@@ -27,6 +27,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+from vphone import userdata
 from vphone.affinitynotify import AffinityCalls, Listeners
 from vphone.errors import EnvironmentProblem
 from vphone.layout import (
@@ -43,6 +44,7 @@ from vphone.layout import (
 )
 from vphone.phonefiles import PhoneFileServer
 from vphone.profile import Profile
+from vphone.userdata import UserdataUnavailable
 
 CTL_PHONE_DIR = "/dev/.farm"
 PHONE_PATH = "/system/bin:/system/xbin:/vendor/bin"
@@ -131,6 +133,7 @@ class Sandbox:
         self.layout = StateLayout(state_dir)
         self.privileged = os.geteuid() == 0  # start() refuses otherwise (module doc)
         self.keep_data = keep_data
+        self.userdata_note: str | None = None  # why the phone has no bounded partition, if so
         self.uid_base = host_uid_base(serial)
         # Host cgroup files (cgroup.procs / tasks) every process of this phone joins before it
         # enters the phone: set by the phone's cgroup owner (vphone.cgroup) before start.
@@ -172,8 +175,18 @@ class Sandbox:
             )
 
     def prepare(self) -> None:
-        """Lay out the state dir (data/, sdcard/ and persist props kept for the same phone)."""
+        """Lay out the state dir (data/, sdcard/ and persist props kept for the same phone), on
+        the phone's bounded userdata partition where this host can mount one."""
         self._require_root()
+        try:
+            userdata.mount(self.layout.root, self.profile.storage_mb)
+            self.userdata_note = None
+        except UserdataUnavailable as exc:
+            if self.userdata_note is None:
+                _log.warning(
+                    "%s: no bounded userdata partition, /data is the host's disk: %s", self.serial, exc
+                )
+            self.userdata_note = str(exc)
         prepare_tree(self.profile, self.layout, self.serial, self.owners, keep_data=self.keep_data)
 
     # -- argv --------------------------------------------------------------------------------------
@@ -247,6 +260,8 @@ class Sandbox:
             argv += ["--cap-add", cap]
         argv += self._mounts()
         argv += ["--chdir", "/", PHONE_PYTHON, "-I", "-S", f"{TOOLS_PHONE_DIR}/init.py"]
+        if self.profile.rooted:  # the daemon says whether su exists, never a file in the phone
+            argv.append("--rooted")
         return argv
 
     def enter_argv(self, argv: list[str], *, root: bool, cwd: str = "/") -> list[str]:
@@ -410,6 +425,10 @@ class Sandbox:
         if self._listeners is not None:
             self._listeners.close()  # after the phone's processes: none waits on it any more
             self._listeners = None
+
+    def release(self) -> None:
+        """After the last stop (not a reboot's): the userdata partition is unmounted."""
+        userdata.unmount(self.layout.root)
 
 
 def _read_all(fd: int) -> bytes:

@@ -23,7 +23,14 @@ from vphone import ctlfiles
 from vphone.adb.link import PRESETS, LinkModel
 from vphone.buildprops import build_props
 from vphone.calibration import host_calibration
-from vphone.cgroup import CgroupsUnavailable, PhoneCgroups, phone_group_name, read_host_cgroups
+from vphone.cgroup import (
+    CgroupsUnavailable,
+    PhoneCgroups,
+    host_memory_bytes,
+    memory_limit_bytes,
+    phone_group_name,
+    read_host_cgroups,
+)
 from vphone.cpusets import CgroupTrees
 from vphone.errors import ConfigError, EnvironmentProblem
 from vphone.phone_api import PhoneWorld
@@ -106,6 +113,11 @@ class SandboxWorld:
             loop.run_in_executor(None, functools.partial(shutil.rmtree, stale, ignore_errors=True))
 
     async def stop(self) -> None:
+        await self._stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.sandbox.release)
+
+    async def _stop(self) -> None:
+        """What a reboot stops too: the phone's processes, its physics and cgroups."""
         await self.physics.stop()
         await self.sandbox.stop()
         if self.cgroups is not None:
@@ -152,6 +164,7 @@ class SandboxWorld:
                 weight_cores=self.physics.plan.host_cores,
                 pids_max=self.profile.cgroups.pids_max,
                 subgroups=tuple(g.name for g in groups if g.name),
+                memory_max_bytes=memory_limit_bytes(self.profile.ram_mb, host_memory_bytes()),
             )
             if self.profile.rooted:  # phone root moves processes between its cpusets
                 cgroups.delegate_membership([g.host_group for g in groups], self.sandbox.owners.root)
@@ -191,7 +204,7 @@ class SandboxWorld:
                 supported.unlink()
 
     async def reboot(self) -> None:
-        await self.stop()
+        await self._stop()
         self._adbd_root = False
         await self.start()
 
@@ -214,7 +227,7 @@ class SandboxWorld:
         if os.geteuid() == 0:
             ctl = self.sandbox.layout.ctl
             for d in (ctl / ctlfiles.SET_PROPS, ctl / ctlfiles.PERSIST_PROPS):
-                os.chown(d, *self.sandbox.owners.shell)
+                os.chown(d, *self.sandbox.owners.shell, follow_symlinks=False)
 
     def _ro_props(self) -> dict[str, str]:
         props = build_props(self.profile.props, self.serial)

@@ -11,6 +11,7 @@ ANDROID_ADB_SERVER_PORT, and needs `aapt` on the host (Debian's aapt package).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,6 +60,16 @@ def test_connect_identity_and_its_own_busybox(targets: dict[str, Any], kind: str
     assert target.execute("command -v busybox || echo none").strip() in ("none", target.busybox)
     assert target.execute(f"{target.busybox} echo from-busybox").strip() == "from-busybox"
     assert set(target.modules) >= {"cpufreq"} | ({"cgroups"} if kind == "rooted" else set())
+
+
+@pytest.mark.parametrize("kind", PROFILES)
+def test_android_id_through_content_query(targets: dict[str, Any], kind: str) -> None:
+    # devlib asks the settings provider with `content query --uri content://settings/secure
+    # --projection value --where "name='android_id'"` and takes what follows `value=` (issue #28:
+    # it stopped there, the phone had no `content`); ANDROID_ID is 16 hex digits.
+    target = targets[kind]
+    assert re.fullmatch("[0-9a-f]{16}", target.android_id)
+    assert target.android_id == target.execute("settings get secure android_id").strip()
 
 
 @pytest.mark.parametrize("kind", PROFILES)

@@ -40,7 +40,8 @@ def test_same_phone_up_does_not_follow_a_link_in_the_control_dir(tmp_path: Path)
     lay = StateLayout(tmp_path / "phone")
     prepare_tree(profile, lay, "VP6520", OWNERS, keep_data=False)
     victim = _victim(tmp_path)
-    # What the phone's shell can do in /dev/.farm (ctl/), which it owns.
+    # What the phone's shell could do in /dev/.farm (ctl/) when it owned it (now root's, sticky),
+    # and still can in settings/.
     for sub in ("props", "settings"):
         os.rename(lay.ctl / sub, lay.ctl / f"{sub}.old")
         os.symlink(victim, lay.ctl / sub)
@@ -48,9 +49,9 @@ def test_same_phone_up_does_not_follow_a_link_in_the_control_dir(tmp_path: Path)
     prepare_tree(profile, lay, "VP6520", OWNERS, keep_data=False)
     _assert_untouched(victim)
     assert not (victim / "set").exists()
-    for sub in ("props", "props/set", "settings"):
+    for sub, owner in (("props", OWNERS.root), ("props/set", OWNERS.shell), ("settings", OWNERS.shell)):
         assert not (lay.ctl / sub).is_symlink() and (lay.ctl / sub).is_dir()
-        assert os.stat(lay.ctl / sub).st_uid == OWNERS.shell[0]
+        assert os.stat(lay.ctl / sub).st_uid == owner[0]
 
 
 def test_keep_data_of_another_profile_hands_back_shells_places_without_following_links(

@@ -97,9 +97,12 @@ def test_cgroup_mounts_keep_the_phone_a_sandbox(tmp_path: Path, monkeypatch: pyt
         assert planted.returncode == 0, planted.stderr
         assert w.sh("ls /dev/cpuset").returncode == 0  # the next command: the writes are handled
         assert victim.read_text() == "the host's\n"
-        # The control dir is shell's: a kernel-log link planted there is not followed either.
+        # Shell may add files to the control dir: a kernel-log link planted there is not followed.
         assert w.sh(f"rm -f /dev/.farm/kmsg && ln -s {victim} /dev/.farm/kmsg").returncode == 0
         assert su(w, "echo 0-99 > /dev/cpuset/background/cpus").returncode == 0
         assert w.sh("true").returncode == 0
         assert victim.read_text() == "the host's\n"
-        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["host-file", "VPCGM02"])
+        # beside the phone: its userdata partition (userdata.py), nothing else
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            ["host-file", "VPCGM02", "VPCGM02.userdata.img"]
+        )

@@ -65,6 +65,26 @@ def test_one_wrte_in_flight_until_okay_then_clse() -> None:
     run(scenario())
 
 
+def test_a_host_clse_is_answered_with_the_devices_clse() -> None:
+    """adbd's handle_packet(A_CLSE) closes the local socket, and local_socket_close first calls
+    its remote peer's shutdown, remote_socket_shutdown, which sends A_CLSE(local id, remote id)
+    (packages/modules/adb/sockets.cpp): adb-shell waits for that CLSE after every sync push."""
+
+    async def scenario() -> None:
+        async with phone({"echo:": echo}) as open_host:
+            host = await open_host()
+            await host.connect()
+            host.send(p.A_OPEN, 9, 0, b"echo:\0")
+            command, local_id, _remote, _, _ = await host.recv()
+            assert command == p.A_OKAY
+            host.send(p.A_CLSE, 9, local_id)
+            assert (await host.recv())[:3] == (p.A_CLSE, local_id, 9)
+            host.send(p.A_OPEN, 10, 0, b"echo:\0")  # and the connection goes on
+            assert (await host.recv())[0] == p.A_OKAY
+
+    run(scenario())
+
+
 def test_host_wrte_is_acknowledged_when_the_service_takes_it() -> None:
     taken: asyncio.Queue[bytes] = asyncio.Queue()
     release = asyncio.Event()

@@ -31,6 +31,7 @@ READ_LIMIT_BYTES = 2 * p.MAX_PAYLOAD_BYTES
 CLOSE_TIMEOUT_S = 1.0
 CNXN_TIMEOUT_S = 10.0
 MAX_STREAMS_PER_CONNECTION = 64
+LOGGED_NAME_CHARS = 120  # of a service name in the log: the rest is the client's to choose
 
 
 class StreamClosed(Exception):
@@ -276,6 +277,10 @@ class Connection:
             if stream is not None and header.arg0 in (0, stream.remote_id):
                 del self._streams[header.arg1]
                 stream.on_host_close()
+                # adbd answers with its own CLSE: local_socket_close shuts its remote peer down
+                # first (remote_socket_shutdown sends A_CLSE), and clients such as adb-shell wait
+                # for it before the stream counts as closed.
+                self.send(p.A_CLSE, stream.local_id, stream.remote_id)
                 task = self._tasks.get(stream.local_id)
                 if task is not None:
                     task.cancel()
@@ -295,12 +300,17 @@ class Connection:
         name = p.service_name(payload)
         if len(self._streams) >= MAX_STREAMS_PER_CONNECTION:
             self.refused_streams += 1
-            log.warning("%s: refusing %r: %d streams already open", self.peer, name, len(self._streams))
+            log.warning(
+                "%s: refusing %r: %d streams already open",
+                self.peer,
+                name[:LOGGED_NAME_CHARS],
+                len(self._streams),
+            )
             self.send(p.A_CLSE, 0, remote_id)
             return
         handler = self._open_service(name)
         if handler is None:
-            log.info("%s: no service for %r", self.peer, name)
+            log.info("%s: no service for %r", self.peer, name[:LOGGED_NAME_CHARS])
             self.send(p.A_CLSE, 0, remote_id)
             return
         local_id = self._next_id
@@ -321,6 +331,6 @@ class Connection:
         except (StreamClosed, asyncio.CancelledError):
             pass
         except Exception:
-            log.exception("%s: service %r failed", self.peer, name)
+            log.exception("%s: service %r failed", self.peer, name[:LOGGED_NAME_CHARS])
         finally:
             stream.close()

@@ -387,7 +387,8 @@ static void stage_state_dir(const char *state_dir) {
     if (mount("vphone-stage", STAGE_PARENT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
         die("mount a tmpfs on " STAGE_PARENT);
     if (mkdir(STAGE_DIR, 0755) != 0) die("mkdir " STAGE_DIR);
-    if (mount(state_dir, STAGE_DIR, NULL, MS_BIND, NULL) != 0) die("bind %s on " STAGE_DIR, state_dir);
+    /* MS_REC: the phone's userdata partition is mounted under the state dir (userdata.py) */
+    if (mount(state_dir, STAGE_DIR, NULL, MS_BIND | MS_REC, NULL) != 0) die("bind %s on " STAGE_DIR, state_dir);
 }
 
 static int cmd_launch(int argc, char **argv) {

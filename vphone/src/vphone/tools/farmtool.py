@@ -11,8 +11,8 @@ import functools
 import os
 import sys
 
-import ctlstore
 import t_bugreport
+import t_content
 import t_dumpsys
 import t_logcat
 import t_misc
@@ -30,6 +30,7 @@ TOOLS = {
     "dumpsys": t_dumpsys.dumpsys,
     "cmd": t_dumpsys.cmd,
     "settings": t_settings.settings,
+    "content": t_content.content,
     "svc": t_misc.svc,
     "input": t_misc.input_,
     "am": t_misc.am,
@@ -48,8 +49,11 @@ TOOLS = {
 }
 
 
+ROOTED = False  # set by init from its command line: the daemon's word, not a file of the phone
+
+
 def rooted() -> bool:
-    return os.path.exists(ctlstore.path("rooted"))
+    return ROOTED
 
 
 def su_argv(args: list[str]) -> list[str] | None:

@@ -235,6 +235,9 @@ def _spare(server: socket.socket, taken_fd: int) -> None:
 
 
 def main() -> int:
+    # Whether su is served comes from the daemon's command line: /dev/.farm/rooted is only what
+    # the phone's tools read (a file there made by the phone's shell once made shell root).
+    farmtool.ROOTED = "--rooted" in sys.argv[1:]
     _libc.prctl(PR_SET_NAME, b"init", 0, 0, 0)  # `init` in ps, like Android's first process
     if os.geteuid() == 0:
         _trim_capabilities()

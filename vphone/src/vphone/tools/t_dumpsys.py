@@ -11,9 +11,11 @@ import sys
 import time
 
 import ctlstore
+import t_services
 import toolerrors
 
 BASE_SERVICES = ("activity", "battery", "meminfo", "package", "power", "settings", "window")
+SHELL_COMMANDS = ("activity", "window", "settings")  # `cmd SERVICE` = the am, wm, settings tools
 THERMALSERVICE_SDK = 29  # Android 10
 CMD_POWER_SDK = 30  # Android 11: `cmd power` (fixed performance mode)
 THERMALSERVICE_FILE = "thermalservice.txt"  # written by the physics (host side)
@@ -305,6 +307,8 @@ def dumpsys(args: list[str]) -> int:
         return meminfo(args[1:])
     if args[0] == "thermalservice" and args[0] in known:
         return thermalservice()
+    if args[0] in t_services.DUMPERS:
+        return t_services.DUMPERS[args[0]](args[1:])
     if args[0] in known:
         return 0
     sys.stderr.write(f"Can't find service: {args[0]}\n")
@@ -335,6 +339,12 @@ def cmd(args: list[str]) -> int:
         import t_pm
 
         return t_pm.pm(args[1:])
+    if args[0] in SHELL_COMMANDS and args[0] in known:  # what the am/wm/settings scripts run
+        import t_misc
+        import t_settings
+
+        tool = {"activity": t_misc.am, "window": t_misc.wm, "settings": t_settings.settings}[args[0]]
+        return tool(args[1:])
     if args[0] in known:
         return 0
     sys.stderr.write(f"cmd: Can't find service: {args[0]}\n")

@@ -4,7 +4,9 @@ Buffers are files /dev/.farm/logcat/<buffer> with one entry per line,
 `<epoch ns>\\t<pid>\\t<tid>\\t<priority>\\t<tag>\\t<message>`, appended by the tools (am, input,
 setprop, log...) and by the world (boot, adbd's shell commands, reboot; vphone/src/vphone/ctlfiles.py).
 `logcat -c` empties them; `-d` dumps and exits; without -d logcat prints and then follows until
-its stream closes (adb hangs it up). Formats: threadtime (default), time, brief, tag, process, raw.
+its stream closes (adb hangs it up). Line formats and -v modifiers: logformat.py. Reading more than
+one buffer, logcat marks the first entry of each with `--------- beginning of NAME`
+(logcat.cpp maybePrintStart: only when dev_count_ > 1).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable
 
 import ctlstore
+import logformat
 
 BUFFERS = ("main", "system", "crash", "events", "radio")
 DEFAULT_BUFFERS = ("main", "system", "crash")
-FORMATS = ("threadtime", "time", "brief", "tag", "process", "raw", "long")
 PRIORITIES = "VDIWEFS"
 FOLLOW_POLL_S = 0.1
 USAGE = (
@@ -96,25 +99,6 @@ def append(tag: str, message: str, *, priority: str = "I", buffer: str = "main")
         pass
 
 
-def _format(fields: list[str], fmt: str) -> str:
-    t_ns, pid, tid, prio, tag, msg = fields
-    seconds = int(t_ns) / 1e9
-    stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(seconds)) + f".{int(t_ns) // 1_000_000 % 1000:03d}"
-    if fmt == "time":
-        return f"{stamp} {prio}/{tag}({pid:>5}): {msg}"
-    if fmt == "brief":
-        return f"{prio}/{tag}({pid:>5}): {msg}"
-    if fmt == "tag":
-        return f"{prio}/{tag}: {msg}"
-    if fmt == "process":
-        return f"{prio}({pid:>5}) {msg}  ({tag})"
-    if fmt == "raw":
-        return msg
-    if fmt == "long":
-        return f"[ {stamp} {pid:>5}:{tid:>5} {prio}/{tag} ]\n{msg}\n"
-    return f"{stamp} {pid:>5} {tid:>5} {prio} {tag:<8}: {msg}"
-
-
 def _wanted(fields: list[str], specs: list[tuple[str, str]]) -> bool:
     if not specs:
         return True
@@ -128,11 +112,22 @@ def _wanted(fields: list[str], specs: list[tuple[str, str]]) -> bool:
 def _parse(args: list[str]) -> tuple[dict[str, object], list[tuple[str, str]]] | None:
     opts: dict[str, object] = {
         "buffers": [],
-        "format": "threadtime",
+        "format": logformat.Format(),
         "dump": False,
         "clear": False,
         "tail": None,
+        "since_ns": None,
     }
+    bad_format = ""
+
+    def set_format(argument: str) -> None:
+        nonlocal bad_format
+        fmt = logformat.with_words(opts["format"], argument)
+        if fmt is None:
+            bad_format = bad_format or argument
+        else:
+            opts["format"] = fmt
+
     specs: list[tuple[str, str]] = []
     it = iter(args)
     for arg in it:
@@ -149,16 +144,21 @@ def _parse(args: list[str]) -> tuple[dict[str, object], list[tuple[str, str]]] |
             if key == "--buffer":
                 opts["buffers"].extend(value.split(","))  # type: ignore[attr-defined]
             else:
-                opts["format"] = value
+                set_format(value)
         elif arg in ("-h", "--help"):
             opts["help"] = True
         elif arg in ("-v", "--format"):
-            opts["format"] = next(it, "")
+            set_format(next(it, ""))
         elif arg.startswith("-v") and len(arg) > 2:
-            opts["format"] = arg[2:]
+            set_format(arg[2:])
         elif arg == "-t" or arg == "-T":
+            # a count, or a time: entries since then (logcat's -t/-T '<time>')
             value = next(it, "0")
-            opts["tail"] = int(value) if value.isdigit() else 0
+            since = logformat.since_ns(value, time.time_ns())
+            if since is not None:
+                opts["since_ns"] = since
+            else:
+                opts["tail"] = int(value) if value.isdigit() else 0
             opts["dump"] = opts["dump"] or arg == "-t"
         elif arg in ("-s",):
             specs.append(("*", "S"))
@@ -183,14 +183,15 @@ def _parse(args: list[str]) -> tuple[dict[str, object], list[tuple[str, str]]] |
             sys.stderr.write(f"logcat: unknown buffer {name}\n")
             return None
     opts["buffers"] = buffers
-    if opts["format"] not in FORMATS:
-        sys.stderr.write(f"logcat: unknown format {opts['format']}\n")
+    if bad_format:
+        sys.stderr.write(f"logcat: unknown format {bad_format}\n")
         return None
     return opts, specs
 
 
-def _read(buffers: list[str], offsets: dict[str, int]) -> list[list[str]]:
-    entries: list[list[str]] = []
+def _read(buffers: list[str], offsets: dict[str, int]) -> list[tuple[str, list[str]]]:
+    """(buffer, fields) of the entries past `offsets`, oldest first."""
+    entries: list[tuple[str, list[str]]] = []
     for name in buffers:
         try:
             with open(_buffer_path(name), encoding="utf-8", errors="replace") as f:
@@ -201,10 +202,35 @@ def _read(buffers: list[str], offsets: dict[str, int]) -> list[list[str]]:
             continue
         for line in data.splitlines():
             fields = line.split("\t", 5)
-            if len(fields) == 6 and fields[3] in PRIORITIES:
-                entries.append(fields)
-    entries.sort(key=lambda e: int(e[0]))
+            if len(fields) == 6 and fields[3] in PRIORITIES and fields[0].isdigit():
+                entries.append((name, fields))
+    entries.sort(key=lambda e: int(e[1][0]))
     return entries
+
+
+def _boot_ns() -> int:
+    """CLOCK_REALTIME at boot, for -v monotonic (the entries carry wall-clock times)."""
+    return time.time_ns() - time.monotonic_ns()
+
+
+def _writer(fmt: logformat.Format, buffers: list[str]) -> Callable[[str, list[str]], str]:
+    started: set[str] = set()
+    boot_ns = _boot_ns()
+
+    def text(buffer: str, fields: list[str]) -> str:
+        t_ns, pid, tid, prio, tag, msg = fields
+        entry = logformat.Entry(int(t_ns), _int(pid), _int(tid), prio, tag, msg)
+        head = ""
+        if len(buffers) > 1 and buffer not in started:
+            started.add(buffer)
+            head = f"--------- beginning of {buffer}\n"
+        return head + logformat.render(fmt, entry, uid=None, boot_ns=boot_ns)
+
+    return text
+
+
+def _int(text: str) -> int:
+    return int(text) if text.lstrip("-").isdigit() else 0
 
 
 def logcat(args: list[str]) -> int:
@@ -226,24 +252,24 @@ def logcat(args: list[str]) -> int:
                 sys.stderr.write(f"failed to clear the '{name}' log: {error.strerror}\n")
                 return 1
         return 0
-    fmt = str(opts["format"])
+    text = _writer(opts["format"], buffers)
     offsets: dict[str, int] = {}
-    entries = [e for e in _read(buffers, offsets) if _wanted(e, specs)]
+    entries = [e for e in _read(buffers, offsets) if _wanted(e[1], specs)]
+    if opts["since_ns"] is not None:
+        entries = [e for e in entries if int(e[1][0]) >= int(opts["since_ns"])]  # type: ignore[call-overload]
     if opts["tail"] is not None:
         entries = entries[-int(opts["tail"]) :] if opts["tail"] else []  # type: ignore[call-overload]
     out = sys.stdout
-    if len(buffers) > 0 and not opts["dump"]:
-        out.write(f"--------- beginning of {buffers[0]}\n")
-    for entry in entries:
-        out.write(_format(entry, fmt) + "\n")
+    for buffer, fields in entries:
+        out.write(text(buffer, fields))
     out.flush()
     if opts["dump"]:
         return 0
     while True:  # until the stream closes: init ends us when the client is hung up
         time.sleep(FOLLOW_POLL_S)
-        for entry in _read(buffers, offsets):
-            if _wanted(entry, specs):
-                out.write(_format(entry, fmt) + "\n")
+        for buffer, fields in _read(buffers, offsets):
+            if _wanted(fields, specs):
+                out.write(text(buffer, fields))
         out.flush()
 
 

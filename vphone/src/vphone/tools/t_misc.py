@@ -9,6 +9,8 @@ import time
 
 import ctlstore
 import t_logcat
+import t_pm
+import t_services
 import toolerrors
 
 STAYON = {"true": 7, "false": 0, "ac": 1, "usb": 2, "wireless": 4}
@@ -20,8 +22,6 @@ KEYCODES = {
     "KEYCODE_MENU": 82,
     "KEYCODE_BACK": 4,
 }
-PHYSICAL_SIZE = "1080x2400"
-PHYSICAL_DENSITY = "420"
 REBOOT_WAIT_S = 30.0
 
 
@@ -60,10 +60,10 @@ def input_(args: list[str]) -> int:
         codes = [a for a in rest if a not in ("--longpress", "--doubletap")]
         state = _power()
         for code in codes:
-            key = KEYCODES.get(code, int(code) if code.isdigit() else -1)
-            if key < 0 and not code.startswith("KEYCODE_"):
-                sys.stderr.write(f"Error: Unknown keycode: {code}\n")
-                return 1
+            # KeyEvent.keyCodeFromString: a number, or a name with or without "KEYCODE_"; an
+            # unknown one is KEYCODE_UNKNOWN (0), which InputShellCommand injects without a word.
+            name = "KEYCODE_" + code.removeprefix("KEYCODE_")
+            key = int(code) if code.isdigit() else KEYCODES.get(name, 0)
             if key == 224:
                 state["screen_on"] = True
             elif key == 223:
@@ -109,30 +109,81 @@ WM_HELP = (
 )
 
 
+def _component(comp: str) -> tuple[str, str]:
+    """ComponentName.unflattenFromString: a class starting with "." is in the package."""
+    package, _, cls = comp.partition("/")
+    return package, package + cls if cls.startswith(".") else cls
+
+
+def _start(verb: str, rest: list[str]) -> int:
+    """ActivityManagerShellCommand.runStartActivity / runStartService: the intent on stdout; an
+    explicit component whose package is not installed is START_CLASS_NOT_FOUND ("Error type 3",
+    then the error, on stderr unless -W), and the status stays 0; a service: "Error: Not found;
+    no service started." and status 255."""
+    comp = _opt(rest, "-n")
+    action = _opt(rest, "-a")
+    parts = [f"act={action}"] if action else []
+    parts += [f"cmp={comp}"] if comp else []
+    what = " ".join(parts)
+    _log("am.log", f"{verb} {what}")
+    service = verb.startswith("start-s") or verb in ("startservice", "startforegroundservice")
+    sys.stdout.write(f"Starting{' service' if service else ''}: Intent {{ {what} }}\n")
+    known = comp is None or _component(comp)[0] in t_pm.apks()
+    if service:
+        if not known:
+            sys.stderr.write("Error: Not found; no service started.\n")
+            return toolerrors.SHELL_COMMAND_FAILED
+        return 0
+    out = sys.stdout if "-W" in rest else sys.stderr
+    if comp and not known:
+        package, cls = _component(comp)
+        out.write(f"Error type 3\nError: Activity class {{{package}/{cls}}} does not exist.\n")
+        return 0
+    if "-W" in rest:
+        sys.stdout.write(
+            f"Status: ok\nLaunchState: COLD\nActivity: {comp}\nTotalTime: 0\nWaitTime: 0\nComplete\n"
+        )
+    return 0
+
+
+def _instrument(rest: list[str]) -> int:
+    """Instrument.run: no instrumentation of that name (farm's phones run no test APKs) is
+    reported to the watcher as INSTRUMENTATION_STATUS lines, then startInstrumentation's false
+    becomes "INSTRUMENTATION_FAILED" (an AndroidException: BasicShellCommandHandler prints it,
+    status 255)."""
+    operands = [a for a in rest if not a.startswith("-")]
+    failed = "\nException occurred while executing 'instrument':\n"
+    if not operands:  # ShellCommand.getNextArgRequired
+        last = rest[-1] if rest else "instrument"
+        sys.stderr.write(f'{failed}java.lang.IllegalArgumentException: Argument expected after "{last}"\n')
+        return toolerrors.SHELL_COMMAND_FAILED
+    package, cls = _component(operands[-1])
+    info = f"ComponentInfo{{{package}/{cls}}}"
+    sys.stdout.write(
+        f"INSTRUMENTATION_STATUS: Error=Unable to find instrumentation info for: {info}\n"
+        "INSTRUMENTATION_STATUS_CODE: -1\n"
+    )
+    sys.stderr.write(f"{failed}android.util.AndroidException: INSTRUMENTATION_FAILED: {package}/{cls}\n")
+    return toolerrors.SHELL_COMMAND_FAILED
+
+
 def am(args: list[str]) -> int:
     if not args or args[0] in ("help", "-h"):
         return toolerrors.help_text(AM_HELP)
     verb, rest = args[0], args[1:]
-    w = sys.stdout.write
-    if verb in ("start", "start-activity", "startservice", "start-service"):
-        comp = _opt(rest, "-n")
-        action = _opt(rest, "-a")
-        what = f"cmp={comp}" if comp else f"act={action}"
-        _log("am.log", f"{verb} {what}")
-        if verb.startswith("start-s") or verb == "startservice":
-            w(f"Starting service: Intent {{ {what} }}\n")
-            return 0
-        w(f"Starting: Intent {{ {what} }}\n")
-        if "-W" in rest:
-            w(f"Status: ok\nLaunchState: COLD\nActivity: {comp}\nTotalTime: 0\nWaitTime: 0\nComplete\n")
-        return 0
+    if verb in ("start", "start-activity", "startservice", "start-service", "start-foreground-service"):
+        return _start(verb, rest)
+    if verb == "instrument":
+        return _instrument(rest)
     if verb == "force-stop" and rest:
         _log("am.log", f"force-stop {rest[-1]}")
         return 0
     if verb == "broadcast":
         action = _opt(rest, "-a") or ""
         _log("am.log", f"broadcast {' '.join(rest)}")
-        w(f"Broadcasting: Intent {{ act={action} flg=0x400000 }}\nBroadcast completed: result=0\n")
+        sys.stdout.write(
+            f"Broadcasting: Intent {{ act={action} flg=0x400000 }}\nBroadcast completed: result=0\n"
+        )
         return 0
     return toolerrors.unknown_command(verb)
 
@@ -141,7 +192,7 @@ def wm(args: list[str]) -> int:
     state = ctlstore.read_json("wm.json", {})
     if args[:1] == ["size"]:
         if len(args) == 1:
-            sys.stdout.write(f"Physical size: {PHYSICAL_SIZE}\n")
+            sys.stdout.write(f"Physical size: {t_services.PHYSICAL_SIZE}\n")
             if "size" in state:
                 sys.stdout.write(f"Override size: {state['size']}\n")
             return 0
@@ -153,7 +204,7 @@ def wm(args: list[str]) -> int:
         return 0
     if args[:1] == ["density"]:
         if len(args) == 1:
-            sys.stdout.write(f"Physical density: {PHYSICAL_DENSITY}\n")
+            sys.stdout.write(f"Physical density: {t_services.PHYSICAL_DENSITY}\n")
             if "density" in state:
                 sys.stdout.write(f"Override density: {state['density']}\n")
             return 0

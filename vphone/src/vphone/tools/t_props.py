@@ -15,7 +15,10 @@ SETPROP_USAGE = "usage: setprop NAME VALUE\n\nSets an Android system property.\n
 
 
 def all_props() -> dict[str, str]:
+    """The daemon's props (props/ro.json, root's: identity, boot state), then the set and persist
+    ones (props/set is shell's to write), which never override a read-only (ro.*) one there."""
     props: dict[str, str] = dict(ctlstore.read_json("props/ro.json", {}))
+    fixed = {name for name in props if name.startswith("ro.")}
     for sub in ("persist", "set"):
         d = ctlstore.path("props", sub)
         try:
@@ -23,7 +26,7 @@ def all_props() -> dict[str, str]:
         except OSError:
             continue
         for name in names:
-            if name.endswith(".tmp"):
+            if name.endswith(".tmp") or name in fixed:
                 continue
             try:
                 with open(os.path.join(d, name), encoding="utf-8") as f:

@@ -1,10 +1,16 @@
-"""settings get|put|delete|list system|secure|global [KEY [VALUE]] (stored in the control dir)."""
+"""settings get|put|delete|list system|secure|global [KEY [VALUE]] (stored in the control dir).
+
+The store is SettingsProvider's, shared with `content` (t_content): settings/<ns>.json holds what
+was put over the defaults, a deleted setting as null.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 
 import ctlstore
+import t_props
 
 NAMESPACES = ("system", "secure", "global")
 DEFAULTS = {
@@ -22,10 +28,34 @@ DEFAULTS = {
 USAGE = "usage:  settings [--user <USER_ID> | current] get namespace key\n"
 
 
+def android_id() -> str:
+    """Settings.Secure.ANDROID_ID as the shell reads it: 64 bits in 16 lowercase hex digits,
+    fixed per device (SettingsProvider.ensureSecureSettingAndroidIdSetLocked makes it from
+    SecureRandom at first boot; here from the serial, so each phone has its own)."""
+    serial = t_props.all_props().get("ro.serialno", "")
+    return hashlib.sha256(f"android_id:{serial}".encode()).hexdigest()[:16]
+
+
 def load(ns: str) -> dict[str, str]:
     values = dict(DEFAULTS[ns])
+    if ns == "secure":
+        values["android_id"] = android_id()
     values.update(ctlstore.read_json(f"settings/{ns}.json", {}))
-    return values
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def put(ns: str, key: str, value: str | None) -> None:
+    stored = ctlstore.read_json(f"settings/{ns}.json", {})
+    stored[key] = value
+    ctlstore.write_json(f"settings/{ns}.json", stored)
+
+
+def delete(ns: str, key: str) -> bool:
+    """Whether there was such a setting (a default too)."""
+    existed = key in load(ns)
+    if existed:
+        put(ns, key, None)
+    return existed
 
 
 def settings(args: list[str]) -> int:
@@ -47,15 +77,11 @@ def settings(args: list[str]) -> int:
     if verb == "get":
         sys.stdout.write(f"{values.get(key, 'null')}\n")
         return 0
-    stored = ctlstore.read_json(f"settings/{ns}.json", {})
     if verb == "put":
         if len(rest) < 2:
             sys.stderr.write(USAGE)
             return 1
-        stored[key] = rest[1]
-    else:
-        existed = key in stored
-        stored.pop(key, None)
-        sys.stdout.write(f"Deleted {1 if existed else 0} rows\n")
-    ctlstore.write_json(f"settings/{ns}.json", stored)
+        put(ns, key, rest[1])
+        return 0
+    sys.stdout.write(f"Deleted {1 if delete(ns, key) else 0} rows\n")
     return 0

@@ -5,15 +5,27 @@ across WRTEs). Every reply is a full-size record. A FAIL ends the service, like 
 reached through the world's PhoneFiles (a file server inside the phone, as adbd's user), which
 checks permissions, owns what it creates and hands back descriptors; no phone path is resolved
 here.
+
+Every file operation runs on the session's own thread, never on the daemon's event loop, which
+serves every phone: a RECV of a FIFO the phone made waits for its writer there (as adbd's
+service thread would), and a LIST of 100k names takes its time there, while the other streams
+and phones go on. A read waits at most POLL_S at a time, so a session that ended is not kept
+alive by a FIFO nobody writes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import errno
+import functools
 import os
+import select
 import stat
 import struct
+from collections.abc import Callable
+from typing import TypeVar
 
 from vphone.adb.services.base import ByteReader, ServiceContext
 from vphone.adb.transport import Stream
@@ -22,6 +34,8 @@ from vphone.phonefiles import FileStat, PhoneFiles
 MAX_PATH_BYTES = 1024
 SYNC_DATA_MAX_BYTES = 64 * 1024
 DIR_MODE = 0o775
+POLL_S = 1.0
+T = TypeVar("T")
 
 REQUEST = struct.Struct("<4sI")
 STAT_V1 = struct.Struct("<4sIII")
@@ -89,10 +103,32 @@ def _join(directory: str, name: str) -> str:
 
 
 class SyncSession:
-    def __init__(self, stream: Stream, files: PhoneFiles) -> None:
+    def __init__(self, stream: Stream, files: PhoneFiles, worker: concurrent.futures.Executor) -> None:
         self._stream = stream
         self._files = files
         self._reader = ByteReader(stream)
+        self._worker = worker
+        self.ended = False  # set when the session is over: a waiting read gives up
+
+    async def _io(self, call: Callable[..., T], *args: object, **kwargs: object) -> T:
+        """call(*args) on the session's thread (file work never blocks the event loop)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, functools.partial(call, *args, **kwargs))
+
+    def _close(self, fd: int) -> None:
+        """Close fd on the session's thread, after the read or write it may be in the middle of
+        (a task cancelled meanwhile): closed here, the number could be reused by another file
+        before that read or write ends."""
+        self._worker.submit(os.close, fd)
+
+    def _read_chunk(self, fd: int) -> bytes:
+        """Up to a DATA record's bytes from fd, waiting for them (a FIFO) until the session ends."""
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        while not self.ended:
+            if poller.poll(POLL_S * 1000):
+                return os.read(fd, SYNC_DATA_MAX_BYTES)
+        raise OSError(errno.EINTR, "the sync session ended")
 
     async def run(self) -> None:
         try:
@@ -118,10 +154,11 @@ class SyncSession:
 
     async def _handle(self, request: bytes, path: str) -> None:
         if request == b"STAT":
-            await self._stream.write(stat_v1(self._stat(path, follow=False)))
+            await self._stream.write(stat_v1(await self._io(self._stat, path, follow=False)))
         elif request in (b"STA2", b"LST2"):
             try:
-                await self._stream.write(stat_v2(request, self._files.stat(path, follow=request == b"STA2")))
+                st = await self._io(self._files.stat, path, follow=request == b"STA2")
+                await self._stream.write(stat_v2(request, st))
             except OSError as error:
                 await self._stream.write(stat_v2(request, None, error.errno or errno.EIO))
         elif request == b"LIST":
@@ -167,7 +204,7 @@ class SyncSession:
 
     async def _list_v1(self, path: str) -> None:
         out = bytearray()
-        for name, st, _error in self._entries(path):
+        for name, st, _error in await self._io(self._entries, path):
             if st is None:
                 continue  # adbd skips entries it cannot lstat
             raw = name.encode("utf-8", errors="surrogateescape")
@@ -178,7 +215,7 @@ class SyncSession:
 
     async def _list_v2(self, path: str) -> None:
         out = bytearray()
-        for name, st, error in self._entries(path):
+        for name, st, error in await self._io(self._entries, path):
             raw = name.encode("utf-8", errors="surrogateescape")
             if st is None:
                 out += DENT_V2.pack(b"DNT2", _u32(error), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, len(raw))
@@ -228,13 +265,16 @@ class SyncSession:
         chunks, _mtime = await self._read_data_records()
         target = b"".join(chunks or []).rstrip(b"\0").decode("utf-8", errors="surrogateescape")
         try:
-            try:
-                self._files.symlink(target, path)
-            except FileNotFoundError:
-                self._mkdirs(path)
-                self._files.symlink(target, path)
+            await self._io(self._symlink, target, path)
         except OSError as error:
             raise SyncFailed(f"symlink failed: {os.strerror(error.errno or errno.EIO)}") from error
+
+    def _symlink(self, target: str, path: str) -> None:
+        try:
+            self._files.symlink(target, path)
+        except FileNotFoundError:
+            self._mkdirs(path)
+            self._files.symlink(target, path)
 
     def _create(self, path: str, mode: int) -> int:
         try:
@@ -245,7 +285,7 @@ class SyncSession:
 
     async def _send_file(self, path: str, mode: int) -> None:
         try:
-            fd = self._create(path, mode)
+            fd = await self._io(self._create, path, mode)
         except (FileNotFoundError, NotADirectoryError) as error:
             await self._give_up("secure_mkdirs failed", error)
             return
@@ -264,20 +304,18 @@ class SyncSession:
                     raise SyncFailed("invalid data message")
                 if value > SYNC_DATA_MAX_BYTES:
                     raise SyncFailed("oversize data message")
-                data = memoryview(await self._reader.read_exactly(value))
-                while data:
-                    data = data[os.write(fd, data) :]
+                await self._io(_write_all, fd, await self._reader.read_exactly(value))
         except OSError as error:
             raise SyncFailed(f"write failed: {os.strerror(error.errno or errno.EIO)}") from error
         finally:
-            os.close(fd)
+            self._close(fd)
             if not complete:
                 with contextlib.suppress(OSError):
-                    self._files.unlink(path)
+                    await self._io(self._files.unlink, path)
 
     async def _recv(self, path: str) -> None:
         try:
-            fd = self._files.open_read(path)
+            fd = await self._io(self._files.open_read, path)
         except OSError as error:
             raise SyncFailed(f"open failed: {os.strerror(error.errno or errno.EIO)}") from error
         try:
@@ -285,7 +323,7 @@ class SyncSession:
             batch = bytearray()
             while True:
                 try:
-                    data = os.read(fd, SYNC_DATA_MAX_BYTES)
+                    data = await self._io(self._read_chunk, fd)
                 except OSError as error:
                     raise SyncFailed(f"read failed: {os.strerror(error.errno or errno.EIO)}") from error
                 if not data:
@@ -298,7 +336,7 @@ class SyncSession:
             batch += REQUEST.pack(b"DONE", 0)
             await self._stream.write(batch)
         finally:
-            os.close(fd)
+            self._close(fd)
 
 
 async def sync_service(stream: Stream, ctx: ServiceContext) -> None:
@@ -308,7 +346,17 @@ async def sync_service(stream: Stream, ctx: ServiceContext) -> None:
         data = f"the phone's files are not reachable: {error}".encode()
         await stream.write(REQUEST.pack(b"FAIL", len(data)) + data)
         return
+    worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sync")
+    session = SyncSession(stream, files, worker)
     try:
-        await SyncSession(stream, files).run()
+        await session.run()
     finally:
+        session.ended = True
         files.close()
+        worker.shutdown(wait=False)  # what is queued (a close) still runs
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -1,0 +1,240 @@
+"""What a phone controls cannot freeze the daemon, make it read host files, or forge root
+(issue #27, items 1 and 2). Each test attacks one phone of a daemon and then checks that the
+daemon goes on: the physics keeps ticking (its ground truth grows by TICKS rows, at 10 Hz, which
+takes the slow ~1 Hz tick that reads power.json and the charging node) and the other phone answers
+a shell command. Before the fixes, each attack froze the daemon for good: the wait for those rows
+runs out (a bounded wait, never a sleep)."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+from pathlib import Path
+
+import pytest
+from vphone.adb import packets as p
+from vphone.testing.adb_wire import WireHost
+from vphone.testing.phones import AdbServer, PhoneFactory, PhoneSet, VirtualPhone
+from vphone.testing.waiting import eventually
+
+pytestmark = pytest.mark.integration
+
+MANY = 100_000
+SMALL_RAM_MB = 384
+HOG_BYTES = 2 * int(SMALL_RAM_MB * 0.65) << 20
+TICKS = 25  # 2.5 s of physics: two slow ticks
+ANSWER_TIMEOUT_S = 20.0
+UNROOTED = "adreno-sd8gen2"
+ROOTED = "adreno-sd865"
+
+
+def rows(phone: VirtualPhone) -> int:
+    try:
+        with open(phone.ground_truth, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def shell(adb_server: AdbServer, phone: VirtualPhone, command: str, timeout_s: float = 60) -> str:
+    result = adb_server.adb("-s", phone.adb_serial, "shell", command, timeout_s=timeout_s)
+    return result.stdout + result.stderr
+
+
+def answers(adb_server: AdbServer, phone: VirtualPhone) -> bool:
+    try:
+        return shell(adb_server, phone, "echo alive", ANSWER_TIMEOUT_S) == "alive\n"
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def assert_daemon_goes_on(adb_server: AdbServer, phones: PhoneSet) -> None:
+    """The physics of every phone ticks on and the other phone answers."""
+    start = {phone.serial: rows(phone) for phone in phones}
+    assert eventually(lambda: all(rows(p) >= start[p.serial] + TICKS for p in phones), timeout_s=30), (
+        "the daemon's physics stopped ticking"
+    )
+    assert answers(adb_server, phones[1]), "the other phone does not answer"
+
+
+@pytest.fixture
+def unrooted(virtual_phones: PhoneFactory) -> PhoneSet:
+    return virtual_phones(count=2, profiles=[UNROOTED])
+
+
+@pytest.fixture
+def rooted(virtual_phones: PhoneFactory) -> PhoneSet:
+    return virtual_phones(count=2, profiles=[ROOTED, UNROOTED])
+
+
+def test_fifo_at_power_json_does_not_freeze_the_daemon(adb_server: AdbServer, unrooted: PhoneSet) -> None:
+    out = shell(adb_server, unrooted[0], "rm -f /dev/.farm/power.json; mkfifo /dev/.farm/power.json; echo $?")
+    assert out.endswith("0\n"), out  # the shell may still make it: it is its own file
+    assert_daemon_goes_on(adb_server, unrooted)
+
+
+def test_fifo_named_like_a_taskset_request_does_not_freeze_the_daemon(
+    adb_server: AdbServer, unrooted: PhoneSet
+) -> None:
+    shell(adb_server, unrooted[0], "mkfifo /dev/.farm/f && mv /dev/.farm/f /dev/.farm/taskset.request.1")
+    assert_daemon_goes_on(adb_server, unrooted)
+    # and taskset still works on that phone
+    assert shell(adb_server, unrooted[0], "taskset -p $$").startswith("pid ")
+
+
+def test_charging_node_replaced_by_a_link_to_a_host_fifo_is_not_read(
+    adb_server: AdbServer, rooted: PhoneSet, tmp_path: Path
+) -> None:
+    host_fifo = tmp_path / "host-fifo"
+    os.mkfifo(host_fifo)
+    node = "/sys/class/power_supply/battery/input_suspend"
+    out = shell(adb_server, rooted[0], f"su -c 'rm -f {node} && ln -s {host_fifo} {node} && echo linked'")
+    assert out == "linked\n", out
+    assert_daemon_goes_on(adb_server, rooted)
+
+
+def test_telemetry_node_replaced_by_a_fifo_does_not_freeze_the_write_path(
+    adb_server: AdbServer, rooted: PhoneSet
+) -> None:
+    # current_now changes every fuel-gauge interval, so the physics rewrites it
+    node = "/sys/class/power_supply/battery/current_now"
+    out = shell(adb_server, rooted[0], f"su -c 'rm -f {node} && mkfifo {node} && echo made'")
+    assert out == "made\n", out
+    assert_daemon_goes_on(adb_server, rooted)
+
+
+def sync_request(host: WireHost, remote_id: int, request: bytes, path: str) -> None:
+    """Open a sync stream and send one request on it (without waiting for the reply)."""
+    local = host.open(remote_id, "sync:")
+    assert local is not None
+    raw = path.encode()
+    host.send(p.A_WRTE, remote_id, local, request + len(raw).to_bytes(4, "little") + raw)
+
+
+def test_raw_sync_recv_of_a_fifo_leaves_the_event_loop_free(
+    adb_server: AdbServer, unrooted: PhoneSet
+) -> None:
+    shell(adb_server, unrooted[0], "mkfifo /data/local/tmp/fifo")
+    with WireHost.connect(unrooted[0].port) as host:
+        # Two RECVs, each waiting for a writer (as adbd's service thread would): before, each held
+        # the event loop for the file service's 30 s timeout.
+        sync_request(host, 1, b"RECV", "/data/local/tmp/fifo")
+        sync_request(host, 2, b"RECV", "/data/local/tmp/fifo")
+        assert_daemon_goes_on(adb_server, unrooted)
+        assert answers(adb_server, unrooted[0])
+
+
+def test_shell_cannot_forge_the_rooted_marker_or_su(adb_server: AdbServer, unrooted: PhoneSet) -> None:
+    phone = unrooted[0]
+    shell(adb_server, phone, "touch /dev/.farm/rooted; ln -s /system/bin/getprop /data/local/tmp/su")
+    out = shell(adb_server, phone, "/data/local/tmp/su -c id")
+    assert "uid=0" not in out, out
+    assert shell(adb_server, phone, "id -u") == "2000\n"
+
+
+def test_shell_cannot_replace_the_tools_socket(adb_server: AdbServer, unrooted: PhoneSet) -> None:
+    phone = unrooted[0]
+    result = adb_server.adb(
+        "-s",
+        phone.adb_serial,
+        "shell",
+        "rm -f /dev/.farm/tools.sock || mv /dev/.farm/tools.sock /dev/.farm/x",
+    )
+    assert result.returncode == 1 and "Operation not permitted" in result.stderr, result
+    # the tools still work: the socket is init's
+    assert shell(adb_server, phone, "getprop ro.serialno") == f"{phone.serial}\n"
+    st = os.stat(phone.state_dir / "ctl" / "tools.sock")
+    assert st.st_uid != os.stat(phone.state_dir / "data" / "local" / "tmp").st_uid  # not shell's
+
+
+def test_shell_cannot_rewrite_the_phone_identity(adb_server: AdbServer, unrooted: PhoneSet) -> None:
+    phone, other = unrooted
+    forged = f'{{"ro.serialno": "{other.serial}"}}'
+    shell(adb_server, phone, f"rm -f /dev/.farm/props/ro.json; echo '{forged}' > /dev/.farm/props/ro.json")
+    shell(adb_server, phone, f"echo -n {other.serial} > /dev/.farm/props/set/ro.serialno")
+    shell(adb_server, phone, f"setprop ro.serialno {other.serial}")
+    assert shell(adb_server, phone, "getprop ro.serialno") == f"{phone.serial}\n"
+
+
+def test_bogus_opens_do_not_flood_the_daemon_log(unrooted: PhoneSet) -> None:
+    log = unrooted.state_dir / "daemon.log"
+    before = log.stat().st_size
+    name = "x" * 200_000
+    with WireHost.connect(unrooted[0].port) as host:
+        for i in range(300):
+            assert host.open(1 + i, name) is None
+    grown = log.stat().st_size - before
+    assert grown < 64 * 1024, f"daemon.log grew {grown} bytes for 300 bogus OPENs"
+
+
+def test_a_phone_has_a_memory_limit(
+    adb_server: AdbServer, virtual_phones: PhoneFactory, tmp_path: Path
+) -> None:
+    phones = virtual_phones(count=2, profiles=[str(small_profile(tmp_path, ram_mb=SMALL_RAM_MB)), UNROOTED])
+    # A shell variable of twice the phone's limit (65 % of 384 MB): the kernel's OOM killer
+    # ends that shell, the host keeps its memory, and both phones go on.
+    out = shell(adb_server, phones[0], f"x=$(head -c {HOG_BYTES} /dev/zero | tr '\\0' a); echo ${{#x}}")
+    assert str(HOG_BYTES) not in out, out
+    assert answers(adb_server, phones[0])
+    assert answers(adb_server, phones[1])
+
+
+def test_data_is_a_bounded_filesystem(
+    adb_server: AdbServer, virtual_phones: PhoneFactory, tmp_path: Path
+) -> None:
+    profile = small_profile(tmp_path, storage_mb=64)
+    phones = virtual_phones(count=1, profiles=[str(profile)])
+    out = shell(
+        adb_server, phones[0], "dd if=/dev/zero of=/data/local/tmp/big bs=1048576 count=256; echo rc=$?"
+    )
+    assert "rc=1" in out and "No space left" in out, out
+    size = int(shell(adb_server, phones[0], "stat -c %s /data/local/tmp/big").strip())
+    assert size < 64 << 20
+    shell(adb_server, phones[0], "rm /data/local/tmp/big")
+
+
+def test_a_large_listing_does_not_stall_the_other_phone(adb_server: AdbServer, unrooted: PhoneSet) -> None:
+    out = shell(
+        adb_server,
+        unrooted[0],
+        f"mkdir /data/local/tmp/many && cd /data/local/tmp/many && seq 1 {MANY} | xargs touch && ls | wc -l",
+        timeout_s=300,
+    )
+    assert out.strip() == str(MANY), out
+    with WireHost.connect(unrooted[0].port) as host:
+        sync_request(host, 1, b"LIS2", "/data/local/tmp/many")
+        # The other phone answers while the listing is still being made (seconds: a stat per
+        # name): no byte of it has come yet. Before, the listing held the event loop until it was
+        # complete, and its first WRTE came before the other phone's answer.
+        assert answers(adb_server, unrooted[1])
+        assert p.A_WRTE not in arrived(host), "the listing was complete before the other phone answered"
+        reply = host.recv(timeout_s=300)
+        while reply is not None and reply.command != p.A_WRTE:
+            reply = host.recv(timeout_s=300)
+        assert reply is not None and reply.payload.startswith(b"DNT2")
+
+
+def arrived(host: WireHost) -> list[int]:
+    """The commands of the packets the phone has sent so far (without waiting for more)."""
+    commands = []
+    while select.select([host.sock], [], [], 0)[0]:
+        packet = host.recv()
+        if packet is None:
+            break
+        commands.append(packet.command)
+    return commands
+
+
+def small_profile(tmp_path: Path, *, ram_mb: int | None = None, storage_mb: int | None = None) -> Path:
+    """A copy of the unrooted profile with less RAM or storage (a YAML file profile)."""
+    from vphone.profiles import PROFILES_DIR
+
+    text = (PROFILES_DIR / f"{UNROOTED}.yaml").read_text(encoding="utf-8")
+    if ram_mb is not None:
+        text = text.replace("ram_mb: 8192", f"ram_mb: {ram_mb}")
+    if storage_mb is not None:
+        text = text.replace("storage_mb: 131072", f"storage_mb: {storage_mb}")
+    path = tmp_path / "small.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
