@@ -64,6 +64,7 @@ def _summary(phone: Phone, caps: Capabilities | None) -> dict[str, Any]:
         "root": caps.root.available if caps else None,
         "charging_control": charging[0] if charging else None,
         "error": phone.error,
+        "props": dict(sorted(phone.props.items())),  # getprop as the phone answered it
     }
 
 
@@ -90,7 +91,8 @@ def devices(
 ) -> None:
     """List every phone the adb server sees: identity host/serial, state (online, offline,
     unauthorized, leased, or quarantined: a sweep's recovery ladder gave up on it, with why),
-    model, ABI, battery, temperature and capabilities from farm-probe.
+    model, ABI, battery, temperature and capabilities from farm-probe; --json adds each
+    phone's properties (getprop), e.g. a virtual phone's ro.vphone.slowdown.
 
     \b
     Example:

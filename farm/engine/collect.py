@@ -47,6 +47,16 @@ ENV_PROPS = (
     "ro.product.cpu.abi",
     "ro.serialno",
 )
+# Families recorded whole: what a phone states about its SoC (Android 12+ ro.soc.*) and how a
+# simulated phone's speeds relate to the real SoC's (ro.vphone.slowdown, ...).
+ENV_PROP_FAMILIES = ("ro.soc.", "ro.vphone.")
+
+
+def env_props(props: Mapping[str, str]) -> dict[str, str | None]:
+    """The properties env.json records: ENV_PROPS (None when absent) and every ENV_PROP_FAMILIES key."""
+    chosen: dict[str, str | None] = {k: props.get(k) for k in ENV_PROPS}
+    chosen.update({k: v for k, v in sorted(props.items()) if k.startswith(ENV_PROP_FAMILIES)})
+    return chosen
 
 
 _ENV_SCRIPT = (
@@ -100,7 +110,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
     control = charging_control(prepared.caps)
     document: JsonObject = {
         "device_id": prepared.phone.device_id,
-        "props": {k: prepared.phone.props.get(k) for k in ENV_PROPS},
+        "props": env_props(prepared.phone.props),
         "programs": {name: {"sha256": d.sha256, "abi": d.abi} for name, d in prepared.programs.items()},
         "farm_version": farm.__version__,
         "gpu_load_target": job.gpu_load,

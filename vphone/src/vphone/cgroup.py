@@ -177,9 +177,9 @@ def budget_problem(budgets_cores: Sequence[float], host_cores: int) -> str | Non
     total = sum(budgets_cores)
     if len(budgets_cores) < 2 or total <= host_cores + 1e-9:
         return None
-    each = ", ".join(sorted({f"{b:g}" for b in budgets_cores}))
+    each = ", ".join(sorted({f"{b:.3g}" for b in budgets_cores}))
     return (
-        f"CPU budgets do not fit this host: {len(budgets_cores)} phone(s) x {each} cores = {total:g} "
+        f"CPU budgets do not fit this host: {len(budgets_cores)} phone(s) x {each} cores = {total:.3g} "
         f"> {host_cores} host cores, so a phone's latency depends on its neighbours' load "
         "(run fewer phones, or give a profile copy smaller cpu.budget_cores / gpu.budget_cores)"
     )
@@ -198,12 +198,15 @@ def memory_problem(limits_bytes: Sequence[int], host_bytes: int) -> str | None:
     )
 
 
-def budget_warnings(profile_names: Sequence[str]) -> list[str]:
+def budget_warnings(profile_names: Sequence[str], budgets_cores: Sequence[float] | None = None) -> list[str]:
     """What `farm virtual up` says about the budgets of these phones on this host (one line
-    each): budgets that overcommit the host, or budgets that cannot be enforced here."""
+    each): budgets that overcommit the host, or budgets that cannot be enforced here.
+    `budgets_cores`: each phone's host cores (the speed plans'), else the profiles' own."""
     lines = []
     profiles = [load_profile(n) for n in profile_names]
-    problem = budget_problem([p.host_budget_cores for p in profiles], host_cores())
+    if budgets_cores is None:
+        budgets_cores = [p.host_budget_cores for p in profiles]
+    problem = budget_problem(list(budgets_cores), host_cores())
     if problem is not None:
         lines.append(problem)
     with contextlib.suppress(OSError):

@@ -53,6 +53,7 @@ from vphone.profile import THERMALSERVICE_MIN_SDK, ChargingEffect, HintTrigger, 
 from vphone.sandbox import Sandbox, StateLayout
 from vphone.screen import PowerInputs, screen_on_now, timeout_ms_of
 from vphone.socmodel import SocModel
+from vphone.socspeed import SpeedPlan, legacy_plan
 from vphone.thermal import step_temperature_c, zone_temp_c
 from vphone.thermalservice import dump_thermalservice
 
@@ -141,7 +142,9 @@ class Physics:
         sandbox.affinity_calls = _AffinityCalls(self)  # the programs' own syscalls
         self.files = NodeFiles(layout.sys, root_owner if profile.rooted else None)
         self.nodes = TelemetryNodes(profile, self.files)
-        self.model = SocModel(profile)
+        # Host cores per part of the phone (socspeed.py); the world sets it before `prepare`.
+        self.plan: SpeedPlan = legacy_plan(profile)
+        self.model = SocModel(profile, self.plan)
         self.hal = PowerHal(profile)
         self.clock_nodes = ClockNodes(profile, self.model.soc, self.files, self.model.devices)
         self.on_reboot_request = on_reboot_request
@@ -191,7 +194,7 @@ class Physics:
         current = battery_current_ma(bat, self.battery.level_pct, idle_mw, self.battery.charging)
         self._current_raw = current_now_raw(self.profile, current)
         self._gauge_at_ns = time.monotonic_ns()
-        self.model = SocModel(self.profile)
+        self.model = SocModel(self.profile, self.plan)
         self.model.reset_heat(self.temp_c)
         self.hal = PowerHal(self.profile)
         self.clock_nodes = ClockNodes(self.profile, self.model.soc, self.files, self.model.devices)
@@ -541,9 +544,12 @@ class Physics:
         assert self._scanner is not None
         ncpu = os.cpu_count() or 1
         cpu = self._scanner.scan(time.monotonic(), dt_ns * ncpu, dt_ns, rss=rss)
-        cores = self.profile.gpu.cores if self.profile.gpu else 1
+        cores = float(self.profile.gpu.cores if self.profile.gpu else 1)
+        if self.plan.slowdown is not None:  # the GPU's capacity is its quota at this clock
+            cores = max(1e-6, self._quotas.get("gpu", self.plan.gpu_cores))
         gpu_busy = min(1.0, cpu.pocl_ns / (dt_ns * cores)) if dt_ns > 0 else 0.0
-        cpu_busy = min(float(ncpu), cpu.other_ns / dt_ns) if dt_ns > 0 else 0.0
+        # Busy phone cores: a phone core is plan.core_cores host cores (slow motion).
+        cpu_busy = min(float(ncpu), cpu.other_ns / dt_ns) / self.plan.core_cores if dt_ns > 0 else 0.0
         self._place_gpu_threads(cpu.pocl_tids)
         return Sample(gpu_busy, cpu_busy, cpu.rss_kb, cpu.demand_threads)
 

@@ -348,6 +348,34 @@ class CgroupSpec(_Frozen):
     pids_max: int = Field(default=1024, ge=16, le=1_000_000)
 
 
+class Cited(_Frozen):
+    """One published number and where it comes from (a datasheet, a vendor guide, a measurement)."""
+
+    value: float = Field(gt=0)
+    source: str = Field(min_length=8)
+
+
+class ClusterThroughput(_Frozen):
+    """Peak arithmetic of one core of a cluster at its top clock."""
+
+    fp32_gflops_per_core: Cited
+    fp16_gflops_per_core: Cited | None = None  # None: no fp16 arithmetic (Armv8.0 cores)
+
+
+class GpuThroughput(_Frozen):
+    fp32_gflops: Cited
+    fp16_gflops: Cited | None = None
+
+
+class ThroughputSpec(_Frozen):
+    """The SoC's published throughput: what the simulator keeps in proportion (socspeed.py).
+    `clusters` names every CPU cluster of `cpu.clusters`."""
+
+    clusters: dict[str, ClusterThroughput] = Field(min_length=1)
+    gpu: GpuThroughput | None = None
+    memory_bandwidth_gbs: Cited
+
+
 # Android releases farm knows: ro.build.version.release (major[.minor]) -> API levels it may carry.
 ANDROID_SDK_LEVELS: dict[str, tuple[int, ...]] = {
     "4.4": (19, 20),
@@ -405,6 +433,9 @@ class Profile(_Frozen):
     fixed_performance: FixedPerformanceSpec | None = None
     power_hal: PowerHalSpec = PowerHalSpec()
     cgroups: CgroupSpec = CgroupSpec()
+    # Published throughput of the CPU clusters, GPU and memory; None: the budgets above stand as
+    # given (no proportions to keep).
+    throughput: ThroughputSpec | None = None
     # The cable to the host (vphone.adb.link); `farm virtual up --link` overrides it.
     link: LinkKind = LinkKind.NONE
     # Phone paths created with mode 000 (root-only), e.g. devfreq nodes hidden by SELinux.
@@ -465,6 +496,11 @@ def check_profile(profile: Profile) -> Problem | None:
     names = [c.name for c in cpu.clusters]
     if len(set(names)) != len(names):
         return ("cpu", "clusters"), f"cluster names must differ, got {names}"
+    throughput = profile.throughput
+    if throughput is not None and sorted(throughput.clusters) != sorted(names):
+        return ("throughput", "clusters"), f"must name each CPU cluster once ({', '.join(names)})"
+    if throughput is not None and throughput.gpu is not None and profile.gpu is None:
+        return ("throughput", "gpu"), "a GPU's throughput needs a gpu section"
     gpu = profile.gpu
     if gpu is not None and gpu.governors and gpu.boot_governor not in gpu.governors:
         return ("gpu", "governor"), f"governor {gpu.boot_governor!r} is not in governors"

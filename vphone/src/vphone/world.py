@@ -21,6 +21,7 @@ from pathlib import Path
 from vphone import ctlfiles
 from vphone.adb.link import PRESETS, LinkModel
 from vphone.buildprops import build_props
+from vphone.calibration import host_calibration
 from vphone.cgroup import (
     CgroupsUnavailable,
     PhoneCgroups,
@@ -30,13 +31,14 @@ from vphone.cgroup import (
     read_host_cgroups,
 )
 from vphone.cpusets import CgroupTrees
-from vphone.errors import ConfigError
+from vphone.errors import ConfigError, EnvironmentProblem
 from vphone.phone_api import PhoneWorld
 from vphone.phonefiles import PhoneFiles
 from vphone.physics import Physics
 from vphone.profile import Profile
 from vphone.profiles import load_profile
 from vphone.sandbox import CTL_PHONE_DIR, PHONE_PATH, POCL_CACHE_PHONE_DIR, Sandbox
+from vphone.socspeed import SpeedPlan, legacy_plan, plan_props, plan_speeds
 
 log = logging.getLogger(__name__)
 STALE_PREFIX = ".stale-"  # trees of a previous boot, being deleted in the background
@@ -75,6 +77,7 @@ class SandboxWorld:
         if self.sandbox.running:
             return
         self.sandbox.prepare()
+        self.physics.plan = await asyncio.get_running_loop().run_in_executor(None, self._speed_plan)
         ctl = self.sandbox.layout.ctl
         ctlfiles.reset_volatile(ctl)
         self._fix_ctl_owner()
@@ -125,6 +128,32 @@ class SandboxWorld:
             except OSError as exc:
                 log.warning("%s: cgroups left behind: %s", self.serial, exc)
 
+    # -- speeds -----------------------------------------------------------------------------------
+
+    def _speed_plan(self) -> SpeedPlan:
+        """The SoC's proportions on this host (socspeed.py), said in daemon.log; the profile's
+        own budgets when it states no throughput or the host cannot be calibrated."""
+        if self.profile.throughput is None:
+            return legacy_plan(self.profile)
+        try:
+            plan = plan_speeds(self.profile, host_calibration())
+        except EnvironmentProblem as exc:
+            log.warning("%s: the profile's own CPU budgets, no proportions: %s", self.serial, exc)
+            return legacy_plan(self.profile)
+        log.info(
+            "%s: %s runs %.3gx slower than the real SoC: fastest core %.3g host cores, all cores "
+            "%.3g, GPU %.3g",
+            self.serial,
+            self.profile.name,
+            plan.slowdown,
+            plan.core_cores,
+            plan.cpu_cores,
+            plan.gpu_cores,
+        )
+        for unheld in plan.unheld:
+            log.warning("%s: %s", self.serial, unheld.line(self.profile.name))
+        return plan
+
     # -- cgroups ----------------------------------------------------------------------------------
 
     def _create_cgroups(self) -> PhoneCgroups | None:
@@ -132,7 +161,7 @@ class SandboxWorld:
             cgroups = PhoneCgroups(read_host_cgroups(), phone_group_name(self.serial, self.state_dir))
             groups = self.cgroup_trees.groups()
             cgroups.create(
-                weight_cores=self.profile.host_budget_cores,
+                weight_cores=self.physics.plan.host_cores,
                 pids_max=self.profile.cgroups.pids_max,
                 subgroups=tuple(g.name for g in groups if g.name),
                 memory_max_bytes=memory_limit_bytes(self.profile.ram_mb, host_memory_bytes()),
@@ -219,6 +248,7 @@ class SandboxWorld:
                 "ro.kernel.qemu": "0",
                 "ro.farm.virtual": "1",
                 "ro.farm.profile": self.profile.name,
+                **plan_props(self.physics.plan),
                 "ro.opengles.version": "196610",
                 "sys.boot_completed": "1",
                 "dev.bootcomplete": "1",
@@ -267,11 +297,17 @@ class SandboxWorld:
             "TERM": term or "dumb",
             # PoCL stands in for the phone's GPU: its worker threads are the "GPU cores", and it
             # needs a writable kernel cache (HOME=/ is not writable for shell).
-            "POCL_MAX_PTHREAD_COUNT": str(self.profile.gpu.cores if self.profile.gpu else 1),
+            "POCL_MAX_PTHREAD_COUNT": str(self._pocl_threads()),
             "POCL_CACHE_DIR": f"{POCL_CACHE_PHONE_DIR}/{user}",  # root's entries would lock out shell
             "FARM_CTL_DIR": CTL_PHONE_DIR,
         }
         return env
+
+    def _pocl_threads(self) -> int:
+        """PoCL's workers: the profile's, or as many as the GPU's host budget can keep busy."""
+        cores = self.profile.gpu.cores if self.profile.gpu else 1
+        plan = self.physics.plan
+        return max(cores, plan.gpu_threads) if plan.slowdown is not None else cores
 
     async def open_files(self) -> PhoneFiles:
         if not self.sandbox.running:
