@@ -24,7 +24,9 @@ MIN_DISCHARGE_MW = 50.0
 MAX_DISCHARGE_MW = 15_000.0
 # The share of current samples that must have the discharge sign (gauge noise flips a few).
 MIN_SIGN_SHARE = 0.9
-MIN_CURRENT_SAMPLES = 2  # at least two gauge readings
+# One reading after the gauge's first update is what a run's energy window waits for
+# (farm.analysis.power: the window is extended until the gauge updated, capped).
+MIN_CURRENT_SAMPLES = 1
 
 
 @dataclass(frozen=True)

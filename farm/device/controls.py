@@ -155,3 +155,32 @@ def stay_awake(session: DeviceSession, *, on: bool) -> None:
     session.shell(["svc", "power", "stayon", "true" if on else "false"])
     if on:
         session.shell(["input", "keyevent", "KEYCODE_WAKEUP"])
+
+
+# The screen held on for a measurement, as the run script holds it (device_agents/run/farm-run.sh
+# hold_screen): `svc power stayon` holds only while BatteryService sees USB power, which an
+# input-suspend charging switch removes, so the user-activity timeout goes to its maximum (the
+# phone's value restored after) and a wake-up key counts as activity.
+_HOLD_SCREEN = (
+    "t=$(settings get system screen_off_timeout 2>/dev/null); "
+    'settings put system screen_off_timeout 2147483647 >/dev/null 2>&1 && echo "held=$t"; '
+    "input keyevent KEYCODE_WAKEUP >/dev/null 2>&1; true"
+)
+_RELEASE_SCREEN = (
+    'case $1 in ""|null) settings delete system screen_off_timeout ;; '
+    '*) settings put system screen_off_timeout "$1" ;; esac >/dev/null 2>&1; true'
+)
+
+
+def hold_screen(session: DeviceSession) -> str | None:
+    """Hold the screen on; returns the phone's own timeout to restore ("" when unset), None when
+    the phone has no `settings` to hold it with."""
+    for line in session.script(_HOLD_SCREEN).stdout.splitlines():
+        if line.startswith("held="):
+            return line.removeprefix("held=")
+    return None
+
+
+def release_screen(session: DeviceSession, timeout: str | None) -> None:
+    if timeout is not None:
+        session.script(_RELEASE_SCREEN, timeout)

@@ -24,6 +24,7 @@ import numpy as np
 
 from farm.analysis.power import BatteryCalibration, battery_power, window_power_mw
 from farm.analysis.series import DEFAULT_SOURCES, TraceLike
+from farm.device import controls
 from farm.engine.collect import calibration_from_trace, calibration_of
 from farm.engine.conditions import disable_charging, restore_power
 from farm.engine.model import Gates, IdleBaseline, PreparedPhone
@@ -138,8 +139,10 @@ def _measure(
     started = time.monotonic()
     baseline = IdleBaseline(None, note="no idle baseline: interrupted")
     data = b""
+    screen_timeout: str | None = None
     try:
         run_dir.create(session)
+        screen_timeout = controls.hold_screen(session)  # as the runs hold it (farm-run.sh)
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, notes)
         if not charging_off:
@@ -166,6 +169,7 @@ def _measure(
     finally:
         try:
             restore_power(prepared, store, charging_off=charging_off)
+            controls.release_screen(session, screen_timeout)  # after charging: stay-on holds again
             session.script('rm -rf "$1"', run_dir.path)
         except FarmError as error:
             notes.append(f"charging not restored yet after the idle baseline: {error}")

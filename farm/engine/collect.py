@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
 import farm
 from farm.adapters.jsonl import parse_event_lines
 from farm.analysis.discharge import BatteryState, DischargeEvidence, DischargeProof, judge_discharge
@@ -257,10 +259,22 @@ def discharge_of(
         cur = trace.series("battery.current_now")
         volt = trace.series("battery.voltage_now")
         if cur is not None and len(cur) > 0:
-            current = tuple(float(x) for x in cur.readings().values[1:])
+            current = tuple(float(x) for x in after_first_update(cur))
         if volt is not None:
             voltage = tuple(float(x) for x in volt.values)
     return judge_discharge(DischargeEvidence(after_switch, at_end, current, voltage))
+
+
+def after_first_update(series: Series) -> np.ndarray:
+    """The gauge's readings from its first update on: the value before may predate the
+    charging switch (a slow gauge holds its last charging reading for seconds); none when the
+    value never changed."""
+    changed = np.flatnonzero(series.values != series.values[0])
+    if changed.size == 0:
+        return np.empty(0)
+    readings = series.readings()
+    kept: np.ndarray = readings.values[readings.t_ns >= series.t_ns[changed[0]]]
+    return kept
 
 
 def energy_invalid_of(env: Mapping[str, object]) -> str | None:
