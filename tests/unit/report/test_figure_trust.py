@@ -59,3 +59,16 @@ def test_a_ratio_legend_names_its_factors() -> None:
     svg = section.figures[0].svg
     assert "(128, 2)" not in svg
     assert "backend=gpu (hidden=128, layers=2)" in svg
+
+
+def test_every_html_table_scrolls_in_its_own_box() -> None:
+    import re
+
+    from farm.report.render import render_html
+
+    html = render_html(study_data("mobirnn"))
+    tables = html.count("<table>")
+    assert tables > 3
+    # a table wider than the page scrolls inside its box instead of widening the page
+    assert len(re.findall(r'<div class="tablebox"><table>', html)) == tables
+    assert ".tablebox { max-width: 100%; overflow-x: auto; }" in html
