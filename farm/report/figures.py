@@ -115,12 +115,23 @@ def drawn_key(data: ReportData, spec: FigureSpec) -> tuple[object, ...]:
     )
 
 
+def _repeats(data: ReportData, default: FigureSpec, declared: FigureSpec) -> bool:
+    """Whether an automatic figure shows what a declared one already shows: the same metric (or
+    ratio, or share) along the same x, however coloured or faceted, or with x and colour swapped
+    (latency by phone per backend vs by backend per phone)."""
+    mine, theirs = drawn_key(data, default), drawn_key(data, declared)
+    if (mine[1], mine[4], mine[5]) != (theirs[1], theirs[4], theirs[5]):
+        return False
+    return default.x == declared.x or {default.x, default.color} == {declared.x, declared.color}
+
+
 def figures_for(data: ReportData) -> list[FigureSpec]:
-    """Declared figures first, then defaults drawing what no declared one draws; only those with
+    """Declared figures first, then defaults showing what no declared one shows; only those with
     data."""
     specs: list[FigureSpec] = []
-    declared = {drawn_key(data, spec) for spec in data.figures}
-    defaults = [spec for spec in default_figures(data) if drawn_key(data, spec) not in declared]
+    defaults = [
+        spec for spec in default_figures(data) if not any(_repeats(data, spec, d) for d in data.figures)
+    ]
     for spec in [*data.figures, *defaults]:
         if spec.name not in {s.name for s in specs} and _has_data(data, spec):
             specs.append(spec)

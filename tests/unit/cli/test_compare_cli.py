@@ -60,7 +60,7 @@ def _few_runs_and_a_failed_phone(store: Store) -> None:
     }
     save_experiment(store, "few", json.dumps(spec), "x", "experiments/few.yaml")
     planned = [
-        PlannedRun(f"few-{p}-{b}-{r}", b, (("backend", b),), r, p, i)
+        PlannedRun(f"few-{p}-{b}-{r}".replace("/", "_"), b, (("backend", b),), r, p, i)
         for i, (p, b, r) in enumerate(
             (p, b, r) for p in ("local/phone-a", "local/phone-c") for b in ("cpu", "gpu") for r in range(3)
         )

@@ -30,6 +30,13 @@ def test_no_figure_is_drawn_twice() -> None:
     figures = render_figures(data)  # type: ignore[arg-type]
     keys = [drawn_key(data, f.spec) for f in figures]  # type: ignore[arg-type]
     assert len(keys) == len(set(keys)), [f.title for f in figures]
+    # no automatic figure shows a declared one's metric along the same x (or with x and colour
+    # swapped), whatever its facet: the quick variant's hidden has one level, so a facet of it is none
+    declared = [f.spec for f in figures if f.spec in data.figures]  # type: ignore[attr-defined]
+    for auto in (f.spec for f in figures if f.spec not in data.figures):  # type: ignore[attr-defined]
+        for spec in declared:
+            if spec.y == auto.y and spec.relative_to is None and auto.relative_to is None:
+                assert auto.x != spec.x and {auto.x, auto.color} != {spec.x, spec.color}, (auto, spec)
     section = study_section(data)  # type: ignore[arg-type]
     assert section is not None
     # the file declares the speedup-vs-load figure: the study section does not draw it again
@@ -59,3 +66,16 @@ def test_a_ratio_legend_names_its_factors() -> None:
     svg = section.figures[0].svg
     assert "(128, 2)" not in svg
     assert "backend=gpu (hidden=128, layers=2)" in svg
+
+
+def test_every_html_table_scrolls_in_its_own_box() -> None:
+    import re
+
+    from farm.report.render import render_html
+
+    html = render_html(study_data("mobirnn"))
+    tables = html.count("<table>")
+    assert tables > 3
+    # a table wider than the page scrolls inside its box instead of widening the page
+    assert len(re.findall(r'<div class="tablebox"><table>', html)) == tables
+    assert ".tablebox { max-width: 100%; overflow-x: auto; }" in html
