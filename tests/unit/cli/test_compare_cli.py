@@ -25,7 +25,7 @@ def _experiment(
     save_experiment(store, name, json.dumps(spec), "x", f"experiments/{name}.yaml")
     rng = np.random.default_rng(seed)
     planned = [
-        PlannedRun(f"{name}-{p}-{b}-{r}", b, (("backend", b),), r, p, i)
+        PlannedRun(f"{name}-{p}-{b}-{r}".replace("/", "_"), b, (("backend", b),), r, p, i)
         for i, (p, b, r) in enumerate((p, b, r) for p in PHONES for b in speed for r in range(REPS))
     ]
     insert_planned(store, name, planned)

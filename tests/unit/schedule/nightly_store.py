@@ -30,7 +30,9 @@ def store_night(
     run_store.save_experiment(store, name, text, digest, "tiny.yaml")
     for device, values in latencies.items():
         planned = [
-            PlannedRun(f"{name}/{device}/{rep}", "cell8", (("hidden", 8),), rep, device, rep)
+            PlannedRun(
+                f"{name}-{device}-{rep}".replace("/", "_"), "cell8", (("hidden", 8),), rep, device, rep
+            )
             for rep in range(len(values))
         ]
         run_store.insert_planned(store, name, planned)

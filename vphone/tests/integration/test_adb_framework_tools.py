@@ -291,6 +291,8 @@ def test_input_keyevent_takes_names_without_the_prefix_and_unknown_ones(phone: a
     ):
         assert run(phone, command) == (0, "", ""), command
     assert "keyevent VOLUME_UP" in phone.shell("logcat -d -b main -v raw -s InputDispatcher")
+    assert run(phone, "cmd input tap 5 6") == (0, "", "")  # `input` is `cmd input` from Android 11
+    assert "  input\n" in phone.shell("cmd -l") + "\n"
 
 
 # -- pm install (PackageManagerShellCommand.runInstall; the parse PackageManager does first) -------
@@ -336,3 +338,22 @@ def test_pm_install_parses_the_apk_first(phone: adbutils.AdbDevice, tmp_path: Pa
         assert phone.shell("pm path org.farm.probe") == "package:/data/app/org.farm.probe/base.apk"
     finally:
         assert run(phone, "pm uninstall org.farm.probe") == (0, "Success\n", "")
+
+
+def test_dumpsys_display_viewport_as_adbutils_reads_it(devices: dict[str, adbutils.AdbDevice]) -> None:
+    """DisplayManagerService dumps "  mViewports=" + its list; DisplayViewport.toString is
+    "DisplayViewport{type=..., valid=..., [isActive=..., Android 12+] displayId=..., uniqueId='...',
+    physicalPort=..., orientation=..., logicalFrame=..., physicalFrame=..., deviceWidth=...,
+    deviceHeight=...}". adbutils' rotation() takes the first "orientation=N"."""
+    for profile, device in devices.items():
+        shown = device.shell("dumpsys display")
+        size = device.shell("wm size").split(": ")[1]
+        width, height = size.split("x")
+        viewport = re.search(r"mViewports=\[DisplayViewport\{(.*)\}\]", shown)
+        assert viewport, shown
+        fields = viewport[1]
+        assert fields.startswith("type=INTERNAL, valid=true, ")
+        assert ("isActive=true" in fields) == (int(device.getprop("ro.build.version.sdk")) >= 31), profile
+        assert fields.endswith(f"deviceWidth={width}, deviceHeight={height}")
+        assert f"physicalFrame=Rect(0, 0 - {width}, {height})" in fields
+        assert device.rotation() == 0

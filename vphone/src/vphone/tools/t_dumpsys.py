@@ -14,8 +14,19 @@ import ctlstore
 import t_services
 import toolerrors
 
-BASE_SERVICES = ("activity", "battery", "meminfo", "package", "power", "settings", "window")
-SHELL_COMMANDS = ("activity", "window", "settings")  # `cmd SERVICE` = the am, wm, settings tools
+BASE_SERVICES = (
+    "activity",
+    "battery",
+    "display",
+    "input",
+    "meminfo",
+    "package",
+    "power",
+    "settings",
+    "window",
+)
+# `cmd SERVICE` = the am, wm, settings and input tools (from Android 11 `input` is `cmd input`)
+SHELL_COMMANDS = ("activity", "window", "settings", "input")
 THERMALSERVICE_SDK = 29  # Android 10
 CMD_POWER_SDK = 30  # Android 11: `cmd power` (fixed performance mode)
 THERMALSERVICE_FILE = "thermalservice.txt"  # written by the physics (host side)
@@ -339,11 +350,17 @@ def cmd(args: list[str]) -> int:
         import t_pm
 
         return t_pm.pm(args[1:])
-    if args[0] in SHELL_COMMANDS and args[0] in known:  # what the am/wm/settings scripts run
+    if args[0] in SHELL_COMMANDS and args[0] in known:
         import t_misc
         import t_settings
 
-        tool = {"activity": t_misc.am, "window": t_misc.wm, "settings": t_settings.settings}[args[0]]
+        tools = {
+            "activity": t_misc.am,
+            "window": t_misc.wm,
+            "settings": t_settings.settings,
+            "input": t_misc.input_,
+        }
+        tool = tools[args[0]]
         return tool(args[1:])
     if args[0] in known:
         return 0

@@ -5,6 +5,11 @@ and package, as their services dump them.
   DisplayContent.dump): "  Display: mDisplayId=0" and the size line
   "    init=WxH DENSITYdpi [base=WxH DENSITYdpi] cur=WxH app=WxH", where base appears once `wm size`
   or `wm density` overrode the initial values and cur is the size in force.
+* `dumpsys display` (DisplayManagerService.dumpInternal): "DISPLAY MANAGER (dumpsys display)" and
+  "  mViewports=" + the list of DisplayViewport.toString, "DisplayViewport{type=INTERNAL,
+  valid=true, [isActive=true, from Android 12] displayId=0, uniqueId='local:ID', physicalPort=P,
+  orientation=R, logicalFrame=Rect(0, 0 - W, H), physicalFrame=..., deviceWidth=W,
+  deviceHeight=H}" (what adbutils' rotation() and AndroidViewClient read).
 * `dumpsys package PKG`: the package's entry (t_pm.dump_package).
 """
 
@@ -48,4 +53,29 @@ def package(args: list[str]) -> int:
     return 0
 
 
-DUMPERS = {"window": window, "package": package}
+IS_ACTIVE_SDK = 31  # DisplayViewport.isActive: in Android 12+ sources, absent in 10 (11 not checked)
+PANEL_ID = "local:4619827259835644672"  # SurfaceFlinger's id of the built-in panel, port 0
+
+
+def _sdk() -> int:
+    try:
+        return int(ctlstore.read_json("props/ro.json", {}).get("ro.build.version.sdk", "34"))
+    except ValueError:
+        return 34
+
+
+def display_(args: list[str]) -> int:
+    size, _density, size_override, _density_override = display()
+    width, _, height = size.partition("x")
+    logical_w, _, logical_h = (size_override or size).partition("x")
+    active = "isActive=true, " if _sdk() >= IS_ACTIVE_SDK else ""
+    viewport = (
+        f"DisplayViewport{{type=INTERNAL, valid=true, {active}displayId=0, uniqueId='{PANEL_ID}', "
+        f"physicalPort=0, orientation=0, logicalFrame=Rect(0, 0 - {logical_w}, {logical_h}), "
+        f"physicalFrame=Rect(0, 0 - {width}, {height}), deviceWidth={width}, deviceHeight={height}}}"
+    )
+    sys.stdout.write(f"DISPLAY MANAGER (dumpsys display)\n  mOnlyCore=false\n  mViewports=[{viewport}]\n")
+    return 0
+
+
+DUMPERS = {"window": window, "package": package, "display": display_}
