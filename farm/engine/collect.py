@@ -297,6 +297,8 @@ ENERGY_METRICS = frozenset(
         "energy_net_mj",
         "energy_per_inference_mj",
         "energy_per_inference_gross_mj",
+        "energy_per_prefill_token_mj",
+        "energy_per_decode_token_mj",
     }
 )
 
