@@ -122,7 +122,32 @@ PAGE_16K = 16384
 
 
 def _opencl(caps: Capabilities) -> Finding:
+    """OpenCL is proven by a program listing devices through the library it loaded; a library
+    file alone (no program built for the phone's ABI) is only evidence, said as such."""
     libraries = caps.opencl_libraries
+    notes = [
+        f"{lib} ({OPENCL_LIBRARY_NOTES[name]})"
+        if (name := lib.rsplit("/", 1)[-1]) in OPENCL_LIBRARY_NOTES
+        else lib
+        for lib in libraries
+    ]
+    devices = caps.opencl_devices
+    if devices:
+        listed = ", ".join(
+            f"{d.name} [{d.type}{', fp16' if d.fp16 else ''}] via {d.library or 'the loader'}"
+            for d in devices
+        )
+        return Finding(Check.OPENCL, Status.OK, "devices: " + listed)
+    if devices is not None:  # a program looked, through every candidate library, and found none
+        found = f"libraries present: {', '.join(notes)}" if notes else "no vendor OpenCL library"
+        return Finding(
+            Check.OPENCL,
+            Status.MISSING,
+            f"no OpenCL device listed ({found})",
+            GPU_METRICS,
+            "GPU cells cannot run on this phone; use --backend=cpu cells, "
+            "or a phone with a vendor OpenCL driver",
+        )
     if not libraries:
         return Finding(
             Check.OPENCL,
@@ -132,13 +157,13 @@ def _opencl(caps: Capabilities) -> Finding:
             "GPU cells cannot run on this phone; use --backend=cpu cells, "
             "or a phone with a vendor OpenCL driver",
         )
-    notes = [
-        f"{lib} ({OPENCL_LIBRARY_NOTES[name]})"
-        if (name := lib.rsplit("/", 1)[-1]) in OPENCL_LIBRARY_NOTES
-        else lib
-        for lib in libraries
-    ]
-    return Finding(Check.OPENCL, Status.OK, "library: " + ", ".join(notes))
+    return Finding(
+        Check.OPENCL,
+        Status.DEGRADED,
+        "library: " + ", ".join(notes) + " (not proven: no program built for this ABI listed devices)",
+        (),
+        "make kernels for the phone's ABI so farm can list its OpenCL devices",
+    )
 
 
 def _charging_switch(caps: Capabilities) -> Finding:

@@ -52,6 +52,20 @@ BUILT_TO_SHOW: dict[str, dict[str, tuple[str, str]]] = {
     "no-opencl": {  # no vendor OpenCL library
         "opencl": ("missing", "no vendor OpenCL library"),
     },
+    "pixel7": {  # Tensor G2: OpenCL only through libOpenCL-pixel.so; vendor SELinux keeps shell out
+        "opencl": ("ok", "libOpenCL-pixel.so"),
+        "thermal": ("degraded|missing", "refused"),
+        "root": ("missing|degraded", ""),
+    },
+    "galaxy-s23": {  # production Snapdragon 8 Gen 2 phone: input_suspend present, no root to write it
+        "opencl": ("ok", "devices: "),
+        "root": ("missing|degraded", ""),
+        "charging_switch": ("missing", ""),
+    },
+    "dimensity9200": {  # rooted with Magisk: the first su waits on the grant prompt
+        "root": ("ok", ""),
+        "opencl": ("ok", ""),
+    },
 }
 ALL_CHECKS = {
     "opencl",
