@@ -4,7 +4,7 @@
 - runner.run_experiment(RunOptions): what `farm run` does (load, select phones, plan, persist
   PENDING runs, lease phones, run the sweep, summarise); exit codes via RunSummary.exit_code;
 - scheduler.Sweep: one worker thread per leased phone, retries from the attempt's outcome
-  (retry_decision is pure), events in the store, PhoneStatus per phone for the live view;
+  (farm.engine.attempt_rules decides, pure), events in the store, PhoneStatus per phone for the live view;
   workers: Worker/PhoneStatus and the narrow side of a Sweep its helpers act through;
 - coordination.Supervisor: a Sweep's heartbeat (drops phones whose lease was taken over),
   takeover of dead coordinators' runs, phones that join, when the sweep is over;

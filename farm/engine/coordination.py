@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from farm import crashlog
 from farm.engine.workers import SweepSide
 from farm.errors import FarmError, StoreError
 from farm.fleet.inventory import Phone
@@ -91,11 +92,11 @@ class Supervisor:
             except StoreError as error:
                 # The workers stop the sweep when they meet it; with none left, stop it here.
                 if not self.sweep.active_workers():
-                    self.sweep.store_error = self.sweep.store_error or error
-                    self.sweep.cancel.set()
+                    self.sweep.stop_for_store(error)
                     self.sweep.finished.set()
-            except Exception as error:  # a bug here must not end the supervision
-                log.warning("farm: supervisor: %s: %s", type(error).__name__, error)
+            except Exception as error:  # a bug here must not end the supervision; its stack is kept
+                stack_at = crashlog.record(error, f"supervisor of {self.sweep.key}")
+                log.warning("farm: supervisor: %s: %s (stack in %s)", type(error).__name__, error, stack_at)
             self._stop.wait(TICK_S)
 
     def _beat(self) -> None:

@@ -155,8 +155,7 @@ class Ladder:
         if not self.reboot_allowed:
             reason += " (reboot not allowed: retries.reboot)"
         status.state = Phase.QUARANTINED
-        sweep.excluded[phone.device_id] = reason
-        sweep.problems.append(f"{phone.device_id}: quarantined: {reason}")
+        sweep.exclude(phone.device_id, reason, problem=f"{phone.device_id}: quarantined: {reason}")
         device_store.quarantine(sweep.store, phone.device_id, reason, sweep.execution_id)
         sweep.event(
             EventKind.QUARANTINE,

@@ -21,12 +21,13 @@ import dataclasses
 import random
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 from farm import crashlog
+from farm.engine.attempt_rules import AttemptPolicy, judge_attempt, not_stored_event
 from farm.engine.cancel import PhoneCancel
 from farm.engine.clocks import ClocksRefused, apply_clocks, restore_clocks
 from farm.engine.conditions import read_temperature_c
@@ -46,7 +47,6 @@ from farm.engine.model import (
     RunResult,
 )
 from farm.engine.program import job_arguments
-from farm.engine.thermal import throttle_decision
 from farm.engine.tuning import tune_phone
 from farm.engine.watch import TraceWatcher
 from farm.engine.workers import PhoneStatus, Worker
@@ -54,7 +54,6 @@ from farm.errors import DeviceTransientError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
 from farm.spec.model import Experiment
-from farm.spec.sections import RetryOn
 from farm.store import Outcome, RunState, Store, events, outbox, ownership, run_artifacts_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store
@@ -88,20 +87,6 @@ def gates_of(experiment: Experiment) -> Gates:
         within_c_of_idle=experiment.conditions.cooldown.within_c_of_idle,
         max_file_bytes=experiment.limits.run_file_bytes,
     )
-
-
-def retry_decision(
-    outcome: Outcome, attempts: int, max_attempts: int, retry_on: Collection[RetryOn]
-) -> RunState:
-    """Where a run goes after an attempt (pure): DONE, FAILED, or PENDING for another try."""
-    if outcome is Outcome.DONE:
-        return RunState.DONE
-    if outcome is Outcome.INTERRUPTED:
-        return RunState.PENDING
-    if outcome is Outcome.FAILED:
-        return RunState.FAILED
-    kind = RetryOn.TIMEOUT if outcome is Outcome.TIMEOUT else RetryOn.LOST
-    return RunState.PENDING if kind in retry_on and attempts < max_attempts else RunState.FAILED
 
 
 class Sweep:
@@ -279,6 +264,15 @@ class Sweep:
             payload=payload,
         )
 
+    @property
+    def attempt_policy(self) -> AttemptPolicy:
+        """The experiment's rules for ending an attempt (retries, throttling)."""
+        return AttemptPolicy(
+            max_attempts=self.experiment.retries.max_attempts,
+            retry_on=frozenset(self.experiment.retries.on),
+            on_throttle=self.experiment.conditions.on_throttle,
+        )
+
     def has_work(self, device_id: str) -> bool:
         return run_store.has_pending(self.store, self.key, device_id)
 
@@ -435,10 +429,19 @@ class Sweep:
         (the other phones interrupt their runs and are restored); nothing more is written here.
         A finished attempt was kept in its run folder (farm.store.outbox) for the next start."""
         status.state = Phase.FAILED
+        self.problems.append(f"{phone.device_id}: {error}")
+        self.stop_for_store(error)
+
+    def stop_for_store(self, error: StoreError) -> None:
+        """Stop the sweep the clean way because the store failed; the first failure is the one said."""
         if self.store_error is None:
             self.store_error = error
-        self.problems.append(f"{phone.device_id}: {error}")
         self.cancel.set()
+
+    def exclude(self, device_id: str, reason: str, *, problem: str) -> None:
+        """No more runs on this phone this sweep (`reason`); `problem` goes into the summary."""
+        self.excluded[device_id] = reason
+        self.problems.append(problem)
 
     def _with_baseline(
         self, prepared: PreparedPhone, status: PhoneStatus, cancel: threading.Event
@@ -547,31 +550,21 @@ class Sweep:
             )
         status.gpu_load_achieved = result.load_achieved
         status.live = None
-        attempts_after = run.attempts + 1
-        next_state = retry_decision(
+        end = judge_attempt(
             result.outcome,
-            attempts_after,
-            self.experiment.retries.max_attempts,
-            self.experiment.retries.on,
-        )
-        next_state, throttled = throttle_decision(
-            next_state,
-            result.outcome,
+            result.error,
             result.throttle,
-            self.experiment.conditions.on_throttle,
-            attempts=attempts_after,
-            max_attempts=self.experiment.retries.max_attempts,
+            result.notes,
+            attempts_after=run.attempts + 1,
+            policy=self.attempt_policy,
         )
-        if throttled is not None:
-            self.event(EventKind.THROTTLE, throttled, run_id=run.run_id, device_id=device_id)
-            if next_state is RunState.FAILED:
-                result.outcome, result.error = Outcome.FAILED, throttled
+        result.outcome, result.error = end.outcome, end.error  # as stored and as on_finished sees it
         ended = outbox.PendingResult(
             run.run_id,
             attempt,
-            result.outcome,
-            next_state,
-            error=result.error,
+            end.outcome,
+            end.next_state,
+            error=end.error,
             exit_code=result.exit_code,
             load_target=job.gpu_load,
             load_achieved=result.load_achieved,
@@ -579,44 +572,21 @@ class Sweep:
             metrics=tuple(result.metrics),
         )
         stored = outbox.finish_or_keep(self.store, artifacts, ended)  # kept on disk if the store fails
-        if stored and next_state is RunState.DONE:
+        if stored and end.wants_metrics:
             # Metrics are computed off the phone's critical path; a crash before they are stored
             # leaves a DONE run without metrics, which the next start fills in (recovery).
             self._pending_metrics.append(
                 self._metrics_pool.submit(self._store_metrics, run.run_id, prepared, job, result)
             )
-        if result.outcome is Outcome.LOST:
+        if end.phone_lost:
             status.state = Phase.LOST
-            self.event(
-                EventKind.FAULT,
-                f"phone lost during run: {result.error}",
-                run_id=run.run_id,
-                device_id=device_id,
-            )
-        elif result.outcome is Outcome.TIMEOUT:
-            self.event(EventKind.TIMEOUT, result.error or "timeout", run_id=run.run_id, device_id=device_id)
-        elif result.outcome is Outcome.FAILED:
-            self.event(EventKind.FAILED, result.error or "failed", run_id=run.run_id, device_id=device_id)
-        if result.outcome is not Outcome.LOST:
+        if end.phone_answered:
             self.ladder.reset(device_id)  # the phone answered to the end: its ladder starts over
-        if next_state is RunState.PENDING and result.outcome is not Outcome.INTERRUPTED:
-            self.event(
-                EventKind.RETRY,
-                f"attempt {attempts_after} ended {result.outcome}; will retry",
-                run_id=run.run_id,
-                device_id=device_id,
-            )
-        if not stored and result.outcome is not Outcome.INTERRUPTED:
-            self.event(
-                EventKind.REFUSED,
-                "result not stored: the run was requeued meanwhile (this coordinator was judged dead)",
-                run_id=run.run_id,
-                device_id=device_id,
-            )
-        for note in result.notes:
-            self.event(EventKind.NOTE, note, run_id=run.run_id, device_id=device_id)
+        refused = None if stored else not_stored_event(end)
+        for planned in (*end.events, *([refused] if refused is not None else [])):
+            self.event(planned.kind, planned.message, run_id=run.run_id, device_id=device_id)
         if stored and self.on_finished is not None:
-            self.on_finished(device_id, run, result, next_state)
+            self.on_finished(device_id, run, result, end.next_state)
         status.run_started = None
 
     def _watcher(

@@ -5,7 +5,7 @@ ladder (farm.engine.ladder) act through."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -69,9 +69,18 @@ class SweepSide(Protocol):
     cancel: threading.Event
     finished: threading.Event
     worker_ended: threading.Event
-    excluded: dict[str, str]
-    problems: list[str]
-    store_error: StoreError | None
+
+    # Read here; only the sweep writes them (exclude, stop_for_store).
+    @property
+    def excluded(self) -> Mapping[str, str]: ...
+
+    @property
+    def store_error(self) -> StoreError | None: ...
+
+    def exclude(self, device_id: str, reason: str, *, problem: str) -> None: ...
+
+    def stop_for_store(self, error: StoreError) -> None: ...
+
     driver: PhoneDriver
     lost_wait_s: float
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from farm.device.controls import charging_control_for
+from farm.engine.attempt_rules import retry_decision
 from farm.engine.conditions import charging_control, temperature_nodes
 from farm.engine.onphone import gpu_busy_path, last_achieved_load, load_argv
 from farm.engine.planner import plan
 from farm.engine.runner import matches_selector, planned_rows, select_phones
-from farm.engine.scheduler import gates_of, retry_decision
+from farm.engine.scheduler import gates_of
 from farm.fleet.inventory import Phone, PhoneState
 from farm.spec import load_text
 from farm.spec.sections import Intensity, RetryOn
