@@ -17,7 +17,8 @@ from farm.analysis.kernel_predictor import KernelConfig, KernelKind, KernelPredi
 from farm.analysis.resource_data import LayerStatistic, ModelKey, run_layer_ms
 from farm.errors import ConfigError
 from farm.store.layers import LayerResult
-from farm.store.results import RunState, StoredResult
+from farm.store.results import StoredResult
+from farm.store.runs import RunState
 
 FORMAT = "farm-kernel-predictor/1"
 SINGLE_LAYER_MODEL = "layer"  # the cnn program's --model for one kernel
@@ -42,12 +43,14 @@ def config_of(factors: Mapping[str, Any]) -> KernelConfig:
     """A single-layer run's configuration, with the program's defaults (kernels/cnn/main.c)."""
     layer = str(factors.get("layer", "conv"))
     kernel, stride = int(factors.get("kernel", 3)), int(factors.get("stride", 1))
-    if layer == "conv" and kernel == 1 and stride == 1:
-        kind = KernelKind.POINTWISE
-    else:
-        kind = KernelKind(layer)
+    pointwise = layer == "conv" and kernel == 1 and stride == 1
+    kind = KernelKind.POINTWISE if pointwise else KernelKind(layer)
     channels = int(factors.get("channels", 3))
-    out = int(factors.get("out_channels", 16)) if kind in (KernelKind.CONV, KernelKind.POINTWISE, KernelKind.FC) else channels
+    out = (
+        int(factors.get("out_channels", 16))
+        if kind in (KernelKind.CONV, KernelKind.POINTWISE, KernelKind.FC)
+        else channels
+    )
     size = int(factors.get("input_size", 0) or 56)
     return KernelConfig(kind, channels, size, out, kernel, stride, int(factors.get("pad", 0)))
 
@@ -67,7 +70,9 @@ def kernel_samples(
         time_ms = run_layer_ms(run, layers, statistic).get("layer")
         if time_ms is None or time_ms <= 0:
             continue
-        key = ModelKey(run.device_id, str(factors.get("backend", "cpu")), str(factors.get("precision", "fp32")))
+        key = ModelKey(
+            run.device_id, str(factors.get("backend", "cpu")), str(factors.get("precision", "fp32"))
+        )
         sample = KernelSample(config_of(factors), float(time_ms), run_clock_mhz(run, key.backend))
         groups.setdefault(key, []).append(sample)
     return groups

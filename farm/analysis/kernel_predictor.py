@@ -17,6 +17,7 @@ import enum
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -155,7 +156,7 @@ class KernelPredictor:
         return tuple(sorted({s.config.kind for s in self.samples}))
 
 
-def _ensemble(samples: Sequence[KernelSample], precision: str):  # -> GradientBoostingRegressor
+def _ensemble(samples: Sequence[KernelSample], precision: str) -> Any:  # a GradientBoostingRegressor
     # Imported here: scikit-learn loads in ~1 s, and only fitting needs it.
     from sklearn.ensemble import GradientBoostingRegressor
 

@@ -36,7 +36,12 @@ def test_conv_counts_match_hand_arithmetic() -> None:
 def test_squeezenet_layers_map_to_kernels_with_their_padding() -> None:
     layers = {layer.name: layer for layer in network("squeezenet1.1").layers}
     e3 = kernel_of_layer(layers["fire2/expand3x3"])
-    assert (e3.kind, e3.kernel, e3.pad, e3.out_size) == (KernelKind.CONV, 3, 1, layers["fire2/expand3x3"].out_size)
+    assert (e3.kind, e3.kernel, e3.pad, e3.out_size) == (
+        KernelKind.CONV,
+        3,
+        1,
+        layers["fire2/expand3x3"].out_size,
+    )
     assert kernel_of_layer(layers["fire2/squeeze1x1"]).kind is KernelKind.POINTWISE
     conv1 = kernel_of_layer(layers["conv1"])
     assert (conv1.pad, conv1.out_size) == (0, layers["conv1"].out_size)
@@ -62,7 +67,10 @@ def _samples(clock_mhz: float) -> list[KernelSample]:
 
 def test_fit_recovers_a_synthetic_law_on_unseen_shapes_and_another_clock() -> None:
     predictor = fit(_samples(1000.0))
-    unseen = [KernelConfig(KernelKind.CONV, 48, 20, 96, 3, 1, 1), KernelConfig(KernelKind.CONV, 24, 40, 40, 3, 2, 1)]
+    unseen = [
+        KernelConfig(KernelKind.CONV, 48, 20, 96, 3, 1, 1),
+        KernelConfig(KernelKind.CONV, 24, 40, 40, 3, 2, 1),
+    ]
     got = predict_many(predictor, unseen, 1000.0)
     for config, ms in zip(unseen, got, strict=True):
         assert ms == pytest.approx(_law_ms(config, 1000.0), rel=0.25)
@@ -86,3 +94,51 @@ def test_accuracy_in_nn_meter_terms() -> None:
     assert acc.within_5pct == 0.5 and acc.within_10pct == 0.75 and acc.within_15pct == 0.75
     assert acc.total_error_pct == pytest.approx((5.14 / 5.0 - 1) * 100)
     assert acc.rmspe_pct == pytest.approx(((0.04**2 + 0.1**2 + 0.2**2 + 0) / 4) ** 0.5 * 100)
+
+
+def test_single_layer_runs_become_samples_and_the_file_round_trips() -> None:
+    from farm.analysis import kernel_data
+    from farm.store.results import StoredResult
+    from farm.store.runs import RunState
+
+    def run(i: int, factors: dict, state: RunState = RunState.DONE) -> StoredResult:
+        metrics = {
+            "layer_00_layer_ms": 1.0 + i,
+            "cpu_policy4_freq_mean_mhz": 2400.0,
+            "cpu_policy0_freq_mean_mhz": 1800.0,
+        }
+        return StoredResult(f"r{i}", "c", factors, 0, "local/p", state, metrics=metrics)
+
+    base = {"model": "layer", "backend": "cpu"}
+    runs = [
+        run(
+            0,
+            {
+                **base,
+                "layer": "conv",
+                "channels": 8,
+                "out_channels": 16,
+                "kernel": 1,
+                "stride": 1,
+                "input_size": 14,
+            },
+        ),
+        run(
+            1,
+            {**base, "layer": "dwconv", "channels": 8, "kernel": 3, "stride": 2, "pad": 1, "input_size": 14},
+        ),
+        run(2, {**base, "layer": "conv", "channels": 8, "kernel": 3, "input_size": 14}, RunState.FAILED),
+        run(3, {"model": "squeezenet1.1", "backend": "cpu"}),
+    ]
+    (samples,) = kernel_data.kernel_samples(runs, {}, {}).values()
+    assert [s.config.kind for s in samples] == [KernelKind.POINTWISE, KernelKind.DWCONV]
+    assert samples[1].config == KernelConfig(KernelKind.DWCONV, 8, 14, 8, 3, 2, 1)  # out maps = channels
+    assert samples[0].clock_mhz == 2400.0  # the fastest policy: where the cpu backends run
+    assert kernel_data.is_sampling(runs, {}) and not kernel_data.is_sampling(runs[3:], {})
+    predictor = fit(_samples(1000.0))
+    key = kernel_data.ModelKey("local/p", "cpu", "fp32")
+    document = kernel_data.model_file("x", {key: predictor})
+    assert kernel_data.is_model_file(document)
+    assert kernel_data.predictors_from_json(document, "f.json")[key].samples == predictor.samples
+    with pytest.raises(ConfigError, match=r"f.json: models\[0\] is malformed"):
+        kernel_data.predictors_from_json({"models": [{"device_id": "p"}]}, "f.json")

@@ -80,6 +80,8 @@ def test_single_layer_verify_on_gpu_and_bad_kind(cnn) -> None:  # noqa: F811
             "--pad=1", "--backend=gpu", "--verify", "--warmup=0", "--iters=1")  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.of("result")[0]["verified"] is True
-    bad = cnn("--model=layer", "--layer=conv", "--channels=3", "--input-size=2", "--kernel=5", "--backend=cpu")
+    bad = cnn(
+        "--model=layer", "--layer=conv", "--channels=3", "--input-size=2", "--kernel=5", "--backend=cpu"
+    )
     assert bad.returncode == 2
     assert "too small" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
