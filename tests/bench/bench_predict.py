@@ -1,7 +1,7 @@
 """Benchmark: does a predictor learned on sampled kernels only predict whole networks it never ran?
 
 On one virtual phone, through `farm run`:
-1. experiments/kernel_sampling.yaml (FARM_BENCH_VARIANT, quick): single-layer cnn runs of sampled
+1. experiments/kernel_sampling.yaml (FARM_BENCH_VARIANT, quick; empty: the full sampling): single-layer cnn runs of sampled
    configurations per kernel type, cpu and gpu;
 2. cnn: SqueezeNet 1.0 and 1.1 on cpu and gpu, REPEATS repetitions.
 Then per network and backend, the kernel predictors (farm.analysis.kernel_predictor) fitted on the
@@ -85,7 +85,7 @@ def measure(work: Path) -> Path:
             control.connect_phones(state.phones, server.port)
             results = work / "results"
             sampling = str(ROOT / "experiments" / "kernel_sampling.yaml")
-            _farm(server.port, results, "run", sampling, "--variant", VARIANT)
+            _farm(server.port, results, "run", sampling, *(["--variant", VARIANT] if VARIANT else []))
             _farm(server.port, results, "run", str(write_experiment(work, "cnn_predict", CNN)))
             return results
         finally:
@@ -96,10 +96,11 @@ def measure(work: Path) -> Path:
 
 
 def evaluate(results: Path) -> list[tuple[str, str]]:
-    with Store(results, read_only=True) as store:
-        sampling = load_report_data(store, "kernel_sampling")
+    with Store.in_results(results, read_only=True) as store:
+        sampling = load_report_data(store, f"kernel_sampling.{VARIANT}" if VARIANT else "kernel_sampling")
         cnn = load_report_data(store, "cnn_predict")
-    groups = kernel_data.kernel_samples(sampling.runs, {}, sampling.layers)
+    params = sampling.spec.benchmark.params if sampling.spec is not None else {}
+    groups = kernel_data.kernel_samples(sampling.runs, params, sampling.layers)
     rows: list[tuple[str, str]] = []
     for name in NETWORKS:
         descriptor = network(name)
