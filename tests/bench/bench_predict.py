@@ -1,8 +1,8 @@
 """Benchmark: does a predictor learned on sampled kernels only predict whole networks it never ran?
 
 On one virtual phone, through `farm run`:
-1. experiments/kernel_sampling.yaml (FARM_BENCH_VARIANT, quick; empty: the full sampling): single-layer cnn runs of sampled
-   configurations per kernel type, cpu and gpu;
+1. experiments/kernel_sampling.yaml (FARM_BENCH_VARIANT, quick; empty: the full sampling):
+   single-layer cnn runs of sampled configurations per kernel type, cpu and gpu;
 2. cnn: SqueezeNet 1.0 and 1.1 on cpu and gpu, REPEATS repetitions.
 Then per network and backend, the kernel predictors (farm.analysis.kernel_predictor) fitted on the
 sampled kernels alone predict each measured layer (the fastest repetition, as `farm model predict
