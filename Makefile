@@ -27,6 +27,7 @@ STAMP := $(VENV)/.farm-setup-stamp
 
 help:
 	@echo "make demo    start virtual phones, run experiments/lstm_gpu_load.yaml (quick), write the report"
+	@echo "            (ADB_PORT=N: its private adb server's port, default 5137)"
 	@echo "make test    run all tests (installs what is missing first)"
 	@echo "make setup   install Debian packages, create .venv, build kernels/ and device_agents/"
 	@echo "make lint    ruff + mypy"
@@ -104,8 +105,10 @@ bench: setup
 	@mkdir -p results/bench
 	@set -e; for f in tests/bench/bench_*.py; do echo "== $$f"; $(PY) $$f; done
 
+# ADB_PORT: the demo's private adb server (make demo ADB_PORT=5240 beside another one)
+ADB_PORT ?= 5137
 demo: setup
-	$(PY) -m farm.demo
+	$(PY) -m farm.demo --adb-port $(ADB_PORT)
 
 clean:
 	-$(MAKE) -C kernels clean

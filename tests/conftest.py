@@ -6,7 +6,7 @@ pytest_plugins = [
     "vphone.testing.phones",
     "tests.fixtures.sshd",
     "tests.fixtures.netns",
-    "tests.fixtures.opencl",
+    "vphone.testing.opencl",
     "tests.fixtures.postgres",
 ]
 

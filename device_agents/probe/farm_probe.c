@@ -282,7 +282,9 @@ static int bad_arg(const char *arg) {
 }
 
 int main(int argc, char **argv) {
-    probe_opts o = {5, 40, 1000};
+    /* A fresh Magisk install asks on screen before it grants shell root (request timeout 10 s,
+     * topjohnwu/Magisk #7769): `su -c id` gets 15 s, or a rooted phone reads as unrooted. */
+    probe_opts o = {5, 40, 15000};
     int check_su = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -116,22 +116,37 @@ void section_battery(jsonw *w, const probe_opts *o) {
     jw_obj_close(w);
 }
 
-/* Vendor charging switches (reference 4.2): path, value that enables charging, that disables. */
+/* Vendor charging switches (reference 4.2; VR-25/acc acc/ctrl-files.sh list_ch_switches, the
+ * database of switches rooted-phone users keep): path, value that enables charging, that
+ * disables. Input-suspend switches first (the battery then feeds the phone, which is what farm
+ * measures); switches that may leave the battery idle on USB power after them: the run proves
+ * the discharge either way (farm.analysis.discharge). Samsung's store_mode is a charge LIMIT
+ * (~70 %), not a switch, so it is not here. Keep in step with farm/device/controls.py. */
 static const struct {
     const char *path;
     const char *enable;
     const char *disable;
 } CHARGING_NODES[] = {
     {PSY "/battery/input_suspend", "0", "1"},
+    {"/sys/class/qcom-battery/input_suspend", "0", "1"},
+    {"/sys/devices/platform/soc/soc:qcom,pmic_glink/soc:qcom,pmic_glink:qcom,battery_charger/force_charger_suspend", "0", "1"},
+    {"/sys/class/battchg_ext/input_suspend", "0", "1"},
+    {"/sys/kernel/debug/google_charger/input_suspend", "0", "1"},
+    {"/sys/kernel/debug/google_charger/chg_suspend", "0", "1"},
     {PSY "/battery/charging_enabled", "1", "0"},
     {PSY "/battery/battery_charging_enabled", "1", "0"},
     {PSY "/battery/charge_disable", "0", "1"},
+    {"/sys/devices/platform/soc/soc:google,charger/charge_disable", "0", "1"},
+    {"/sys/class/battchg_ext/charge_disable", "0", "1"},
     {PSY "/battery/charge_enabled", "1", "0"},
     {PSY "/charger/charge_enabled", "1", "0"},
     {PSY "/main/charging_enabled", "1", "0"},
+    {PSY "/battery/op_disable_charge", "0", "1"},
     {"/sys/class/oplus_chg/battery/mmi_charging_enable", "1", "0"},
+    {"/sys/devices/virtual/oplus_chg/battery/mmi_charging_enable", "1", "0"},
+    {"/sys/devices/platform/soc/soc:oplus,chg_intf/oplus_chg/battery/mmi_charging_enable", "1", "0"},
+    {"/sys/devices/platform/mt-battery/disable_charger", "0", "1"},
     {PSY "/battery/batt_slate_mode", "0", "1"},
-    {PSY "/battery/store_mode", "0", "1"},
 };
 
 void section_charging(jsonw *w) {

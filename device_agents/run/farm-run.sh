@@ -10,11 +10,11 @@
 # policies, files, sampler, load, mem) are argv blocks the host quoted with shlex.quote, read back
 # with `eval "set -- $block"` inside a function (so the benchmark's "$@" is kept).
 #
-# Steps: run folder; battery (dumpsys, `unplug`; the host answers go|wait|stop); charging off as
-# root; cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
+# Steps: run folder; battery (the power_supply node; the host answers go|wait|stop); the screen
+# held on; charging off as root, read back (the battery's status and level after it); cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
 # benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; wait with
-# the run timeout, a stop file and heartbeats, throttle samples (the caps every throttle_ms, dumpsys
-# thermalservice's status every status_ms); stop load and
+# the run timeout, a stop file and heartbeats, throttle samples (the caps and the pinned clock
+# nodes every throttle_ms, dumpsys thermalservice's status every status_ms); stop load and
 # samplers; battery reset and charging back on; environment; the run's files as one bundle; done.
 #
 # Out: one line per event, "TAG FIELDS"; a block is "begin NAME", "| LINE"..., "end NAME".
@@ -23,8 +23,9 @@
 # passes them costs no wait for the host's answer.
 
 PROTO=1
-dir= cache= battery=0 unplug=0 charge_node= charge_off= charge_on= root_way=direct
-cool=0 temps= policies= kgsl= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1 max_bytes=0
+dir= cache= battery=0 bat_dir= screen=0 charge_node= charge_off= charge_on= root_way=direct
+cool=0 temps= policies= kgsl= clock_nodes= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
+max_bytes=0
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -34,10 +35,10 @@ while [ "$#" -gt 0 ]; do
     *=*)
       key=${1%%=*}
       case $key in
-        dir|cache|battery|unplug|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
+        dir|cache|battery|bat_dir|screen|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
-        kgsl|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|battery_poll_s|\
-        cool_poll_s|settle_poll_s|max_bytes)
+        kgsl|clock_nodes|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|\
+        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
       esac ;;
@@ -51,18 +52,29 @@ woke=0
 reply=go
 ended=
 way_used=
-unplugged=0
 charging_off=0
+screen_held=0 screen_timeout=
 bpid=
 started=
-WRITE='printf "%s\n" "$1" > "$2" && [ "$(cat "$2")" = "$1" ]'
+# One write(2) per node: a sysfs store judges each write on its own, and toybox 0.8.5-0.8.10's
+# printf (Android 12-14) writes "%s" and "\n" separately, so the kernel takes the value and
+# refuses the lone newline. The shell's echo writes the line at once. Success is what the node
+# reads afterwards, not the write's status: a store may take the value and still fail the call.
+WRITE='echo "$1" > "$2"; [ "$(cat "$2")" = "$1" ]'
 
-# mksh reports a closed stdout as printf failing (status 141), dash by SIGPIPE: both hang up.
-say() { printf '%s\n' "$*" || hangup; }
+# One line on stdout without a process: Android's mksh has no printf builtin (its printf is
+# toybox's, a fork and exec per line, inside the measured window), but its `print` is one; dash's
+# printf is a builtin. A closed stdout is a SIGPIPE (trapped: hangup) or a failed write: hang up.
+if [ -n "${KSH_VERSION:-}" ]; then
+  put() { print -r -- "$1"; }
+else
+  put() { printf '%s\n' "$1"; }
+fi
+say() { put "$*" || hangup; }
 
 block() {  # stdin as the block $1
   say "begin $1"
-  while IFS= read -r line || [ -n "$line" ]; do printf '| %s\n' "$line"; done
+  while IFS= read -r line || [ -n "$line" ]; do put "| $line"; done
   say "end $1"
 }
 
@@ -122,8 +134,16 @@ spawn_block() {  # $1 name, $2 argv block
   spawn "$n" 0 "$@"
 }
 
-read_battery() {  # the block for the host, and the level for battery_ok
-  dumpsys battery > battery.txt 2>&1
+read_battery() {  # the block for the host, and the level for battery_ok. From the battery's
+  # power_supply node (capacity %, temp in 0.1 C: what the health HAL hands BatteryService), in
+  # dumpsys battery's `key: value` lines. Never `dumpsys battery unplug`: that freezes the
+  # service's level and temperature and ends `svc power stayon`. dumpsys only without the node.
+  if [ -n "$bat_dir" ] && val "$bat_dir/capacity" && [ -n "$v" ]; then
+    echo "level: $v" > battery.txt
+    val "$bat_dir/temp" && [ -n "$v" ] && echo "temperature: $v" >> battery.txt
+  else
+    dumpsys battery > battery.txt 2>&1
+  fi
   level=
   while read -r key value rest; do [ "$key" = level: ] && [ -z "$level" ] && level=$value; done < battery.txt
   case $level in '' | *[!0-9]*) level= ;; esac
@@ -156,7 +176,7 @@ read_temps() {  # each readable thermal node; dumpsys battery when none is. $coo
   say "begin temp"
   for f in "$@"; do
     if val "$f" && [ -n "$v" ]; then
-      printf '| %s\n' "$v"
+      put "| $v"
       n=$((n + 1))
       to_mc "$v" && { [ -z "$hottest" ] || [ "$mc" -gt "$hottest" ]; } && hottest=$mc
     fi
@@ -174,6 +194,8 @@ throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status:
   {
     for d in "$@"; do val "$d/scaling_max_freq"; echo "cpu $d $v"; done
     [ -n "$kgsl" ] && val "$kgsl/thermal_pwrlevel" && echo "kgsl $v"
+    eval "set -- $clock_nodes"  # the pinned nodes: a power HAL may rewrite them mid-run
+    for f in "$@"; do val "$f"; echo "node $f $v"; done
     [ "$with_status" = status ] && dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
   } | block throttle
 }
@@ -245,12 +267,51 @@ wait_stopped() {  # until every started program ended (TERM again every 0.2 s), 
 
 stop_all() { signal_stop; wait_stopped; }
 
-restore() {  # battery state reset, charging back on (verified)
-  [ "$unplugged" = 1 ] && dumpsys battery reset > /dev/null 2>&1
+battery_state() {  # $1 start|end: the charger driver's status and level, for the host's proof
+  # that the battery alone powers the phone (a switch may leave it idle on USB power). The driver
+  # reports a switch asynchronously (power_supply_changed): at the start, up to ~2 s for the
+  # status to leave Charging.
+  [ -n "$bat_dir" ] || return 0
+  i=0
+  while val "$bat_dir/status" && [ "$v" = Charging ] && [ "$1" = start ] && [ "$i" -lt 20 ]; do
+    sleep 0.1; i=$((i + 1))
+  done
+  st=${v:--}
+  val "$bat_dir/capacity"
+  say "battery-state $1 ${v:--} $st"
+}
+
+hold_screen() {  # the screen on for the whole run, explicitly: the user-activity timeout at its
+  # maximum (the phone's own value restored after) and a wake-up key as activity. `svc power
+  # stayon` alone does not hold it: PowerManagerService holds only while BatteryService sees USB
+  # power, which `dumpsys battery unplug` fakes away and an input-suspend switch really removes.
+  screen_timeout=$(settings get system screen_off_timeout 2> /dev/null)
+  settings put system screen_off_timeout 2147483647 > /dev/null 2>&1 && screen_held=1
+  input keyevent KEYCODE_WAKEUP > /dev/null 2>&1
+}
+
+screen_state() {  # $1 start|end: PowerManagerService's wakefulness (Awake | Asleep | Dozing ...)
+  w=$(dumpsys power 2> /dev/null | grep -m 1 'mWakefulness=')
+  w=${w#*mWakefulness=}
+  say "screen $1 ${w:--}"
+}
+
+release_screen() {  # the phone's own screen timeout back (none set: the setting deleted)
+  [ "$screen_held" = 1 ] || return 0
+  case $screen_timeout in
+    '' | null) settings delete system screen_off_timeout > /dev/null 2>&1 ;;
+    *) settings put system screen_off_timeout "$screen_timeout" > /dev/null 2>&1 ;;
+  esac
+  screen_held=0
+}
+
+restore() {  # charging back on (verified), then the screen timeout back (in that order: with
+  # USB power back, stay-on holds the screen again)
   if [ "$charging_off" = 1 ]; then
     if root_write "$charge_on" "$charge_node"; then say "charging on $way_used"; charging_off=0
     else say "charging stuck"; fi
   fi
+  release_screen
 }
 
 environment() {  # what farm.engine.collect.parse_environment reads
@@ -285,10 +346,10 @@ bundle() {  # the run's files that exist: their sizes, then exactly that many by
     if [ "$max_bytes" -gt 0 ] && [ "$s" -gt "$max_bytes" ]; then big="$big$s $f$nl"; continue; fi
     sizes="$sizes$s $f$nl"
   done
-  [ -n "$big" ] && printf '%s' "$big" | block big
-  printf '%s' "$sizes" | block sizes
+  [ -n "$big" ] && put "${big%"$nl"}" | block big
+  { [ -z "$sizes" ] || put "${sizes%"$nl"}"; } | block sizes
   say data
-  printf '%s' "$sizes" | while read -r s f; do head -c "$s" "$f"; done
+  { [ -z "$sizes" ] || put "${sizes%"$nl"}"; } | while read -r s f; do head -c "$s" "$f"; done
 }
 
 hangup() {  # the host went away: nothing more can be said; stop everything, charging back on
@@ -308,14 +369,21 @@ say "hello $PROTO $$"
 
 if [ "$battery" = 1 ]; then
   read_battery
-  if [ "$unplug" = 1 ]; then dumpsys battery unplug > /dev/null 2>&1; unplugged=1; fi
   battery_ok || ask battery
   while [ "$reply" = wait ]; do sleep "$battery_poll_s"; read_battery; battery_ok && { reply=go; break; }; ask battery; done
 fi
 
+[ "$screen" = 1 ] && [ "$reply" != stop ] && hold_screen
+
 if [ -n "$charge_node" ] && [ "$reply" != stop ]; then
   if root_write "$charge_off" "$charge_node"; then say "charging off $way_used"; charging_off=1
-  else say "charging failed"; fi
+  else
+    # Failed, yet the node may have taken a value: unless it reads the enable value, restore
+    # switches it back on (and says so), so the host keeps its marker until it does.
+    val "$charge_node"
+    [ "$v" = "$charge_on" ] || charging_off=1
+    say "charging failed ${v:--}"
+  fi
 fi
 
 if [ "$cool" = 1 ] && [ "$reply" != stop ]; then
@@ -364,6 +432,8 @@ if [ "$reply" != stop ] && [ -z "$load" ] && [ -n "$idle_node" ] && [ "$#" -gt 0
 fi
 
 if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
+  [ "$charging_off" = 1 ] && battery_state start  # after the gates: the charger has settled
+  [ "$screen" = 1 ] && screen_state start
   spawn bench 1 "$@"
   pid_of bench
   bpid=$bg_pid
@@ -371,6 +441,8 @@ if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
   start_mem
   say "memsampler -"
   wait_bench
+  [ "$charging_off" = 1 ] && battery_state end
+  [ "$screen" = 1 ] && screen_state end
   throttle_sample status
   [ -n "$load" ] && tail -n 2 gpuload.out 2> /dev/null | block load
 fi

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from farm.analysis.compare import DEFAULT_ALPHA, Comparison, adjust_holm, compare_samples
+from farm.analysis.compare import DEFAULT_ALPHA, Comparison, adjust_holm, compare_samples, min_p_value
 from farm.analysis.validity import usable
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
@@ -122,5 +122,38 @@ def compare_pairs(pairs: Sequence[Pair], *, alpha: float = DEFAULT_ALPHA, seed: 
         results.append(CellResult(pair.device_id, pair.cell, None))
     adjusted = adjust_holm([c for _, c in compared], alpha=alpha)
     for (i, _), comparison in zip(compared, adjusted, strict=True):
-        results[i] = CellResult(pairs[i].device_id, pairs[i].cell, comparison)
+        results[i] = CellResult(pairs[i].device_id, pairs[i].cell, comparison, _too_few(comparison, alpha))
     return results
+
+
+def _too_few(comparison: Comparison, alpha: float) -> str | None:
+    """Why "no detectable difference" says nothing when the runs could never reach alpha."""
+    smallest = min_p_value(comparison.n_a, comparison.n_b)
+    if smallest < alpha:
+        return None
+    return (
+        f"too few runs to reach alpha {alpha:g}: {comparison.n_a} vs {comparison.n_b} runs give no p below "
+        f"{smallest:.2g}, whatever the difference"
+    )
+
+
+def phones_left_out(runs: Sequence[StoredResult], pairs: Sequence[Pair]) -> list[CellResult]:
+    """The phones that ran (or were meant to run) part of the comparison but have no pair, each
+    with why: their runs failed (with the last reason), are not done, or are invalid."""
+    compared = {pair.device_id for pair in pairs}
+    by_phone: dict[str, list[StoredResult]] = {}
+    for run in runs:
+        if run.device_id and run.device_id not in compared:
+            by_phone.setdefault(run.device_id, []).append(run)
+    left = []
+    for device_id, mine in sorted(by_phone.items()):
+        counts: dict[RunState, int] = {}
+        for run in mine:
+            counts[run.state] = counts.get(run.state, 0) + 1
+        states = ", ".join(f"{n} {state.value.lower()}" for state, n in sorted(counts.items()))
+        failed = [run for run in mine if run.state is RunState.FAILED and run.reason]
+        why = f"; last failure: {failed[-1].reason}" if failed else ""
+        left.append(
+            CellResult(device_id, (), None, f"not compared: no valid runs on both sides ({states}){why}")
+        )
+    return left

@@ -22,16 +22,22 @@ def _number(value: Any) -> float | None:
 
 
 def _info_metrics(events: Sequence[Mapping[str, Any]]) -> list[Metric]:
+    """From the last `info` event: the OpenCL build time, the cache hit, and whether the OpenCL
+    device is a CPU (PoCL on a host CPU: a study's GPU claims about fp16 hardware or data movement
+    over the phone's bus cannot be tested on it)."""
+    infos = [event for event in events if event_kind(event) == "info"]
+    if not infos:
+        return []
+    event = infos[-1]
     metrics: list[Metric] = []
-    for event in events:
-        if event_kind(event) != "info":
-            continue
-        build_ms = _number(event.get("build_ms"))
-        if build_ms is not None:
-            metrics.append(Metric("opencl_build_ms", build_ms, "ms"))
-        if isinstance(event.get("cache_hit"), bool):
-            metrics.append(Metric("opencl_cache_hit", float(event["cache_hit"]), "bool"))
-    return metrics[-2:]
+    build_ms = _number(event.get("build_ms"))
+    if build_ms is not None:
+        metrics.append(Metric("opencl_build_ms", build_ms, "ms"))
+    if isinstance(event.get("cache_hit"), bool):
+        metrics.append(Metric("opencl_cache_hit", float(event["cache_hit"]), "bool"))
+    if event.get("device_type") in ("cpu", "gpu", "accelerator"):
+        metrics.append(Metric("opencl_device_cpu", float(event["device_type"] == "cpu"), "bool"))
+    return metrics
 
 
 def _result_metrics(result: Mapping[str, Any] | None) -> list[Metric]:

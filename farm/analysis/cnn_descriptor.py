@@ -134,15 +134,20 @@ _FIRES: tuple[tuple[int, int], ...] = (
 )
 
 
-def squeezenet(version: str) -> Network:
+DEFAULT_INPUT_SIZE: dict[str, int] = {"squeezenet1.0": 227, "squeezenet1.1": 224}
+
+
+def squeezenet(version: str, input_size: int | None = None) -> Network:
     """SqueezeNet v1.0 (227x227, conv1 96 maps 7x7/2, pools after conv1, fire4, fire8) or v1.1
-    (224x224, conv1 64 maps 3x3/2, pools after conv1, fire3, fire5)."""
-    if version == "1.0":
-        build, conv1, pools = _Builder(3, 227), (96, 7), (4, 8)
-    elif version == "1.1":
-        build, conv1, pools = _Builder(3, 224), (64, 3), (3, 5)
-    else:
+    (224x224, conv1 64 maps 3x3/2, pools after conv1, fire3, fire5); `input_size` another square
+    input (the cnn program's --input-size: the same layers and maps, other pixel counts)."""
+    if version not in ("1.0", "1.1"):
         raise ConfigError(f"no SqueezeNet version {version!r}", hint="known: 1.0, 1.1")
+    size = input_size or DEFAULT_INPUT_SIZE[f"squeezenet{version}"]
+    if version == "1.0":
+        build, conv1, pools = _Builder(3, size), (96, 7), (4, 8)
+    else:
+        build, conv1, pools = _Builder(3, size), (64, 3), (3, 5)
     build.conv("conv1", conv1[0], conv1[1], stride=2)
     build.maxpool("pool1")
     for index, (squeeze, expand) in enumerate(_FIRES, start=2):
@@ -157,8 +162,9 @@ def squeezenet(version: str) -> Network:
 NETWORKS: tuple[str, ...] = ("squeezenet1.0", "squeezenet1.1")
 
 
-def network(name: str) -> Network:
-    """A built-in descriptor by name; ConfigError naming the known ones otherwise."""
+def network(name: str, input_size: int | None = None) -> Network:
+    """A built-in descriptor by name (at `input_size` pixels square, default the network's own);
+    ConfigError naming the known ones otherwise."""
     if name not in NETWORKS:
         raise ConfigError(f"unknown network {name!r}", hint=f"known: {', '.join(NETWORKS)}")
-    return squeezenet(name.removeprefix("squeezenet"))
+    return squeezenet(name.removeprefix("squeezenet"), input_size)

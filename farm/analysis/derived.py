@@ -233,6 +233,7 @@ class CrossoverOf:
     found: Crossover
     first_ratio: float  # the ratio at the lowest level measured: which side of 1 it starts on
     levels: tuple[Hashable, ...]  # the levels of `along` both sides were measured at
+    runs: int = 0  # the fewest runs at any of those levels on either side (1: the CI is no interval)
 
 
 def crossovers(
@@ -274,6 +275,7 @@ def crossovers(
                     found=crossover([float(x) for x in xs], nums, dens, level=level),
                     first_ratio=float(np.median(nums[0]) / np.median(dens[0])),
                     levels=tuple(xs),
+                    runs=min(v.size for v in (*nums, *dens)),
                 )
             )
     return result

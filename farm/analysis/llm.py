@@ -191,8 +191,10 @@ def energy_per_token_metrics(
 ) -> list[Metric]:
     """Net energy per token of a single-phase run (module docstring): the net power over the
     program's window times the phase's measured time, over its tokens. Nothing without power, an
-    idle baseline or a single-phase window."""
-    if power_mean_mw is None or power_idle_mw is None:
+    idle baseline, power above it or a single-phase window."""
+    if power_mean_mw is None or power_idle_mw is None or power_mean_mw <= power_idle_mw:
+        # Below the idle draw is no measurement of the work (the idle draw drifted, or too few
+        # gauge readings): no figure, as farm shows no negative net energy.
         return []
     values = {m.name: m.value for m in phase_metrics}
     for phase in ("prefill", "decode"):

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from farm.analysis.cnn_descriptor import NETWORKS, network
+from farm.analysis.cnn_descriptor import DEFAULT_INPUT_SIZE, NETWORKS, network
 from farm.analysis.kernel_model import FEATURES as KERNEL_FEATURES
 from farm.analysis.kernel_model import KernelModel, KernelType, LayerModel, LayerSample
 from farm.analysis.network_model import moved_mb
@@ -35,7 +35,6 @@ from farm.store.runs import RunState
 
 FORMAT = "farm-resource-model/1"
 TIME_METRIC = "latency_median_ms"
-_DEFAULT_INPUT = {"squeezenet1.0": 227, "squeezenet1.1": 224}
 _LAYER_METRIC = re.compile(r"^layer_\d+_(?P<name>.+)_ms$")
 
 
@@ -128,6 +127,17 @@ def run_layer_ms(
     return found
 
 
+def measured_inputs(runs: Iterable[StoredResult], params: Mapping[str, Any]) -> set[tuple[str, int]]:
+    """The (network, input size) pairs the DONE runs of a cnn experiment measured."""
+    found = set()
+    for run in runs:
+        factors = {**params, **run.factors}
+        name = str(factors.get("model", NETWORKS[0]))
+        if run.state is RunState.DONE and name in DEFAULT_INPUT_SIZE:
+            found.add((name, input_size_of(name, factors)))
+    return found
+
+
 def measured_layers(
     runs: Iterable[StoredResult],
     params: Mapping[str, Any],
@@ -153,10 +163,10 @@ def measured_layers(
     return {key: {n: min(v) for n, v in found.items()} for key, found in values.items()}
 
 
-def _descriptor_size(name: str, factors: Mapping[str, Any]) -> bool:
-    """Whether a run measured the built-in descriptor's input size (another size: other shapes)."""
-    size = int(factors.get("input_size", 0) or 0)
-    return size in (0, _DEFAULT_INPUT[name])
+def input_size_of(name: str, factors: Mapping[str, Any]) -> int:
+    """The input size a run measured `name` at: its input_size argument, else the network's own.
+    Layers of another size are other GEMM shapes, priced by the descriptor at that size."""
+    return int(factors.get("input_size", 0) or 0) or DEFAULT_INPUT_SIZE[name]
 
 
 def layer_samples(
@@ -175,10 +185,8 @@ def layer_samples(
         key = _key(run, params)
         if run.state is not RunState.DONE or key is None or name not in networks:
             continue
-        if not _descriptor_size(name, factors):
-            continue
         times = run_layer_ms(run, layers or {}, statistic)
-        for layer in network(name).layers:
+        for layer in network(name, input_size_of(name, factors)).layers:
             if times.get(layer.name, 0) > 0:
                 groups.setdefault(key, []).append(LayerSample(layer, times[layer.name]))
     return groups
@@ -199,17 +207,17 @@ def cnn_layer_samples(
     networks: Sequence[str] = NETWORKS,
     stored: Mapping[str, Sequence[LayerResult]] | None = None,
 ) -> dict[ModelKey, LayerSamples]:
-    """Per model key, the layers of the runs of `networks`. Runs at another input size than the
-    descriptor's are left out: their shapes differ."""
+    """Per model key, the layers of the runs of `networks`, each priced by the descriptor at the
+    run's own input size (113 px runs are other GEMM shapes, as valid to fit as 227 px ones)."""
     groups: dict[ModelKey, LayerSamples] = {}
     for run in runs:
         factors = {**params, **run.factors}
         name = str(factors.get("model", NETWORKS[0]))
-        if name not in networks or not _descriptor_size(name, factors):
+        if name not in networks:
             continue
         for key, layers in measured_layers([run], params, name, stored).items():
             group = groups.setdefault(key, LayerSamples([], []))
-            for layer in network(name).layers:
+            for layer in network(name, input_size_of(name, factors)).layers:
                 if layer.name not in layers:
                     continue
                 if layer.gemm_mnk is not None:

@@ -34,6 +34,7 @@ class Check(StrEnum):
     LOAD_REACHED = "load_reached"  # the background GPU load was within tolerance
     NOT_THROTTLED = "not_throttled"  # no clock cap under load (not checked in sustained mode)
     CLOCKS_AS_REQUESTED = "clocks_as_requested"  # the clock control asked is the one applied
+    CLOCKS_HELD = "clocks_held"  # every pinned clock node read its pin all through the run
     CHARGING_DISABLED = "charging_disabled"  # the battery alone powered the phone
     FUEL_GAUGE_READINGS = "fuel_gauge_readings"  # enough fuel-gauge readings for an energy figure
 
@@ -49,6 +50,7 @@ LATENCY_CHECKS = (
     Check.LOAD_REACHED,
     Check.NOT_THROTTLED,
     Check.CLOCKS_AS_REQUESTED,
+    Check.CLOCKS_HELD,
 )
 CONCERNS: Mapping[Concern, tuple[Check, ...]] = {
     Concern.LATENCY: LATENCY_CHECKS,
@@ -62,9 +64,17 @@ def concern_of(metric: str) -> Concern:
     return Concern.ENERGY if metric.startswith(("energy", "power")) else Concern.LATENCY
 
 
+def below_zero(metrics: Mapping[str, float], metric: str) -> bool:
+    """An energy or power below zero: net energy under the idle baseline's noise, or battery power
+    while the battery charged. It is no measurement of the run and is never shown as a result."""
+    value = metrics.get(metric)
+    return value is not None and value < 0 and metric.startswith(("energy_", "power_"))
+
+
 def usable(metrics: Mapping[str, float], metric: str) -> bool:
-    """Whether a run with these stored metrics counts for `metric` (its concern's flags hold)."""
-    return Validity.from_metrics(metrics).valid(concern_of(metric))
+    """Whether a run with these stored metrics counts for `metric` (its concern's flags hold, and
+    it is not an energy or power below zero)."""
+    return Validity.from_metrics(metrics).valid(concern_of(metric)) and not below_zero(metrics, metric)
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ def assess(
     *,
     charging_disabled: bool | None,
     clocks_ok: bool | None,
+    clocks_held: bool | None = None,
 ) -> Validity:
     """The flags of one run from its metrics (farm.analysis.metrics names) and what the engine knows
     of its conditions (None: does not apply)."""
@@ -130,6 +141,8 @@ def assess(
         flags[Check.NOT_THROTTLED] = throttled < 0.5
     if clocks_ok is not None:
         flags[Check.CLOCKS_AS_REQUESTED] = clocks_ok
+    if clocks_held is not None:
+        flags[Check.CLOCKS_HELD] = clocks_held
     if required.energy:
         if charging_disabled is not None:
             flags[Check.CHARGING_DISABLED] = charging_disabled

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from farm.analysis.ab import CellResult, compare_pairs, level_text, pair_experiments, pair_levels
+from farm.analysis.ab import (
+    CellResult,
+    compare_pairs,
+    level_text,
+    pair_experiments,
+    pair_levels,
+    phones_left_out,
+)
 from farm.analysis.compare import DEFAULT_ALPHA, min_p_value
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
@@ -109,7 +116,8 @@ def compare(
                 else f"; {invalid} invalid run(s) left out (--include-invalid)"
             ),
         )
-    cells = compare_pairs(pairs, alpha=alpha)
+    # a phone whose runs failed stays in the output, with why
+    cells = compare_pairs(pairs, alpha=alpha) + phones_left_out([*runs_a, *runs_b], pairs)
     if as_json:
         echo_json(
             {
@@ -174,7 +182,7 @@ def _print(
                     ratio,
                     f"{c.p_value:.3g}",
                     f"{c.p_adjusted:.3g}",
-                    c.verdict.value,
+                    c.verdict.value + (f" ({cell.note})" if cell.note else ""),
                 )
             )
         )

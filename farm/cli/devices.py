@@ -10,12 +10,12 @@ from typing import Any
 import click
 
 from farm.cli.json_output import echo_json
-from farm.cli.options import results_option, store_location
+from farm.cli.options import adb_port_option, config_option, results_option, store_location
 from farm.device.session import DeviceSession
 from farm.engine.lifecycle import probe_phone
 from farm.errors import FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
-from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.fleet.inventory import Phone, PhoneState, discover, duplicate_serials
 from farm.remote.fleet import open_fleet
 from farm.safe_text import terminal
 from farm.store import Store, ownership
@@ -48,6 +48,8 @@ def _summary(phone: Phone, caps: Capabilities | None) -> dict[str, Any]:
         "host": phone.host,
         "serial": phone.serial,
         "adb_serial": phone.adb_serial,
+        "usb": phone.usb,
+        "shares_serial": phone.shares_serial,
         "state": str(phone.state),
         "model": phone.model,
         "abi": phone.abi,
@@ -56,9 +58,13 @@ def _summary(phone: Phone, caps: Capabilities | None) -> dict[str, Any]:
         "gpu_family": caps.gpu.family.value if caps else None,
         "gpu_busy": caps.gpu.busy.path if caps and caps.gpu.busy else None,
         "opencl": caps.has_opencl if caps else None,
+        "opencl_devices": (
+            [d.to_json() for d in caps.opencl_devices] if caps and caps.opencl_devices is not None else None
+        ),
         "root": caps.root.available if caps else None,
         "charging_control": charging[0] if charging else None,
         "error": phone.error,
+        "props": dict(sorted(phone.props.items())),  # getprop as the phone answered it
     }
 
 
@@ -74,25 +80,19 @@ def _fmt(value: Any, suffix: str = "") -> str:
 
 @click.command("devices")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per phone, in a list.")
-@click.option(
-    "--adb-port", type=int, default=None, help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)."
-)
+@adb_port_option
 @click.option(
     "--no-probe", is_flag=True, help="Skip the capability probe (faster; identity and health only)."
 )
 @results_option
-@click.option(
-    "--config",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="farm config with lab hosts (default ./farm.yaml, then ~/.config/farm/farm.yaml).",
-)
+@config_option
 def devices(
     as_json: bool, adb_port: int | None, no_probe: bool, results: str | None, config: Path | None
 ) -> None:
     """List every phone the adb server sees: identity host/serial, state (online, offline,
     unauthorized, leased, or quarantined: a sweep's recovery ladder gave up on it, with why),
-    model, ABI, battery, temperature and capabilities from farm-probe.
+    model, ABI, battery, temperature and capabilities from farm-probe; --json adds each
+    phone's properties (getprop), e.g. a virtual phone's ro.vphone.slowdown.
 
     \b
     Example:
@@ -147,3 +147,6 @@ def devices(
     for r in rows:
         if r["error"]:
             click.echo(terminal(f"farm: {r['id']}: {r['error']}"), err=True)
+    for identity, group in duplicate_serials([phone for phone, _ in probed]).items():
+        names = ", ".join(p.device_id for p in group)
+        click.echo(terminal(f"farm: {identity}: {len(group)} phones report this serial: {names}"), err=True)

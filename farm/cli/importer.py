@@ -14,6 +14,7 @@ from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.spec.sections import SLUG_PATTERN
+from farm.store import views
 from farm.store.db import Store
 from farm.store.runs import Metric as StoredMetric
 from farm.store.runs import PlannedRun, save_experiment, store_imported
@@ -54,7 +55,7 @@ def _store_runs(
     store: Store, experiment: str, phone: str, results: list[tuple[Path, list[Metric]]]
 ) -> list[Path]:
     """Store each file as a DONE run; returns the files that were already stored (left as they were)."""
-    if not store.query("SELECT 1 FROM experiments WHERE name = ?", (experiment,)):
+    if views.spec_json(store, experiment) is None:
         spec = {
             "name": experiment,
             "description": "Imported Trepn Profiler exports",

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "virtual": ("farm.cli.virtual", "virtual"),
     "schema": ("farm.cli.schema", "schema"),
     "devices": ("farm.cli.devices", "devices"),
+    "doctor": ("farm.cli.doctor", "doctor"),
     "hosts": ("farm.cli.hosts", "hosts"),
     "run": ("farm.cli.run", "run"),
     "status": ("farm.cli.status", "status"),

@@ -279,6 +279,12 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction, used: str) -
 )
 @click.option("--network", required=True, help=f"CNN descriptor: {', '.join(NETWORKS)}.")
 @click.option(
+    "--input-size",
+    type=click.IntRange(16, 4096),
+    default=None,
+    help="Square input in pixels (default the network's own: 227 for squeezenet1.0).",
+)
+@click.option(
     "--device", "devices", multiple=True, help="Only these phones (device_id as in the model file)."
 )
 @click.option("--backend", "backends", multiple=True, help="Only these backends (cpu, cpu-mt, gpu).")
@@ -311,6 +317,7 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction, used: str) -
 def predict(
     model_path: Path,
     network: str,
+    input_size: int | None,
     devices: tuple[str, ...],
     backends: tuple[str, ...],
     compare: str | None,
@@ -329,7 +336,7 @@ def predict(
       farm model predict --model m.json --network squeezenet1.1 --backend gpu --compare squeezenet_precision
       farm model predict --model m.json --network squeezenet1.1 --compare cnn_runs --figure pred.svg
     """
-    descriptor = network_descriptor(network)
+    descriptor = network_descriptor(network, input_size)
     kernels = _read_kernel_predictors(model_path)
     if kernels is not None and baseline == "augur":
         raise ConfigError(
@@ -353,6 +360,7 @@ def predict(
         data = _load(results, compare)
         if data.benchmark != "cnn":
             raise ConfigError(f"experiment {compare!r} ran {data.benchmark or 'no benchmark'}, not cnn")
+        refuse_unlike(compare, resource_data.measured_inputs(data.runs, _params(data)), descriptor)
         measured = resource_data.measured_layers(data.runs, _params(data), descriptor.name, data.layers)
     asked = Predictor(predictor)
     if asked is Predictor.KERNELS and any(m.kernels is None for m in chosen):
@@ -379,6 +387,28 @@ def predict(
         return
     for key, used, prediction in predictions:
         _print_prediction(key, prediction, used)
+
+
+def refuse_unlike(experiment: str, measured: set[tuple[str, int]], descriptor: Network) -> None:
+    """--compare sets a prediction against runs of the same network at the same input size only
+    (a 227 px prediction against 113 px runs would print a meaningless -83 %)."""
+    wanted = (descriptor.name, descriptor.input_size)
+    if wanted in measured:
+        return
+    ran = ", ".join(f"{name} at {size} px" for name, size in sorted(measured)) or "no finished cnn run"
+    sizes = sorted(size for name, size in measured if name == descriptor.name)
+    hint = (
+        f"predict at its size: --input-size {sizes[0]}"
+        if sizes
+        else f"predict --network {sorted(measured)[0][0]}"
+        if measured
+        else None
+    )
+    raise ConfigError(
+        f"--compare {experiment}: it ran {ran}, not {descriptor.name} at {descriptor.input_size} px: "
+        "the layer shapes differ",
+        hint=hint,
+    )
 
 
 def _predict(

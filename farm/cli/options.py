@@ -22,6 +22,16 @@ results_option = click.option(
     ),
 )
 
+config_option = click.option(
+    "--config",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="farm config with lab hosts (default ./farm.yaml, then ~/.config/farm/farm.yaml).",
+)
+adb_port_option = click.option(
+    "--adb-port", type=int, default=None, help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037)."
+)
+
 
 def store_location(results: str | None, config: Path | None = None) -> StoreLocation:
     """The store a command uses: --results, else $FARM_RESULTS, else farm.yaml `store:` (read only

@@ -17,7 +17,7 @@ from farm.engine.runner import RunOptions, RunSummary, run_experiment
 from farm.engine.scheduler import Sweep
 from farm.live.from_engine import progress_line, snapshot_of
 from farm.safe_text import terminal
-from farm.store import RunState, results_dir
+from farm.store import Outcome, RunState, results_dir
 from farm.store.runs import StoredRun
 
 if TYPE_CHECKING:
@@ -116,9 +116,13 @@ def run(
         finished["n"] += 1
         if not live and not as_json:
             cell = " ".join(f"{k}={v}" for k, v in sorted(stored.factors.items()))
-            outcome = str(state) if state is not RunState.PENDING else f"{result.outcome}, retrying"
-            if result.error and state is not RunState.DONE:
-                outcome += f" ({result.error})"
+            if state is RunState.PENDING and result.outcome is Outcome.INTERRUPTED:
+                # Ctrl-C: the run goes back to the queue, not retried now; the end line says how to resume
+                outcome = "interrupted, back in the queue"
+            else:
+                outcome = str(state) if state is not RunState.PENDING else f"{result.outcome}, retrying"
+                if result.error and state is not RunState.DONE:
+                    outcome += f" ({result.error})"
             click.echo(progress_line(finished["n"], device_id, stored.run_id, cell, outcome))
 
     def tick(sweep: Sweep) -> None:

@@ -12,15 +12,30 @@ from dataclasses import dataclass
 from farm.device.session import DeviceSession, quote_argv
 from farm.errors import DevicePermanentError
 
-# node path -> (value that enables charging, value that disables it)
+# node path -> (value that enables charging, value that disables it), in the probe's order
+# (device_agents/probe/power.c): VR-25/acc acc/ctrl-files.sh list_ch_switches, input-suspend
+# switches first. Samsung's store_mode is a charge limit, not a switch.
+_PMIC_GLINK = "/sys/devices/platform/soc/soc:qcom,pmic_glink/soc:qcom,pmic_glink:qcom,battery_charger"
 CHARGING_NODES: dict[str, tuple[str, str]] = {
     "/sys/class/power_supply/battery/input_suspend": ("0", "1"),
+    "/sys/class/qcom-battery/input_suspend": ("0", "1"),
+    f"{_PMIC_GLINK}/force_charger_suspend": ("0", "1"),
+    "/sys/class/battchg_ext/input_suspend": ("0", "1"),
+    "/sys/kernel/debug/google_charger/input_suspend": ("0", "1"),
+    "/sys/kernel/debug/google_charger/chg_suspend": ("0", "1"),
     "/sys/class/power_supply/battery/charging_enabled": ("1", "0"),
     "/sys/class/power_supply/battery/battery_charging_enabled": ("1", "0"),
     "/sys/class/power_supply/battery/charge_disable": ("0", "1"),
+    "/sys/devices/platform/soc/soc:google,charger/charge_disable": ("0", "1"),
+    "/sys/class/battchg_ext/charge_disable": ("0", "1"),
     "/sys/class/power_supply/battery/charge_enabled": ("1", "0"),
     "/sys/class/power_supply/charger/charge_enabled": ("1", "0"),
+    "/sys/class/power_supply/main/charging_enabled": ("1", "0"),
+    "/sys/class/power_supply/battery/op_disable_charge": ("0", "1"),
     "/sys/class/oplus_chg/battery/mmi_charging_enable": ("1", "0"),
+    "/sys/devices/virtual/oplus_chg/battery/mmi_charging_enable": ("1", "0"),
+    "/sys/devices/platform/soc/soc:oplus,chg_intf/oplus_chg/battery/mmi_charging_enable": ("1", "0"),
+    "/sys/devices/platform/mt-battery/disable_charger": ("0", "1"),
     "/sys/class/power_supply/battery/batt_slate_mode": ("0", "1"),
 }
 
@@ -140,3 +155,32 @@ def stay_awake(session: DeviceSession, *, on: bool) -> None:
     session.shell(["svc", "power", "stayon", "true" if on else "false"])
     if on:
         session.shell(["input", "keyevent", "KEYCODE_WAKEUP"])
+
+
+# The screen held on for a measurement, as the run script holds it (device_agents/run/farm-run.sh
+# hold_screen): `svc power stayon` holds only while BatteryService sees USB power, which an
+# input-suspend charging switch removes, so the user-activity timeout goes to its maximum (the
+# phone's value restored after) and a wake-up key counts as activity.
+_HOLD_SCREEN = (
+    "t=$(settings get system screen_off_timeout 2>/dev/null); "
+    'settings put system screen_off_timeout 2147483647 >/dev/null 2>&1 && echo "held=$t"; '
+    "input keyevent KEYCODE_WAKEUP >/dev/null 2>&1; true"
+)
+_RELEASE_SCREEN = (
+    'case $1 in ""|null) settings delete system screen_off_timeout ;; '
+    '*) settings put system screen_off_timeout "$1" ;; esac >/dev/null 2>&1; true'
+)
+
+
+def hold_screen(session: DeviceSession) -> str | None:
+    """Hold the screen on; returns the phone's own timeout to restore ("" when unset), None when
+    the phone has no `settings` to hold it with."""
+    for line in session.script(_HOLD_SCREEN).stdout.splitlines():
+        if line.startswith("held="):
+            return line.removeprefix("held=")
+    return None
+
+
+def release_screen(session: DeviceSession, timeout: str | None) -> None:
+    if timeout is not None:
+        session.script(_RELEASE_SCREEN, timeout)

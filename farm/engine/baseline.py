@@ -24,8 +24,9 @@ import numpy as np
 
 from farm.analysis.power import BatteryCalibration, battery_power, window_power_mw
 from farm.analysis.series import DEFAULT_SOURCES, TraceLike
+from farm.device import controls
 from farm.engine.collect import calibration_from_trace, calibration_of
-from farm.engine.conditions import battery_pct, disable_charging, restore_power
+from farm.engine.conditions import disable_charging, restore_power
 from farm.engine.model import Gates, IdleBaseline, PreparedPhone
 from farm.engine.onphone import SAMPLER, TRACE, RunDir, trace_sampler
 from farm.errors import FarmError
@@ -138,9 +139,10 @@ def _measure(
     started = time.monotonic()
     baseline = IdleBaseline(None, note="no idle baseline: interrupted")
     data = b""
+    screen_timeout: str | None = None
     try:
         run_dir.create(session)
-        battery_pct(prepared, unplug=gates.disable_charging)
+        screen_timeout = controls.hold_screen(session)  # as the runs hold it (farm-run.sh)
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, notes)
         if not charging_off:
@@ -166,7 +168,8 @@ def _measure(
         baseline = IdleBaseline(None, charging_disabled=charging_off, note=f"no idle baseline: {error}")
     finally:
         try:
-            restore_power(prepared, store, unplugged=gates.disable_charging, charging_off=charging_off)
+            restore_power(prepared, store, charging_off=charging_off)
+            controls.release_screen(session, screen_timeout)  # after charging: stay-on holds again
             session.script('rm -rf "$1"', run_dir.path)
         except FarmError as error:
             notes.append(f"charging not restored yet after the idle baseline: {error}")

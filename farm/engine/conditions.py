@@ -79,13 +79,17 @@ def wait_until_cool(
         cancel.wait(GATE_POLL_S)
 
 
-def battery_pct(prepared: PreparedPhone, *, unplug: bool = False) -> float | None:
-    """Battery level; with charging to be disabled, Android is also told the phone is unplugged
-    (`dumpsys battery unplug`, undone by `reset` on restore) in the same round trip."""
-    result = prepared.session.script(
-        'dumpsys battery; [ "$1" = 1 ] && dumpsys battery unplug >/dev/null; true', "1" if unplug else "0"
-    )
-    return parse_dumpsys_battery(result.stdout).level_pct
+def battery_pct(prepared: PreparedPhone) -> float | None:
+    """Battery level from the battery's power_supply `capacity` (what the health HAL hands
+    BatteryService), `dumpsys battery` only where that node is unreadable. Never `dumpsys battery
+    unplug`: it freezes the service's level and temperature (BatteryService mUpdatesStopped) and
+    ends `svc power stayon` (PowerManagerService reads isPowered from the faked state)."""
+    node = prepared.caps.battery.capacity
+    if node is not None and node.usable:
+        text = prepared.session.read_text(node.path)
+        if text is not None and text.strip().isdigit():
+            return float(text.strip())
+    return parse_dumpsys_battery(prepared.session.shell(["dumpsys", "battery"]).stdout).level_pct
 
 
 def wait_for_battery(prepared: PreparedPhone, gates: Gates, cancel: threading.Event) -> float | None:
@@ -126,15 +130,14 @@ def restore_charging(
     device_store.clear_charging_disabled(store, device_id)
 
 
-def restore_power(prepared: PreparedPhone, store: Store, *, unplugged: bool, charging_off: bool) -> bool:
-    """Android's battery state reset (after `unplug`) and charging back on (after it was turned off).
-    Returns whether charging was restored; raises FarmError when the phone did not take it (the
-    store marker stays, so recovery retries on the next start)."""
-    session = prepared.session
-    if unplugged:
-        session.shell(["dumpsys", "battery", "reset"])
+def restore_power(prepared: PreparedPhone, store: Store, *, charging_off: bool) -> bool:
+    """Charging back on (after it was turned off). Returns whether charging was restored; raises
+    FarmError when the phone did not take it (the store marker stays, so recovery retries on the
+    next start)."""
     control = charging_control(prepared.caps)
     if charging_off and control is not None:
-        restore_charging(session, prepared.phone.device_id, store, control.node, control.enable_value)
+        restore_charging(
+            prepared.session, prepared.phone.device_id, store, control.node, control.enable_value
+        )
         return True
     return False

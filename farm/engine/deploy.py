@@ -128,7 +128,7 @@ def available_kb(df_output: str) -> int | None:
     return int(lines[-1][-3])
 
 
-def _check_storage(session: DeviceSession, files: Sequence[Path]) -> None:
+def check_storage(session: DeviceSession, files: Sequence[Path]) -> None:
     """Refuse assets larger than the free space where they go (all of them, pushed or not: a phone
     that already holds some has the room; this errs on asking for too much, never too little)."""
     if not files:
@@ -165,7 +165,7 @@ def deploy_external(session: DeviceSession, experiment: Experiment, abis: Sequen
     if not session.shell(["test", "-x", phone_path]).ok:
         raise DevicePermanentError(session.device_id, f"{phone_path} is not executable after deploy")
     binary = Deployed(local.name, abi.value, phone_path, session.local_sha256(local), pushed)
-    _check_storage(session, [experiment.resolve_path(asset) for asset in benchmark.assets])
+    check_storage(session, [experiment.resolve_path(asset) for asset in benchmark.assets])
     assets = {}
     for asset in benchmark.assets:
         file = experiment.resolve_path(asset)

@@ -138,14 +138,16 @@ class AdbDriver:
 
     def metrics(self, prepared: PreparedPhone, job: RunJob, result: RunResult) -> list[Metric]:
         baseline = prepared.idle_baseline
+        proof = result.discharge
         return compute_metrics(
             job.artifacts,
             job.gpu_load,
             prepared.caps,
-            discharging=result.charging_disabled is True,
+            discharging=result.charging_disabled is True and (proof is None or proof.proven),
             idle_power_mw=baseline.power_mw if baseline is not None else None,
             charging_disabled=result.charging_disabled,
             output=job.output,
+            energy_invalid=proof.reason if proof is not None and not proof.proven else None,
         )
 
     def watcher(

@@ -22,6 +22,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 
 from farm import safe_json
@@ -31,7 +32,8 @@ from farm.device import controls
 from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
-from farm.engine.collect import ARTIFACTS, env_document, parse_environment
+from farm.engine.clockhold import clocks_held
+from farm.engine.collect import ARTIFACTS, discharge_of, env_document, parse_environment
 from farm.engine.conditions import charging_control, cooldown_limit_c, restore_power
 from farm.engine.conversation import FileTooLarge, converse
 from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
@@ -45,14 +47,16 @@ from farm.engine.runscript import (
 )
 from farm.engine.steering import Ask, BenchEnd, Block, Ended, Event, Question, RunReport, Started, Steering
 from farm.engine.thermal import ThrottleReport, judge
-from farm.errors import DevicePermanentError, DeviceTransientError, FarmError, StoreError
-from farm.fleet.inventory import Phone
+from farm.errors import DevicePermanentError, DeviceTransientError, EnvironmentProblem, FarmError, StoreError
+from farm.fleet.inventory import Phone, check_identity
 from farm.spec.model import Experiment
 from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
 from farm.store.run_dirs import create_file
-from farm.telemetry.probe import Capabilities, ProbeOutputError, capabilities_of
+from farm.telemetry.losses import lost_telemetry
+from farm.telemetry.opencl import parse_cl_devices
+from farm.telemetry.probe import OPENCL_DEVICES_KEY, Capabilities, ProbeOutputError, capabilities_of
 from farm.telemetry.sampler import default_sources
 
 PROBE_TIMEOUT_S = 20.0
@@ -70,6 +74,7 @@ def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict
         doc = safe_json.loads(result.stdout)
     except ValueError as error:
         raise DeviceTransientError(session.device_id, f"farm-probe printed no JSON: {error}") from error
+    doc[OPENCL_DEVICES_KEY] = _list_opencl_devices(session, phone)
     try:
         return capabilities_of(doc), doc
     except ProbeOutputError as error:
@@ -78,6 +83,19 @@ def read_probe(session: DeviceSession, phone: Phone) -> tuple[Capabilities, dict
             str(error),
             hint="rebuild the device agents with `make kernels` so farm-probe matches this farm",
         ) from None
+
+
+def _list_opencl_devices(session: DeviceSession, phone: Phone) -> list[dict[str, object]] | None:
+    """The OpenCL devices the load generator lists, loading OpenCL as every farm program does
+    (a library file proves nothing); None when there is no build for the phone's ABI or the
+    listing says nothing either way."""
+    try:
+        deployed = deploy_mod.deploy(session, [LOAD], phone.abis)
+    except EnvironmentProblem:
+        return None
+    result = session.shell([deployed[LOAD].phone_path, "--list-devices"], timeout_s=PROBE_TIMEOUT_S)
+    devices = parse_cl_devices(result.stdout, result.exit_code)
+    return None if devices is None else [d.to_json() for d in devices]
 
 
 def probe_phone(session: DeviceSession, phone: Phone) -> Capabilities:
@@ -96,7 +114,11 @@ def prepare_phone(
     """Probe once, deploy the benchmark, the load generator, the sampler and the run script
     (content-cached).
     An external program (`external`: its experiment) brings its own binary and assets; a phone
-    it has no binary for raises NoBinaryForAbi (the sweep skips the phone)."""
+    it has no binary for raises NoBinaryForAbi (the sweep skips the phone); a phone that is not
+    the one the store knows at its identity raises IdentityMismatch before anything is deployed."""
+    stored = device_store.identity_of(store, phone.device_id)
+    if stored is not None:
+        check_identity(phone, stored.model, stored.abi)
     caps, doc = read_probe(session, phone)
     own = [] if program is Program.EXTERNAL else [program]
     names = [*own, SAMPLER] + ([LOAD] if program != LOAD else [])
@@ -182,6 +204,13 @@ def execute_run(
         if report.root_way is not None and host_root_way(report.root_way) is not None:
             session.facts["root_write"] = host_root_way(report.root_way)
         result.throttle = _throttle(prepared, report)
+        if result.charging_disabled:
+            result.discharge = discharge_of(report.battery_after_switch, report.battery_at_end, job.artifacts)
+        if prepared.clocks is not None:
+            result.clock_hold = clocks_held(report.throttle_samples, prepared.clocks.readback)
+        if result.clock_hold is not None and not result.clock_hold.held:
+            drifts = "; ".join(d.describe() for d in result.clock_hold.drifts)
+            result.notes.append(f"clock pins did not hold: {drifts}")
         if report.environment_text is not None:
             result.environment = parse_environment(report.environment_text)
         else:
@@ -320,11 +349,20 @@ def _gates_of(
         result.notes.append("charging could not be disabled: the phone refused every root write")
     result.charging_disabled = bool(report.charging_disabled) if past_battery else None
     result.cooldown_waited_s = report.cooldown_waited_s
+    result.battery_source, result.temperature_source = report.battery_source, report.temperature_source
+    if report.screen_start is not None or report.screen_end is not None:
+        result.screen = (report.screen_start, report.screen_end)
+        if report.screen_start != "Awake" or report.screen_end != "Awake":
+            result.notes.append(
+                f"screen {report.screen_start} before the benchmark, {report.screen_end} after it"
+            )
     temp = result.temperature_start_c = report.temperature_start_c
     limit_c = cooldown_limit_c(gates, prepared.idle_temperature_c)
     if temp is not None and temp > limit_c:
         waited = f"{gates.cooldown_timeout_s:.0f} s cooldown"
         result.notes.append(f"still {temp:.1f} °C (limit {limit_c:.1f} °C) after the {waited}")
+    if "bench" in report.started:  # every run that measured says what the phone would not show
+        result.notes.extend(loss.note() for loss in lost_telemetry(prepared.caps))
     if "sampler" not in report.started and "bench" in report.started and not default_sources(prepared.caps):
         result.notes.append("no telemetry: the phone has no readable battery, GPU or thermal node")
     if "load" in report.started and "bench" in report.started:
@@ -352,20 +390,38 @@ def _restore(
     device_id = prepared.phone.device_id
     if not marked:
         return
-    if report.charging_restored or report.charging_disabled is False:
-        _clear_marker(store, device_id, result)  # back on, or never switched off
+    control = charging_control(prepared.caps)
+    action = marker_action(report, control.enable_value if control else None)
+    if action is MarkerAction.CLEAR:
+        _clear_marker(store, device_id, result)
         result.charging_restored = True if report.charging_restored else None
         return
-    if report.done and report.charging_disabled is None:
-        _clear_marker(store, device_id, result)  # the script never got that far
-        return
     try:
-        unplugged = gates.disable_charging and not report.done
-        if restore_power(prepared, store, unplugged=unplugged, charging_off=True):
+        if restore_power(prepared, store, charging_off=True):
             result.charging_restored = True
     except FarmError as error:
         result.notes.append(f"charging not restored yet: {error}")
         result.charging_restored = False
+
+
+class MarkerAction(Enum):
+    CLEAR = "clear"  # charging is verifiably on: drop the store marker
+    RESTORE = "restore"  # the host switches charging back on (the marker stays until it does)
+
+
+def marker_action(report: RunReport, enable_value: str | None) -> MarkerAction:
+    """What the host does with the charging marker after the script ended (pure). Cleared only
+    when charging is known to be on: the script switched it back on, its switch-off failed with
+    the node still reading the enable value, or it never reached the switch."""
+    if report.charging_restored:
+        return MarkerAction.CLEAR
+    if report.charging_disabled is False:
+        failed_on = enable_value is not None and report.charging_failed_reads == enable_value
+        never_restored = report.charging_restored is None and report.done
+        return MarkerAction.CLEAR if failed_on and never_restored else MarkerAction.RESTORE
+    if report.done and report.charging_disabled is None:
+        return MarkerAction.CLEAR
+    return MarkerAction.RESTORE
 
 
 def _clear_marker(store: Store, device_id: str, result: RunResult) -> None:

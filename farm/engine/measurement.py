@@ -145,5 +145,6 @@ def measurement_metrics(
         clocks_ok=clocks.as_requested
         if clocks is not None and clocks.requested is not ClockMode.NONE
         else None,
+        clocks_held=result.clock_hold.held if result.clock_hold is not None else None,
     )
     return [*extra, *(Metric(m.name, float(m.value), m.unit) for m in validity.to_metrics())]

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from farm.analysis.discharge import DischargeProof
 from farm.device.session import DeviceSession
+from farm.engine.clockhold import ClockHold
 from farm.engine.clocks import AppliedClocks
 from farm.engine.deploy import Deployed, ExternalDeployed
 from farm.engine.thermal import ThrottleReport
@@ -173,8 +175,14 @@ class RunResult:
     cooldown_waited_s: float | None = None
     temperature_start_c: float | None = None
     charging_restored: bool | None = None  # None: charging was never off
+    # With charging off: whether the run proved the battery alone powered the phone (else why not)
+    discharge: DischargeProof | None = None
+    screen: tuple[str | None, str | None] | None = None  # wakefulness before and after the benchmark
+    battery_source: str | None = None  # the battery gate's sensor (steering.battery_block_source)
+    temperature_source: str | None = None  # the cooldown gate's: thermal nodes | battery (...)
     argv: tuple[str, ...] | None = None
     throttle: ThrottleReport | None = None  # what the throttle watch saw while it measured
+    clock_hold: ClockHold | None = None  # whether the pinned clock nodes read their pins throughout
     environment: PhoneEnvironment | None = None
     metrics: list[Metric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

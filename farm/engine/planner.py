@@ -22,6 +22,11 @@ Order (`measurement.order`), applied to each queue separately:
     for device, queue in plan.queues.items(): ...
     print(render_plan(plan))      # what `farm run --dry-run` shows
     left = plan.without(done_ids)  # what a resume still has to do, with its estimate
+
+Phones the planner knows (`abilities`, from farm-probe) get no runs they cannot do: a gpu run or
+a background GPU load on a phone without OpenCL, pinned clocks the file requires on a phone
+without root. Those runs are in `plan.skipped` with the reason (stored SKIPPED, shown by
+--dry-run), not in a queue to fail at run time.
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from farm.errors import ConfigError
+from farm.spec.clocks import ClockMode
 from farm.spec.expand import Cell, canonical_json, short_hash
 from farm.spec.model import Experiment
+from farm.spec.programs import Program
 from farm.spec.sections import Order
 
 SHARED = "*"  # queue key (and id component) of runs any phone may take (spread mode)
@@ -80,6 +87,28 @@ def _run_ids(
 
 
 @dataclass(frozen=True)
+class PhoneAbilities:
+    """What the planner knows one phone can do (farm-probe), to skip what it cannot at plan time."""
+
+    opencl: bool
+    root: bool
+
+
+def cannot_run(experiment: Experiment, cell: Cell, abilities: PhoneAbilities) -> str | None:
+    """Why a phone with these abilities cannot run this cell, or None when it can."""
+    backend = cell.get("backend", experiment.benchmark.params.get("backend"))
+    if not abilities.opencl:
+        if backend == "gpu":
+            return "backend gpu needs OpenCL, and this phone has no OpenCL driver (farm devices: OpenCL no)"
+        if experiment.gpu_load_of(cell) > 0 or experiment.benchmark.program is Program.GPULOAD:
+            return "a background GPU load needs OpenCL, and this phone has no OpenCL driver"
+    clocks = experiment.conditions.clocks
+    if clocks.required and clocks.mode is ClockMode.PIN and not abilities.root:
+        return "conditions.clocks requires pinned clocks, which need root, and this phone has no root"
+    return None
+
+
+@dataclass(frozen=True)
 class Plan:
     experiment: Experiment
     devices: tuple[str, ...]
@@ -87,6 +116,7 @@ class Plan:
     queues: Mapping[str, tuple[Run, ...]]  # device (or SHARED) -> runs in execution order
     estimated_s: float  # wall time, queues in parallel; cooldown waits not included
     run_estimates_s: Mapping[str, float] = field(default_factory=dict)  # cell_id -> seconds
+    skipped: tuple[tuple[Run, str], ...] = ()  # runs a phone cannot do, with why (not in a queue)
 
     @property
     def spread(self) -> bool:
@@ -128,8 +158,16 @@ def estimate_run_s(experiment: Experiment, cell: Cell, iteration_s: float = DEFA
     return RUN_OVERHEAD_S + settle_s + m.warmup * iteration_s + measure_s
 
 
-def plan(experiment: Experiment, devices: Sequence[str], *, iteration_s: float = DEFAULT_ITERATION_S) -> Plan:
-    """Bind the experiment's runs to `devices` (already selected by the fleet) and order them."""
+def plan(
+    experiment: Experiment,
+    devices: Sequence[str],
+    *,
+    iteration_s: float = DEFAULT_ITERATION_S,
+    abilities: Mapping[str, PhoneAbilities] | None = None,
+) -> Plan:
+    """Bind the experiment's runs to `devices` (already selected by the fleet) and order them;
+    runs a phone of `abilities` cannot do go to `skipped` (pinned runs only: a spread run may
+    go to any phone)."""
     if len(set(devices)) != len(devices):
         raise ValueError(f"device ids must be unique, got {list(devices)}")
     wanted = experiment.devices.min_count
@@ -142,9 +180,17 @@ def plan(experiment: Experiment, devices: Sequence[str], *, iteration_s: float =
     cells = experiment.cells()
     owners: list[str | None] = [None] if experiment.devices.spread else list(devices)
     queues = {owner or SHARED: _queue(experiment, cells, owner) for owner in owners}
+    skipped: list[tuple[Run, str]] = []
+    for owner, queue in list(queues.items()):
+        known = (abilities or {}).get(owner)
+        if known is None:
+            continue
+        why = {cell.cell_id: cannot_run(experiment, cell, known) for cell in cells}
+        skipped += [(run, reason) for run in queue if (reason := why[run.cell_id]) is not None]
+        queues[owner] = tuple(run for run in queue if why[run.cell_id] is None)
     estimates = {cell.cell_id: estimate_run_s(experiment, cell, iteration_s) for cell in cells}
     wall_s = _wall_s(queues, estimates, len(devices))
-    return Plan(experiment, tuple(devices), tuple(cells), queues, wall_s, estimates)
+    return Plan(experiment, tuple(devices), tuple(cells), queues, wall_s, estimates, tuple(skipped))
 
 
 def _queue(experiment: Experiment, cells: list[Cell], device: str | None) -> tuple[Run, ...]:
@@ -185,7 +231,8 @@ def render_plan(plan: Plan, *, max_runs_shown: int = 12, max_cells_shown: int = 
         f"experiment {exp.qualified_name}: {exp.benchmark.program.value}"
         + (f" -- {exp.description}" if exp.description else ""),
         f"  {len(plan.cells)} cells x {m.repetitions} repetitions on {len(plan.devices)} phone(s) "
-        f"({mode}) = {len(plan.runs)} runs",
+        f"({mode}) = {len(plan.runs) + len(plan.skipped)} runs"
+        + (f", {len(plan.skipped)} of them SKIPPED (below)" if plan.skipped else ""),
         f"  order {m.order.value} (seed {m.seed}); per run: warmup {m.warmup}, {m.iterations} iterations, "
         f"{m.min_seconds:g}..{m.max_seconds:g} s",
         f"  estimated wall time ~{_duration(plan.estimated_s)} (excluding cooldown waits)",
@@ -197,6 +244,14 @@ def render_plan(plan: Plan, *, max_runs_shown: int = 12, max_cells_shown: int = 
         lines.append(f"  {cell.cell_id:<12}  {estimate:>6.1f}  {cell.label(exp.factor_names)}")
     if len(plan.cells) > max_cells_shown:
         lines.append(f"  ... {len(plan.cells) - max_cells_shown} more cells")
+    if plan.skipped:
+        lines += ["", f"  {len(plan.skipped)} runs SKIPPED at plan time (the phone cannot do them):"]
+        groups: dict[tuple[str, str], int] = {}
+        for run, reason in plan.skipped:
+            key = (run.device or SHARED, reason)
+            groups[key] = groups.get(key, 0) + 1
+        for (device, reason), count in groups.items():
+            lines.append(f"    {device}: {count} runs: {reason}")
     for owner, queue in plan.queues.items():
         title = "shared queue" if owner == SHARED else f"queue {owner}"
         lines += ["", f"  {title} ({len(queue)} runs):"]

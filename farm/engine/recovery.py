@@ -17,7 +17,7 @@ from pathlib import Path
 from farm.device.session import BIN_DIR, DeviceSession
 from farm.engine.baseline import idle_power_mw_of
 from farm.engine.clocks import recover_clocks
-from farm.engine.collect import charging_disabled_of, compute_metrics
+from farm.engine.collect import charging_disabled_of, compute_metrics, energy_invalid_of
 from farm.engine.conditions import restore_charging
 from farm.engine.measurement import layers_of
 from farm.engine.onphone import RUNS_DIR
@@ -129,14 +129,16 @@ def backfill_metrics(
         env = dict(views.last_done_env(store, row.run_id))
         try:
             charging_disabled = charging_disabled_of(env)
+            energy_invalid = energy_invalid_of(env)
             metrics = compute_metrics(
                 results / row.artifacts_dir,
                 float(factors.get("gpu_load", 0.0) or 0.0),
                 caps,
-                discharging=charging_disabled is True,
+                discharging=charging_disabled is True and energy_invalid is None,
                 idle_power_mw=idle_power_mw_of(env),
                 charging_disabled=charging_disabled,
                 output=output,
+                energy_invalid=energy_invalid,
             )
         except Exception as error:  # keep going: one bad artifact must not block a resume
             events.emit(

@@ -23,6 +23,7 @@ from farm.engine import planner
 from farm.engine.ladder import Ladder
 from farm.engine.lifecycle import probe_phone
 from farm.engine.model import OnFinished
+from farm.engine.planner import PhoneAbilities
 from farm.engine.recovery import (
     backfill_metrics,
     recover_store,
@@ -32,7 +33,7 @@ from farm.engine.recovery import (
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import ConfigError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
-from farm.fleet.inventory import Phone, PhoneState, discover
+from farm.fleet.inventory import Phone, PhoneState, discover, duplicate_serials
 from farm.fleet.watch import PhoneWatch
 from farm.remote.fleet import open_fleet
 from farm.spec import Experiment, load
@@ -41,6 +42,7 @@ from farm.store import devices as device_store
 from farm.store import runs as run_store
 from farm.store.events import EventKind
 from farm.store.runs import PlannedRun
+from farm.telemetry.probe import Capabilities
 
 STATUS_POLL_S = 0.25
 
@@ -91,7 +93,16 @@ def select_phones(
     gpu_family_of: Callable[[Phone], str | None] = lambda _phone: None,
 ) -> list[Phone]:
     """Online phones the selectors and the spec's devices: pick (`tags_of(host)`: the host's tags;
-    `gpu_family_of(phone)`: from the probe, asked only when the spec selects by GPU family)."""
+    `gpu_family_of(phone)`: from the probe, asked only when the spec selects by GPU family).
+    A selector naming a serial several phones report is refused: it would pick either."""
+    shared = duplicate_serials(phones)
+    for selector in selectors:
+        if selector in shared:
+            names = ", ".join(p.device_id for p in shared[selector])
+            raise ConfigError(
+                f"--devices {selector}: {len(shared[selector])} phones report this serial ({names})",
+                hint="name one of them by the identity `farm devices` shows",
+            )
     chosen = []
     for phone in phones:
         if phone.state is not PhoneState.ONLINE:
@@ -106,9 +117,11 @@ def select_phones(
 
 
 def planned_rows(plan: planner.Plan) -> list[PlannedRun]:
+    """Every planned run as the store takes it: the queued ones in order, then the skipped ones."""
+    runs = [*plan.runs, *(run for run, _ in plan.skipped)]
     return [
         PlannedRun(run.run_id, run.cell_id, run.cell.factors, run.repetition, run.device, seq)
-        for seq, run in enumerate(plan.runs)
+        for seq, run in enumerate(runs)
     ]
 
 
@@ -146,21 +159,38 @@ def _restore_left_charging(store: Store, endpoints: Sequence[Endpoint], phones: 
                 continue  # recovery tries again when the phone is used
 
 
-def _gpu_family_prober(endpoints: Sequence[Endpoint]) -> Callable[[Phone], str | None]:
-    """GPU family of a phone from farm-probe (deployed on first use), or None if it cannot tell."""
+def _prober(endpoints: Sequence[Endpoint]) -> Callable[[Phone], Capabilities | None]:
+    """A phone's capabilities from farm-probe (deployed on first use), once per phone, or None
+    if it cannot tell."""
     by_host = {endpoint.host: endpoint for endpoint in endpoints}
+    seen: dict[str, Capabilities | None] = {}
 
-    def family(phone: Phone) -> str | None:
+    def probe(phone: Phone) -> Capabilities | None:
+        if phone.device_id in seen:
+            return seen[phone.device_id]
         endpoint = by_host.get(phone.host)
-        if endpoint is None:
-            return None
-        try:
-            caps = probe_phone(DeviceSession(endpoint.device(phone.adb_serial), phone.device_id), phone)
-        except FarmError:
-            return None
-        return caps.gpu.family.value
+        caps = None
+        if endpoint is not None:
+            try:
+                caps = probe_phone(DeviceSession(endpoint.device(phone.adb_serial), phone.device_id), phone)
+            except FarmError:
+                caps = None
+        seen[phone.device_id] = caps
+        return caps
 
-    return family
+    return probe
+
+
+def _abilities(
+    phones: Sequence[Phone], probe: Callable[[Phone], Capabilities | None]
+) -> dict[str, PhoneAbilities]:
+    """What the planner may skip by: the phones farm-probe answered for."""
+    found = {}
+    for phone in phones:
+        caps = probe(phone)
+        if caps is not None:
+            found[phone.device_id] = PhoneAbilities(opencl=caps.has_opencl, root=caps.root.available)
+    return found
 
 
 class RunInterrupted(FarmError):
@@ -185,18 +215,6 @@ def _requeue_failed(store: Store, experiment: str, *, retry_failed: bool) -> Non
             f"{len(requeued)} {why} run(s) requeued with a fresh attempt budget",
             experiment=experiment,
         )
-
-
-def _cached(family_of: Callable[[Phone], str | None]) -> Callable[[Phone], str | None]:
-    """The GPU family probe once per phone (candidates are looked at again and again)."""
-    seen: dict[str, str | None] = {}
-
-    def family(phone: Phone) -> str | None:
-        if phone.device_id not in seen:
-            seen[phone.device_id] = family_of(phone)
-        return seen[phone.device_id]
-
-    return family
 
 
 def _plan_joining(
@@ -251,7 +269,12 @@ def run_experiment(
         # this same experiment holds are shared with it (taken over if it dies).
         elsewhere = {lease.device_id for lease in ownership.leases(store) if lease.experiment != key}
         phones = discover(fleet.endpoints, leased=lambda device_id: device_id in elsewhere)
-        family_of = _cached(_gpu_family_prober(fleet.endpoints))
+        probe = _prober(fleet.endpoints)
+
+        def family_of(phone: Phone) -> str | None:
+            caps = probe(phone)
+            return caps.gpu.family.value if caps is not None else None
+
         eligible = select_phones(experiment, phones, options.selectors, fleet.tags_of, family_of)
         if len(eligible) < max(1, experiment.devices.min_count):
             seen = ", ".join(f"{p.device_id} ({p.state})" for p in phones) or "none"
@@ -262,14 +285,16 @@ def run_experiment(
             )
         _restore_left_charging(store, fleet.endpoints, phones)
         backfill_metrics(store, artifacts, key, output=experiment.benchmark.output)
-        plan = planner.plan(experiment, [p.device_id for p in eligible])
+        plan = planner.plan(
+            experiment, [p.device_id for p in eligible], abilities=_abilities(eligible, probe)
+        )
         text, digest = spec_json(experiment)
         rows = planned_rows(plan)
         check_plan_size(experiment, options.file, run_store.plan_bytes(text, rows), len(rows))
         if options.dry_run:
             return RunSummary(
                 key,
-                len(plan.runs),
+                len(plan.runs) + len(plan.skipped),
                 0,
                 0,
                 len(plan.runs),
@@ -284,6 +309,7 @@ def run_experiment(
             run_store.forget_experiment_runs(store, key)
         run_store.save_experiment(store, key, text, digest, str(options.file))
         run_store.insert_planned(store, key, rows)  # idempotent: coordinators share it
+        run_store.skip_planned(store, {run.run_id: reason for run, reason in plan.skipped})
         _requeue_failed(store, key, retry_failed=options.retry_failed)
         execution_id = ownership.start_execution(store, key, sys.argv, farm.__version__, results=artifacts)
         watch = PhoneWatch(phones)
@@ -337,11 +363,15 @@ def run_experiment(
                     ownership.finish_execution(store, execution_id, status)
         if sweep.store_error is not None:
             raise sweep.store_error  # the sweep stopped cleanly because of it: say so, one line
-        if cancel.is_set():
-            raise RunInterrupted()
-        planned_ids = {r.run_id for r in plan.runs} | set(sweep.planned_run_ids)
+        planned_ids = {r.run_id for r in (*plan.runs, *(run for run, _ in plan.skipped))}
+        planned_ids |= set(sweep.planned_run_ids)
         states = {r.run_id: r.state for r in run_store.list_runs(store, key)}
         done = sum(1 for rid in planned_ids if states.get(rid) is RunState.DONE)
+        if cancel.is_set():
+            # how far it got and how to go on: DONE runs are kept, a rerun does the rest
+            raise RunInterrupted(
+                f"interrupted: {done}/{len(planned_ids)} runs done; run the same command again to resume"
+            )
         failed = sum(1 for rid in planned_ids if states.get(rid) in (RunState.FAILED, RunState.SKIPPED))
         return RunSummary(
             key,

@@ -110,7 +110,8 @@ def run_script_argv(
         "dir": run_dir.path,
         "cache": CL_CACHE_DIR,
         "battery": "1",
-        "unplug": "1" if gates.disable_charging else "0",
+        "bat_dir": caps.battery.dir or "",
+        "screen": "1",
         "cool": "1",
         # The script asks the host only when a gate would hold the run (it still reports readings).
         "battery_min": str(math.ceil(gates.min_battery_pct)),
@@ -118,6 +119,8 @@ def run_script_argv(
         "temps": block(temperature_nodes(caps)),
         "policies": block([p.dir for p in caps.cpu_policies]),
         "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",
+        # Every pinned node, read with each throttle sample (farm.engine.clockhold).
+        "clock_nodes": block(list(prepared.clocks.readback) if prepared.clocks is not None else []),
         "throttle_ms": _ms(THROTTLE_POLL_S),
         "status_ms": _ms(STATUS_POLL_S),
         "timeout_ms": _ms(gates.run_timeout_s),

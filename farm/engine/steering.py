@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from farm.analysis.discharge import BatteryState
 from farm.device.android import parse_dumpsys_battery, parse_thermal_c
 from farm.engine.onphone import last_achieved_load
 from farm.engine.thermal import ThrottleSample, parse_sample
@@ -87,7 +88,25 @@ class Started:
 @dataclass(frozen=True)
 class Charging:
     state: ChargingState
-    way: str | None  # the root write's way, as the script names it
+    way: str | None  # off/on: the root write's way, as the script names it; failed: what the
+    # node reads after the failed write ("-": unreadable)
+
+
+@dataclass(frozen=True)
+class BatteryStateSeen:
+    """The charger driver's status and level with charging off (`when`: start | end of the
+    benchmark)."""
+
+    when: str
+    state: BatteryState
+
+
+@dataclass(frozen=True)
+class ScreenSeen:
+    """PowerManagerService's wakefulness before the benchmark (`start`) and after it (`end`)."""
+
+    when: str
+    wakefulness: str | None
 
 
 @dataclass(frozen=True)
@@ -141,6 +160,8 @@ Event = (
     | Ask
     | Started
     | Charging
+    | BatteryStateSeen
+    | ScreenSeen
     | LoadExit
     | GpuIdle
     | Beat
@@ -170,6 +191,12 @@ def parse_line(line: str) -> Event:
         return Started(tag, _int(first))
     if tag == "charging" and first in set(ChargingState):
         return Charging(ChargingState(first), second)
+    if tag == "battery-state" and first in ("start", "end"):
+        status = rest.split(maxsplit=2)[2] if len(fields) > 2 else "-"
+        state = BatteryState(None if status == "-" else status, _int(second))
+        return BatteryStateSeen(first, state)
+    if tag == "screen" and first in ("start", "end"):
+        return ScreenSeen(first, None if second in (None, "-") else second)
     if tag == "load-exit":
         return LoadExit(_int(first))
     if tag == "gpu-idle":
@@ -232,6 +259,13 @@ class RunReport:
     battery_last_pct: float | None = None
     charging_disabled: bool | None = None
     charging_restored: bool | None = None
+    charging_failed_reads: str | None = None  # the node after a failed switch-off
+    battery_after_switch: BatteryState | None = None  # the battery's status/level after it
+    battery_at_end: BatteryState | None = None  # ... and when the benchmark ended
+    screen_start: str | None = None  # wakefulness before the benchmark (Awake | Asleep | ...)
+    screen_end: str | None = None  # ... and after it
+    battery_source: str | None = None  # what the battery gate read: power_supply | dumpsys battery
+    temperature_source: str | None = None  # the cooldown gate: thermal nodes | battery (...)
     root_way: str | None = None  # how root writes worked on this phone (script's name)
     temperature_start_c: float | None = None
     cooldown_waited_s: float | None = None
@@ -248,6 +282,12 @@ class RunReport:
     last_beat_ms: int | None = None
     done: bool = False
     errors: list[str] = field(default_factory=list)
+
+
+def battery_block_source(text: str) -> str:
+    """Which sensor a battery block came from (pure): the script writes the power_supply node's
+    capacity/temp as `level:`/`temperature:` lines, dumpsys its own state with a header."""
+    return "dumpsys battery" if "Current Battery Service state" in text else "power_supply"
 
 
 def decide_battery(level_pct: float | None, min_pct: float, waited_s: float, timeout_s: float) -> Reply:
@@ -301,16 +341,21 @@ class Steering:
         match event:
             case Block(name="battery"):
                 battery = parse_dumpsys_battery(event.text)
+                source = battery_block_source(event.text)
+                report.battery_source = source
                 self._last_battery = battery.level_pct
                 if report.battery_start_pct is None:
                     report.battery_start_pct = battery.level_pct
                 report.battery_last_pct = battery.level_pct
                 if self._cool_since is not None:  # no thermal node: the battery's temperature
                     self._last_temp = report.temperature_start_c = battery.temperature_c
+                    report.temperature_source = f"battery ({source})"
             case Block(name="temp"):
                 # The script asks only when the gate would hold the run: every reading counts.
                 temps = [t for t in (parse_thermal_c(line) for line in event.lines) if t is not None]
                 self._last_temp = report.temperature_start_c = max(temps) if temps else None
+                if temps:
+                    report.temperature_source = "thermal nodes"
                 if self._cool_since is None:
                     self._cool_since = now_s
                 report.cooldown_waited_s = round(now_s - self._cool_since, 3)
@@ -339,11 +384,19 @@ class Steering:
             case Charging(state=ChargingState.OFF):
                 report.charging_disabled, report.root_way = True, event.way
             case Charging(state=ChargingState.FAILED):
-                report.charging_disabled = False
+                report.charging_disabled, report.charging_failed_reads = False, event.way
             case Charging(state=ChargingState.ON):
                 report.charging_restored, report.root_way = True, event.way
             case Charging(state=ChargingState.STUCK):
                 report.charging_restored = False
+            case BatteryStateSeen(when="start"):
+                report.battery_after_switch = event.state
+            case BatteryStateSeen():
+                report.battery_at_end = event.state
+            case ScreenSeen(when="start"):
+                report.screen_start = event.wakefulness
+            case ScreenSeen():
+                report.screen_end = event.wakefulness
             case LoadExit():
                 report.load_exit_code = event.code
             case GpuIdle():

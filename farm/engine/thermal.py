@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from farm.spec.clocks import OnThrottle
 from farm.store import Metric, Outcome, RunState
@@ -32,11 +32,15 @@ class ThrottleSample:
     cpu_max_khz: Mapping[str, int]
     kgsl_thermal_pwrlevel: int | None
     thermal_status: int | None
+    # The pinned clock nodes (farm.engine.clockhold) as they read: path -> text ("" unreadable).
+    nodes: Mapping[str, str] = field(default_factory=dict)
 
 
 def parse_sample(text: str) -> ThrottleSample:
-    """One sample: `cpu DIR MAX_KHZ` lines, `kgsl LEVEL`, then dumpsys thermalservice's status (pure)."""
+    """One sample: `cpu DIR MAX_KHZ` lines, `kgsl LEVEL`, `node PATH VALUE` lines, then dumpsys
+    thermalservice's status (pure)."""
     cpu: dict[str, int] = {}
+    nodes: dict[str, str] = {}
     kgsl = None
     for line in text.splitlines():
         parts = line.split()
@@ -44,8 +48,10 @@ def parse_sample(text: str) -> ThrottleSample:
             cpu[parts[1]] = int(parts[2])
         elif parts[:1] == ["kgsl"] and len(parts) == 2 and parts[1].isdigit():
             kgsl = int(parts[1])
+        elif parts[:1] == ["node"] and len(parts) >= 2:
+            nodes[parts[1]] = " ".join(parts[2:])
     match = _STATUS.search(text)
-    return ThrottleSample(cpu, kgsl, int(match.group(1)) if match else None)
+    return ThrottleSample(cpu, kgsl, int(match.group(1)) if match else None, nodes)
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,43 @@ class AdbState(enum.StrEnum):
             return cls.OTHER
 
 
+TRANSPORT_PREFIX = "transport-id:"
+
+
 @dataclass(frozen=True)
 class Listed:
+    """One line of `adb devices -l`: the serial adb knows the phone by, its state, and what tells
+    two phones with one serial apart (the USB port it is plugged into; the server's transport id)."""
+
     adb_serial: str
     state: AdbState
+    usb: str | None = None
+    transport_id: int | None = None
+
+
+def transport_address(transport_id: int) -> str:
+    """How farm addresses a phone by its transport id where its serial names two phones."""
+    return f"{TRANSPORT_PREFIX}{transport_id}"
+
+
+def parse_devices_l(text: str) -> list[Listed]:
+    """`host:devices-l` text: `SERIAL STATE [usb:PATH] [product:..] ... [transport_id:N]` (pure)."""
+    listed = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 2:
+            continue
+        extra = dict(field.split(":", 1) for field in fields[2:] if ":" in field)
+        transport = extra.get("transport_id", "")
+        listed.append(
+            Listed(
+                fields[0],
+                AdbState.parse(fields[1]),
+                usb=extra.get("usb"),
+                transport_id=int(transport) if transport.isdigit() else None,
+            )
+        )
+    return listed
 
 
 class Endpoint(Protocol):
@@ -105,19 +138,19 @@ class LocalAdbEndpoint:
         try:
             conn = self._client.make_connection(timeout=10.0)
             with conn:
-                conn.send_command("host:devices")
+                conn.send_command("host:devices-l")
                 conn.check_okay()
                 text = conn.read_string_block()
         except (adbutils.AdbError, OSError) as error:
             raise EnvironmentProblem(f"adb server {self.address}:{self.port}: {error}") from error
-        listed = []
-        for line in text.splitlines():
-            serial, _, state = line.partition("\t")
-            if serial.strip():
-                listed.append(Listed(serial.strip(), AdbState.parse(state.strip())))
-        return listed
+        return parse_devices_l(text)
 
     def device(self, adb_serial: str) -> adbutils.AdbDevice:
+        """The phone of an adb serial, or of `transport-id:N` where one serial names several."""
+        if adb_serial.startswith(TRANSPORT_PREFIX):
+            return adbutils.AdbDevice(
+                self._client, transport_id=int(adb_serial.removeprefix(TRANSPORT_PREFIX))
+            )
         return self._client.device(adb_serial)
 
     def reconnect(self, adb_serial: str) -> None:
@@ -139,7 +172,10 @@ class LocalAdbEndpoint:
 
     def state_of(self, adb_serial: str) -> AdbState:
         for item in self.list():
-            if item.adb_serial == adb_serial:
+            by_transport = (
+                item.transport_id is not None and transport_address(item.transport_id) == adb_serial
+            )
+            if item.adb_serial == adb_serial or by_transport:
                 return item.state
         return AdbState.MISSING
 

@@ -56,7 +56,7 @@ from farm.fleet.powercycle import DEFAULT_TIMEOUT_S as DEFAULT_POWER_CYCLE_TIMEO
 from farm.fleet.powercycle import PowerCycle, parse_template
 from farm.safe_yaml import read_text
 from farm.spec.loader import compose, line_of, to_python
-from farm.spec.messages import Problem, from_validation_error
+from farm.spec.messages import Problem, from_validation_error, problems_error
 from farm.spec.sections import Frozen
 
 CONFIG_FILE_NAME = "farm.yaml"
@@ -85,9 +85,7 @@ def validate_file(root: MappingNode, filename: str, model: type[Model], entries:
     if entries is not None:
         names = _entry_names(root, entries)
         problems = sorted((_label(p, entries, names) for p in problems), key=lambda p: p.line)
-    first = problems[0]
-    more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
-    raise ConfigError(f"{first.path}: {first.message}{more}", location=f"{filename}:{first.line}")
+    raise problems_error(problems, filename)
 
 
 def entry_location(root: MappingNode, filename: str, section: str, index: int) -> str:

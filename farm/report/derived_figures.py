@@ -22,6 +22,7 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from farm.analysis.catalogue import describe
 from farm.analysis.derived import CrossoverOf, Ratio, crossovers, relative_to, share_of
 from farm.report.export import factor_columns
 from farm.report.figures import (
@@ -165,7 +166,8 @@ def ratio_points(ratios: Sequence[Ratio], x: str) -> list[Point]:
         if x not in cell:
             continue
         rest = tuple(v for k, v in r.cell if k != x)
-        rest_label = ", ".join(str(v) for v in rest)
+        # name each level's factor: "(hidden=128, layers=2)", not "(128, 2)"
+        rest_label = ", ".join(f"{k}={v}" for k, v in r.cell if k != x)
         label = f"{r.factor}={r.level}" + (f" ({rest_label})" if rest_label else "")
         points.append(Point(r.device, (r.level, *rest), label, cell[x], r.value, r.ci.low, r.ci.high))
     return points
@@ -258,7 +260,7 @@ def crossover_text(found: Sequence[CrossoverOf]) -> str:
         if c.found.at is None:
             parts.append(f"{where}: no crossing in {c.levels[0]}..{c.levels[-1]}")
             continue
-        ci = f" [{c.found.ci.low:.3g}, {c.found.ci.high:.3g}]" if c.found.ci else ""
+        ci = f" [{c.found.ci.low:.3g}, {c.found.ci.high:.3g}]" if c.found.ci and c.runs > 1 else ""
         parts.append(f"{where}: crosses 1 at {c.along} {c.found.at:.3g}{ci}")
     return "; ".join(parts)
 
@@ -284,7 +286,7 @@ def render_relative(data: ReportData, spec: FigureSpec) -> RenderedFigure | None
         spec,
         relative_points(data, spec),
         palette_factor=factor,
-        ylabel=f"{kind} {at} [x]",
+        ylabel=f"{describe(y).name}: {kind} {at} [x]",
         caption_text=caption(data, spec, _figure_runs(data, spec, [y]), title, what),
         title=title,
         ratio=True,

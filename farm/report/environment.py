@@ -34,6 +34,9 @@ PER_RUN_KEYS = frozenset(
         "charging_restored",
         "charging_node_value",
         "throttle",  # per run: throttled runs are counted in the data-quality notes
+        "discharge",  # per run: the proof that the battery powered the phone (energy_valid)
+        "screen",  # per run: wakefulness before and after the benchmark
+        "sensors",  # per run: which sensor each gate and metric used
     }
 )
 VIRTUAL_PROP = "ro.farm.virtual"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import matplotlib
@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from farm.analysis.aggregate import GroupStat, Observation, aggregate
+from farm.analysis.catalogue import axis_label
 from farm.analysis.pooling import pooled_factors, pooled_phrase
 from farm.report.model import OWN_CI, FigureSpec, ReportData, matches, where_text
 from farm.safe_text import terminal
@@ -101,10 +102,37 @@ def default_figures(data: ReportData) -> list[FigureSpec]:
     return specs
 
 
+def drawn_key(data: ReportData, spec: FigureSpec) -> tuple[object, ...]:
+    """What a figure draws, whatever its title or `where`: two figures with one key repeat
+    each other (a default beside the declared one, a study's figure beside the file's)."""
+    return (
+        spec.x,
+        data.metric_name(spec.y),
+        spec.color,
+        spec.facet,
+        spec.relative_to,
+        spec.share_of,
+    )
+
+
+def _repeats(data: ReportData, default: FigureSpec, declared: FigureSpec) -> bool:
+    """Whether an automatic figure shows what a declared one already shows: the same metric (or
+    ratio, or share) along the same x, however coloured or faceted, or with x and colour swapped
+    (latency by phone per backend vs by backend per phone)."""
+    mine, theirs = drawn_key(data, default), drawn_key(data, declared)
+    if (mine[1], mine[4], mine[5]) != (theirs[1], theirs[4], theirs[5]):
+        return False
+    return default.x == declared.x or {default.x, default.color} == {declared.x, declared.color}
+
+
 def figures_for(data: ReportData) -> list[FigureSpec]:
-    """Declared figures first, then defaults not already declared; only those with data."""
+    """Declared figures first, then defaults showing what no declared one shows; only those with
+    data."""
     specs: list[FigureSpec] = []
-    for spec in [*data.figures, *default_figures(data)]:
+    defaults = [
+        spec for spec in default_figures(data) if not any(_repeats(data, spec, d) for d in data.figures)
+    ]
+    for spec in [*data.figures, *defaults]:
         if spec.name not in {s.name for s in specs} and _has_data(data, spec):
             specs.append(spec)
     return specs
@@ -279,6 +307,9 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
         return None
     facets = _values(runs, spec.facet)
     numeric_x = all(_is_number(run.factor(spec.x)) for run in runs)
+    if spec.kind is FigureKind.LINE and len({_hashable(run.factor(spec.x)) for run in runs}) < 2:
+        # one x value: a line of single points says nothing a bar does not say better
+        spec, numeric_x = replace(spec, kind=FigureKind.BAR), False
     unit = data.unit_of(y)
     title = spec.title or f"{y} vs {spec.x}" + (f" by {spec.color}" if spec.color else "")
     with rc_context(_RC):  # type: ignore[arg-type]  # keys are valid rcParams
@@ -310,7 +341,7 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
             ax.grid(True, alpha=0.3)
             if spec.color:
                 ax.legend(fontsize=7)
-        axes[0].set_ylabel(f"{y} [{unit}]" if unit else y)
+        axes[0].set_ylabel(_label(axis_label(y, unit)))
         figure.suptitle(_label(title))
         what = POINT
         if spec.best_of is not None:

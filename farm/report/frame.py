@@ -88,4 +88,8 @@ def counted(frame: pd.DataFrame, data: ReportData) -> pd.DataFrame:
     """The rows that figures and cell statistics use: DONE and valid, unless the report includes
     invalid runs (then every DONE row)."""
     done = frame[frame["state"] == RunState.DONE.value]
-    return done if data.include_invalid else done[done[VALID].astype(bool)]
+    if data.include_invalid:
+        # invalid runs too, but never an energy or power below zero (no measurement at all)
+        negative = done["metric"].str.startswith(("energy_", "power_")) & (done["value"] < 0)
+        return done[~negative]
+    return done[done[VALID].astype(bool)]

@@ -335,7 +335,7 @@ def llm_figures(data: ReportData) -> list[RenderedFigure]:
 
 def sentence(verdict: ClaimVerdict) -> str:
     """One claim's verdict on one phone; its numbers are cells of the claim's table."""
-    name = CLAIM_NAMES[verdict.claim].capitalize()
+    name = CLAIM_NAMES[verdict.claim][0].upper() + CLAIM_NAMES[verdict.claim][1:]
     return f"{name}, on {verdict.device}: {verdict.verdict.value} ({verdict.because})."
 
 

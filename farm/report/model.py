@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from farm.analysis.sustained import SustainedSeries
-from farm.analysis.validity import Validity, usable
+from farm.analysis.validity import Validity, below_zero, usable
 from farm.spec.expand import same_level
 from farm.spec.model import Experiment
 from farm.spec.sections import FigureKind
@@ -186,7 +186,7 @@ class ReportData:
 
     def counts(self, run: StoredResult, metric: str) -> bool:
         """Whether a DONE run's `metric` goes into figures and cell statistics."""
-        return self.include_invalid or usable(run.metrics, metric)
+        return (self.include_invalid or usable(run.metrics, metric)) and not below_zero(run.metrics, metric)
 
     @property
     def invalid_runs(self) -> tuple[StoredResult, ...]:

@@ -17,3 +17,16 @@ def number(value: Any, digits: int = 3) -> str:
 
 def interval(low: float, high: float) -> str:
     return f"[{number(low)}, {number(high)}]"
+
+
+NO_INTERVAL = "– (1 run)"
+
+
+def interval_of(low: float, high: float, runs: int) -> str:
+    """A CI over runs as text; a single run has none (a zero-width interval would read as certainty)."""
+    return interval(low, high) if runs > 1 else NO_INTERVAL
+
+
+def estimate(value: str, ci: str) -> str:
+    """`0.476 [0.41, 0.52]` for a sentence, or `0.476 (1 run)` where there is no interval."""
+    return f"{value} (1 run)" if ci == NO_INTERVAL else f"{value} {ci}"

@@ -24,6 +24,10 @@ from farm.store.layers import experiment_layers
 from farm.store.results import StoredResult
 from farm.store.runs import list_runs
 
+# The engine's own per-run note on the background load (farm.engine.lifecycle) reads the load
+# generator's figure; the data-quality notes say it once, from the run's gpu_load_mean metric that
+# the tables show (farm.report.tables), so it is not repeated in another format.
+ENGINE_LOAD_NOTE = "background load not reached"
 # Event kinds whose messages become data-quality notes.
 QUALITY_EVENT_KINDS = (EventKind.QUALITY, EventKind.THROTTLE, EventKind.WARNING)
 
@@ -143,7 +147,11 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
             environments[row["device_id"]] = env  # the latest snapshot per phone wins
             notes_of_run = env.get("notes")
             if isinstance(notes_of_run, list):
-                run_notes += [f"{row['device_id']}: {note}" for note in notes_of_run if note]
+                run_notes += [
+                    f"{row['device_id']}: {note}"
+                    for note in notes_of_run
+                    if note and not str(note).startswith(ENGINE_LOAD_NOTE)
+                ]
     results = tuple(
         StoredResult(
             run_id=run.run_id,

@@ -9,11 +9,13 @@ Phones are never pooled: each sentence is about one phone.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from farm.analysis.derived import best_of, relative_to, share_of
+from farm.analysis.verdict import Judgement, Verdict
+from farm.report.claims import ClaimCheck, Runs, claim_checks
 from farm.report.derived_figures import render_ratio_figure
 from farm.report.export import factor_columns
 from farm.report.figures import RenderedFigure, render_figure
@@ -23,7 +25,7 @@ from farm.report.llm_study import PAPER as LLM_PAPER
 from farm.report.llm_study import llm_figures, llm_verdicts
 from farm.report.llm_study import sentence as llm_sentence
 from farm.report.model import FigureSpec, ReportData, TableSpec
-from farm.report.numbers import interval, number
+from farm.report.numbers import estimate, interval, interval_of, number
 from farm.report.views import RenderedTable, render_table, select
 from farm.spec.sections import FigureKind, Study
 
@@ -58,6 +60,17 @@ KERNEL = "opencl_kernel_total_ms"
 
 
 @dataclass(frozen=True)
+class ClaimView:
+    """One claim as the report shows it: the claim, a verdict line over the phones, and the table
+    of each phone's verdict with its statistical support."""
+
+    claim: str
+    paper: str
+    verdict: str
+    table: RenderedTable
+
+
+@dataclass(frozen=True)
 class StudySection:
     study: Study
     paper: str
@@ -65,6 +78,102 @@ class StudySection:
     sentences: tuple[str, ...]
     tables: tuple[RenderedTable, ...]
     figures: tuple[RenderedFigure, ...]
+    claims: tuple[ClaimView, ...] = ()
+
+
+def p_text(judgement: Judgement) -> str:
+    evidence = judgement.evidence
+    return "–" if evidence is None else f"{evidence.p_value:.2g}"
+
+
+def ci_text(judgement: Judgement) -> str:
+    """The effect's 95% CI; one run on a side has none (an interval of one value would look like
+    certainty)."""
+    evidence = judgement.evidence
+    if evidence is None:
+        return "–"
+    if evidence.ci is None:
+        return "none (1 run)"
+    return interval(evidence.ci.low, evidence.ci.high)
+
+
+def verdict_line(check: ClaimCheck) -> str:
+    """`reproduced on 2 of 4 phones; cannot be tested on 2 of 4 phones`: the claim over phones."""
+    tally = check.tally
+    total = sum(tally.values())
+    if not total:
+        return "cannot be tested: no phone has runs for it"
+    unit = "phones" if all(not p.cell for p in check.phones) else "phone-cells"
+    short = {Verdict.UNTESTABLE: "cannot be tested"}
+    return "; ".join(
+        f"{short.get(verdict, verdict.value)} on {count} of {total} {unit}"
+        for verdict, count in tally.items()
+    )
+
+
+def claim_view(check: ClaimCheck) -> ClaimView:
+    has_cells = any(p.cell for p in check.phones)
+    rows = []
+    for phone in check.phones:
+        j = phone.judgement
+        evidence = j.evidence
+        rows.append(
+            (
+                phone.device,
+                *((phone.cell,) if has_cells else ()),
+                j.hypothesis.effect,
+                "–" if evidence is None else number(evidence.effect),
+                ci_text(j),
+                "–" if evidence is None else " vs ".join(str(n) for n in evidence.runs),
+                p_text(j),
+                "–" if evidence is None else f"{evidence.min_p:.2g}",
+                j.verdict.value,
+                j.reason or "–",
+            )
+        )
+    columns = (
+        "device",
+        *(("cell",) if has_cells else ()),
+        "effect",
+        "value",
+        "95% CI",
+        "runs",
+        "p",
+        "smallest p possible",
+        "verdict",
+        "why",
+    )
+    first = check.phones[0].judgement.hypothesis if check.phones else None
+    test = f"the claim holds when {first.effect} {first.relation} {first.threshold:g}" if first else ""
+    caption = (
+        f"Per phone: {test}, with p < 0.05 (Mann-Whitney U for a ratio of two backends' runs, "
+        "exact sign test for a level) and the bootstrap 95% CI on that side. Paper: "
+        f"{check.paper}."
+    )
+    return ClaimView(
+        check.claim,
+        check.paper,
+        verdict_line(check),
+        RenderedTable(check.claim, caption, columns, tuple(rows)),
+    )
+
+
+def _declared(data: ReportData, x: str, *, y: str | None = None, relative_to: str | None = None) -> bool:
+    """Whether the experiment file already declares a figure of this along x (the study's own
+    would repeat it): plain figures of metric y, or ratios against a level of `relative_to`."""
+    for spec in data.figures:
+        if spec.x != x:
+            continue
+        if relative_to is not None and spec.relative_to is not None and spec.relative_to[0] == relative_to:
+            return True
+        if (
+            y is not None
+            and spec.relative_to is None
+            and spec.share_of is None
+            and data.metric_name(spec.y) == y
+        ):
+            return True
+    return False
 
 
 def _present(data: ReportData, *names: str) -> tuple[str, ...]:
@@ -134,11 +243,11 @@ def _mobirnn(data: ReportData, frame: pd.DataFrame) -> StudySection:
         if first is None or last is None:
             continue
         where = ", ".join(f"{k}={v}" for k, v in key.items() if k != "device")
+        at_low = estimate(_cell(speed, first, speed_col), _cell(speed, first, "95% CI"))
+        at_high = estimate(_cell(speed, last, speed_col), _cell(speed, last, "95% CI"))
         text = (
-            f"On {key['device']}{f' ({where})' if where else ''}, the GPU is "
-            f"{_cell(speed, first, speed_col)} {_cell(speed, first, '95% CI')} times as fast as cpu at "
-            f"background GPU load {low} and {_cell(speed, last, speed_col)} "
-            f"{_cell(speed, last, '95% CI')} at {high}"
+            f"On {key['device']}{f' ({where})' if where else ''}, the GPU is {at_low} times as fast as "
+            f"cpu at background GPU load {low} and {at_high} at {high}"
         )
         direction = _cell(cross, row, "direction")
         at = _cell(cross, row, "speedup crosses 1 at gpu_load")
@@ -159,11 +268,18 @@ def _mobirnn(data: ReportData, frame: pd.DataFrame) -> StudySection:
         elif mt is not None:
             text += f", while cpu-mt is {_cell(speed, mt, speed_col)} times as fast as cpu at load {low}"
         sentences.append(text + ".")
+    # A phone without a sentence says why, rather than going missing from the argument.
+    said = {sentence.split(" ", 2)[1].rstrip(",") for sentence in sentences}
+    for device in sorted({run.device_id for run in data.done_runs if run.device_id} - said):
+        sentences.append(
+            f"On {device}, the GPU's speedup over cpu cannot be followed over background load: it has "
+            "valid gpu and cpu runs at fewer than two loads (see Plan vs done and Data quality)."
+        )
     figures = []
     ratios = relative_to(
         select(frame, data, ()), LATENCY, ("backend", "cpu"), [*rows, "backend"], speedup=True
     )
-    if "gpu_load" in rows:
+    if "gpu_load" in rows and not _declared(data, "gpu_load", relative_to="backend"):
         figure = render_ratio_figure(
             data,
             FigureSpec(
@@ -250,7 +366,7 @@ def _squeezenet(data: ReportData, frame: pd.DataFrame) -> StudySection:
             continue
         device = _cell(speed, row, "device")
         precision = _cell(speed, row, "precision") if "precision" in speed.columns else None
-        gain = f"{_cell(speed, row, speed_col)} {_cell(speed, row, '95% CI')}"
+        gain = f"{estimate(_cell(speed, row, speed_col), _cell(speed, row, '95% CI'))}"
         text = f"On {device}{f' in {precision}' if precision else ''}, the GPU at g 1 is {gain} times"
         text += " as fast as sequential cpu"
         mt = _row(speed, device=device, backend="cpu-mt", **({"precision": precision} if precision else {}))
@@ -265,7 +381,7 @@ def _squeezenet(data: ReportData, frame: pd.DataFrame) -> StudySection:
     if fp16 is not None:
         for row in fp16.rows:
             if _cell(fp16, row, "backend") == "gpu":
-                gain = f"{_cell(fp16, row, 'speedup vs precision=fp32')} {_cell(fp16, row, '95% CI')}"
+                gain = estimate(_cell(fp16, row, "speedup vs precision=fp32"), _cell(fp16, row, "95% CI"))
                 sentences.append(
                     f"On {_cell(fp16, row, 'device')}, fp16 makes the GPU {gain} times as fast as fp32."
                 )
@@ -277,7 +393,7 @@ def _squeezenet(data: ReportData, frame: pd.DataFrame) -> StudySection:
                 f"On {_cell(energy, row, 'device')}, an image takes {joules} mJ on the GPU{precision}."
             )
     figures = []
-    if "g" in data.factor_names:
+    if "g" in data.factor_names and not _declared(data, "g", y=LATENCY):
         figure = render_figure(
             data,
             FigureSpec(
@@ -334,13 +450,13 @@ def _training(data: ReportData, frame: pd.DataFrame) -> StudySection:
         "Share of the GPU's OpenCL time moving data",
         "(host-to-device + device-to-host) / (those + kernel time) per run; median over runs per phone, "
         "bootstrap 95% CI.",
-        ("device", *_present(data, "layers", "buffers"), "data movement share", "95% CI", "runs"),
+        ("device", *_present(data, "layers", "buffers"), "data movement share [%]", "95% CI [%]", "runs"),
         tuple(
             (
                 s.device,
                 *(str(v) for _, v in s.cell),
-                number(s.value),
-                interval(s.ci.low, s.ci.high),
+                number(100.0 * s.value),
+                interval_of(100.0 * s.ci.low, 100.0 * s.ci.high, s.runs),
                 str(s.runs),
             )
             for s in shares
@@ -358,6 +474,7 @@ def _training(data: ReportData, frame: pd.DataFrame) -> StudySection:
     )
     sentences = []
     ratio_col = "ratio vs backend=cpu"
+    runs = Runs(data, frame)
     for s, row in zip(shares, share_table.rows, strict=True):
         cell = dict(s.cell)
         if cell.get("buffers", "copy") != "copy":
@@ -366,14 +483,20 @@ def _training(data: ReportData, frame: pd.DataFrame) -> StudySection:
         text = (
             f"On {s.device}{f' for layers {layers}' if layers else ''} with copy buffers, moving data takes "
         )
-        text += f"{row[-3]} {row[-2]} of the GPU's OpenCL time"
+        text += f"{estimate(row[-3], row[-2])} % of the GPU's OpenCL time (the paper: 91 %)"
         r = _row(ratio, device=s.device, backend="gpu", **({"layers": layers} if layers else {}))
         if r is not None:
-            slower = f"{_cell(ratio, r, ratio_col)} {_cell(ratio, r, '95% CI')}"
+            slower = f"{estimate(_cell(ratio, r, ratio_col), _cell(ratio, r, '95% CI'))}"
             text += f", and a GPU training step takes {slower} times as long as on cpu"
+        if runs.opencl_on_cpu(s.device):
+            # the number is right, but it measures something else than the paper's bus transfers
+            text += (
+                "; its GPU is an OpenCL CPU device (PoCL on the host, as on a virtual phone), where a "
+                "transfer is a memcpy in host RAM, so this share cannot stand for the paper's"
+            )
         sentences.append(text + ".")
     figures = []
-    if "buffers" in data.factor_names:
+    if "buffers" in data.factor_names and not _declared(data, "buffers", y="data_movement_share"):
         figure = render_figure(
             data,
             FigureSpec(
@@ -428,7 +551,7 @@ def _gemm(data: ReportData, frame: pd.DataFrame) -> StudySection:
             text += f" against {_cell(gflops, ref, col)} on {reference}"
         sentences.append(text + ".")
     figures = []
-    if "k" in data.factor_names:
+    if "k" in data.factor_names and not _declared(data, "k", y=LATENCY):
         figure = render_figure(
             data,
             FigureSpec(
@@ -463,9 +586,11 @@ SECTIONS: dict[Study, Callable[[ReportData, pd.DataFrame], StudySection]] = {
 def study_section(data: ReportData, frame: pd.DataFrame | None = None) -> StudySection | None:
     """The section of the study the experiment reproduces, None when it declares none."""
     study = data.spec.report.study if data.spec is not None else None
-    if study is None:
+    if study is None or study not in SECTIONS:
         return None
-    return SECTIONS[study](data, tidy_frame(data) if frame is None else frame)
+    frame = tidy_frame(data) if frame is None else frame
+    section = SECTIONS[study](data, frame)
+    return replace(section, claims=tuple(claim_view(c) for c in claim_checks(study, data, frame)))
 
 
 def sections_of(data: ReportData) -> Sequence[StudySection]:

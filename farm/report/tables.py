@@ -11,8 +11,10 @@ import numpy as np
 
 from farm.adapters.output import GRANULARITY_METRIC
 from farm.analysis.aggregate import Observation, aggregate
+from farm.analysis.metrics import GPU_LOAD_TOLERANCE_PP as TOLERANCE_PP
 from farm.analysis.validity import Validity
 from farm.report.model import OWN_CI, ReportData
+from farm.report.numbers import number
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 
@@ -147,9 +149,32 @@ def _some(runs: list[StoredResult], limit: int = 5) -> str:
 def _load_miss(run: StoredResult) -> str:
     target = run.metrics.get("gpu_load_target", run.factors.get("gpu_load"))
     achieved = run.metrics.get("gpu_load_mean")
-    target_text = f"{target:.2f}" if isinstance(target, int | float) else "?"
-    achieved_text = f"{achieved:.2f}" if achieved is not None else "?"
-    return f"target {target_text}, achieved {achieved_text}"
+    target_text = number(float(target)) if isinstance(target, int | float) else "?"
+    achieved_text = number(achieved) if achieved is not None else "?"
+    return f"{run.run_id} ({run.device_id}): target {target_text}, achieved {achieved_text}"
+
+
+def _load_notes(missed: list[StoredResult]) -> list[str]:
+    """Runs whose background GPU load was off its target (gpu_load_mean, the tables' number), short
+    of it or beyond it: an overshoot is not "not reached"."""
+
+    def above(run: StoredResult) -> bool:
+        target = run.metrics.get("gpu_load_target", run.factors.get("gpu_load"))
+        achieved = run.metrics.get("gpu_load_mean")
+        return isinstance(target, int | float) and achieved is not None and achieved > float(target)
+
+    notes = []
+    for over, (what, why) in {
+        False: ("fell short of their background GPU load target", "the load generator could not hold it"),
+        True: ("overshot their background GPU load target", "the GPU was busier than asked"),
+    }.items():
+        runs = [run for run in missed if above(run) is over]
+        if runs:
+            shown = "; ".join(_load_miss(run) for run in runs[:5])
+            more = f" and {len(runs) - 5} more" if len(runs) > 5 else ""
+            off = f"by more than {TOLERANCE_PP:g} pp ({why})"
+            notes.append(f"{len(runs)} run(s) {what} {off}: {shown}{more}.")
+    return notes
 
 
 def quality_notes(data: ReportData) -> list[str]:
@@ -168,12 +193,7 @@ def quality_notes(data: ReportData) -> list[str]:
             f"{len(capped)} run(s) ran with a thermal cap on the CPU or GPU clocks (the kernel lowered "
             f"their maximum, or kgsl's thermal power level): {_some(capped)}."
         )
-    missed = _flagged(data, "gpu_load_reached", 0.0)
-    if missed:
-        details = [f"{run.run_id}: {_load_miss(run)}" for run in missed[:5]]
-        notes.append(
-            f"{len(missed)} run(s) did not reach the background GPU load: " + "; ".join(details) + "."
-        )
+    notes += _load_notes(_flagged(data, "gpu_load_reached", 0.0))
     charging = _flagged(data, "charging_disabled", 0.0)
     if charging:
         notes.append(

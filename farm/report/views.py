@@ -20,7 +20,7 @@ from farm.analysis.stats import bootstrap_median_ci
 from farm.report.export import factor_columns
 from farm.report.frame import counted, tidy_frame
 from farm.report.model import ReportData, TableSpec, Where, where_text
-from farm.report.numbers import interval, number
+from farm.report.numbers import interval, interval_of, number
 from farm.spec.expand import same_level
 
 
@@ -83,7 +83,7 @@ def _plain(data: ReportData, spec: TableSpec, rows: pd.DataFrame) -> RenderedTab
                 line += ["–", "–"] + ([] if per_phone else ["–", "–"])
                 continue
             ci = bootstrap_median_ci(sample)
-            line += [number(float(np.median(sample))), interval(ci.low, ci.high)]
+            line += [number(float(np.median(sample))), interval_of(ci.low, ci.high, sample.size)]
             if not per_phone:
                 phone_medians = part[part["metric"] == metric].groupby(DEVICE)["value"].median()
                 line += [
@@ -114,7 +114,7 @@ def _relative(data: ReportData, spec: TableSpec, rows: pd.DataFrame) -> Rendered
             *(_level(v) for _, v in r.cell),
             _level(r.level),
             number(r.value),
-            interval(r.ci.low, r.ci.high),
+            interval_of(r.ci.low, r.ci.high, min(r.n_level, r.n_reference)),
             f"{r.n_level} vs {r.n_reference}",
         )
         for r in ratios
@@ -144,7 +144,7 @@ def _crossovers(data: ReportData, spec: TableSpec, rows: pd.DataFrame) -> Render
             where_at, ci, verdict = "none", "–", f"stays {'above' if c.first_ratio > 1 else 'below'} 1"
         else:
             where_at = number(c.found.at)
-            ci = interval(c.found.ci.low, c.found.ci.high) if c.found.ci else "–"
+            ci = interval_of(c.found.ci.low, c.found.ci.high, c.runs) if c.found.ci else "–"
             verdict = "falls below 1" if c.found.falling else "rises above 1"
         measured = f"{_level(c.levels[0])}..{_level(c.levels[-1])}"
         body.append(

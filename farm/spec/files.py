@@ -20,7 +20,7 @@ from farm.errors import ConfigError
 from farm.safe_yaml import read_text
 from farm.spec.checks import Issue
 from farm.spec.loader import compose, find, line_of, overlay, to_python, without_key
-from farm.spec.messages import Problem, at_path, from_validation_error
+from farm.spec.messages import Problem, at_path, from_validation_error, problems_error
 from farm.spec.model import Experiment, SpecProblem
 
 VARIANTS_KEY = "variants"
@@ -132,9 +132,4 @@ def _missing_files(experiment: Experiment) -> list[Issue]:
 
 
 def _config_error(problems: list[Problem], filename: str, variant: str | None) -> ConfigError:
-    first = problems[0]
-    more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
-    in_variant = f" [in variant {variant}]" if variant else ""
-    return ConfigError(
-        f"{first.path}: {first.message}{in_variant}{more}", location=f"{filename}:{first.line}"
-    )
+    return problems_error(problems, filename, f" [in variant {variant}]" if variant else "")

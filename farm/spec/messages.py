@@ -17,6 +17,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from farm.errors import ConfigError
 from farm.spec.checks import suggest
 from farm.spec.loader import PathPart, format_path, line_of
 from farm.spec.programs import number_text, show
@@ -53,6 +54,25 @@ class Problem:
     line: int
     path: str
     message: str
+
+
+# A file with more mistakes than this lists these and says how to see the rest.
+LISTED_PROBLEMS = 10
+
+
+def problems_error(problems: Sequence[Problem], filename: str, suffix: str = "") -> ConfigError:
+    """One ConfigError for all of a file's problems (sorted by line): the first on the first line
+    (`FILE:LINE: key.path: what`, `suffix` after it), each further one on a line of its own in the
+    same form, at most LISTED_PROBLEMS in all, then how many are left and how to see them."""
+    first, rest = problems[0], problems[1:LISTED_PROBLEMS]
+    unlisted = len(problems) - 1 - len(rest)
+    message = f"{first.path}: {first.message}{suffix}"
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more problems:)"
+        message += "".join(f"\n{filename}:{p.line}: {p.path}: {p.message}" for p in rest)
+    if unlisted:
+        message += f"\n... and {unlisted} more: fix these and load the file again to see them"
+    return ConfigError(message, location=f"{filename}:{first.line}")
 
 
 def from_validation_error(error: ValidationError, root: MappingNode, model: type[BaseModel]) -> list[Problem]:

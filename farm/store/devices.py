@@ -165,3 +165,17 @@ def quarantines(store: Store) -> dict[str, Quarantine]:
 
 def device_rows(store: Store) -> list[dict[str, Any]]:
     return [dict(r) for r in store.query("SELECT * FROM devices ORDER BY device_id")]
+
+
+@dataclass(frozen=True)
+class StoredIdentity:
+    """What the store knows a phone as (its model and ABI from the last time it was prepared)."""
+
+    serial: str
+    model: str | None
+    abi: str | None
+
+
+def identity_of(store: Store, device_id: str) -> StoredIdentity | None:
+    rows = store.query("SELECT serial, model, abi FROM devices WHERE device_id = ?", (device_id,))
+    return StoredIdentity(rows[0]["serial"], rows[0]["model"], rows[0]["abi"]) if rows else None

@@ -12,7 +12,7 @@ import dataclasses
 import enum
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +131,22 @@ def insert_planned(store: Store, experiment: str, runs: Sequence[PlannedRun]) ->
                 "UPDATE runs SET seq = ? WHERE run_id = ? AND state = 'PENDING'", (run.seq, run.run_id)
             )
     return added
+
+
+def skip_planned(store: Store, reasons: Mapping[str, str]) -> int:
+    """PENDING runs the planner found their phone cannot do: SKIPPED with the reason, no attempt.
+    Returns how many changed (runs already done or skipped keep their state)."""
+    now = time.time()
+    changed = 0
+    with store.transaction() as conn:
+        for run_id, reason in reasons.items():
+            cursor = conn.execute(
+                "UPDATE runs SET state = 'SKIPPED', reason = ?, finished_at = ? "
+                "WHERE run_id = ? AND state = 'PENDING'",
+                (reason, now, run_id),
+            )
+            changed += cursor.rowcount
+    return changed
 
 
 # How SQLite lays a runs row out (measured: tests/unit/store/test_plan_bytes.py): rows share 4 KiB

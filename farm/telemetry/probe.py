@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from farm import safe_json
+from farm.telemetry.opencl import OpenClDevice, device_of
 
 SUPPORTED_PROBE_VERSIONS = (1,)
 
@@ -148,9 +149,15 @@ class Capabilities:
     cpu_policies: tuple[CpuPolicy, ...]
     mem_total_kb: int | None
     elapsed_ms: int
+    # What a benchmark program listed (farm.engine.lifecycle.read_probe); None: not listed (no
+    # build for the phone's ABI), so only the probe's library files speak for OpenCL.
+    opencl_devices: tuple[OpenClDevice, ...] | None = None
 
     @property
     def has_opencl(self) -> bool:
+        """Devices listed, when they were listed; else (unverified) a known library file."""
+        if self.opencl_devices is not None:
+            return bool(self.opencl_devices)
         return bool(self.opencl_libraries)
 
     def prop(self, key: str) -> str | None:
@@ -261,6 +268,16 @@ def _charging(c: Mapping[str, Any]) -> ChargingNode:
     return ChargingNode(node, bool(c.get("writable")), str(c["enable_value"]), str(c["disable_value"]))
 
 
+# The key farm adds to the stored probe document: the devices a program listed (None: not listed).
+OPENCL_DEVICES_KEY = "opencl_devices"
+
+
+def _listed(devices: Any) -> tuple[OpenClDevice, ...] | None:
+    if devices is None:
+        return None
+    return tuple(device_of(d) for d in devices)
+
+
 def parse_probe(text: str) -> Capabilities:
     """Parse farm-probe's stdout. Raises ProbeOutputError with what was wrong."""
     try:
@@ -300,6 +317,7 @@ def capabilities_of(doc: object) -> Capabilities:
             cpu_policies=tuple(_policy(p) for p in cpu.get("policies", ())),
             mem_total_kb=_int_or_none(mem.get("total_kb")) if mem.get("total_kb") is not None else None,
             elapsed_ms=int(doc.get("elapsed_ms", 0)),
+            opencl_devices=_listed(doc.get(OPENCL_DEVICES_KEY)),
         )
     except ProbeOutputError:
         raise

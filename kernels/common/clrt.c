@@ -48,8 +48,17 @@ typedef struct {
     unsigned pi, di;
 } dev_ref;
 
+static void no_library(void)
+{
+    char why[1024];
+    if (farm_cl_load(why, sizeof why) != 0)
+        farm_die(FARM_EXIT_NO_DEVICE,
+                 "no OpenCL library: %s; set FARM_OPENCL_LIBRARY to the phone's library or use --backend=cpu", why);
+}
+
 static size_t enumerate(dev_ref *out, size_t cap, cl_int *status)
 {
+    no_library();
     cl_platform_id plats[MAX_PLATFORMS];
     cl_uint np = 0;
     *status = clGetPlatformIDs(MAX_PLATFORMS, plats, &np);
@@ -111,6 +120,7 @@ int farm_cl_list_devices(void)
         farm_json_str(&j, "name", dname);
         farm_json_str(&j, "type", type_name(t));
         farm_json_bool(&j, "fp16", device_has(devs[i].device, "cl_khr_fp16"));
+        farm_json_str(&j, "library", farm_cl_library());
         farm_json_end(&j);
     }
     return FARM_EXIT_OK;
@@ -225,6 +235,7 @@ void farm_cl_info_fields(farm_json *j, const farm_cl *cl, const farm_cl_program 
     farm_json_str(j, "device_type", type_name(cl->device_type));
     farm_json_str(j, "device_version", cl->device_version);
     farm_json_str(j, "driver_version", cl->driver_version);
+    farm_json_str(j, "opencl_library", farm_cl_library());
     if (p) {
         farm_json_num(j, "build_ms", p->build_ms);
         farm_json_bool(j, "cache_hit", p->cache_hit);

@@ -5,6 +5,7 @@
  *   util.c   clock, errors/exit, RNG, fp16 conversion, hashing, comparison, checksum
  *   args.c   `--name=value` argument parsing and `--help`
  *   json.c   JSON Lines event writer (stdout)
+ *   clload.c OpenCL loaded at run time from a candidate list (no program links -lOpenCL)
  *   clrt.c   OpenCL platform/device selection, context and queue, errors, buffers
  *   clbuild.c  program build with an on-disk program-binary cache
  *   clevents.c event profiling split into host-to-device / kernel / device-to-host
@@ -241,6 +242,15 @@ typedef struct {
     int cache_hit;         /* 1: loaded from the on-disk binary cache */
     char cache_path[1024]; /* cache file used ("" when caching was impossible) */
 } farm_cl_program;
+
+/* Loads the phone's OpenCL library (first of $FARM_OPENCL_LIBRARY, libOpenCL.so, the Pixel wrapper
+ * libOpenCL-pixel.so with enableOpenCL + loadOpenCLPointer, libGLES_mali.so, libmali.so, under
+ * the vendor and system library directories) and every entry point the programs call. 0 when
+ * loaded (at once after the first success); -1 with `why` saying what was tried. Only the gpu
+ * paths call it (through farm_cl_open / farm_cl_list_devices): cpu backends never load OpenCL. */
+int farm_cl_load(char *why, size_t cap);
+/* The library farm_cl_load loaded (as named in its list), NULL before. */
+const char *farm_cl_library(void);
 
 /* Prints one {"event":"device","index":"P:D","platform":...,"name":...,"type":...} per device
  * and returns FARM_EXIT_OK, or dies with FARM_EXIT_NO_DEVICE when there is none. */

@@ -143,9 +143,11 @@ def main() -> int:
                 print(f"{args.quantize} {f16.name} {quant}: exit {done.returncode}: {' | '.join(tail)}", file=sys.stderr)
                 return 1
             outputs.append(target)
-        lines += [f"{sha256(p)}  {p.name}  {p.stat().st_size}" for p in outputs]
+        lines += [f"{sha256(p)}  {p.name}" for p in outputs]
+        for p in outputs:
+            print(f"{p.name}: {p.stat().st_size} bytes")
+    # sha256sum's own format: `cd build/models && sha256sum -c SHA256SUMS` checks them.
     (args.out / "SHA256SUMS").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
     return 0
 
 

@@ -28,6 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from vphone.testing.opencl import C_FLAGS, CL_BUSY_SRC  # noqa: E402
 from vphone.testing.socphone import (  # noqa: E402
     budgeted,
     install,
@@ -41,7 +42,6 @@ from vphone.testing.socphone import (  # noqa: E402
 from vphone.worldthread import WorldThread  # noqa: E402
 
 from tests.bench.table import report  # noqa: E402
-from tests.fixtures.opencl import C_FLAGS, CL_BUSY_SRC  # noqa: E402
 
 OUT = ROOT / "results" / "bench" / "bench_physics.json"
 RUNS = 5

@@ -115,7 +115,9 @@ def test_a_model_that_fails_to_load_and_a_killed_run_fail_with_their_reason(
         pid = ""
         while not pid and time.monotonic() < deadline and farm.poll() is None:
             pid = str(device.shell(["pidof", "llama-bench"])).strip()
-        assert pid, "llama-bench never started on the phone"
+        if not pid:
+            farm.kill()
+            pytest.fail(f"llama-bench never started on the phone: {farm.communicate()[0]}")
         device.shell(["kill", "-9", pid.split()[0]])
         out, _ = farm.communicate(timeout=120)
     finally:

@@ -174,6 +174,9 @@ def test_ctrl_c_restores_charging_and_requeues_the_run(virtual_phones, tmp_path:
             farm.kill()
             farm.wait()
     assert farm.returncode == 130, output
+    # the line says how far it got and how to go on, not "retrying"
+    assert "0/1 runs done; run the same command again to resume" in output
+    assert "retrying" not in output
     assert device.shell(["cat", CHARGING_NODE]).strip() == "1"
     assert _farm_programs_running(device, "lstm") == []
     with open_store(results) as store:

@@ -4,7 +4,7 @@ functions over adb, and its effect is checked on the phone.
 
 What farm runs through DeviceSession.shell/script, by module, and where it is covered:
   engine/lifecycle.py  read_probe, prepare_phone (deploy, stay_awake)               here
-  engine/conditions.py read_temperature_c, battery_pct (unplug), charging control   here
+  engine/conditions.py read_temperature_c, battery_pct (power_supply capacity), charging control   here
   engine/collect.py    environment_snapshot's governors/thermal/charging script     here
   device/controls.py   write_as_root (direct, su -c, su 0), charging, stay_awake   here
   engine/onphone.py    RunDir.create, Background start/wait/exit/stop             here
@@ -99,9 +99,10 @@ def test_temperature_battery_gate_and_snapshot_scripts(
     prepared = phones[kind].prepared
     temp = conditions.read_temperature_c(prepared)
     assert temp is not None and 15.0 < temp < 70.0
-    level = conditions.battery_pct(prepared, unplug=True)
+    level = conditions.battery_pct(prepared)
     assert level is not None and 0 <= level <= 100
-    assert "AC powered: false" in prepared.session.shell(["dumpsys", "battery"]).stdout
+    # farm's own readings never freeze BatteryService (`dumpsys battery unplug`: issue 28)
+    assert "(UPDATES STOPPED" not in prepared.session.shell(["dumpsys", "battery"]).stdout
     env = environment_snapshot(prepared)
     assert env.error is None
     assert env.thermal_raw and all(value.lstrip("-").isdigit() for value in env.thermal_raw.values())

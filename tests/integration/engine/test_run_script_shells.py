@@ -301,6 +301,42 @@ def test_a_cell_without_load_waits_for_the_gpu_counter_to_idle(
     assert gate is not None and gate.busy_pct is not None and gate.busy_pct <= 5 and gate.waited_ms == 0
 
 
+@pytest.mark.skipif(not shutil.which("mksh") or not shutil.which("strace"), reason="needs mksh and strace")
+def test_no_process_is_started_per_line_the_script_prints(tmp_path: Path, run_dir: RunDir) -> None:
+    """Android's mksh has no printf builtin: a `printf` per protocol line is a fork and exec of
+    toybox inside the measured window. Every execve of the run is traced (strace -f), and none may
+    be printf's, while the script printed heartbeats and throttle blocks."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "sh").symlink_to(shutil.which("mksh") or "mksh")
+    policy = tmp_path / "policy0"
+    policy.mkdir()
+    (policy / "scaling_max_freq").write_text("1800000\n")
+    params = params_for(
+        run_dir,
+        tmp_path,
+        beat_s="0.05",
+        beat_ms="50",
+        throttle_ms="50",
+        status_ms="3600000",
+        policies=block([str(policy)]),
+    )
+    trace = tmp_path / "execve.log"
+    argv = ["sh", str(SCRIPT), *(f"{k}={v}" for k, v in params.items()), "--", "sleep", "1"]
+    env = {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+    traced = ["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace), str(folder / "sh")]
+    process = subprocess.Popen(
+        [*traced, "-c", quote_argv(argv)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    steering = Steering(PLAN)
+    talk(process, steering)
+    assert steering.report.bench_end == Ended(BenchEnd.EXITED, 0) and steering.report.done
+    assert steering.report.throttle_samples and steering.report.last_beat_ms is not None
+    execs = [line for line in trace.read_text().splitlines() if "execve(" in line and line.endswith("= 0")]
+    assert any('"sleep"' in e for e in execs)  # the trace sees the script's own children
+    assert [e for e in execs if '/printf"' in e] == []
+
+
 def test_a_file_over_max_bytes_stays_on_the_phone_and_is_named(
     shell_bin: Path, run_dir: RunDir, tmp_path: Path
 ) -> None:

@@ -51,6 +51,6 @@ def test_benchmarks_run_verify_and_cache_on_phones(virtual_phones, adb_server, k
     no_cl = adb("-s", no_cl_phone, "shell", f"{PHONE_BIN}/gemm --backend=gpu --iters=1")
     assert no_cl.returncode == 3
     error = next(e for e in events(no_cl.stdout) if e["event"] == "error")
-    assert "no OpenCL platform" in error["message"]
+    assert "no OpenCL library" in error["message"]  # none ships there, as on a phone without OpenCL
     cpu = adb("-s", no_cl_phone, "shell", f"{PHONE_BIN}/lstm --backend=cpu-mt --iters=1")
     assert cpu.returncode == 0, cpu.stderr  # the CPU backends need no OpenCL

@@ -24,7 +24,7 @@ SPEC = {
     "sweep": {"backend": ["cpu", "gpu"], "hidden": [32, 128]},
 }
 PHONES = {"local/vp-1": "VP6520", "local/vp-2": "VP8050"}
-THROTTLED = "gpu-128-local/vp-2-1"
+THROTTLED = "gpu-128-local_vp-2-1"
 
 
 def _fill(location: StoreLocation) -> None:
@@ -36,7 +36,9 @@ def _fill(location: StoreLocation) -> None:
                 capabilities={"props": {"ro.farm.virtual": "1"}},
             )  # fmt: skip
         planned = [
-            rq.PlannedRun(f"{b}-{h}-{d}-{r}", f"{b}/{h}", (("backend", b), ("hidden", h)), r, d, 0)
+            rq.PlannedRun(
+                f"{b}-{h}-{d.replace('/', '_')}-{r}", f"{b}/{h}", (("backend", b), ("hidden", h)), r, d, 0
+            )
             for b in ("cpu", "gpu")
             for h in (32, 128)
             for d in PHONES

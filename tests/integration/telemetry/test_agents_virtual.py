@@ -44,7 +44,7 @@ def _probe(device: Any) -> Capabilities:
 
 @pytest.fixture
 def spin_binary(cl_busy_binary: Path) -> Path:
-    """The GPU workload: tests/fixtures/cl_busy.c, a tiny OpenCL busy loop."""
+    """The GPU workload: vphone/testing/cl_busy.c, a tiny OpenCL busy loop."""
     return cl_busy_binary
 
 

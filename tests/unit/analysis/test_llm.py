@@ -77,6 +77,9 @@ def test_energy_per_token_charges_net_power_to_the_phase_time() -> None:
     assert energy_per_token_metrics(None, 500.0, window) == []
     assert energy_per_token_metrics(1500.0, None, window) == []
     assert energy_per_token_metrics(1500.0, 500.0, []) == []
+    # at or below the idle draw (drift, a charging battery): no figure rather than a negative one
+    assert energy_per_token_metrics(400.0, 500.0, window) == []
+    assert energy_per_token_metrics(-900.0, 500.0, window) == []
 
 
 def test_the_catalogue_agrees_with_the_regression_direction_of_each_name() -> None:

@@ -72,6 +72,14 @@ def test_latency_and_opencl_metrics_without_trace() -> None:
     assert "energy_per_inference_mj" not in metrics
 
 
+def test_throughput_agrees_with_the_latency_even_with_gaps_between_iterations() -> None:
+    latencies = [23.0, 23.0, 24.0, 22.0]
+    metrics = metrics_by_name(compute_run_metrics(_events(latencies, gap_ns=20 * MS), None, None, None, None))
+    # 1 / mean latency, not iterations / window (the window also holds the 20 ms gaps)
+    assert metrics["throughput_per_s"].value == pytest.approx(1000 / np.mean(latencies))
+    assert metrics["measured_s"].value == pytest.approx((sum(latencies) + 3 * 20) / 1000, rel=1e-3)
+
+
 def test_no_measured_iteration_is_an_error() -> None:
     with pytest.raises(ValueError, match="no measured iteration"):
         compute_run_metrics([{"event": "phase", "phase": "warmup", "t_ns": 0}], None, None, None, None)

@@ -12,6 +12,7 @@ from farm.analysis.cnn_descriptor import LayerKind, network
 from farm.analysis.network_model import memory, moved_mb, pool_rate, predict_network
 from farm.analysis.resource_data import ModelKey, PhoneModel
 from farm.analysis.resource_model import GemmModel, GemmSample, select_model
+from farm.cli.model import refuse_unlike
 from farm.errors import ConfigError
 from farm.store.layers import LayerResult
 from farm.store.results import StoredResult
@@ -150,9 +151,30 @@ def test_cnn_layers_become_gemm_samples_and_pool_pairs_of_their_network() -> Non
     ]
     groups = resource_data.cnn_layer_samples(runs, {}, ["squeezenet1.1"])
     (layers,) = groups.values()
-    assert layers.convs == [GemmSample(64, 111 * 111, 27, 3.0), GemmSample(16, 55 * 55, 64, 1.0)]
+    # the 64 px run's layers are GEMMs of their own shapes: conv1 3x3/2 on 64 px gives 31 x 31 outputs
+    assert layers.convs == [
+        GemmSample(64, 111 * 111, 27, 3.0),
+        GemmSample(16, 55 * 55, 64, 1.0),
+        GemmSample(64, 31 * 31, 27, 3.0),
+        GemmSample(16, 15 * 15, 64, 1.0),
+    ]
     pool1 = network("squeezenet1.1").layers[1]
-    assert layers.pools == [(moved_mb(pool1), 0.5)]
+    assert layers.pools == [(moved_mb(pool1), 0.5), (moved_mb(network("squeezenet1.1", 64).layers[1]), 0.5)]
+
+
+def test_compare_refuses_another_input_size_or_network_in_one_line() -> None:
+    runs = [_run("r0", {"backend": "gpu", "input_size": 113}, {"layer_00_conv1_ms": 1.0})]
+    measured = resource_data.measured_inputs(runs, {"model": "squeezenet1.0"})
+    assert measured == {("squeezenet1.0", 113)}
+    refuse_unlike("sq.quick", measured, network("squeezenet1.0", 113))  # like with like: no error
+    with pytest.raises(ConfigError) as caught:
+        refuse_unlike("sq.quick", measured, network("squeezenet1.0"))
+    assert str(caught.value) == (
+        "--compare sq.quick: it ran squeezenet1.0 at 113 px, not squeezenet1.0 at 227 px: the layer shapes "
+        "differ (predict at its size: --input-size 113)"
+    )
+    with pytest.raises(ConfigError, match=r"not squeezenet1\.1 at 224 px"):
+        refuse_unlike("sq.quick", measured, network("squeezenet1.1"))
 
 
 def test_pool_rate_is_the_median_ms_per_mb_and_used_for_pools() -> None:

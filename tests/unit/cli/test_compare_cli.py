@@ -47,7 +47,49 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _experiment(store, "clocks", {"min": 20.0, "max": 10.0}, seed=1, invalid_rep=0)
         _experiment(store, "same_a", {"cpu": 10.0}, seed=2)
         _experiment(store, "same_b", {"cpu": 10.0}, seed=3)
+        _few_runs_and_a_failed_phone(store)
     return folder
+
+
+def _few_runs_and_a_failed_phone(store: Store) -> None:
+    """`few`: 3 runs a side on phone-a, gpu 8x faster; phone-c's runs all failed."""
+    spec = {
+        "name": "few",
+        "benchmark": {"program": "lstm", "params": {}},
+        "sweep": {"backend": ["cpu", "gpu"]},
+    }
+    save_experiment(store, "few", json.dumps(spec), "x", "experiments/few.yaml")
+    planned = [
+        PlannedRun(f"few-{p}-{b}-{r}".replace("/", "_"), b, (("backend", b),), r, p, i)
+        for i, (p, b, r) in enumerate(
+            (p, b, r) for p in ("local/phone-a", "local/phone-c") for b in ("cpu", "gpu") for r in range(3)
+        )
+    ]
+    insert_planned(store, "few", planned)
+    for run in planned:
+        if run.device_id == "local/phone-c":
+            store.execute(
+                "UPDATE runs SET state = 'FAILED', reason = 'no OpenCL driver' WHERE run_id = ?",
+                (run.run_id,),
+            )
+            continue
+        store.execute("UPDATE runs SET state = 'DONE', ran_on = device_id WHERE run_id = ?", (run.run_id,))
+        latency = (80.0 if dict(run.factors)["backend"] == "cpu" else 10.0) + run.repetition
+        put_metrics(store, run.run_id, [Metric("latency_median_ms", latency, "ms")])
+
+
+def test_too_few_runs_say_so_and_a_failed_phone_stays_with_its_reason(
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "compare", "few", "--by", "backend=cpu,gpu", "--results", str(results))
+    assert code == 0
+    phone_a = next(line for line in out.splitlines() if line.startswith("local/phone-a"))
+    assert (
+        "no detectable difference (too few runs to reach alpha 0.05: 3 vs 3 runs give no p below 0.1"
+        in phone_a
+    )
+    phone_c = next(line for line in out.splitlines() if line.startswith("local/phone-c"))
+    assert "6 failed" in phone_c and "no OpenCL driver" in phone_c
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

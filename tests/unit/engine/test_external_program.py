@@ -15,8 +15,16 @@ from farm.adapters import Granularity, ProgramOutput
 from farm.adapters.output import GRANULARITY_METRIC
 from farm.analysis.metric import Metric
 from farm.analysis.series import Series, SeriesTrace
+from farm.device.session import ShellResult
 from farm.engine.collect import compute_metrics
-from farm.engine.deploy import Deployed, ExternalDeployed, available_kb, binary_abi
+from farm.engine.deploy import (
+    Deployed,
+    ExternalDeployed,
+    NotEnoughStorage,
+    available_kb,
+    binary_abi,
+    check_storage,
+)
 from farm.engine.lifecycle import killed_by
 from farm.engine.measurement import requirements_of
 from farm.engine.model import PreparedPhone, RunJob
@@ -239,3 +247,27 @@ def test_a_program_killed_by_a_signal_says_who_sends_it() -> None:
     assert "out-of-memory killer" in killed_by(137) and "SIGKILL" in killed_by(137)
     assert "SIGSEGV" in killed_by(139)
     assert killed_by(1) == "" and killed_by(None) == "" and killed_by(128) == ""
+
+
+class _DfSession:
+    """Only what the storage check asks of a phone: its id and `df -k`'s answer."""
+
+    device_id = "lab/phone-1"
+
+    def __init__(self, available_kb: int) -> None:
+        self.available_kb = available_kb
+
+    def shell(self, argv: list[str]) -> ShellResult:
+        header = "Filesystem 1K-blocks Used Available Use% Mounted on\n"
+        text = f"{header}/dev/x 100 1 {self.available_kb} 1% /data\n"
+        return ShellResult(tuple(argv), 0, text, "")
+
+
+def test_assets_larger_than_the_phones_free_storage_are_refused(tmp_path: Path) -> None:
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"x" * 3000)
+    check_storage(cast(Any, _DfSession(available_kb=3)), [model])  # 3072 bytes free: fits
+    with pytest.raises(NotEnoughStorage) as caught:
+        check_storage(cast(Any, _DfSession(available_kb=2)), [model])
+    assert "lab/phone-1" in str(caught.value) and "model.gguf" in str(caught.value)
+    assert "need 0.0 MB" in str(caught.value) and "0.0 MB free" in str(caught.value)

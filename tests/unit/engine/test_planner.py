@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from farm.engine.planner import SHARED, estimate_run_s, expand, plan, render_plan, run_id
+from farm.engine.planner import SHARED, PhoneAbilities, estimate_run_s, expand, plan, render_plan, run_id
 from farm.errors import ConfigError
 from farm.spec import Cell, Experiment, load_text
 
@@ -289,3 +289,38 @@ def test_excludes_remove_exactly_the_matching_cells(experiment: Experiment, data
         return  # excluding every cell is an error, tested with the bad files
     pruned = expand(experiment.model_copy(update={"exclude": ({name: tuple(wanted)},)}))
     assert [c for c in everything if c.get(name) not in wanted] == pruned
+
+
+SKIP_SPEC = """\
+name: skips
+benchmark: {program: lstm}
+sweep: {backend: [cpu, gpu], gpu_load: [0, 0.5]}
+exclude: [{backend: gpu, gpu_load: 0.5}]
+measurement: {repetitions: 2}
+"""
+
+
+def test_runs_a_phone_cannot_do_are_skipped_at_plan_time_with_the_reason() -> None:
+    spec = load_text(SKIP_SPEC, "skips.yaml")
+    abilities = {"a": PhoneAbilities(opencl=True, root=True), "b": PhoneAbilities(opencl=False, root=True)}
+    planned = plan(spec, ["a", "b"], abilities=abilities)
+    assert len(planned.queues["a"]) == 6  # 3 cells x 2 repetitions
+    # b without OpenCL: only cpu at no background load is left
+    assert {run.cell.as_dict()["backend"] for run in planned.queues["b"]} == {"cpu"}
+    assert all(run.cell.as_dict()["gpu_load"] == 0 for run in planned.queues["b"])
+    reasons = {run.cell.label(spec.factor_names): why for run, why in planned.skipped}
+    assert len(planned.skipped) == 4 and all(run.device == "b" for run, _ in planned.skipped)
+    assert any("backend gpu needs OpenCL" in why for why in reasons.values())
+    assert any("background GPU load needs OpenCL" in why for why in reasons.values())
+    text = render_plan(planned)
+    assert "= 12 runs, 4 of them SKIPPED (below)" in text
+    assert "4 runs SKIPPED at plan time" in text and "b: 2 runs: backend gpu needs OpenCL" in text
+    # the same runs keep their ids: a phone that gains a driver runs them under the same id
+    assert {r.run_id for r, _ in planned.skipped} <= {r.run_id for r in plan(spec, ["a", "b"]).runs}
+
+
+def test_required_pinned_clocks_skip_a_phone_without_root() -> None:
+    spec = load_text(SKIP_SPEC + "conditions: {clocks: {mode: pin, required: true}}\n", "skips.yaml")
+    planned = plan(spec, ["a"], abilities={"a": PhoneAbilities(opencl=True, root=False)})
+    assert planned.queues["a"] == () and len(planned.skipped) == 6
+    assert "requires pinned clocks, which need root" in planned.skipped[0][1]

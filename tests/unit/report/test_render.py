@@ -33,14 +33,14 @@ def test_figure_svg_has_units_and_escaped_text(report_data: ReportData) -> None:
         report_data, FigureSpec(x="device", y="latency_ms", color="backend", kind=FigureKind.BAR)
     )
     assert figure is not None
-    assert "latency_median_ms [ms]" in figure.svg
+    assert "latency (median) [ms], lower is better" in figure.svg
     assert EVIL not in figure.svg
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in figure.svg
     assert figure.pdf.startswith(b"%PDF")
     line = render_figure(report_data, FigureSpec(x="gpu_load", y="energy_per_inference_mj", color="backend"))
     assert line is not None
     assert "background GPU load [fraction busy]" in line.svg
-    assert "energy_per_inference_mj [mJ]" in line.svg
+    assert "energy per inference (above idle) [mJ], lower is better" in line.svg
 
 
 def test_html_report_is_self_contained_and_escaped(
@@ -56,7 +56,7 @@ def test_html_report_is_self_contained_and_escaped(
     # plan vs done, failure reason, quality notes
     assert "benchmark exited 3: no OpenCL on &lt;script&gt;" in html
     assert "throttled" in html
-    assert "did not reach the background GPU load" in html
+    assert "fell short of their background GPU load target" in html
     assert "this machine" in html  # virtual phone timings
     assert "Charging could not be disabled" in html
 
@@ -128,7 +128,7 @@ def test_box_and_bar_figures_order_numeric_levels(report_data: ReportData) -> No
     box = render_figure(
         report_data, FigureSpec(x="hidden", y="latency_ms", color="backend", kind=FigureKind.BOX)
     )
-    assert box is not None and "latency_median_ms [ms]" in box.svg
+    assert box is not None and "latency (median) [ms]" in box.svg
     bar = render_figure(report_data, FigureSpec(x="hidden", y="latency_ms", kind=FigureKind.BAR))
     assert bar is not None
     # tick labels in numeric order: 32 before 128

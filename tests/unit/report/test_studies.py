@@ -52,7 +52,11 @@ def test_squeezenet_names_the_best_g_per_phone_and_fp16s_gain() -> None:
 def test_training_says_91_percent_moves_data_with_copy_buffers() -> None:
     section = _section("training")
     shares = [float(s.split("moving data takes ")[1].split()[0]) for s in section.sentences]
-    assert len(shares) == 4 and all(x == pytest.approx(0.91, abs=0.01) for x in shares)
+    assert len(shares) == 4 and all(x == pytest.approx(91, abs=1) for x in shares)
+    # the sample's phones are virtual: each share says what it measured there
+    assert all("a transfer is a memcpy in host RAM" in s for s in section.sentences)
+    real = study_section(study_data("training", virtual=False))
+    assert real is not None and not any("memcpy" in s for s in real.sentences)
 
 
 def test_the_section_opens_the_html_and_markdown_report() -> None:

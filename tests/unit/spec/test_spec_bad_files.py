@@ -1,4 +1,5 @@
-"""Every malformed experiment in bad/ fails with ONE line `FILE:LINE: key.path: what`.
+"""Every malformed experiment in bad/ fails with its first problem on the first line,
+`FILE:LINE: key.path: what`, and any further one on a line of its own.
 
 Each file's first line is `# expect: LINE: piece of the message`; the test checks the location
 prefix exactly and that the piece is in the message.
@@ -37,8 +38,10 @@ def test_bad_file_names_line_and_key(path: Path) -> None:
         load(path)
     message = str(caught.value)
     assert message.startswith(f"{path}:{line}: "), message
-    assert piece in message
-    assert "\n" not in message
+    first, *more = message.splitlines()
+    assert piece in first
+    # further problems, one line each in the same form
+    assert all(re.match(rf"{re.escape(str(path))}:\d+: ", line) for line in more), message
     assert caught.value.location == f"{path}:{line}"
     assert caught.value.exit_code == 2
 
@@ -56,5 +59,19 @@ def test_several_problems_report_the_first_by_line_and_count_the_rest(tmp_path: 
     with pytest.raises(ConfigError) as caught:
         load(path)
     assert str(caught.value) == (
-        f"{path}:4: measurement.warmup: must be at least 0, got -1 (and 2 more problems)"
+        f"{path}:4: measurement.warmup: must be at least 0, got -1 (and 2 more problems:)\n"
+        f"{path}:5: measurement.iterations: must be at least 1, got 0\n"
+        f"{path}:6: measurement.repetitions: must be at least 1, got 0"
     )
+
+
+def test_many_problems_list_the_first_ten_and_say_how_to_see_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    typos = "".join(f"  hiden{i}: [1]\n" for i in range(12))
+    path.write_text(f"name: x\nbenchmark: {{program: lstm}}\nsweep:\n  backend: [cpu]\n{typos}")
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    lines = str(caught.value).splitlines()
+    assert lines[0].startswith(f"{path}:5: ") and lines[0].endswith("(and 11 more problems:)")
+    assert [line.split(":")[1] for line in lines[1:10]] == [str(n) for n in range(6, 15)]
+    assert lines[10] == "... and 2 more: fix these and load the file again to see them"

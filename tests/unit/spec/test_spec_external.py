@@ -159,3 +159,19 @@ def test_the_regex_output_builds_its_adapter(tmp_path: Path) -> None:
     assert experiment.benchmark.output is not None
     parsed = experiment.benchmark.output.adapter_of().parse("took 2.5 ms\ntook 3.5 ms\n", "")
     assert parsed.granularity is Granularity.PER_ITERATION and parsed.latencies_ms == (2.5, 3.5)
+
+
+def test_a_zipped_label_factor_and_asset_levels_need_no_placeholder_of_their_own(tmp_path: Path) -> None:
+    labelled = GOOD.replace("  threads: [1, 2]\n", "  threads: [1, 2]\n  label: [one, two]\n").replace(
+        "measurement:", "zip: [[threads, label]]\nmeasurement:"
+    )
+    assert {c.as_dict()["label"] for c in load(_write(tmp_path, labelled)).cells()} == {"one", "two"}
+    unzipped = GOOD.replace("  threads: [1, 2]\n", "  threads: [1, 2]\n  label: [one, two]\n")
+    assert "factor label is not used" in _error(tmp_path, unzipped)
+    # an asset used as a sweep level (a model per run) counts as used; listed and unused still fails
+    by_level = GOOD.replace("--input={asset:data/seed.bin}", "--input={n}").replace(
+        "  n: [8, 16]", "  n: [data/seed.bin]"
+    )
+    load(_write(tmp_path, by_level))
+    unused = GOOD.replace("--input={asset:data/seed.bin}", "--input={n}")
+    assert "data/seed.bin is listed but no argument uses it" in _error(tmp_path, unused)

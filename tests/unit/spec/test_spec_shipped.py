@@ -47,7 +47,10 @@ def test_quick_variants_are_blocked_by_phone_and_fit_the_demo_budget(study: str)
     cells = {run.cell.cell_id for run in planned.runs}
     for phone in FOUR_PHONES:
         assert {run.cell.cell_id for run in planned.runs if run.device == phone} == cells
-    assert len(planned.runs) <= 4 * 18
+    # the runs its claims need (4 repetitions where two backends are compared, 7 GEMM shapes), at
+    # most 28 a phone: measured 2026-12-07 on 4 virtual phones, 2 loaded host cores: gemm 28 runs a
+    # phone 65 s, training 24 in 75 s, squeezenet 16 in 103 s
+    assert len(planned.runs) <= 4 * 28
     assert planned.estimated_s < 180  # planner's estimate; the 5-minute budget leaves room for PoCL
 
 

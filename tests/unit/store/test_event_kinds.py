@@ -1,8 +1,9 @@
 """Every event kind is emitted somewhere in farm, so no view can listen for an event nothing sends.
 
 Kinds are an enum (farm.store.events.EventKind): a listener can name only a member. This test
-reads farm's source and collects the kinds passed to the one writer (`events.emit`, or a sweep's
-`event` method that forwards to it); a member nobody emits fails here (the live view and the
+reads farm's source and collects the kinds passed to the one writer (`events.emit`, a sweep's
+`event` method that forwards to it, or a PlannedEvent the engine's rules decide and the sweep
+records); a member nobody emits fails here (the live view and the
 report once waited for a "charging" event that nothing sent).
 """
 
@@ -33,7 +34,12 @@ def emitted_kinds(root: Path) -> set[str]:
     for path in root.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id == "PlannedEvent" and node.args:
+                found |= _kinds_named_in(node.args[0])  # the engine's decided events, recorded as given
+                continue
+            if not isinstance(node.func, ast.Attribute):
                 continue
             if node.func.attr == "emit" and len(node.args) >= 2:
                 found |= _kinds_named_in(node.args[1])

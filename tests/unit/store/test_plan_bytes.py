@@ -30,10 +30,9 @@ def test_plan_bytes_is_the_sqlite_growth_within_a_quarter(
     tmp_path: Path, runs: int, level_bytes: int
 ) -> None:
     location = StoreLocation(tmp_path / "results")
+    factors = (("pad", "x" * level_bytes),)
     planned = [
-        PlannedRun(
-            f"{i:016x}", f"{i % 97:012x}", (("pad", "x" * level_bytes), ("n", i)), 0, "local/VP0001", i
-        )
+        PlannedRun(f"{i:016x}", f"{i % 97:012x}", (*factors, ("n", i)), 0, "local/VP0001", i)
         for i in range(runs)
     ]
     spec = '{"name": "growth"}'

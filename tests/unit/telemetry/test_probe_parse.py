@@ -356,3 +356,37 @@ def test_a_damaged_section_gives_capabilities_or_one_clear_error(key: str, junk:
     sources = default_sources(caps)
     if sources:
         assert sampler_argv("farm-sampler", sources, 20.0, "/data/local/tmp/t.bin")[0] == "farm-sampler"
+
+
+def test_a_battery_held_not_charging_calibrates_nothing() -> None:
+    """A lab phone on USB held below full (Battery Defender, "Protect battery") reads a few mA of
+    noise of either sign with status Not charging: neither its unit nor its sign may be taken
+    from that (issue 28, audit finding 5); only a Discharging probe gives conventions."""
+    from farm.engine.collect import calibration_of
+
+    held = parse_probe(
+        doc(
+            gpu=ADRENO_GPU,
+            current=[3000],
+            unit="mA",
+            sign="positive_discharging",
+            thermal=[],
+            status="Not charging",
+        )
+    )
+    assert calibration_of(held) is None
+    full = parse_probe(
+        doc(
+            gpu=ADRENO_GPU, current=[-2000], unit="mA", sign="negative_discharging", thermal=[], status="Full"
+        )
+    )
+    assert calibration_of(full) is None
+    discharging = parse_probe(
+        doc(gpu=ADRENO_GPU, current=[-412000], unit="uA", sign="negative_discharging", thermal=[])
+    )
+    calibration = calibration_of(discharging)
+    assert (
+        calibration is not None
+        and calibration.discharge_sign == -1
+        and calibration.current_ua_per_unit == 1.0
+    )

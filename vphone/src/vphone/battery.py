@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vphone.profile import BatterySpec
+from vphone.profile import BatterySpec, ChargingEffect
 
 # Above this level the charger tapers its current linearly down to zero at 100 %.
 TAPER_START_PCT = 90.0
@@ -19,11 +19,14 @@ class BatteryState:
     level_pct: float  # 0..100, fractional; sysfs shows the rounded-down integer
     charging: bool  # current really flows in (cable in and the charging node not stopping it)
     current_ma: float  # true battery current, > 0 into the battery
+    idle: bool = False  # charging stopped but USB powers the phone (a "battery idle" switch)
 
     def status(self) -> str:
+        """POWER_SUPPLY_PROP_STATUS as the charger driver reports it (the cable is always in:
+        the phone is on adb)."""
         if self.charging:
             return "Full" if self.level_pct >= 100.0 else "Charging"
-        return "Discharging"
+        return "Not charging" if self.idle else "Discharging"
 
 
 def voltage_mv(spec: BatterySpec, level_pct: float) -> float:
@@ -34,7 +37,10 @@ def voltage_mv(spec: BatterySpec, level_pct: float) -> float:
 
 
 def battery_current_ma(spec: BatterySpec, level_pct: float, power_mw: float, charging: bool) -> float:
-    """True current into the battery: the charger's (tapered) current, or the load's drain."""
+    """True current into the battery: the charger's (tapered) current, none while a "battery
+    idle" switch lets USB power the phone, or the load's drain."""
+    if not charging and spec.charging_effect is ChargingEffect.BATTERY_IDLE:
+        return 0.0
     if charging:
         if level_pct >= 100.0:
             return 0.0
@@ -51,4 +57,5 @@ def step_battery(
     current = battery_current_ma(spec, state.level_pct, power_mw, charging)
     delta_pct = current * dt_s / 3600.0 / spec.capacity_mah * 100.0 * spec.level_time_scale
     level = max(0.0, min(100.0, state.level_pct + delta_pct))
-    return BatteryState(level_pct=level, charging=charging, current_ma=current)
+    idle = not charging and spec.charging_effect is ChargingEffect.BATTERY_IDLE
+    return BatteryState(level_pct=level, charging=charging, current_ma=current, idle=idle)

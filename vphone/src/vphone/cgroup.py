@@ -177,21 +177,43 @@ def budget_problem(budgets_cores: Sequence[float], host_cores: int) -> str | Non
     total = sum(budgets_cores)
     if len(budgets_cores) < 2 or total <= host_cores + 1e-9:
         return None
-    each = ", ".join(sorted({f"{b:g}" for b in budgets_cores}))
+    each = ", ".join(sorted({f"{b:.3g}" for b in budgets_cores}))
     return (
-        f"CPU budgets do not fit this host: {len(budgets_cores)} phone(s) x {each} cores = {total:g} "
+        f"CPU budgets do not fit this host: {len(budgets_cores)} phone(s) x {each} cores = {total:.3g} "
         f"> {host_cores} host cores, so a phone's latency depends on its neighbours' load "
         "(run fewer phones, or give a profile copy smaller cpu.budget_cores / gpu.budget_cores)"
     )
 
 
-def budget_warnings(profile_names: Sequence[str]) -> list[str]:
+def memory_problem(limits_bytes: Sequence[int], host_bytes: int) -> str | None:
+    """One line when the phones' memory limits together exceed the host's RAM: each phone is
+    bounded, but all of them at their limits would leave the host's OOM killer to choose."""
+    total = sum(limits_bytes)
+    if len(limits_bytes) < 2 or total <= host_bytes:
+        return None
+    return (
+        f"memory limits do not fit this host: {len(limits_bytes)} phone(s) with {total / 2**30:.1f} GiB "
+        f"together > {host_bytes / 2**30:.1f} GiB of host RAM, so phones at their limits leave the host "
+        "short (run fewer phones, or give a profile copy a smaller ram_mb)"
+    )
+
+
+def budget_warnings(profile_names: Sequence[str], budgets_cores: Sequence[float] | None = None) -> list[str]:
     """What `farm virtual up` says about the budgets of these phones on this host (one line
-    each): budgets that overcommit the host, or budgets that cannot be enforced here."""
+    each): budgets that overcommit the host, or budgets that cannot be enforced here.
+    `budgets_cores`: each phone's host cores (the speed plans'), else the profiles' own."""
     lines = []
-    problem = budget_problem([load_profile(n).host_budget_cores for n in profile_names], host_cores())
+    profiles = [load_profile(n) for n in profile_names]
+    if budgets_cores is None:
+        budgets_cores = [p.host_budget_cores for p in profiles]
+    problem = budget_problem(list(budgets_cores), host_cores())
     if problem is not None:
         lines.append(problem)
+    with contextlib.suppress(OSError):
+        host_bytes = host_memory_bytes()
+        problem = memory_problem([memory_limit_bytes(p.ram_mb, host_bytes) for p in profiles], host_bytes)
+        if problem is not None:
+            lines.append(problem)
     try:
         host = read_host_cgroups()
         farm = host.cpu_root / FARM_GROUP

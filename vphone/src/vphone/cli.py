@@ -21,9 +21,11 @@ import click
 
 from vphone import control
 from vphone.adb.link import LinkKind
+from vphone.calibration import speed_plans
 from vphone.cgroup import budget_warnings
 from vphone.daemon import DEFAULT_WORLD_FACTORY
 from vphone.errors import VphoneError
+from vphone.profiles import load_profile
 
 STATE_DIR_HELP = "state directory (default: $FARM_VIRTUAL_DIR or .farm/virtual/)"
 
@@ -111,10 +113,12 @@ def up(
     later `up` with the same port and profile. Another profile on that port is another phone and
     starts with empty storage, unless --keep-data.
 
-    Each phone runs in its own host cgroups with the CPU budget of its profile (cpu.budget_cores
-    + gpu.budget_cores host cores at top clocks, scaled by the clocks it is pinned or throttled
-    to). When the budgets add up to more than this host's cores, `up` says so on stderr: the
-    phones then slow each other down.
+    Each phone runs in its own host cgroups. A profile that states its SoC's throughput gets
+    host budgets in those proportions (fastest core, all cores, GPU), slowed by one factor that
+    this host's calibration sets (the phone's ro.vphone.slowdown); `up` says on stderr which
+    ratio this host cannot hold, and why. Other profiles get cpu.budget_cores + gpu.budget_cores
+    host cores at top clocks. Budgets scale with the clocks a phone is pinned or throttled to.
+    When they add up to more than this host's cores, `up` says so: phones then slow each other.
 
     \b
     Example:
@@ -123,7 +127,9 @@ def up(
       farm virtual up --count 4 --link usb2     # round trips and pushes as slow as a USB 2 cable
     """
     if world_factory == DEFAULT_WORLD_FACTORY:
-        for line in budget_warnings(control.resolve_profiles(count, profiles)):
+        names = control.resolve_profiles(count, profiles)
+        plans, speed_lines = speed_plans([load_profile(n) for n in names])
+        for line in [*speed_lines, *budget_warnings(names, [p.host_cores for p in plans])]:
             click.echo(f"{click.get_current_context().command_path}: {line}", err=True)
     state = control.up(
         _state_dir(state_dir),
@@ -198,9 +204,16 @@ def fault(serial: str, kind: str, seconds: float | None, state_dir: Path | None)
     Example:
       farm virtual fault VP6520 offline 5
     """
-    state = control.fault(_state_dir(state_dir), serial, kind, seconds)
-    phone = next((p for p in state.phones if serial in (p.serial, p.adb_serial)), None)
-    click.echo(f"{serial}: {kind} -> {phone.state if phone else '?'}")
+
+    def phone_state(state: control.DaemonState | None) -> str:
+        phone = next((p for p in state.phones if serial in (p.serial, p.adb_serial)), None) if state else None
+        return phone.state if phone else "?"
+
+    # The state before, so the line says what changed ("online -> offline"), not the fault's name twice.
+    before = phone_state(control.running_state(_state_dir(state_dir)))
+    after = phone_state(control.fault(_state_dir(state_dir), serial, kind, seconds))
+    lasting = f" for {seconds:g} s" if seconds is not None else ""
+    click.echo(f"{serial}: {kind}{lasting}: {before} -> {after}")
 
 
 def _crash_log_path() -> Path:

@@ -49,6 +49,12 @@ BATTERY_OVERRIDE = "battery/override.json"
 POWER = "power.json"
 REBOOT_REQUEST = "reboot"
 ROOTED_FLAG = "rooted"
+# The last boost the framework sent the power HAL ("interaction NS"): `input` writes it.
+POWER_HINT = "power_hint"
+DEVICEIDLE = "deviceidle.json"  # Doze's forced state (tools/t_deviceidle.py)
+# The su prompt (profile su_prompt_s, in ms) until the first grant; the grant, kept like Magisk's.
+SU_PROMPT_MS = "su.prompt_ms"
+SU_GRANTED = "su.granted"
 THERMALSERVICE = "thermalservice.txt"
 FIXED_PERFORMANCE = "fixed_performance"
 FIXED_PERFORMANCE_SUPPORTED = "fixed_performance.supported"
@@ -172,6 +178,14 @@ def reset_volatile(ctl: Path) -> None:
     (ctl / SET_PROPS).mkdir(exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         (ctl / BATTERY_OVERRIDE).unlink()
-    for rel in (REBOOT_REQUEST, FIXED_PERFORMANCE, FIXED_PERFORMANCE_APPLIED, THERMAL_OVERRIDE, KMSG):
+    for rel in (
+        REBOOT_REQUEST,
+        FIXED_PERFORMANCE,
+        FIXED_PERFORMANCE_APPLIED,
+        THERMAL_OVERRIDE,
+        KMSG,
+        POWER_HINT,
+        DEVICEIDLE,
+    ):
         with contextlib.suppress(FileNotFoundError):
             (ctl / rel).unlink()

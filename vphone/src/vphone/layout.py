@@ -35,7 +35,7 @@ from pathlib import Path
 from vphone import beneath
 from vphone.buildprops import build_props
 from vphone.errors import EnvironmentProblem
-from vphone.profile import Profile
+from vphone.profile import OpenClLoader, Profile
 
 PROC_CGROUPS_HEADER = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
 SHELL_UID = 2000
@@ -82,6 +82,9 @@ DEBUG_TOOL_NAMES = ("logpersist.start", "logpersist.stop", "logpersist.cat")
 # links named by the applet (busybox runs the applet its argv[0] names): a real phone has no
 # busybox, and tools such as devlib look for one and push their own when there is none.
 BUSYBOX_APPLETS = ("tr", "dd", "diff", "expr", "gzip", "bc")
+# A Pixel's libOpenCL-pixel.so (native/opencl_pixel.c) and the ICD loader copy it opens.
+PIXEL_WRAPPER = "libOpenCL-pixel.so"
+PIXEL_WRAPPER_IMPL = "/vendor/lib64/vphone/libOpenCL-icd.so"
 HOST_LIBOPENCL_CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libOpenCL.so.1",
     "/usr/lib/aarch64-linux-gnu/libOpenCL.so.1",
@@ -173,6 +176,11 @@ def _host_file(path: str, package: str) -> str:
             f"{path} is missing", hint=f"install Debian's {package}: make system-packages"
         )
     return path
+
+
+def host_libopencl_files() -> tuple[str, ...]:
+    """The files behind every name of the host's ICD loader (libOpenCL.so, .so.1, ...)."""
+    return tuple(sorted({os.path.realpath(c) for c in HOST_LIBOPENCL_CANDIDATES if os.path.exists(c)}))
 
 
 def host_libopencl() -> str:
@@ -325,6 +333,14 @@ def _prepare_vendor(profile: Profile, layout: StateLayout) -> None:
         return
     target = vendor / lib.removeprefix("/vendor/")
     target.parent.mkdir(parents=True, exist_ok=True)
+    if profile.opencl.loader is OpenClLoader.PIXEL:
+        # The wrapper, and behind it a copy of the ICD loader (the host's own is hidden from such
+        # a phone: sandbox.py) at the one path the wrapper opens.
+        shutil.copyfile(native_binary(PIXEL_WRAPPER), target)
+        impl = vendor / PIXEL_WRAPPER_IMPL.removeprefix("/vendor/")
+        impl.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(host_libopencl(), impl)
+        return
     if profile.opencl.install == "copy":
         shutil.copyfile(host_libopencl(), target)
     else:

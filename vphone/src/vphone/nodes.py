@@ -59,6 +59,19 @@ def current_now_raw(profile: Profile, battery_current_ma: float) -> int:
     return round(value)
 
 
+def kstrtol_store(data: bytes) -> str | None:
+    """What a sysfs store that parses its value with kstrtol (power_supply_store_property,
+    drivers/power/supply/power_supply_sysfs.c) keeps from ONE write(2): the integer as the node
+    then reads it, or None when the kernel refuses the write (EINVAL). kstrtol takes an optional
+    sign, digits and one trailing newline (lib/kstrtox.c, _kstrtoull); a lone "\n", which toybox
+    0.8.5-0.8.10's printf "%s\n" sends as a second write(2), has no digits and is refused."""
+    text = data.decode("ascii", errors="replace").removesuffix("\n")
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits.isdigit() or not digits.isascii():
+        return None
+    return str(int(text))
+
+
 def write_node(path: Path, text: str, beneath: Path | None = None) -> None:
     """Replace a file's content keeping its inode (see the module doc). `beneath`: the tree the
     phone's root owns, below which no link is followed (vphone.beneath); a last-component link is
@@ -237,6 +250,21 @@ class TelemetryNodes:
     def write(self, t: Telemetry) -> None:
         """Rewrite the dynamic files whose content changed since the last write."""
         self.files.write_changed(self.dynamic_files(t))
+
+    def charging_rel(self) -> str | None:
+        """The charging switch's path below /sys (None: the profile has none)."""
+        node = self.profile.battery.charging_node
+        return None if node is None else node.removeprefix("/sys/")
+
+    def store_charging_node(self, data: bytes) -> bool:
+        """Root's write(2) to the charging switch, judged as its kernel store judges it; False:
+        refused (EINVAL), the node keeps its value."""
+        rel = self.charging_rel()
+        value = kstrtol_store(data)
+        if rel is None or value is None:
+            return False
+        self.files.write_changed({rel: f"{value}\n"})
+        return True
 
     def read_charging_node(self) -> str | None:
         node = self.profile.battery.charging_node

@@ -38,17 +38,22 @@ from vphone.battery import BatteryState, battery_current_ma, step_battery, volta
 from vphone.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
 from vphone.cgroup import GPU_GROUP, SYSTEM_USED_FRACTION, PhoneCgroups
 from vphone.clocknodes import ClockNodes, ClockReadings
+from vphone.clocks import Knob
 from vphone.cpuinfo import cpuinfo_text
 from vphone.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from vphone.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
 from vphone.fusenodes import FuseUnavailable, NodeServer, ServedNode, serve_in_phone
 from vphone.groundtruth import GroundTruthLog, TruthRow
+from vphone.layout import SHELL_UID
 from vphone.nodes import RW_MODE, NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from vphone.power import power_mw
+from vphone.powerhal import PowerHal
 from vphone.procscan import ProcScanner
-from vphone.profile import THERMALSERVICE_MIN_SDK, Profile, SensorType
+from vphone.profile import THERMALSERVICE_MIN_SDK, ChargingEffect, HintTrigger, Profile, SensorType
 from vphone.sandbox import Sandbox, StateLayout
+from vphone.screen import PowerInputs, screen_on_now, timeout_ms_of
 from vphone.socmodel import SocModel
+from vphone.socspeed import SpeedPlan, legacy_plan
 from vphone.thermal import step_temperature_c, zone_temp_c
 from vphone.thermalservice import dump_thermalservice
 
@@ -137,14 +142,17 @@ class Physics:
         sandbox.affinity_calls = _AffinityCalls(self)  # the programs' own syscalls
         self.files = NodeFiles(layout.sys, root_owner if profile.rooted else None)
         self.nodes = TelemetryNodes(profile, self.files)
-        self.model = SocModel(profile)
+        # Host cores per part of the phone (socspeed.py); the world sets it before `prepare`.
+        self.plan: SpeedPlan = legacy_plan(profile)
+        self.model = SocModel(profile, self.plan)
+        self.hal = PowerHal(profile)
         self.clock_nodes = ClockNodes(profile, self.model.soc, self.files, self.model.devices)
         self.on_reboot_request = on_reboot_request
         self.log = GroundTruthLog(layout.ground_truth)
         self._task: asyncio.Task[None] | None = None
         self._scanner: ProcScanner | None = None
         self._watch = FileWatch()
-        self._fused: NodeServer | None = None  # the clock nodes over FUSE, while the phone runs
+        self._fused: NodeServer | None = None  # clock nodes + charging switch over FUSE, while it runs
         self._cgfs: cgroupfs.CgroupFs | None = None  # the cgroup trees over FUSE, likewise
         self._lock = threading.RLock()  # the model and nodes: the loop's ticks/events, FUSE writes
         # A phone that has been on for a while: at the steady temperature of idle with screen on.
@@ -160,6 +168,7 @@ class Physics:
         self._gauge_at_ns = 0
         self._current_raw = 0
         self._screen_on = True
+        self._boot_ns = time.monotonic_ns()  # the last user activity before any input event
         self._tick_count = 0
         self._quotas: dict[str, float] = {}
         self._gpu_tids: set[int] = set()
@@ -179,13 +188,15 @@ class Physics:
         before the sandbox starts (the world lays out the cgroup trees first)."""
         shutil.rmtree(self.layout.sys, ignore_errors=True)
         self.files.forget()
+        self._boot_ns = time.monotonic_ns()
         bat = self.profile.battery
         idle_mw = power_mw(self.profile.power, 0.0, 0.0, self._screen_on)
         current = battery_current_ma(bat, self.battery.level_pct, idle_mw, self.battery.charging)
         self._current_raw = current_now_raw(self.profile, current)
         self._gauge_at_ns = time.monotonic_ns()
-        self.model = SocModel(self.profile)
+        self.model = SocModel(self.profile, self.plan)
         self.model.reset_heat(self.temp_c)
+        self.hal = PowerHal(self.profile)
         self.clock_nodes = ClockNodes(self.profile, self.model.soc, self.files, self.model.devices)
         self.nodes.create(self._telemetry())
         self.clock_nodes.create(self.model.state, self.model.readings(self.temp_c))
@@ -230,9 +241,11 @@ class Physics:
         self.log.close()
 
     async def _serve_clock_nodes(self) -> NodeServer | None:
-        """The clock nodes root may write, over FUSE (None: plain files and inotify instead)."""
+        """The clock nodes and the charging switch root may write, over FUSE, each write(2)
+        judged as the kernel's store judges it (None: plain files and inotify instead)."""
         owner = self.files.root_owner
-        paths = self.clock_nodes.writable_paths()
+        charging = self.nodes.charging_rel()
+        paths = (*self.clock_nodes.writable_paths(), *((charging,) if charging else ()))
         if not self.profile.rooted or owner is None or not paths:
             return None
         if os.environ.get(CLOCK_FUSE_ENV, "1") == "0":
@@ -300,6 +313,12 @@ class Physics:
     def _fused_write(self, rel: str, data: bytes) -> int | None:
         """Root wrote a FUSE-served clock node (on the FUSE thread): the kernel's judgement, and
         the value in force before write(2) returns."""
+        if rel == self.nodes.charging_rel():
+            with self._lock:
+                if self.nodes.store_charging_node(data):
+                    return None
+            self._kmsg(f"power_supply: {rel}: {data!r} is not a number (EINVAL); write refused")
+            return errno.EINVAL
         knob = self.clock_nodes.knob_at(rel)
         if knob is None:
             return errno.EACCES
@@ -359,6 +378,8 @@ class Physics:
             if path.parent == self.layout.ctl:
                 if path.name in ctlfiles.HAL_FLAGS:
                     self._hal_flags()
+                elif path.name == ctlfiles.POWER_HINT:
+                    self._power_hint()
                 elif path.name.startswith(MOUNT_REQUEST_PREFIX) and self.mounter is not None:
                     self.mounter.serve(path, self.sandbox.init_pid)
                 elif path.name.startswith(affinity.REQUEST_PREFIX):
@@ -459,6 +480,22 @@ class Physics:
         self._thermal_override = int(override) if override.lstrip("-").isdigit() else None
         self._write_thermalservice()
 
+    def _power_hint(self) -> None:
+        """The framework sent the power HAL a boost (vphone.powerhal): its node writes, now."""
+        words = (ctlfiles.read_text(self.layout.ctl, ctlfiles.POWER_HINT) or "").split()
+        if words[:1] == [HintTrigger.INTERACTION.value]:
+            self._hal_writes(self.hal.start(HintTrigger.INTERACTION, time.monotonic_ns()))
+        elif words[:1] == [HintTrigger.IDLE.value] and words[1:2] in (["on"], ["off"]):
+            self._hal_writes(self.hal.mode(HintTrigger.IDLE, words[1] == "on"))
+
+    def _hal_writes(self, writes: list[tuple[Knob, int, str]]) -> None:
+        """The power HAL writes cpufreq nodes as root (judged like any write), then they show."""
+        if not writes:
+            return
+        for knob, index, text in writes:
+            self.model.write(knob, index, text)
+        self._refresh_clocks()
+
     def _refresh_clocks(self) -> None:
         """Re-render the clock nodes (read-back shows what is in force), re-apply the quotas."""
         self._write_clock_nodes(self.model.readings(self.temp_c))
@@ -507,9 +544,12 @@ class Physics:
         assert self._scanner is not None
         ncpu = os.cpu_count() or 1
         cpu = self._scanner.scan(time.monotonic(), dt_ns * ncpu, dt_ns, rss=rss)
-        cores = self.profile.gpu.cores if self.profile.gpu else 1
+        cores = float(self.profile.gpu.cores if self.profile.gpu else 1)
+        if self.plan.slowdown is not None:  # the GPU's capacity is its quota at this clock
+            cores = max(1e-6, self._quotas.get("gpu", self.plan.gpu_cores))
         gpu_busy = min(1.0, cpu.pocl_ns / (dt_ns * cores)) if dt_ns > 0 else 0.0
-        cpu_busy = min(float(ncpu), cpu.other_ns / dt_ns) if dt_ns > 0 else 0.0
+        # Busy phone cores: a phone core is plan.core_cores host cores (slow motion).
+        cpu_busy = min(float(ncpu), cpu.other_ns / dt_ns) / self.plan.core_cores if dt_ns > 0 else 0.0
         self._place_gpu_threads(cpu.pocl_tids)
         return Sample(gpu_busy, cpu_busy, cpu.rss_kb, cpu.demand_threads)
 
@@ -530,15 +570,15 @@ class Physics:
         self._tick_count += 1
         sample = self.measure(dt_ns, rss=slow)
         self.last_sample = sample
-        if slow:
-            self._screen_on = bool(
-                ctlfiles.read_json(self.layout.ctl, ctlfiles.POWER, {}).get("screen_on", True)
-            )
+        self._hal_writes(self.hal.due(now_ns))
         charging = self.nodes.read_charging_node() != p.battery.charging_node_stop
         power = power_mw(p.power, sample.cpu_busy_cores, sample.gpu_busy, self._screen_on)
         self.last_power_mw = power
         self.temp_c = step_temperature_c(p.thermal, self.temp_c, power, dt_s)
         self.battery = step_battery(p.battery, self.battery, power, charging, dt_s)
+        if slow:  # after the battery: the plug state the screen's hold reads is this tick's
+            self._screen_on = self._screen(now_ns)
+            self._hal_writes(self.hal.screen(self._screen_on))
         self._win_busy_ns += int(sample.gpu_busy * dt_ns)
         self._win_total_ns += dt_ns
         if self._win_total_ns >= GPU_WINDOW_NS:
@@ -601,8 +641,40 @@ class Physics:
             voltage_uv=round(voltage_mv(p.battery, self.battery.level_pct) * 1000),
             current_raw=self._current_raw,
             charge_counter_uah=round(self.battery.level_pct / 100 * p.battery.capacity_mah * 1000),
-            usb_online=True,
+            usb_online=self._usb_online(),
         )
+
+    def _usb_online(self) -> bool:
+        """The charger's USB input: offline while an input-suspend switch holds it (qcom smb5
+        smblib_get_prop_usb_online reads 0 under the USER ICL vote input_suspend casts); a
+        battery-idle switch keeps it."""
+        suspended = not self.battery.charging and not self.battery.idle
+        return not (suspended and self.profile.battery.charging_effect is ChargingEffect.INPUT_SUSPEND)
+
+    def _screen(self, now_ns: int) -> bool:
+        """The screen as PowerManagerService leaves it (vphone.screen): off once the user-activity
+        timeout passed unless stay-on holds it while BatteryService sees USB power."""
+        ctl = self.layout.ctl
+        state = dict(ctlfiles.read_json(ctl, ctlfiles.POWER, {}))
+        unplugged = bool(ctlfiles.read_json(ctl, ctlfiles.BATTERY_OVERRIDE, {}))
+        system = ctlfiles.read_json(ctl, "settings/system.json", {})
+        inputs = PowerInputs(
+            screen_on=bool(state.get("screen_on", True)),
+            activity_ns=int(state.get("activity_ns", self._boot_ns)),
+            stay_on_mask=int(state.get("stay_on", 0)),
+            timeout_ms=timeout_ms_of(system.get("screen_off_timeout")),
+            usb_powered=self._usb_online() and not unplugged,
+        )
+        on = screen_on_now(inputs, now_ns)
+        if on != inputs.screen_on:
+            # The control dir is sticky: the file stays its writer's (the phone's shell or root),
+            # so that their tools can still replace it.
+            try:
+                owner = os.stat(ctl / ctlfiles.POWER, follow_symlinks=False).st_uid
+            except OSError:
+                owner = self.sandbox.host_uid(SHELL_UID)
+            ctlfiles.write_json(ctl, ctlfiles.POWER, {**state, "screen_on": on}, owner_uid=owner)
+        return on
 
     def battery_temp_c(self) -> float:
         """The battery's thermistor: the profile's battery zone (cooler than the die), else T."""
@@ -611,8 +683,7 @@ class Physics:
         return zone_temp_c(spec, zone, self.temp_c) if zone is not None else self.temp_c
 
     def _status(self) -> str:
-        # The cable is always in (the phone is on adb); a stopped charger shows "Not charging".
-        return self.battery.status() if self.battery.charging else "Not charging"
+        return self.battery.status()
 
     def _write_thermalservice(self) -> None:
         """`dumpsys thermalservice` (Android 10+), rewritten only when its text changes."""
@@ -640,7 +711,7 @@ class Physics:
         codes = {"Charging": 2, "Discharging": 3, "Not charging": 4, "Full": 5}
         state = {
             "ac": False,
-            "usb": True,
+            "usb": self._usb_online(),
             "wireless": False,
             "dock": False,
             "max_charging_current_ua": 500000,

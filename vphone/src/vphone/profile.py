@@ -45,6 +45,19 @@ class DischargeSign(enum.StrEnum):
     POSITIVE = "positive"  # older Qualcomm/Nexus kernels: > 0 while discharging
 
 
+class ChargingEffect(enum.StrEnum):
+    """What the phone's charging switch does when it stops charging (acc/ctrl-files.sh, README:
+    switches that "support battery idle mode" let the phone "draw power directly from the external
+    power supply when charging is paused")."""
+
+    # Input suspended (qcom smb5 `input_suspend`: the USER ICL vote of 0 makes usb online 0 in
+    # smblib_get_prop_usb_online): the battery feeds the phone, status Discharging.
+    INPUT_SUSPEND = "input_suspend"
+    # Charging disabled with the power path kept (qcom `battery_charging_enabled=0`, Pixel
+    # `charge_disable`): USB powers the phone, the battery idles at ~0 mA, status Not charging.
+    BATTERY_IDLE = "battery_idle"
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -92,10 +105,31 @@ class GpuSpec(_Frozen):
         return self.budget_cores if self.budget_cores is not None else float(self.cores)
 
 
+class OpenClLoader(enum.StrEnum):
+    """How a program reaches the vendor library's OpenCL functions."""
+
+    # The library exports them (dlsym, or DT_NEEDED when it is libOpenCL.so on the linker's path).
+    DLSYM = "dlsym"
+    # Pixel 6+ libOpenCL-pixel.so: exports only enableOpenCL() and loadOpenCLPointer(name).
+    PIXEL = "pixel"
+
+
+# Where Android's linker finds a DT_NEEDED libOpenCL.so for a program in /data/local/tmp (the
+# unrestricted linker namespace searches the vendor and system library directories).
+LINKER_VISIBLE_OPENCL = ("/vendor/lib64/libOpenCL.so", "/system/lib64/libOpenCL.so")
+
+
 class OpenClSpec(_Frozen):
     # Phone path of the vendor OpenCL library; None: a phone without OpenCL (the ICD is hidden).
     library: str | None = "/vendor/lib64/libOpenCL.so"
     install: str = Field(default="symlink", pattern="^(symlink|copy)$")
+    loader: OpenClLoader = OpenClLoader.DLSYM
+
+    @property
+    def linker_visible(self) -> bool:
+        """Whether a program linked with -lOpenCL starts on this phone (else the linker kills it
+        before main, as Android's does when libOpenCL.so is on none of its paths)."""
+        return self.loader is OpenClLoader.DLSYM and self.library in LINKER_VISIBLE_OPENCL
 
 
 class BatterySpec(_Frozen):
@@ -114,6 +148,7 @@ class BatterySpec(_Frozen):
     charging_node: str | None = "/sys/class/power_supply/battery/input_suspend"
     charging_node_stop: str = "1"
     charging_node_resume: str = "0"
+    charging_effect: ChargingEffect = ChargingEffect.INPUT_SUSPEND
 
 
 class PowerSpec(_Frozen):
@@ -284,9 +319,61 @@ class FixedPerformanceSpec(_Frozen):
     gpu_hz: int | None = None
 
 
+class HintTrigger(enum.StrEnum):
+    """What makes the power HAL act (android.hardware.power Boost / Mode)."""
+
+    INTERACTION = "interaction"  # Boost.INTERACTION: every touch and key (`input ...`)
+    SCREEN_OFF = "screen_off"  # Mode.DISPLAY_INACTIVE / INTERACTIVE off: while the screen is off
+    IDLE = "idle"  # Mode.DEVICE_IDLE: while the device is in deep Doze (`cmd deviceidle force-idle`)
+
+
+class PowerHintSpec(_Frozen):
+    """One hint of the power HAL (Pixel's libperfmgr powerhint.json, Qualcomm's perf HAL): while
+    it is on, it writes each cpufreq policy's limits; when it ends, the nodes go back to their
+    defaults (the table's ends), not to what root had written before."""
+
+    trigger: HintTrigger  # (not `on`: YAML 1.1 reads that key as true)
+    # How long a boost holds (interaction); a mode (screen_off) holds while its state lasts.
+    duration_ms: int | None = Field(default=None, ge=1, le=60_000)
+    cpu_min_khz: tuple[int, ...] | None = None  # one per cluster, from its table
+    cpu_max_khz: tuple[int, ...] | None = None
+
+
+class PowerHalSpec(_Frozen):
+    hints: tuple[PowerHintSpec, ...] = ()
+
+
 class CgroupSpec(_Frozen):
     # Tasks (threads) the phone may have at once: its pids cgroup's pids.max.
     pids_max: int = Field(default=1024, ge=16, le=1_000_000)
+
+
+class Cited(_Frozen):
+    """One published number and where it comes from (a datasheet, a vendor guide, a measurement)."""
+
+    value: float = Field(gt=0)
+    source: str = Field(min_length=8)
+
+
+class ClusterThroughput(_Frozen):
+    """Peak arithmetic of one core of a cluster at its top clock."""
+
+    fp32_gflops_per_core: Cited
+    fp16_gflops_per_core: Cited | None = None  # None: no fp16 arithmetic (Armv8.0 cores)
+
+
+class GpuThroughput(_Frozen):
+    fp32_gflops: Cited
+    fp16_gflops: Cited | None = None
+
+
+class ThroughputSpec(_Frozen):
+    """The SoC's published throughput: what the simulator keeps in proportion (socspeed.py).
+    `clusters` names every CPU cluster of `cpu.clusters`."""
+
+    clusters: dict[str, ClusterThroughput] = Field(min_length=1)
+    gpu: GpuThroughput | None = None
+    memory_bandwidth_gbs: Cited
 
 
 # Android releases farm knows: ro.build.version.release (major[.minor]) -> API levels it may carry.
@@ -329,6 +416,10 @@ class Profile(_Frozen):
     description: str = ""
     props: dict[str, str]
     rooted: bool = False
+    # Magisk asks on screen the first time a uid wants root (its default request timeout is 10 s,
+    # topjohnwu/Magisk #7769); the lab's operator grants shell after this long, and the grant is
+    # kept. 0: shell was granted before (or the root solution does not ask).
+    su_prompt_s: float = Field(default=0.0, ge=0, le=30)
     ram_mb: int = Field(gt=0)
     # The phone's storage: the size of its userdata partition (/data, /sdcard), scaled to the
     # host (userdata.py). 32 GB where a profile does not say: the smallest of today's phones.
@@ -340,7 +431,11 @@ class Profile(_Frozen):
     thermal: ThermalSpec
     cpu: CpuSpec
     fixed_performance: FixedPerformanceSpec | None = None
+    power_hal: PowerHalSpec = PowerHalSpec()
     cgroups: CgroupSpec = CgroupSpec()
+    # Published throughput of the CPU clusters, GPU and memory; None: the budgets above stand as
+    # given (no proportions to keep).
+    throughput: ThroughputSpec | None = None
     # The cable to the host (vphone.adb.link); `farm virtual up --link` overrides it.
     link: LinkKind = LinkKind.NONE
     # Phone paths created with mode 000 (root-only), e.g. devfreq nodes hidden by SELinux.
@@ -358,6 +453,8 @@ class Profile(_Frozen):
         missing = [k for k in _IDENTITY_KEYS if k not in self.props]
         if missing:
             raise ValueError(f"props: missing identity keys {', '.join(missing)}")
+        if self.su_prompt_s > 0 and not self.rooted:
+            raise ValueError("su_prompt_s needs a rooted profile")
         if self.opencl.library is not None and self.gpu is None:
             raise ValueError("opencl.library needs a gpu section")
         if self.opencl.library is not None and not self.opencl.library.startswith("/vendor/"):
@@ -399,9 +496,17 @@ def check_profile(profile: Profile) -> Problem | None:
     names = [c.name for c in cpu.clusters]
     if len(set(names)) != len(names):
         return ("cpu", "clusters"), f"cluster names must differ, got {names}"
+    throughput = profile.throughput
+    if throughput is not None and sorted(throughput.clusters) != sorted(names):
+        return ("throughput", "clusters"), f"must name each CPU cluster once ({', '.join(names)})"
+    if throughput is not None and throughput.gpu is not None and profile.gpu is None:
+        return ("throughput", "gpu"), "a GPU's throughput needs a gpu section"
     gpu = profile.gpu
     if gpu is not None and gpu.governors and gpu.boot_governor not in gpu.governors:
         return ("gpu", "governor"), f"governor {gpu.boot_governor!r} is not in governors"
+    hint_problem = _check_hints(profile)
+    if hint_problem is not None:
+        return hint_problem
     fixed = profile.fixed_performance
     if fixed is None:
         return None
@@ -419,6 +524,24 @@ def check_profile(profile: Profile) -> Problem | None:
             ), f"{khz} kHz is not in cluster {cluster.name}'s table"
     if fixed.gpu_hz is not None and (gpu is None or fixed.gpu_hz not in gpu.freqs_hz):
         return ("fixed_performance", "gpu_hz"), f"{fixed.gpu_hz} Hz is not in the GPU's freqs_hz"
+    return None
+
+
+def _check_hints(profile: Profile) -> Problem | None:
+    clusters = profile.cpu.clusters
+    for i, hint in enumerate(profile.power_hal.hints):
+        at = ("power_hal", "hints", str(i))
+        if (hint.trigger is HintTrigger.INTERACTION) != (hint.duration_ms is not None):
+            return at, "an interaction boost needs duration_ms; a mode (screen_off, idle) has none"
+        for key in ("cpu_min_khz", "cpu_max_khz"):
+            values = getattr(hint, key)
+            if values is None:
+                continue
+            if len(values) != len(clusters):
+                return (*at, key), f"needs one frequency per cluster ({len(clusters)})"
+            for khz, cluster in zip(values, clusters, strict=True):
+                if khz not in cluster.freqs_khz:
+                    return (*at, key), f"{khz} kHz is not in cluster {cluster.name}'s table"
     return None
 
 

@@ -39,6 +39,7 @@ from vphone.layout import (
     Owners,
     StateLayout,
     chown_tree,
+    host_libopencl_files,
     native_binary,
     prepare_tree,
 )
@@ -223,6 +224,12 @@ class Sandbox:
         argv += ["--remount-ro", "/etc"]
         if self.profile.has_opencl:
             argv += _pocl_linker_binds()
+        if not self.profile.opencl.linker_visible:
+            # No libOpenCL.so where Android's linker looks: the host's loader (which the phone's
+            # ld.so would find for a program linked with -lOpenCL) is an empty file here, so such
+            # a program dies before main, as on the device.
+            for path in host_libopencl_files():
+                argv += ["--ro-bind", "/dev/null", path]
         argv += bind("ro-bind", lay.system, "/system")
         argv += ["--ro-bind", os.path.realpath(HOST_PYTHON), PHONE_PYTHON]
         argv += bind("ro-bind", lay.vendor, "/vendor")
@@ -370,7 +377,7 @@ class Sandbox:
         # (after a reboot) may use the phone at once.
         self._booting_pid = init_pid
         deadline = loop.time() + INIT_READY_TIMEOUT_S
-        while not ready.exists():
+        while not os.path.lexists(ready):  # an lstat: a link there names a host path
             if not self.running or loop.time() > deadline:
                 await self.stop()
                 raise EnvironmentProblem(

@@ -10,6 +10,9 @@ while a benchmark and a load generator side by side do not starve each other. A 
 (or a taskset pin, affinity.py) gets the speed of the fastest core among its CPUs and at most a
 host core per CPU; the PoCL "GPU" gpu_budget x GPU clock / top
 GPU clock (one GPU, shared by every OpenCL program of the phone). physics.py applies them.
+The host cores behind "a core" and "budget" are the speed plan's (socspeed.py): the fastest core
+gets plan.core_cores host cores, the CPU work at most plan.cpu_units such cores, the GPU
+plan.gpu_cores, so that the phone keeps its SoC's proportions in slow motion.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from vphone.clocknodes import ClockReadings
 from vphone.clocks import Knob, SocClocks, WriteResult
 from vphone.profile import Cooled, Profile
+from vphone.socspeed import SpeedPlan, legacy_plan
 from vphone.thermal import (
     CoolingDevice,
     initial_cooling,
@@ -64,8 +68,9 @@ class Quotas:
 
 
 class SocModel:
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, plan: SpeedPlan | None = None) -> None:
         self.profile = profile
+        self.plan = plan if plan is not None else legacy_plan(profile)
         self.soc = SocClocks(profile)
         self.devices = cooling_devices(profile, self.soc)
         self.state = self.soc.initial()
@@ -157,8 +162,10 @@ class SocModel:
         return self._quota
 
     def _quotas(self, cpuset_cpus: dict[str, tuple[int, ...]], threads: float) -> Quotas:
-        cores_wanted = min(self.profile.cpu.budget_cores, max(1.0, threads))
-        cores = {"cpu": cores_wanted * max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state))}
+        plan = self.plan
+        cores_wanted = min(plan.cpu_units, max(1.0, threads))  # in units of the fastest core
+        per_core = plan.core_cores
+        cores = {"cpu": cores_wanted * per_core * max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state))}
         # Parents first: a group gets no more than its parent (cgroup v1 refuses more). A group
         # without CPUs (just made) runs at its parent's speed.
         for name, cpus in sorted(cpuset_cpus.items(), key=lambda item: item[0].count("/")):
@@ -169,9 +176,9 @@ class SocModel:
                 speed = max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state, within=within))
                 # A thread runs on one CPU at a time: a group of n CPUs uses at most n cores.
                 wanted = min(cores_wanted, float(len(within))) if within else cores_wanted
-                cores[f"cpu/{name}"] = min(cap, wanted * speed)
+                cores[f"cpu/{name}"] = min(cap, wanted * per_core * speed)
         if self.profile.gpu is not None:
-            cores["gpu"] = self.profile.gpu.host_budget_cores * self.soc.gpu_speed(self.state)
+            cores["gpu"] = plan.gpu_cores * self.soc.gpu_speed(self.state)
         return Quotas(cores)
 
     def speeds(self) -> tuple[float, float]:

@@ -9,7 +9,6 @@ Without usable cgroups (no cpu controller) the phone runs without a CPU budget a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import functools
 import logging
@@ -22,6 +21,7 @@ from pathlib import Path
 from vphone import ctlfiles
 from vphone.adb.link import PRESETS, LinkModel
 from vphone.buildprops import build_props
+from vphone.calibration import host_calibration
 from vphone.cgroup import (
     CgroupsUnavailable,
     PhoneCgroups,
@@ -31,13 +31,14 @@ from vphone.cgroup import (
     read_host_cgroups,
 )
 from vphone.cpusets import CgroupTrees
-from vphone.errors import ConfigError
+from vphone.errors import ConfigError, EnvironmentProblem
 from vphone.phone_api import PhoneWorld
 from vphone.phonefiles import PhoneFiles
 from vphone.physics import Physics
 from vphone.profile import Profile
 from vphone.profiles import load_profile
 from vphone.sandbox import CTL_PHONE_DIR, PHONE_PATH, POCL_CACHE_PHONE_DIR, Sandbox
+from vphone.socspeed import SpeedPlan, legacy_plan, plan_props, plan_speeds
 
 log = logging.getLogger(__name__)
 STALE_PREFIX = ".stale-"  # trees of a previous boot, being deleted in the background
@@ -76,16 +77,18 @@ class SandboxWorld:
         if self.sandbox.running:
             return
         self.sandbox.prepare()
+        self.physics.plan = await asyncio.get_running_loop().run_in_executor(None, self._speed_plan)
         ctl = self.sandbox.layout.ctl
         ctlfiles.reset_volatile(ctl)
         self._fix_ctl_owner()
         ctlfiles.write_json(ctl, ctlfiles.RO_PROPS, self._ro_props())
-        rooted = ctl / ctlfiles.ROOTED_FLAG
-        if self.profile.rooted:
-            rooted.touch()
+        # Flags made by rename (a link the phone's root left at the name is replaced, not followed:
+        # touch() would create or touch the host file it names, as host root).
+        self._set_flag(ctl, ctlfiles.ROOTED_FLAG, self.profile.rooted)
+        if self.profile.rooted and self.profile.su_prompt_s > 0:
+            ctlfiles.write_text(ctl, ctlfiles.SU_PROMPT_MS, f"{round(self.profile.su_prompt_s * 1000)}\n")
         else:
-            with contextlib.suppress(FileNotFoundError):
-                rooted.unlink()
+            ctlfiles.remove(ctl, ctlfiles.SU_PROMPT_MS)
         self._prepare_hal(ctl)
         # The old /sys and cgroup trees go aside (one rename each) and are deleted once the phone
         # is up: hundreds of small directories take a while to remove on some filesystems.
@@ -125,6 +128,32 @@ class SandboxWorld:
             except OSError as exc:
                 log.warning("%s: cgroups left behind: %s", self.serial, exc)
 
+    # -- speeds -----------------------------------------------------------------------------------
+
+    def _speed_plan(self) -> SpeedPlan:
+        """The SoC's proportions on this host (socspeed.py), said in daemon.log; the profile's
+        own budgets when it states no throughput or the host cannot be calibrated."""
+        if self.profile.throughput is None:
+            return legacy_plan(self.profile)
+        try:
+            plan = plan_speeds(self.profile, host_calibration())
+        except EnvironmentProblem as exc:
+            log.warning("%s: the profile's own CPU budgets, no proportions: %s", self.serial, exc)
+            return legacy_plan(self.profile)
+        log.info(
+            "%s: %s runs %.3gx slower than the real SoC: fastest core %.3g host cores, all cores "
+            "%.3g, GPU %.3g",
+            self.serial,
+            self.profile.name,
+            plan.slowdown,
+            plan.core_cores,
+            plan.cpu_cores,
+            plan.gpu_cores,
+        )
+        for unheld in plan.unheld:
+            log.warning("%s: %s", self.serial, unheld.line(self.profile.name))
+        return plan
+
     # -- cgroups ----------------------------------------------------------------------------------
 
     def _create_cgroups(self) -> PhoneCgroups | None:
@@ -132,7 +161,7 @@ class SandboxWorld:
             cgroups = PhoneCgroups(read_host_cgroups(), phone_group_name(self.serial, self.state_dir))
             groups = self.cgroup_trees.groups()
             cgroups.create(
-                weight_cores=self.profile.host_budget_cores,
+                weight_cores=self.physics.plan.host_cores,
                 pids_max=self.profile.cgroups.pids_max,
                 subgroups=tuple(g.name for g in groups if g.name),
                 memory_max_bytes=memory_limit_bytes(self.profile.ram_mb, host_memory_bytes()),
@@ -167,12 +196,16 @@ class SandboxWorld:
 
     def _prepare_hal(self, ctl: Path) -> None:
         """Tell `cmd power` whether the profile's power HAL has fixed performance mode."""
-        supported = ctl / ctlfiles.FIXED_PERFORMANCE_SUPPORTED
-        if self.physics.model.soc.fixed_performance_supported:
-            supported.touch()
+        self._set_flag(
+            ctl, ctlfiles.FIXED_PERFORMANCE_SUPPORTED, self.physics.model.soc.fixed_performance_supported
+        )
+
+    @staticmethod
+    def _set_flag(ctl: Path, name: str, present: bool) -> None:
+        if present:
+            ctlfiles.write_text(ctl, name, "")
         else:
-            with contextlib.suppress(FileNotFoundError):
-                supported.unlink()
+            ctlfiles.remove(ctl, name)
 
     async def reboot(self) -> None:
         await self._stop()
@@ -215,6 +248,7 @@ class SandboxWorld:
                 "ro.kernel.qemu": "0",
                 "ro.farm.virtual": "1",
                 "ro.farm.profile": self.profile.name,
+                **plan_props(self.physics.plan),
                 "ro.opengles.version": "196610",
                 "sys.boot_completed": "1",
                 "dev.bootcomplete": "1",
@@ -263,11 +297,17 @@ class SandboxWorld:
             "TERM": term or "dumb",
             # PoCL stands in for the phone's GPU: its worker threads are the "GPU cores", and it
             # needs a writable kernel cache (HOME=/ is not writable for shell).
-            "POCL_MAX_PTHREAD_COUNT": str(self.profile.gpu.cores if self.profile.gpu else 1),
+            "POCL_MAX_PTHREAD_COUNT": str(self._pocl_threads()),
             "POCL_CACHE_DIR": f"{POCL_CACHE_PHONE_DIR}/{user}",  # root's entries would lock out shell
             "FARM_CTL_DIR": CTL_PHONE_DIR,
         }
         return env
+
+    def _pocl_threads(self) -> int:
+        """PoCL's workers: the profile's, or as many as the GPU's host budget can keep busy."""
+        cores = self.profile.gpu.cores if self.profile.gpu else 1
+        plan = self.physics.plan
+        return max(cores, plan.gpu_threads) if plan.slowdown is not None else cores
 
     async def open_files(self) -> PhoneFiles:
         if not self.sandbox.running:

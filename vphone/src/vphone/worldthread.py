@@ -48,6 +48,8 @@ class WorldThread:
             self._thread.join(STOP_TIMEOUT_S)
             self._loop.close()
             self._loop = None
+            # A start or stop that ran out of time left the userdata partition mounted.
+            self.world.sandbox.release()
             self._thread = None
 
     def sh(self, command: str, timeout_s: float = 30.0, **kwargs: Any) -> subprocess.CompletedProcess[str]:

@@ -48,6 +48,8 @@ def test_up_list_fault_down(adb_server: AdbServer, tmp_path: Path) -> None:
 
         fault = farm("fault", listed[1]["serial"], "hang", state_dir=state_dir)
         assert fault.returncode == 0, fault.stderr
+        # the line says the phone's state before and after, as `list` shows them
+        assert fault.stdout.strip() == f"{listed[1]['serial']}: hang: {listed[1]['state']} -> hung"
         assert json.loads(farm("list", "--json", state_dir=state_dir).stdout)[1]["state"] == "hung"
         bad = farm("fault", "VP1", "reboot", state_dir=state_dir)
         assert bad.returncode == 2 and "no virtual phone 'VP1'" in bad.stderr

@@ -17,6 +17,9 @@ from vphone.adb import packets as p
 from vphone.testing.adb_wire import WireHost
 from vphone.testing.phones import AdbServer, PhoneFactory, PhoneSet, VirtualPhone
 from vphone.testing.waiting import eventually
+from vphone.userdata import image_path
+
+from vphone import control
 
 pytestmark = pytest.mark.integration
 
@@ -238,3 +241,37 @@ def small_profile(tmp_path: Path, *, ram_mb: int | None = None, storage_mb: int 
     path = tmp_path / "small.yaml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def test_a_link_at_a_flag_the_daemon_makes_is_not_followed_at_reboot(
+    adb_server: AdbServer, rooted: PhoneSet, tmp_path: Path
+) -> None:
+    victim = tmp_path / "made-by-host-root"
+    phone = rooted[0]
+    out = shell(
+        adb_server,
+        phone,
+        f"su -c 'rm -f /dev/.farm/rooted && ln -s {victim} /dev/.farm/rooted && echo planted'",
+    )
+    assert out == "planted\n", out
+    adb_server.adb("-s", phone.adb_serial, "reboot", timeout_s=120)
+    adb_server.adb("-s", phone.adb_serial, "wait-for-device", timeout_s=120)
+    assert answers(adb_server, phone)
+    assert not os.path.lexists(victim), "the daemon created a host file through the phone's link"
+    assert shell(adb_server, phone, "su -c id").startswith("uid=0")
+
+
+def test_a_stopped_phones_partition_is_not_held_by_another_daemons_phone(
+    adb_server: AdbServer, virtual_phones: PhoneFactory
+) -> None:
+    first = virtual_phones(count=1, profiles=[UNROOTED])
+    image = image_path(first[0].state_dir)
+    assert loop_devices(image), "the phone has no userdata partition"
+    second = virtual_phones(count=1, profiles=[UNROOTED])  # launched while the first is mounted
+    control.down(first.state_dir, adb_server.port)
+    assert eventually(lambda: not loop_devices(image), timeout_s=30), "another phone keeps it mounted"
+    assert answers(adb_server, second[0])
+
+
+def loop_devices(image: Path) -> str:
+    return subprocess.run(["losetup", "-j", str(image)], capture_output=True, text=True, check=False).stdout

@@ -44,3 +44,25 @@ def test_up_names_the_profile_line_of_an_unknown_release(tmp_path: Path) -> None
     up = farm("up", "--profile", str(bad), state_dir=tmp_path / "s")
     assert up.returncode == 2 and up.stderr.count("\n") == 1, up.stderr
     assert f"{bad}:{line}: props.ro.build.version.release: unknown Android release '17'" in up.stderr
+
+
+def test_up_and_the_daemon_log_name_a_ratio_this_host_cannot_hold(
+    adb_server: AdbServer, tmp_path: Path
+) -> None:
+    # A GPU a million times faster than the prime core: no host holds that at a 1/20 core.
+    text = (PROFILES_DIR / "adreno-sd8gen2.yaml").read_text()
+    assert "      value: 3700.0\n" in text
+    huge = tmp_path / "huge-gpu.yaml"
+    huge.write_text(text.replace("      value: 3700.0\n", "      value: 100000000.0\n"))
+    port = str(adb_server.port)
+    state_dir = tmp_path / "state"
+    up = farm("up", "--profile", str(huge), "--adb-port", port, state_dir=state_dir)
+    try:
+        assert up.returncode == 0, up.stderr
+        said = [ln for ln in up.stderr.splitlines() if "this host cannot hold GPU / 1 big core" in ln]
+        assert len(said) == 1 and said[0].startswith("farm virtual up: adreno-sd8gen2: "), up.stderr
+        assert f"this host has {host_cores()}" in said[0]
+        log = (state_dir / "daemon.log").read_text()
+        assert "this host cannot hold GPU / 1 big core" in log and "slower than the real SoC" in log
+    finally:
+        farm("down", "--adb-port", port, state_dir=state_dir)

@@ -102,11 +102,50 @@ def test_gpu_busy_follows_opencl_work_on_this_phone_only(
     assert time.monotonic_ns() - rows[-1].t_ns < 1_000_000_000  # same clock as the phone's programs
 
 
-def test_no_opencl_phone_finds_no_platform(tmp_path: Path, cl_busy: Path) -> None:
-    with _start(tmp_path, "no-opencl", "VPHYS03") as w:
+@pytest.mark.parametrize("profile", ["no-opencl", "pixel7"])
+def test_a_program_linked_with_libopencl_does_not_start_without_libopencl_so(
+    tmp_path: Path, cl_busy: Path, profile: str
+) -> None:
+    """cl_busy is linked with -lOpenCL. A phone with no libOpenCL.so on its linker's paths (none at
+    all, or a Pixel's libOpenCL-pixel.so only) kills it before main, as Android's linker does."""
+    with _start(tmp_path, profile, "VPHYS03") as w:
         _install(w, cl_busy)
         res = w.sh("/data/local/tmp/cl_busy --seconds=1")
-        assert res.returncode == 3 and "no OpenCL platform" in res.stderr
+        assert res.returncode == 127 and "libOpenCL" in res.stderr and res.stdout == ""
+
+
+PIXEL_CLIENT = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+typedef int (*platforms_fn)(unsigned, void *, unsigned *);
+int main(void) {
+    void *h = dlopen("/vendor/lib64/libOpenCL-pixel.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) { printf("no-library\n"); return 1; }
+    void *(*load)(const char *) = (void *(*)(const char *))dlsym(h, "loadOpenCLPointer");
+    void (*enable)(void) = (void (*)(void))dlsym(h, "enableOpenCL");
+    printf("dlsym:%s\n", dlsym(h, "clGetPlatformIDs") ? "yes" : "no");
+    printf("before-enable:%s\n", load("clGetPlatformIDs") ? "yes" : "no");
+    enable();
+    platforms_fn get = (platforms_fn)load("clGetPlatformIDs");
+    unsigned n = 0;
+    printf("platforms:%u\n", get && get(0, NULL, &n) == 0 ? n : 0);
+    return 0;
+}
+"""
+
+
+def test_the_pixel_wrapper_gives_opencl_only_through_its_entry_points(tmp_path: Path) -> None:
+    source, binary = tmp_path / "pixel_client.c", tmp_path / "pixel_client"
+    source.write_text(PIXEL_CLIENT)
+    subprocess.run(["gcc", "-O1", "-o", str(binary), str(source), "-ldl"], check=True)
+    with _start(tmp_path, "pixel7", "VPHYS05") as w:
+        install(w, binary, "pixel_client")
+        res = w.sh("/data/local/tmp/pixel_client")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[:2] == ["dlsym:no", "before-enable:no"]
+    assert int(lines[2].removeprefix("platforms:")) >= 1
 
 
 def test_current_now_quirks_and_charging_node(tmp_path: Path) -> None:
@@ -118,7 +157,9 @@ def test_current_now_quirks_and_charging_node(tmp_path: Path) -> None:
         assert w.sh("su -c 'echo 0 > /sys/class/power_supply/battery/charging_enabled'").returncode == 0
         time.sleep(0.5)
         status = w.sh("cat /sys/class/power_supply/battery/status").stdout.strip()
-        assert status == "Not charging"
+        # charging_enabled=0 on qpnp-smbcharger suspends the USB input (smbchg_usb_en): the
+        # battery feeds the phone (a battery-idle switch would read "Not charging")
+        assert status == "Discharging"
         held_ua = int(w.sh("cat /sys/class/power_supply/battery/current_now").stdout)
         assert held_ua == charging_ua  # slow fuel gauge: not refreshed yet
         assert charging_ua < 0  # Nexus convention: charging shows negative (positive = discharging)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from vphone.cgroup import memory_limit_bytes
+from vphone.cgroup import memory_limit_bytes, memory_problem
 from vphone.logcap import MAX_LINE_CHARS, LineLimit, RotatingLog
 from vphone.userdata import MIN_BYTES, size_bytes
 
@@ -67,3 +67,12 @@ def test_the_log_rotates_and_stays_bounded(tmp_path: Path) -> None:
     assert files == ["daemon.log", "daemon.log.1", "daemon.log.2"]
     assert sum((tmp_path / f).stat().st_size for f in files) <= 3 * 10_000
     assert "line 1999" in (tmp_path / "daemon.log").read_text()
+
+
+def test_up_warns_when_the_memory_limits_overcommit_the_host() -> None:
+    host = 24 << 30
+    limits = [memory_limit_bytes(8192, host)] * 5  # 5 x 5.2 GiB > 24 GiB
+    line = memory_problem(limits, host)
+    assert line is not None and "5 phone(s)" in line and "> 24.0 GiB" in line
+    assert memory_problem(limits[:4], host) is None
+    assert memory_problem([host * 2], host) is None  # one phone has no neighbours to starve

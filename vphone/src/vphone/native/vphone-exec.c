@@ -381,9 +381,55 @@ static void serve_files(void) {
 #define STAGE_PARENT "/mnt"
 #define STAGE_DIR "/mnt/vphone"
 
+/* mountinfo escapes blanks and backslashes as \ooo: decode in place. */
+static void unescape_octal(char *s) {
+    char *out = s;
+    for (; *s; s++) {
+        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+            s[3] <= '7') {
+            *out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+            s += 3;
+        } else {
+            *out++ = *s;
+        }
+    }
+    *out = '\0';
+}
+
+/* Other phones' userdata partitions (userdata.py: ext4 on a loop device, at <phone>/.userdata and
+ * bound at its data, sdcard, ctl) were copied into this new mount namespace; left here, they would
+ * keep those loop devices (and filesystems) alive after their own daemon unmounted them, for as
+ * long as this phone runs. Detach every such mount outside our own state dir. */
+static void detach_foreign_userdata(const char *state_dir) {
+    char own[4096];
+    if (!realpath(state_dir, own)) return; /* mountinfo has canonical paths */
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f) return;
+    size_t own_len = strlen(own);
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        char root[4096], point[4096], fstype[64], source[4096];
+        char *dash = strstr(line, " - ");
+        if (!dash || sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2) continue;
+        if (sscanf(dash + 3, "%63s %4095s", fstype, source) != 2) continue;
+        unescape_octal(root);
+        unescape_octal(point);
+        if (strcmp(fstype, "ext4") != 0 || strncmp(source, "/dev/loop", 9) != 0) continue;
+        size_t len = strlen(point);
+        int partition = len >= 10 && strcmp(point + len - 10, "/.userdata") == 0;
+        int bound = !strcmp(root, "/data") || !strcmp(root, "/media") || !strcmp(root, "/ctl");
+        if (!partition && !bound) continue;
+        if (strncmp(point, own, own_len) == 0 && (point[own_len] == '/' || point[own_len] == '\0'))
+            continue;
+        umount2(point, MNT_DETACH); /* best effort: a mount we cannot detach only lingers */
+    }
+    fclose(f);
+}
+
 static void stage_state_dir(const char *state_dir) {
     if (unshare(CLONE_NEWNS) != 0) die("unshare mount namespace");
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die("make mounts private");
+    detach_foreign_userdata(state_dir);
     if (mount("vphone-stage", STAGE_PARENT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0)
         die("mount a tmpfs on " STAGE_PARENT);
     if (mkdir(STAGE_DIR, 0755) != 0) die("mkdir " STAGE_DIR);

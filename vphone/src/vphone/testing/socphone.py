@@ -25,8 +25,9 @@ DEADLINE_S = 60.0
 def budgeted(
     name: str, *, cpu: float | None = None, gpu: float | None = None, pids_max: int | None = None
 ) -> Profile:
-    """A shipped profile with other CPU / GPU budgets or pids limit (as a profile copy would have)."""
-    p = load_profile(name)
+    """A shipped profile with its own CPU / GPU budgets instead of its SoC's proportions (the
+    throughput block dropped, as a profile copy without one), other budgets or pids limit."""
+    p = load_profile(name).model_copy(update={"throughput": None})
     if cpu is not None:
         p = p.model_copy(update={"cpu": p.cpu.model_copy(update={"budget_cores": cpu})})
     if gpu is not None and p.gpu is not None:

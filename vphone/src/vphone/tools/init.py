@@ -26,6 +26,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
@@ -128,12 +129,28 @@ def _answer(conn: socket.socket, status: int) -> None:
         conn.sendall(STATUS.pack(status))
 
 
+def _await_grant() -> None:
+    """The first su waits while the root manager's prompt is on screen, until it is granted."""
+    granted = ctlstore.path("su.granted")
+    try:
+        with open(ctlstore.path("su.prompt_ms"), encoding="utf-8") as f:
+            prompt_ms = int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return
+    if prompt_ms <= 0 or os.path.exists(granted):
+        return
+    time.sleep(prompt_ms / 1000)
+    with contextlib.suppress(OSError):
+        open(granted, "a").close()
+
+
 def _run_su(conn: socket.socket, argv: list[str], env: dict[str, str]) -> int:
     command = farmtool.su_argv(argv[1:])
     if command is None:
         os.write(2, b"usage: su [WHO] [-c COMMAND | COMMAND...]\n")
         return 1
     env.update(USER="root", LOGNAME="root")
+    _await_grant()
     pid = os.fork()
     if pid == 0:
         try:

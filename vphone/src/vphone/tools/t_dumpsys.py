@@ -11,12 +11,14 @@ import sys
 import time
 
 import ctlstore
+import t_deviceidle
 import t_services
 import toolerrors
 
 BASE_SERVICES = (
     "activity",
     "battery",
+    "deviceidle",
     "display",
     "input",
     "meminfo",
@@ -193,6 +195,18 @@ def battery(args: list[str]) -> int:
     return 0
 
 
+def power_dump() -> str:
+    """PowerManagerService's dump, the lines a harness reads (dumpsys power: "Power Manager
+    State:" with mWakefulness=Awake|Asleep, mStayOn); the physics keeps power.json's screen."""
+    state = ctlstore.read_json("power.json", {"screen_on": True, "stay_on": 0})
+    awake = "Awake" if state.get("screen_on", True) else "Asleep"
+    return (
+        "POWER MANAGER (dumpsys power)\n\nPower Manager State:\n"
+        f"  mWakefulness={awake}\n  mWakefulnessChanging=false\n"
+        f"  mStayOn={_b(bool(state.get('stay_on', 0)))}\n"
+    )
+
+
 def _status_kb(pid: str) -> dict[str, int]:
     out: dict[str, int] = {}
     try:
@@ -316,6 +330,11 @@ def dumpsys(args: list[str]) -> int:
         return 0  # dumpsys' status is its own, not the service's
     if args[0] == "meminfo":
         return meminfo(args[1:])
+    if args[0] == "power":
+        sys.stdout.write(power_dump())
+        return 0
+    if args[0] == "deviceidle":
+        return t_deviceidle.deviceidle(args[1:])
     if args[0] == "thermalservice" and args[0] in known:
         return thermalservice()
     if args[0] in t_services.DUMPERS:
@@ -346,6 +365,8 @@ def cmd(args: list[str]) -> int:
         return thermalservice_cmd(args[1:])
     if args[0] == "battery":
         return battery(args[1:])
+    if args[0] == "deviceidle":
+        return t_deviceidle.deviceidle(args[1:])
     if args[0] == "package":
         import t_pm
 

@@ -30,6 +30,8 @@ def _log(name: str, line: str) -> None:
         f.write(f"{time.monotonic_ns()} {line}\n")
     # ActivityManager / InputDispatcher say the same in the phone's log
     t_logcat.append("ActivityManager" if name == "am.log" else "InputDispatcher", line)
+    if name == "input.log":  # every input event is a Boost.INTERACTION to the power HAL
+        ctlstore.write_text("power_hint", f"interaction {time.monotonic_ns()}\n")
 
 
 def _power() -> dict[str, object]:
@@ -71,6 +73,7 @@ def input_(args: list[str]) -> int:
             elif key == 26:
                 state["screen_on"] = not state.get("screen_on", True)
             _log("input.log", f"keyevent {code}")
+        state["activity_ns"] = time.monotonic_ns()  # any key is user activity (PowerManager)
         ctlstore.write_json("power.json", state)
         return 0
     if (verb == "tap" and len(rest) == 2) or (verb == "swipe" and len(rest) in (4, 5)):

@@ -1,0 +1,1 @@
+"""`farm doctor`: what each phone gives farm (checks: pure decisions; probe: the reads)."""

@@ -1,0 +1,112 @@
+"""`farm run` on virtual phones as strict as the real devices their profiles name (issue 28).
+
+pixel7: OpenCL only as libOpenCL-pixel.so (a -lOpenCL build does not start), and SELinux keeps
+shell out of every thermal zone and the Mali utilisation and clock nodes. Every run of the smoke
+study must still run there, the gpu ones through the Pixel wrapper, and each run must record and
+say what telemetry the phone refused and what that cost (not carry on as if it had none)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from farm.device.session import DeviceSession
+from farm.store import RunState
+from farm.store import runs as run_store
+from tests.e2e.farm_cli import REPO, fast_lstm, open_store, run_farm, start_farm, write_experiment
+
+pytestmark = pytest.mark.integration
+
+
+PIXEL_LIBRARY = "/vendor/lib64/libOpenCL-pixel.so"
+
+
+def test_smoke_on_a_pixel7_runs_through_its_wrapper_and_records_what_selinux_refused(
+    virtual_phones, tmp_path: Path
+) -> None:
+    phones = virtual_phones(count=1, profiles=["pixel7"])
+    results = tmp_path / "results"
+    smoke = str(REPO / "experiments" / "smoke.yaml")
+    done = run_farm(phones.adb_port, results, "run", smoke, "--no-live", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["done"] == 4 and summary["failed"] == 0
+
+    with open_store(results) as store:
+        runs = run_store.list_runs(store, "smoke")
+    assert {r.state for r in runs} == {RunState.DONE} and len(runs) == 4
+    for run in runs:
+        folder = results / (run.artifacts_dir or "")
+        env = json.loads((folder / "env.json").read_text(encoding="utf-8"))
+        lost = {loss["source"]: loss for loss in env["telemetry_lost"]}
+        assert {"thermal_zones", "gpu_busy"} <= set(lost)
+        assert lost["thermal_zones"]["errors"] == ["EACCES"]
+        assert any(note.startswith("thermal_zones unreadable (EACCES") for note in env["notes"])
+        info = next(
+            json.loads(line)
+            for line in (folder / "stdout.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.startswith("{") and json.loads(line)["event"] == "info"
+        )
+        if info["backend"] == "gpu":
+            assert info["opencl_library"] == PIXEL_LIBRARY
+    report_dir = tmp_path / "report"
+    reported = run_farm(phones.adb_port, results, "report", "smoke", "--out", str(report_dir))
+    assert reported.returncode == 0, reported.stderr
+    markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+    assert "thermal_zones unreadable (EACCES" in markdown and "gpu_busy unreadable (EACCES" in markdown
+
+
+def test_devices_proves_opencl_by_listing_devices_through_the_phones_own_library(
+    virtual_phones, tmp_path: Path
+) -> None:
+    phones = virtual_phones(count=2, profiles=["pixel7", "no-opencl"])
+    listed = run_farm(phones.adb_port, tmp_path / "results", "devices", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["serial"]: row for row in json.loads(listed.stdout)}
+    pixel, bare = (rows[p.serial] for p in phones)
+    assert pixel["opencl"] is True and pixel["opencl_devices"]
+    assert {d["library"] for d in pixel["opencl_devices"]} == {PIXEL_LIBRARY}
+    assert bare["opencl"] is False and bare["opencl_devices"] == []
+
+
+def test_a_power_hal_boost_mid_run_breaks_the_pin_and_the_run_says_its_clocks_did_not_hold(
+    virtual_phones, tmp_path: Path
+) -> None:
+    """dimensity9200 (rooted): a touch is a Boost.INTERACTION; the HAL raises the CPU floor, and
+    when the boost ends writes the floor's default, not farm's pin. Read back once, the pin looked
+    applied; sampled through the run, it did not hold."""
+    phones = virtual_phones(count=1, profiles=["dimensity9200"])
+    phone = phones[0]
+    results = tmp_path / "results"
+    body = fast_lstm(
+        measurement="{warmup: 1, iterations: 3, min_seconds: 8, max_seconds: 30, repetitions: 1}",
+        extra="  clocks: {mode: pin, cpu: max, required: true}\n",
+    )
+    spec = write_experiment(tmp_path, "boosted", body)
+    farm = start_farm(phones.adb_port, results, "run", str(spec), "--no-live")
+    try:
+        shell = DeviceSession(phone.device(phones.client()), "local/x", default_timeout_s=20)
+        deadline = time.monotonic() + 180
+        while not shell.shell(["pidof", "lstm"]).stdout.strip():  # the benchmark measures now
+            assert farm.poll() is None, farm.stdout.read() if farm.stdout else ""
+            assert time.monotonic() < deadline, "the benchmark never started"
+            time.sleep(0.2)
+        assert shell.shell(["input", "tap", "10", "10"]).ok
+        out, _ = farm.communicate(timeout=240)
+    finally:
+        if farm.poll() is None:
+            farm.kill()
+    assert farm.returncode == 0, out
+    with open_store(results) as store:
+        (run,) = run_store.list_runs(store, "boosted")
+        metrics = {m.name: m.value for m in run_store.get_metrics(store, run.run_id)}
+    env = json.loads((results / (run.artifacts_dir or "") / "env.json").read_text(encoding="utf-8"))
+    assert env["clocks"]["as_requested"] is True  # the one read-back said the pin was in force
+    held = env["clocks_held"]
+    assert held["held"] is False and held["samples"] >= 1
+    assert any(d["node"].endswith("/scaling_min_freq") for d in held["drifts"])
+    assert metrics["valid_clocks_held"] == 0.0 and metrics["valid"] == 0.0
+    assert any(note.startswith("clock pins did not hold") for note in env["notes"])

@@ -1,0 +1,39 @@
+"""The power HAL model: a boost writes its hint's limits and, when it ends, the defaults (not what
+root wrote before); the screen-off mode caps while the screen is off."""
+
+from __future__ import annotations
+
+from vphone.clocks import Knob
+from vphone.powerhal import PowerHal
+from vphone.profile import HintTrigger
+from vphone.profiles import load_profile
+
+MS = 1_000_000
+
+
+def test_a_boost_raises_the_floor_then_restores_the_table_default() -> None:
+    profile = load_profile("dimensity9200")
+    hal = PowerHal(profile)
+    boost = next(h for h in profile.power_hal.hints if h.trigger is HintTrigger.INTERACTION)
+    assert boost.cpu_min_khz is not None and boost.duration_ms is not None
+    start = hal.start(HintTrigger.INTERACTION, 0)
+    assert start == [(Knob.SCALING_MIN, i, str(k)) for i, k in enumerate(boost.cpu_min_khz)]
+    assert hal.due(boost.duration_ms * MS - 1) == []
+    assert hal.start(HintTrigger.INTERACTION, 100 * MS) == []  # running: extended, not rewritten
+    assert hal.due(boost.duration_ms * MS) == []
+    ended = hal.due((boost.duration_ms + 100) * MS)
+    assert ended == [(Knob.SCALING_MIN, i, str(c.freqs_khz[0])) for i, c in enumerate(profile.cpu.clusters)]
+
+
+def test_the_screen_off_and_idle_modes_cap_while_they_last_only() -> None:
+    profile = load_profile("dimensity9200")
+    hal = PowerHal(profile)
+    assert hal.screen(True) == []
+    off = hal.screen(False)
+    assert off and all(knob is Knob.SCALING_MAX for knob, _, _ in off)
+    assert hal.screen(False) == []
+    top = [(Knob.SCALING_MAX, i, str(c.freqs_khz[-1])) for i, c in enumerate(profile.cpu.clusters)]
+    assert hal.screen(True) == top
+    idle = hal.mode(HintTrigger.IDLE, True)
+    assert idle and idle != off and hal.mode(HintTrigger.IDLE, True) == []
+    assert hal.mode(HintTrigger.IDLE, False) == top
