@@ -16,10 +16,12 @@ from typing import Any
 
 import click
 
-from farm.analysis import resource_data
+from farm.analysis import kernel_data, resource_data
 from farm.analysis.cnn_descriptor import NETWORKS, Network
 from farm.analysis.cnn_descriptor import network as network_descriptor
 from farm.analysis.kernel_model import LayerSample, fit_layer_model
+from farm.analysis.kernel_predictor import Accuracy, KernelPredictor, accuracy, kernel_of_layer, predict_many
+from farm.analysis.kernel_predictor import fit as fit_kernels
 from farm.analysis.network_model import (
     NetworkPrediction,
     pool_rate,
@@ -111,6 +113,9 @@ def fit(
       farm model fit squeezenet_precision --network squeezenet1.0   # then predict squeezenet1.1
     """
     data = _load(results, experiment)
+    if data.benchmark == "cnn" and kernel_data.is_sampling(data.runs, _params(data)):
+        _fit_kernels(experiment, data, out, as_json, results)
+        return
     inputs = _inputs(data, networks)
     groups = inputs.samples
     if not groups:
@@ -300,6 +305,13 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction, used: str) -
     default=None,
     help="With --compare: write predicted vs measured time per layer (+-10%% band) as SVG here.",
 )
+@click.option(
+    "--baseline",
+    type=click.Choice(["augur"]),
+    default=None,
+    help="augur: the GEMM-only baseline (a model file fitted on a gemm sweep) instead of the "
+    "kernel predictor of a sampling experiment's file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @results_option
 def predict(
@@ -311,6 +323,7 @@ def predict(
     compare: str | None,
     predictor: str,
     figure: Path | None,
+    baseline: str | None,
     as_json: bool,
     results: str | None,
 ) -> None:
@@ -324,6 +337,15 @@ def predict(
       farm model predict --model m.json --network squeezenet1.1 --compare cnn_runs --figure pred.svg
     """
     descriptor = network_descriptor(network, input_size)
+    kernels = _read_kernel_predictors(model_path)
+    if kernels is not None and baseline == "augur":
+        raise ConfigError(
+            f"{model_path}: a kernel predictor file; --baseline augur needs a GEMM model file",
+            hint="fit one with `farm run experiments/gemm.yaml --variant model` and `farm model fit gemm`",
+        )
+    if kernels is not None:
+        _predict_kernels(kernels, descriptor, devices, backends, compare, as_json, results)
+        return
     models = _read_models(model_path)
     chosen = [
         m
@@ -427,3 +449,125 @@ def _read_models(path: Path) -> list[PhoneModel]:
     except json.JSONDecodeError as error:
         raise ConfigError(f"{path}:{error.lineno}: not JSON ({error.msg})") from None
     return resource_data.models_from_json(data, str(path))
+
+
+def _fit_kernels(
+    experiment: str, data: ReportData, out: Path | None, as_json: bool, results: str | None
+) -> None:
+    """fit on a kernel sampling experiment: one kernel predictor per phone, backend and precision."""
+    groups = kernel_data.kernel_samples(data.runs, _params(data), data.layers)
+    if not groups:
+        raise ConfigError(
+            f"experiment {experiment!r} has no finished single-layer cnn runs with a layer time",
+            hint="run the sampling experiment first: `farm run experiments/kernel_sampling.yaml`",
+        )
+    predictors: dict[ModelKey, KernelPredictor] = {}
+    for key, samples in sorted(groups.items()):
+        try:
+            predictors[key] = fit_kernels(samples, key.precision)
+        except ConfigError as error:
+            raise ConfigError(f"{key.label()}: {error}") from None
+    document = kernel_data.model_file(experiment, predictors)
+    path = out or store_location(results).artifacts / experiment / "kernel_predictor.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+    if as_json:
+        echo_json(document)
+        return
+    for key, predictor in predictors.items():
+        kinds = ", ".join(
+            f"{kind} ({sum(s.config.kind is kind for s in predictor.samples)})" for kind in predictor.kinds()
+        )
+        click.echo(f"{key.label()}: kernel predictors for {kinds}")
+    click.echo(f"model written to {path}")
+
+
+def _read_kernel_predictors(path: Path) -> dict[ModelKey, KernelPredictor] | None:
+    """The kernel predictors of `path` if it is a kernel predictor file, else None (a GEMM file)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None  # _read_models reports it
+    return kernel_data.predictors_from_json(data, str(path)) if kernel_data.is_model_file(data) else None
+
+
+def _predict_kernels(
+    predictors: dict[ModelKey, KernelPredictor],
+    descriptor: Network,
+    devices: tuple[str, ...],
+    backends: tuple[str, ...],
+    compare: str | None,
+    as_json: bool,
+    results: str | None,
+) -> None:
+    """Every layer of `descriptor` as the kernel it runs, priced by the phone's learned predictors."""
+    chosen = {
+        key: p
+        for key, p in predictors.items()
+        if (not devices or key.device_id in devices) and (not backends or key.backend in backends)
+    }
+    if not chosen:
+        known = ", ".join(sorted(k.label() for k in predictors))
+        raise ConfigError("no kernel predictor matches --device/--backend", hint=f"the file has: {known}")
+    measured: dict[ModelKey, dict[str, float]] = {}
+    if compare is not None:
+        data = _load(results, compare)
+        if data.benchmark != "cnn":
+            raise ConfigError(f"experiment {compare!r} ran {data.benchmark or 'no benchmark'}, not cnn")
+        measured = resource_data.measured_layers(data.runs, _params(data), descriptor.name, data.layers)
+    reports = []
+    for key, predictor in sorted(chosen.items()):
+        clock = _median_clock(predictor)
+        times = predict_many(predictor, [kernel_of_layer(layer) for layer in descriptor.layers], clock)
+        meas = measured.get(key, {})
+        rows = [
+            (layer.name, ms, meas.get(layer.name)) for layer, ms in zip(descriptor.layers, times, strict=True)
+        ]
+        pairs = [(p, m) for _, p, m in rows if m is not None and m > 0]
+        reports.append((key, rows, accuracy(pairs) if pairs else None))
+    if as_json:
+        echo_json({"network": descriptor.name, "predictions": [_kernel_json(*r) for r in reports]})
+        return
+    for key, rows, acc in reports:
+        click.echo(f"\n{descriptor.name} on {key.label()} (kernel predictor)")
+        click.echo(f"  {'layer':<20} {'pred ms':>9} {'meas ms':>9} {'err':>7}")
+        for name, predicted, got in rows:
+            err = f"{(predicted / got - 1) * 100:+6.0f}%" if got else f"{'-':>7}"
+            click.echo(f"  {name:<20} {predicted:9.3f} {got if got else '-':>9} {err}")
+        click.echo(f"  total {sum(p for _, p, _ in rows):.2f} ms predicted")
+        if acc is not None:
+            click.echo(f"  {_accuracy_line(acc)}")
+
+
+def _median_clock(predictor: KernelPredictor) -> float | None:
+    clocks = sorted(s.clock_mhz for s in predictor.samples if s.clock_mhz)
+    return clocks[len(clocks) // 2] if clocks else None
+
+
+def _accuracy_line(acc: Accuracy) -> str:
+    return (
+        f"{acc.count} layers: RMSPE {acc.rmspe_pct:.1f}%, within 5/10/15%: {acc.within_5pct:.0%} / "
+        f"{acc.within_10pct:.0%} / {acc.within_15pct:.0%}; total {acc.total_error_pct:+.1f}%"
+    )
+
+
+def _kernel_json(
+    key: ModelKey, rows: list[tuple[str, float, float | None]], acc: Accuracy | None
+) -> dict[str, Any]:
+    return {
+        "device_id": key.device_id,
+        "backend": key.backend,
+        "precision": key.precision,
+        "predictor": "kernels-sampled",
+        "layers": [{"name": n, "predicted_ms": p, "measured_ms": m} for n, p, m in rows],
+        "total_ms": sum(p for _, p, _ in rows),
+        "accuracy": None
+        if acc is None
+        else {
+            "rmspe_pct": acc.rmspe_pct,
+            "within_5pct": acc.within_5pct,
+            "within_10pct": acc.within_10pct,
+            "within_15pct": acc.within_15pct,
+            "total_error_pct": acc.total_error_pct,
+        },
+    }

@@ -105,3 +105,35 @@ __kernel void avgpool(__global const data_t* in, __global data_t* out, int plane
     for (int i = 0; i < plane; ++i) s += (float)LD(in, c * plane + i);
     ST((acc_t)(s / (float)plane), c, out);
 }
+
+// Depthwise convolution (single-layer mode): channel c under its own k x k filter, + bias, ReLU.
+// gid0 = output pixel, gid1 = channel.
+__kernel void dwconv(__global const data_t* in, __global const data_t* w, __global const data_t* bias,
+                     __global data_t* out, int hin, int win, int hout, int wout, int k, int stride, int pad,
+                     int relu) {
+    const int pix = get_global_id(0);
+    const int c = get_global_id(1);
+    if (pix >= hout * wout) return;
+    const int oh = pix / wout;
+    const int ow = pix - oh * wout;
+    acc_t acc = 0;
+    for (int kh = 0; kh < k; ++kh) {
+        const int ih = oh * stride - pad + kh;
+        if (ih < 0 || ih >= hin) continue;
+        for (int kw = 0; kw < k; ++kw) {
+            const int iw = ow * stride - pad + kw;
+            if (iw < 0 || iw >= win) continue;
+            acc += (acc_t)LD(in, (c * hin + ih) * win + iw) * (acc_t)LD(w, (c * k + kh) * k + kw);
+        }
+    }
+    acc_t v = acc + (acc_t)LD(bias, c);
+    if (relu && v < (acc_t)0) v = (acc_t)0;
+    ST(v, c * hout * wout + pix, out);
+}
+
+// Element-wise sum of two tensors of n values (a residual add). gid0 = element.
+__kernel void add(__global const data_t* a, __global const data_t* b, __global data_t* out, int n) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    ST((acc_t)LD(a, i) + (acc_t)LD(b, i), i, out);
+}

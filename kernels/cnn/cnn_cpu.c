@@ -105,6 +105,45 @@ static void avgpool_maps(const cnn_layer *l, const float *in, float *out, int c_
     }
 }
 
+/* Depthwise: channel c of the output is channel c of the input under its own k x k filter. */
+static void dwconv_maps(const cnn_layer *l, const float *in, float *out, int c_begin, int c_end, int fp16)
+{
+    for (int c = c_begin; c < c_end; ++c) {
+        const float *x = in + (size_t)c * l->hin * l->win;
+        const float *wk = l->w + (size_t)c * l->k * l->k;
+        float *o = out + (size_t)c * l->hout * l->wout;
+        for (int oh = 0; oh < l->hout; ++oh) {
+            for (int ow = 0; ow < l->wout; ++ow) {
+                float acc = 0.0f;
+                for (int kh = 0; kh < l->k; ++kh) {
+                    const int ih = oh * l->stride - l->pad + kh;
+                    if (ih < 0 || ih >= l->hin)
+                        continue;
+                    for (int kw = 0; kw < l->k; ++kw) {
+                        const int iw = ow * l->stride - l->pad + kw;
+                        if (iw >= 0 && iw < l->win)
+                            acc += x[ih * l->win + iw] * wk[kh * l->k + kw];
+                    }
+                }
+                const float v = acc + l->b[c];
+                o[oh * l->wout + ow] = (l->relu && v < 0.0f) ? 0.0f : v;
+            }
+        }
+        if (fp16)
+            farm_round_f16(o, (size_t)l->hout * l->wout);
+    }
+}
+
+static void add_maps(const cnn_layer *l, const float *a, const float *b, float *out, int c_begin, int c_end,
+                     int fp16)
+{
+    const size_t plane = (size_t)l->hout * l->wout;
+    for (size_t i = (size_t)c_begin * plane; i < (size_t)c_end * plane; ++i)
+        out[i] = a[i] + b[i];
+    if (fp16)
+        farm_round_f16(out + (size_t)c_begin * plane, (size_t)(c_end - c_begin) * plane);
+}
+
 typedef struct {
     const cnn_cpu *c;
     const cnn_layer *l;
@@ -123,6 +162,12 @@ static void run_range(const cnn_cpu *c, const cnn_layer *l, int begin, int end)
         break;
     case CNN_AVGPOOL:
         avgpool_maps(l, in, out, begin, end, c->fp16);
+        break;
+    case CNN_DWCONV:
+        dwconv_maps(l, in, out, begin, end, c->fp16);
+        break;
+    case CNN_ADD:
+        add_maps(l, in, c->tensor[l->in2], out, begin, end, c->fp16);
         break;
     }
 }

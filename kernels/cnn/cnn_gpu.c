@@ -81,6 +81,26 @@ static void bind_pools(cnn_gpu *g)
         const cnn_layer *l = &g->net->layer[i];
         if (l->kind == CNN_CONV)
             continue;
+        if (l->kind == CNN_DWCONV) {
+            cl_kernel k = g->lk[i] = farm_cl_kernel(&g->prog, "dwconv");
+            ARG(k, 0, g->tensor[l->in]);
+            ARG(k, 1, g->w[i]);
+            ARG(k, 2, g->b[i]);
+            ARG(k, 3, g->tensor[l->out]);
+            const int ints[] = {l->hin, l->win, l->hout, l->wout, l->k, l->stride, l->pad, l->relu};
+            for (cl_uint a = 0; a < 8; ++a)
+                ARG(k, 4 + a, ints[a]);
+            continue;
+        }
+        if (l->kind == CNN_ADD) {
+            cl_kernel k = g->lk[i] = farm_cl_kernel(&g->prog, "add");
+            ARG(k, 0, g->tensor[l->in]);
+            ARG(k, 1, g->tensor[l->in2]);
+            ARG(k, 2, g->tensor[l->out]);
+            const int n = l->cout * l->hout * l->wout;
+            ARG(k, 3, n);
+            continue;
+        }
         cl_kernel k = g->lk[i] = farm_cl_kernel(&g->prog, l->kind == CNN_MAXPOOL ? "maxpool" : "avgpool");
         ARG(k, 0, g->tensor[l->in]);
         ARG(k, 1, g->tensor[l->out]);
@@ -120,11 +140,24 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
             farm_cl_buffer(cl, CL_MEM_READ_WRITE, (cnn_tensor_count(net, t) + CNN_TILE_SLACK) * g->elem_bytes, NULL);
     for (int i = 0; i < net->nlayers; ++i) {
         const cnn_layer *l = &net->layer[i];
+        if (l->kind == CNN_DWCONV) {
+            g->w[i] = upload(g, l->w, (size_t)l->cout * l->k * l->k);
+            g->b[i] = upload(g, l->b, (size_t)l->cout);
+        }
         if (l->kind != CNN_CONV)
             continue;
         g->w[i] = upload_rows(g, l->w, (size_t)l->cout, (size_t)l->cin * l->k * l->k);
         g->b[i] = upload(g, l->b, (size_t)l->cout);
     }
+    /* the single-layer add's second operand: a copy of the input in its own buffer */
+    for (int i = 0; i < net->nlayers; ++i)
+        if (net->layer[i].kind == CNN_ADD) {
+            void *copy = to_storage(input, cnn_tensor_count(net, 0), fp16);
+            farm_cl_check(clEnqueueWriteBuffer(cl->queue, g->tensor[net->layer[i].in2], CL_TRUE, 0,
+                                               cnn_tensor_count(net, 0) * g->elem_bytes, copy, 0, NULL, NULL),
+                          "clEnqueueWriteBuffer (add operand)");
+            free(copy);
+        }
     /* The image and the result move through mapped host-allocated buffers, which drivers keep in
      * pinned memory: the copy runs as DMA without a staging copy (NVIDIA's OpenCL guide). */
     const size_t in_bytes = cnn_tensor_count(net, 0) * g->elem_bytes;
@@ -206,10 +239,15 @@ static int enqueue_layer(cnn_gpu *g, int index, cl_event *ev)
             ARG(k, 4 + a, ints[a]);
         global[0] = round_up((size_t)l->hout * l->wout, g->wg);
         global[1] = (size_t)(l->cout / l->g);
-    } else if (l->kind == CNN_MAXPOOL) {
+    } else if (l->kind == CNN_MAXPOOL || l->kind == CNN_DWCONV) {
         k = g->lk[index];
         global[0] = round_up((size_t)l->hout * l->wout, g->wg);
         global[1] = (size_t)l->cout;
+    } else if (l->kind == CNN_ADD) {
+        k = g->lk[index];
+        global[0] = round_up((size_t)l->cout * l->hout * l->wout, g->wg);
+        global[1] = 1;
+        dims = 1;
     } else {
         k = g->lk[index];
         global[0] = round_up((size_t)l->cout, g->wg);

@@ -115,6 +115,31 @@ static uint64_t median_ns(farm_quant *q)
     return m == m ? (uint64_t)floor(m) : 0;
 }
 
+static const char *cnn_kind_name(cnn_kind kind)
+{
+    switch (kind) {
+    case CNN_CONV:
+        return "conv";
+    case CNN_MAXPOOL:
+        return "maxpool";
+    case CNN_AVGPOOL:
+        return "avgpool";
+    case CNN_DWCONV:
+        return "dwconv";
+    case CNN_ADD:
+        return "add";
+    }
+    return "?";
+}
+
+/* The single-layer add reads a second tensor of the input's shape: a copy of the input. */
+static void fill_second_operands(const cnn_net *net, float *const *tensor)
+{
+    for (int i = 0; i < net->nlayers; ++i)
+        if (net->layer[i].kind == CNN_ADD)
+            memcpy(tensor[net->layer[i].in2], tensor[0], cnn_tensor_count(net, 0) * sizeof(float));
+}
+
 /* One `layer` event per layer: median and minimum over the measured iterations (the statistics
  * restart when the measure phase begins, so warm-up calls are not in them). */
 static void emit_layers(app *a, long measured, int elem_bytes)
@@ -127,7 +152,7 @@ static void emit_layers(app *a, long measured, int elem_bytes)
         farm_json_begin(&j, "layer");
         farm_json_int(&j, "index", i);
         farm_json_str(&j, "name", l->name);
-        farm_json_str(&j, "kind", l->kind == CNN_CONV ? "conv" : l->kind == CNN_MAXPOOL ? "maxpool" : "avgpool");
+        farm_json_str(&j, "kind", cnn_kind_name(l->kind));
         farm_json_u64(&j, "time_ns", med);
         farm_json_u64(&j, "min_ns", a->layer_min_ns[i]);
         farm_json_num(&j, "flops", flops);
@@ -209,16 +234,17 @@ static void top5_json(const float *scores, size_t n, char *out, size_t outlen)
         snprintf(out + used, outlen - used, "]");
 }
 
-static float *load_input(const char *path, long *input_size)
+static float *load_input(const char *path, long *input_size, long channels)
 {
     farm_array a;
     char err[512];
     if (farm_npy_read(path, &a, err, sizeof err))
         farm_die(FARM_EXIT_USAGE, "--input: %s", err);
     const size_t *s = a.shape + (a.ndim == 4 ? 1 : 0);
-    const int ok = (a.ndim == 3 || (a.ndim == 4 && a.shape[0] == 1)) && s[0] == 3 && s[1] == s[2];
+    const int ok = (a.ndim == 3 || (a.ndim == 4 && a.shape[0] == 1)) && s[0] == (size_t)channels && s[1] == s[2];
     if (!ok)
-        farm_die(FARM_EXIT_USAGE, "--input: %s: expected shape (3,N,N) or (1,3,N,N) float32 (CHW)", path);
+        farm_die(FARM_EXIT_USAGE, "--input: %s: expected shape (%ld,N,N) or (1,%ld,N,N) float32 (CHW)", path,
+                 channels, channels);
     if (*input_size && (size_t)*input_size != s[1])
         farm_die(FARM_EXIT_USAGE, "--input-size=%ld but %s is %zux%zu", *input_size, path, s[1], s[2]);
     *input_size = (long)s[1];
@@ -241,6 +267,7 @@ static farm_cmp verify_against_cpu(const cnn_net *net, const float *input, int f
     cnn_cpu ref;
     cnn_cpu_init(&ref, net, fp16, NULL);
     memcpy(ref.tensor[0], input, cnn_tensor_count(net, 0) * sizeof(float));
+    fill_second_operands(net, ref.tensor);
     for (int i = 0; i < net->nlayers; ++i)
         cnn_cpu_layer(&ref, i);
     const float *want = cnn_cpu_result(&ref);
@@ -257,7 +284,10 @@ int main(int argc, char **argv)
 {
     farm_common common;
     farm_common_defaults(&common);
-    static const char *const models[] = {"squeezenet1.0", "squeezenet1.1", NULL};
+    static const char *const models[] = {"squeezenet1.0", "squeezenet1.1", "layer", NULL};
+    static const char *const layer_kinds[] = {"conv", "dwconv", "maxpool", "avgpool", "fc", "add", NULL};
+    const char *layer_kind = "conv";
+    long channels = 3, out_channels = 16, kernel = 3, stride = 1, pad = 0;
     static const char *const convs[] = {"auto", "im2col-gemm", "direct", NULL};
     const char *conv = "auto", *gemm_kernel = "auto";
     static const char *const gemm_kernels[] = {"auto", "local", "packed", NULL};
@@ -271,6 +301,15 @@ int main(int argc, char **argv)
         FARM_OPTS_CL(&common),
         FARM_OPTS_TUNE(&common),
         {"model", FARM_OPT_CHOICE, &model, "network", 0, 0, models},
+        {"layer", FARM_OPT_CHOICE, &layer_kind,
+         "--model=layer: the one kernel to run (fc: a conv whose window is the whole input; add: input + a "
+         "copy of it in a second buffer)",
+         0, 0, layer_kinds},
+        {"channels", FARM_OPT_INT, &channels, "--model=layer: input channels", 1, 65536, NULL},
+        {"out-channels", FARM_OPT_INT, &out_channels, "--model=layer: output maps (conv, fc)", 1, 65536, NULL},
+        {"kernel", FARM_OPT_INT, &kernel, "--model=layer: window side (conv, dwconv, maxpool)", 1, 64, NULL},
+        {"stride", FARM_OPT_INT, &stride, "--model=layer: stride (conv, dwconv, maxpool)", 1, 64, NULL},
+        {"pad", FARM_OPT_INT, &pad, "--model=layer: zero padding (conv, dwconv)", 0, 64, NULL},
         {"input-size", FARM_OPT_INT, &input_size, "square input side (0: 227 for 1.0, 224 for 1.1)", 0, 4096, NULL},
         {"input", FARM_OPT_STRING, &input_path, ".npy image, float32 (3,N,N) CHW (default: seeded uniform)", 0, 0, NULL},
         {"weights-dir", FARM_OPT_STRING, &weights_dir,
@@ -311,11 +350,15 @@ int main(int argc, char **argv)
         return farm_cl_list_devices();
 
     char err[512];
-    float *input = input_path ? load_input(input_path, &input_size) : NULL;
+    const int single = strcmp(model, "layer") == 0;
+    float *input = input_path ? load_input(input_path, &input_size, single ? channels : 3) : NULL;
     if (!input_size)
-        input_size = strcmp(model, "squeezenet1.0") == 0 ? 227 : 224;
+        input_size = single ? 56 : strcmp(model, "squeezenet1.0") == 0 ? 227 : 224;
     static cnn_net net;
-    if (cnn_build(&net, model, (int)input_size, err, sizeof err))
+    const int built = single ? cnn_build_layer(&net, layer_kind, (int)channels, (int)input_size, (int)out_channels,
+                                               (int)kernel, (int)stride, (int)pad, err, sizeof err)
+                             : cnn_build(&net, model, (int)input_size, err, sizeof err);
+    if (built)
         farm_die(FARM_EXIT_USAGE, "%s", err);
     if (layers_limit && layers_limit < net.total_layers)
         net.nlayers = (int)layers_limit;
@@ -384,6 +427,7 @@ int main(int argc, char **argv)
         pool = strcmp(common.backend, "cpu-mt") == 0 ? farm_pool_create((int)common.threads) : NULL;
         cnn_cpu_init(&a.cpu, &net, fp16, pool);
         memcpy(a.cpu.tensor[0], input, in_count * sizeof(float));
+        fill_second_operands(&net, a.cpu.tensor);
     }
 
     farm_json j;
@@ -406,6 +450,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < net.nlayers; ++i)
         if (net.layer[i].kind == CNN_CONV)
             weight_values += (double)net.layer[i].cout * (net.layer[i].cin * net.layer[i].k * net.layer[i].k + 1);
+        else if (net.layer[i].kind == CNN_DWCONV)
+            weight_values += (double)net.layer[i].cout * (net.layer[i].k * net.layer[i].k + 1);
     for (int t = 0; t < net.ntensors; ++t)
         activation_values += (double)cnn_tensor_count(&net, t);
     farm_json_num(&j, "weights_bytes", weight_values * (fp16 ? 2 : 4));

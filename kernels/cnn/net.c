@@ -146,6 +146,65 @@ int cnn_build(cnn_net *net, const char *model, int input_size, char *err, size_t
     return 0;
 }
 
+int cnn_build_layer(cnn_net *net, const char *kind, int cin, int size, int cout, int k, int stride, int pad,
+                    char *err, size_t errlen)
+{
+    memset(net, 0, sizeof *net);
+    builder b = {net, 0, err, errlen, 0};
+    add_tensor(&b, cin, size, size);
+    if (!strcmp(kind, "conv") || !strcmp(kind, "fc")) {
+        const int fc = !strcmp(kind, "fc");
+        if (fc) {
+            k = size;
+            stride = 1;
+            pad = 0;
+        }
+        if (cout < 1) {
+            snprintf(err, errlen, "--layer=%s needs --out-channels >= 1", kind);
+            return -1;
+        }
+        conv(&b, "layer", cout, k, stride, pad);
+    } else if (!strcmp(kind, "dwconv")) {
+        conv(&b, "layer", cin, k, stride, pad);
+        if (!b.failed)
+            net->layer[0].kind = CNN_DWCONV;
+    } else if (!strcmp(kind, "maxpool")) {
+        maxpool(&b, "layer");
+        if (!b.failed && (k != 3 || stride != 2)) { /* recompute for the asked window (ceil mode) */
+            cnn_layer *l = &net->layer[0];
+            if (size < k) {
+                snprintf(err, errlen, "--layer=maxpool: input %dx%d smaller than the %dx%d window", size, size, k, k);
+                return -1;
+            }
+            l->k = k;
+            l->stride = stride;
+            l->hout = l->wout = (size - k + stride - 1) / stride + 1;
+            net->tensor[l->out] = (cnn_dims){l->cout, l->hout, l->wout};
+        }
+    } else if (!strcmp(kind, "avgpool")) {
+        cnn_layer *l = add_layer(&b, "layer", CNN_AVGPOOL, 0);
+        l->cout = cin;
+        l->hout = l->wout = 1;
+        l->out = add_tensor(&b, cin, 1, 1);
+    } else if (!strcmp(kind, "add")) {
+        /* the second operand is a tensor of the input's shape, filled like the input */
+        const int second = add_tensor(&b, cin, size, size);
+        cnn_layer *l = add_layer(&b, "layer", CNN_ADD, 0);
+        l->in2 = second;
+        l->cout = cin;
+        l->hout = l->wout = size;
+        l->k = l->stride = 1;
+        l->out = add_tensor(&b, cin, size, size);
+    } else {
+        snprintf(err, errlen, "--layer=%s: expected conv, dwconv, maxpool, avgpool, fc or add", kind);
+        return -1;
+    }
+    if (b.failed)
+        return -1;
+    net->nlayers = net->total_layers;
+    return 0;
+}
+
 static int g_allowed(int g)
 {
     for (int i = 0; i < cnn_g_count; ++i)
@@ -222,6 +281,8 @@ int cnn_apply_g(cnn_net *net, const char *spec, char *err, size_t errlen)
 
 static size_t weight_count(const cnn_layer *l)
 {
+    if (l->kind == CNN_DWCONV)
+        return (size_t)l->cout * (size_t)l->k * (size_t)l->k;
     return (size_t)l->cout * (size_t)l->cin * (size_t)l->k * (size_t)l->k;
 }
 
@@ -229,13 +290,14 @@ int cnn_init_weights(cnn_net *net, uint64_t seed)
 {
     for (int i = 0; i < net->nlayers; ++i) {
         cnn_layer *l = &net->layer[i];
-        if (l->kind != CNN_CONV)
+        if (l->kind != CNN_CONV && l->kind != CNN_DWCONV)
             continue;
         const size_t n = weight_count(l);
         l->w = farm_alloc(n * sizeof(float));
         l->b = farm_alloc((size_t)l->cout * sizeof(float));
         /* He-uniform keeps activations in range through 26 ReLU convs (and inside fp16) */
-        const float bound = sqrtf(6.0f / (float)(l->cin * l->k * l->k));
+        const int fan_in = l->kind == CNN_DWCONV ? l->k * l->k : l->cin * l->k * l->k;
+        const float bound = sqrtf(6.0f / (float)fan_in);
         farm_fill_uniform(l->w, n, seed * 1000003u + (uint64_t)i * 2u, -bound, bound);
         farm_fill_uniform(l->b, (size_t)l->cout, seed * 1000003u + (uint64_t)i * 2u + 1u, -0.05f, 0.05f);
     }
@@ -273,9 +335,10 @@ int cnn_load_weights(cnn_net *net, const char *dir, char *err, size_t errlen)
 {
     for (int i = 0; i < net->nlayers; ++i) {
         cnn_layer *l = &net->layer[i];
-        if (l->kind != CNN_CONV)
+        if (l->kind != CNN_CONV && l->kind != CNN_DWCONV)
             continue;
-        const size_t wshape[4] = {(size_t)l->cout, (size_t)l->cin, (size_t)l->k, (size_t)l->k};
+        const size_t wshape[4] = {(size_t)l->cout, l->kind == CNN_DWCONV ? 1 : (size_t)l->cin, (size_t)l->k,
+                                  (size_t)l->k};
         const size_t bshape[1] = {(size_t)l->cout};
         l->w = load_param(dir, l->name, "weight", wshape, 4, err, errlen);
         if (!l->w)
@@ -291,7 +354,7 @@ void cnn_round_weights_f16(cnn_net *net)
 {
     for (int i = 0; i < net->nlayers; ++i) {
         cnn_layer *l = &net->layer[i];
-        if (l->kind != CNN_CONV)
+        if (l->kind != CNN_CONV && l->kind != CNN_DWCONV)
             continue;
         farm_round_f16(l->w, weight_count(l));
         farm_round_f16(l->b, (size_t)l->cout);
@@ -317,6 +380,10 @@ double cnn_layer_flops(const cnn_layer *l)
         return out * l->k * l->k;
     case CNN_AVGPOOL:
         return (double)l->cin * l->hin * l->win;
+    case CNN_DWCONV:
+        return 2.0 * out * l->k * l->k;
+    case CNN_ADD:
+        return out;
     }
     return 0.0;
 }
@@ -324,8 +391,10 @@ double cnn_layer_flops(const cnn_layer *l)
 double cnn_layer_bytes(const cnn_layer *l, int elem_bytes)
 {
     double values = (double)l->cin * l->hin * l->win + (double)l->cout * l->hout * l->wout;
-    if (l->kind == CNN_CONV)
+    if (l->kind == CNN_CONV || l->kind == CNN_DWCONV)
         values += (double)weight_count(l) + l->cout;
+    if (l->kind == CNN_ADD)
+        values += (double)l->cin * l->hin * l->win;
     return values * elem_bytes;
 }
 

@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { CNN_CONV, CNN_MAXPOOL, CNN_AVGPOOL } cnn_kind;
+/* CNN_DWCONV: depthwise (one k x k filter per channel, cout == cin); CNN_ADD: element-wise sum of
+ * tensors `in` and `in2` (a residual add). Both appear only in the single-layer mode so far. */
+typedef enum { CNN_CONV, CNN_MAXPOOL, CNN_AVGPOOL, CNN_DWCONV, CNN_ADD } cnn_kind;
 
 typedef struct {
     int c, h, w;
@@ -19,6 +21,7 @@ typedef struct {
     char name[40];         /* Caffe names: conv1, pool1, fire2/squeeze1x1, ..., conv10, pool10 */
     cnn_kind kind;
     int in, out;           /* tensor indices */
+    int in2;               /* CNN_ADD: the second operand's tensor */
     int cin, hin, win;
     int cout, hout, wout;  /* cout: maps this layer writes */
     int k, stride, pad, relu;
@@ -46,6 +49,13 @@ extern const int cnn_g_count;
 /* Lays out `model` ("squeezenet1.0" | "squeezenet1.1") for a square input of `input_size`.
  * Returns 0, or -1 with a one-line reason (input too small) in err. */
 int cnn_build(cnn_net *net, const char *model, int input_size, char *err, size_t errlen);
+
+/* One layer alone (the single-layer mode, for sampling kernels on a phone): `kind` is conv, dwconv,
+ * maxpool, avgpool (global), fc or add over a cin x size x size input; conv writes cout maps
+ * (k x k, stride, pad), fc is a conv whose window covers the whole input (cout outputs, 1x1).
+ * The layer is named "layer". Returns 0, or -1 with a one-line reason in err. */
+int cnn_build_layer(cnn_net *net, const char *kind, int cin, int size, int cout, int k, int stride, int pad,
+                    char *err, size_t errlen);
 
 /* Applies a --g spec: "4" (every conv layer), "conv1:2,fire2/squeeze1x1:4" (per layer) or both
  * ("4,conv10:8"). A global value that does not divide a layer's maps falls back to the largest
