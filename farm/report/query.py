@@ -17,7 +17,7 @@ from farm.errors import ConfigError
 from farm.report.environment import phone_info
 from farm.report.model import FigureSpec, PhoneInfo, ReportData, TableSpec, where_of
 from farm.spec.model import Experiment
-from farm.store import events
+from farm.store import events, views
 from farm.store.db import Store
 from farm.store.events import EventKind
 from farm.store.layers import experiment_layers
@@ -84,11 +84,11 @@ def table_specs(experiment: Experiment) -> tuple[TableSpec, ...]:
 def stored_spec(store: Store, experiment: str) -> tuple[Experiment | None, str | None]:
     """The experiment's stored spec validated again into an Experiment, or None and why not (a
     spec written by another farm version may not validate with this one)."""
-    rows = store.query("SELECT spec_json FROM experiments WHERE name = ?", (experiment,))
-    if not rows:
+    text = views.spec_json(store, experiment)
+    if text is None:
         return None, None
     try:
-        return Experiment.model_validate(json.loads(rows[0]["spec_json"])), None
+        return Experiment.model_validate(json.loads(text)), None
     except (ValueError, ValidationError, ConfigError) as error:
         first = " ".join(str(error).split())[:200]
         return None, (
@@ -98,16 +98,16 @@ def stored_spec(store: Store, experiment: str) -> tuple[Experiment | None, str |
 
 
 def _phones(store: Store, device_ids: list[str], environments: dict[str, Any]) -> tuple[PhoneInfo, ...]:
-    rows = {row["device_id"]: row for row in store.query("SELECT * FROM devices")}
+    records = views.device_records(store)
     phones = []
     for device_id in device_ids:
-        row = rows.get(device_id)
+        record = records.get(device_id)
         phones.append(
             phone_info(
                 device_id,
-                row["model"] if row is not None else None,
-                row["abi"] if row is not None else None,
-                _json(row["capabilities_json"]) if row is not None else None,
+                record.model if record is not None else None,
+                record.abi if record is not None else None,
+                _json(record.capabilities_json) if record is not None else None,
                 environments.get(device_id),
             )
         )
@@ -116,39 +116,29 @@ def _phones(store: Store, device_ids: list[str], environments: dict[str, Any]) -
 
 def load_report_data(store: Store, experiment: str) -> ReportData:
     """Everything a report on `experiment` shows. ConfigError if the store has no such experiment."""
-    known_names = {row["name"] for row in store.query("SELECT name FROM experiments")}
+    known = sorted(views.experiment_names(store))
     runs = list_runs(store, experiment)
-    if experiment not in known_names and not runs:
-        known = [row["name"] for row in store.query("SELECT name FROM experiments ORDER BY name")]
+    if experiment not in known and not runs:
         raise ConfigError(
             f"no experiment named {experiment!r} in {store.label}",
             hint=f"known: {', '.join(known)}" if known else "run one first with `farm run FILE`",
         )
     spec, spec_problem = stored_spec(store, experiment)
-    metric_rows = store.query(
-        "SELECT m.run_id, m.name, m.value, m.unit FROM metrics m JOIN runs r ON r.run_id = m.run_id "
-        "WHERE r.experiment = ? AND m.value IS NOT NULL",
-        (experiment,),
-    )
     values: dict[str, dict[str, float]] = {}
     units: dict[str, dict[str, str]] = {}
-    for row in metric_rows:
-        values.setdefault(row["run_id"], {})[row["name"]] = float(row["value"])
-        units.setdefault(row["run_id"], {})[row["name"]] = row["unit"] or ""
+    for metric in views.experiment_metric_values(store, experiment):
+        values.setdefault(metric.run_id, {})[metric.name] = metric.value
+        units.setdefault(metric.run_id, {})[metric.name] = metric.unit
     environments: dict[str, Any] = {}
     run_notes: list[str] = []  # what the engine noted while running (e.g. charging left on)
-    for row in store.query(
-        "SELECT a.device_id, a.env_json FROM attempts a JOIN runs r ON r.run_id = a.run_id "
-        "WHERE r.experiment = ? AND a.env_json IS NOT NULL ORDER BY a.started_at",
-        (experiment,),
-    ):
-        env = _json(row["env_json"])
+    for attempt in views.attempt_environments(store, experiment):
+        env = _json(attempt.env_json)
         if isinstance(env, dict):
-            environments[row["device_id"]] = env  # the latest snapshot per phone wins
+            environments[attempt.device_id] = env  # the latest snapshot per phone wins
             notes_of_run = env.get("notes")
             if isinstance(notes_of_run, list):
                 run_notes += [
-                    f"{row['device_id']}: {note}"
+                    f"{attempt.device_id}: {note}"
                     for note in notes_of_run
                     if note and not str(note).startswith(ENGINE_LOAD_NOTE)
                 ]

@@ -183,3 +183,59 @@ def done_metric_samples(store: Store, experiment: str, metrics: Sequence[str]) -
         MetricSample(r["cell_id"], _factors(r["factors_json"]), r["device"], r["name"], float(r["value"]))
         for r in rows
     ]
+
+
+@dataclass(frozen=True)
+class DeviceRecord:
+    """What the store knows of a phone for a report: its model, ABI and probed capabilities."""
+
+    device_id: str
+    model: str | None
+    abi: str | None
+    capabilities_json: str | None
+
+
+@dataclass(frozen=True)
+class RunMetricValue:
+    """One stored metric of one run."""
+
+    run_id: str
+    name: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class AttemptEnvironment:
+    """The env.json an attempt of a run stored (JSON text), with its phone."""
+
+    device_id: str
+    env_json: str
+
+
+def device_records(store: Store) -> dict[str, DeviceRecord]:
+    rows = store.query("SELECT device_id, model, abi, capabilities_json FROM devices")
+    return {
+        r["device_id"]: DeviceRecord(r["device_id"], r["model"], r["abi"], r["capabilities_json"])
+        for r in rows
+    }
+
+
+def experiment_metric_values(store: Store, experiment: str) -> list[RunMetricValue]:
+    """Every stored (non-null) metric of the runs of `experiment`."""
+    rows = store.query(
+        "SELECT m.run_id, m.name, m.value, m.unit FROM metrics m JOIN runs r ON r.run_id = m.run_id "
+        "WHERE r.experiment = ? AND m.value IS NOT NULL",
+        (experiment,),
+    )
+    return [RunMetricValue(r["run_id"], r["name"], float(r["value"]), r["unit"] or "") for r in rows]
+
+
+def attempt_environments(store: Store, experiment: str) -> list[AttemptEnvironment]:
+    """env.json of every attempt of `experiment` that stored one, oldest first."""
+    rows = store.query(
+        "SELECT a.device_id, a.env_json FROM attempts a JOIN runs r ON r.run_id = a.run_id "
+        "WHERE r.experiment = ? AND a.env_json IS NOT NULL ORDER BY a.started_at",
+        (experiment,),
+    )
+    return [AttemptEnvironment(r["device_id"], r["env_json"]) for r in rows]
