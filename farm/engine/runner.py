@@ -35,7 +35,7 @@ from farm.errors import ConfigError, FarmError, StoreError
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone, PhoneState, discover, duplicate_serials
 from farm.fleet.watch import PhoneWatch
-from farm.remote.fleet import open_fleet
+from farm.remote.fleet import Fleet, open_fleet
 from farm.spec import Experiment, load
 from farm.store import RunState, Store, StoreLocation, events, outbox, ownership, results_dir
 from farm.store import devices as device_store
@@ -242,6 +242,83 @@ def _refuse_fresh_while_shared(store: Store, key: str) -> None:
         )
 
 
+# -- run_experiment's steps, in the order it takes them ------------------------------------------
+
+
+def _recover(store: Store, artifacts: Path, key: str) -> None:
+    """Results kept while the store was away go in first, then runs left RUNNING by a dead farm
+    are reset (recover_store)."""
+    outbox.replay(store, artifacts, key)
+    recover_store(store, key)
+
+
+def _discover(store: Store, fleet: Fleet, key: str) -> list[Phone]:
+    """The phones the fleet sees, less those other experiments' coordinators hold (those another
+    coordinator of this same experiment holds are shared with it, taken over if it dies)."""
+    elsewhere = {lease.device_id for lease in ownership.leases(store) if lease.experiment != key}
+    return discover(fleet.endpoints, leased=lambda device_id: device_id in elsewhere)
+
+
+def _require_enough(
+    experiment: Experiment, file: Path, phones: Sequence[Phone], eligible: Sequence[Phone]
+) -> None:
+    need = max(1, experiment.devices.min_count)
+    if len(eligible) < need:
+        seen = ", ".join(f"{p.device_id} ({p.state})" for p in phones) or "none"
+        raise NoEligiblePhone(
+            f"{file}: {len(eligible)} eligible phone(s), need {need} (seen: {seen})",
+            hint="check `farm devices`, --devices and the experiment's devices: section",
+        )
+
+
+def _repair(
+    store: Store,
+    endpoints: Sequence[Endpoint],
+    phones: Sequence[Phone],
+    artifacts: Path,
+    experiment: Experiment,
+) -> None:
+    """What an interrupted earlier sweep left: charging still off, DONE runs without metrics."""
+    _restore_left_charging(store, endpoints, phones)
+    backfill_metrics(store, artifacts, experiment.qualified_name, output=experiment.benchmark.output)
+
+
+def _plan(
+    experiment: Experiment,
+    file: Path,
+    eligible: Sequence[Phone],
+    probe: Callable[[Phone], Capabilities | None],
+) -> tuple[planner.Plan, str, str, list[PlannedRun]]:
+    """The plan for the eligible phones, its spec text and digest and its store rows; refused in
+    one line when it would grow the store past the experiment's limit."""
+    plan = planner.plan(experiment, [p.device_id for p in eligible], abilities=_abilities(eligible, probe))
+    text, digest = spec_json(experiment)
+    rows = planned_rows(plan)
+    check_plan_size(experiment, file, run_store.plan_bytes(text, rows), len(rows))
+    return plan, text, digest, rows
+
+
+def _store_plan(
+    store: Store,
+    key: str,
+    options: RunOptions,
+    plan: planner.Plan,
+    rows: list[PlannedRun],
+    spec: tuple[str, str],
+) -> None:
+    """The plan into the store (idempotent: coordinators of one experiment share it): a fresh
+    start forgets earlier runs first; skipped runs are stored as such; failed ones are requeued
+    as --retry-failed says."""
+    if options.fresh:
+        _refuse_fresh_while_shared(store, key)
+        run_store.forget_experiment_runs(store, key)
+    text, digest = spec
+    run_store.save_experiment(store, key, text, digest, str(options.file))
+    run_store.insert_planned(store, key, rows)
+    run_store.skip_planned(store, {run.run_id: reason for run, reason in plan.skipped})
+    _requeue_failed(store, key, retry_failed=options.retry_failed)
+
+
 def run_experiment(
     options: RunOptions,
     *,
@@ -263,12 +340,8 @@ def run_experiment(
     artifacts = results_dir(options.results)  # run folders: local, whatever the database
     crashlog.use(artifacts)  # a bug's stack goes beside the run folders it concerns
     with fleet, Store.in_results(options.results) as store:
-        outbox.replay(store, artifacts, key)  # results kept while the store was away, before resets
-        recover_store(store, key)
-        # Phones other experiments' coordinators hold are not ours; those another coordinator of
-        # this same experiment holds are shared with it (taken over if it dies).
-        elsewhere = {lease.device_id for lease in ownership.leases(store) if lease.experiment != key}
-        phones = discover(fleet.endpoints, leased=lambda device_id: device_id in elsewhere)
+        _recover(store, artifacts, key)
+        phones = _discover(store, fleet, key)
         probe = _prober(fleet.endpoints)
 
         def family_of(phone: Phone) -> str | None:
@@ -276,21 +349,9 @@ def run_experiment(
             return caps.gpu.family.value if caps is not None else None
 
         eligible = select_phones(experiment, phones, options.selectors, fleet.tags_of, family_of)
-        if len(eligible) < max(1, experiment.devices.min_count):
-            seen = ", ".join(f"{p.device_id} ({p.state})" for p in phones) or "none"
-            need = max(1, experiment.devices.min_count)
-            raise NoEligiblePhone(
-                f"{options.file}: {len(eligible)} eligible phone(s), need {need} (seen: {seen})",
-                hint="check `farm devices`, --devices and the experiment's devices: section",
-            )
-        _restore_left_charging(store, fleet.endpoints, phones)
-        backfill_metrics(store, artifacts, key, output=experiment.benchmark.output)
-        plan = planner.plan(
-            experiment, [p.device_id for p in eligible], abilities=_abilities(eligible, probe)
-        )
-        text, digest = spec_json(experiment)
-        rows = planned_rows(plan)
-        check_plan_size(experiment, options.file, run_store.plan_bytes(text, rows), len(rows))
+        _require_enough(experiment, options.file, phones, eligible)
+        _repair(store, fleet.endpoints, phones, artifacts, experiment)
+        plan, text, digest, rows = _plan(experiment, options.file, eligible, probe)
         if options.dry_run:
             return RunSummary(
                 key,
@@ -304,13 +365,7 @@ def run_experiment(
             )
         if cancel.is_set():
             raise RunInterrupted()
-        if options.fresh:
-            _refuse_fresh_while_shared(store, key)
-            run_store.forget_experiment_runs(store, key)
-        run_store.save_experiment(store, key, text, digest, str(options.file))
-        run_store.insert_planned(store, key, rows)  # idempotent: coordinators share it
-        run_store.skip_planned(store, {run.run_id: reason for run, reason in plan.skipped})
-        _requeue_failed(store, key, retry_failed=options.retry_failed)
+        _store_plan(store, key, options, plan, rows, (text, digest))
         execution_id = ownership.start_execution(store, key, sys.argv, farm.__version__, results=artifacts)
         watch = PhoneWatch(phones)
 
