@@ -9,9 +9,6 @@ farm process (farm.engine.recovery). Runs (farm.engine.lifecycle) and the idle b
 
 from __future__ import annotations
 
-import threading
-import time
-
 from farm.device import controls
 from farm.device.android import parse_dumpsys_battery, parse_thermal_c
 from farm.device.controls import ChargingControl
@@ -21,9 +18,6 @@ from farm.errors import FarmError
 from farm.store import Store
 from farm.store import devices as device_store
 from farm.telemetry.probe import Capabilities
-
-GATE_POLL_S = 1.0
-BATTERY_POLL_S = 5.0
 
 
 def charging_control(caps: Capabilities) -> ChargingControl | None:
@@ -64,21 +58,6 @@ def cooldown_limit_c(gates: Gates, idle_temperature_c: float | None) -> float:
     return min(gates.max_temp_c, idle_temperature_c + gates.within_c_of_idle)
 
 
-def wait_until_cool(
-    prepared: PreparedPhone, gates: Gates, cancel: threading.Event
-) -> tuple[float | None, float]:
-    """Temperature gate: wait until the phone is no warmer than cooldown_limit_c (bounded).
-    Returns the last temperature and the seconds waited."""
-    start = time.monotonic()
-    limit_c = cooldown_limit_c(gates, prepared.idle_temperature_c)
-    while True:
-        temp = read_temperature_c(prepared)
-        waited = time.monotonic() - start
-        if temp is None or temp <= limit_c or waited >= gates.cooldown_timeout_s or cancel.is_set():
-            return temp, waited
-        cancel.wait(GATE_POLL_S)
-
-
 def battery_pct(prepared: PreparedPhone) -> float | None:
     """Battery level from the battery's power_supply `capacity` (what the health HAL hands
     BatteryService), `dumpsys battery` only where that node is unreadable. Never `dumpsys battery
@@ -90,18 +69,6 @@ def battery_pct(prepared: PreparedPhone) -> float | None:
         if text is not None and text.strip().isdigit():
             return float(text.strip())
     return parse_dumpsys_battery(prepared.session.shell(["dumpsys", "battery"]).stdout).level_pct
-
-
-def wait_for_battery(prepared: PreparedPhone, gates: Gates, cancel: threading.Event) -> float | None:
-    """Battery gate: charging is still on here, so wait (bounded by the cooldown timeout) until the
-    level reaches the minimum. Returns the last level."""
-    deadline = time.monotonic() + gates.cooldown_timeout_s
-    level = battery_pct(prepared)
-    while level is not None and level < gates.min_battery_pct and time.monotonic() < deadline:
-        if cancel.wait(BATTERY_POLL_S):
-            break
-        level = battery_pct(prepared)
-    return level
 
 
 def disable_charging(prepared: PreparedPhone, store: Store, notes: list[str]) -> bool:

@@ -17,9 +17,10 @@ import yaml
 from vphone.profiles import PROFILES_DIR
 
 from farm.device.session import DeviceSession
-from farm.engine.conditions import GATE_POLL_S, read_temperature_c
+from farm.engine.conditions import read_temperature_c
 from farm.engine.lifecycle import execute_run, prepare_phone
 from farm.engine.model import Gates, Phase, PhaseUpdate, PreparedPhone, RunJob
+from farm.engine.runscript import COOL_POLL_S
 from farm.fleet.endpoint import AdbState, LocalAdbEndpoint
 from farm.fleet.inventory import identify
 from farm.spec import load_text
@@ -135,5 +136,5 @@ def test_the_cooldown_gate_holds_the_run_until_the_phone_is_cool(lab, tmp_path: 
     assert result.temperature_start_c is not None and result.temperature_start_c <= limit_c
     # ... after at least one of its polls: the phone was 2 °C over the limit when the gate began
     # and cannot lose that in the milliseconds to its first reading (5 s time constant)
-    assert result.cooldown_waited_s is not None and result.cooldown_waited_s >= GATE_POLL_S
+    assert result.cooldown_waited_s is not None and result.cooldown_waited_s >= COOL_POLL_S
     assert not any("cooldown" in note for note in result.notes)  # no "still hot after the cooldown"
