@@ -421,6 +421,10 @@ class Physics:
         return self._scanner.members() if self._scanner is not None else []
 
     def pinned(self, cpus: tuple[int, ...]) -> None:
+        # Every online CPU is no pin (affinity._unpin): no affinity group exists for it, and a
+        # quota for one would fail every later quota write of the phone (ENOENT).
+        if set(cpus) >= set(self.online_cpus()):
+            return
         self._pinned_cpus[affinity.group_of(cpus).removeprefix("cpu/")] = cpus
         self._apply_quotas()
 

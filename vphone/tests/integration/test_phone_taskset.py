@@ -192,3 +192,16 @@ def test_a_pinned_kernel_runs_at_the_speed_of_its_cpus(tmp_path: Path) -> None:
             'until [ "$(cat /proc/$p/comm)" = gemm ]; do sleep 0.01; done; taskset -p $p; wait $p'
         ).stdout
         assert out.strip().endswith("current affinity mask: 70"), out
+
+
+def test_the_full_mask_is_no_pin_and_the_phones_quotas_keep_applying(phones: PhoneSet) -> None:
+    """PoCL and OpenMP set every online CPU on their threads: the kernel's default affinity, not
+    a pin (affinity._unpin). The daemon once still registered an `affinity-ff` group for it, whose
+    quota file does not exist, so every later quota write of that phone failed (ENOENT) and the
+    phone's CPU and GPU budgets stopped following its clocks."""
+    phone = next(p for p in phones if p.profile == "adreno-sd8gen2")
+    device = phone.device(phones.client())
+    assert device.shell("taskset ff sh -c 'taskset -p $$'").endswith("current affinity mask: ff")
+    assert device.shell("taskset 80 sh -c 'taskset -p $$'").endswith("current affinity mask: 80")
+    log = (phones.state_dir / "daemon.log").read_text(encoding="utf-8", errors="replace")
+    assert f"{phone.serial}: cannot set CPU quotas" not in log
