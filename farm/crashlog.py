@@ -9,6 +9,7 @@ bug in a loop cannot fill the disk.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -26,7 +27,7 @@ LOG_BACKUPS = 2
 _lock = threading.Lock()
 _chosen: Path | None = None
 _echo = threading.Event()  # set by `farm --debug`: stacks are printed on stderr too
-_handler: RotatingFileHandler | None = None
+_handler: _StackFile | None = None
 _logger = logging.getLogger("farm.crash")
 _logger.propagate = False  # stacks go to the file, never to a handler on the terminal
 _logger.setLevel(logging.DEBUG)
@@ -65,21 +66,30 @@ def record(error: BaseException, context: str) -> Path:
         for path in (log_path(), Path(tempfile.gettempdir()) / f"farm-{os.getuid()}.log"):
             try:
                 handler = _handler_for_locked(path)
-            except OSError:
+                _logger.error("%s\n%s", context, stack)
+                handler.flush()
+            except OSError:  # a full or read-only folder: try the next file
+                _close_locked()
                 continue
-            _logger.error("%s\n%s", context, stack)
-            handler.flush()
             return path
     return log_path()
 
 
-def _handler_for_locked(path: Path) -> RotatingFileHandler:
+class _StackFile(RotatingFileHandler):
+    """A rotating file that lets a failed write raise (to record(), which tries the next file)
+    instead of printing logging's "--- Logging error ---" report on stderr."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        raise
+
+
+def _handler_for_locked(path: Path) -> _StackFile:
     global _handler
     if _handler is not None and Path(_handler.baseFilename) == path.resolve():
         return _handler
     _close_locked()
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = RotatingFileHandler(path, maxBytes=MAX_LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+    handler = _StackFile(path, maxBytes=MAX_LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(message)s"))
     _logger.addHandler(handler)
     _handler = handler
@@ -90,5 +100,6 @@ def _close_locked() -> None:
     global _handler
     if _handler is not None:
         _logger.removeHandler(_handler)
-        _handler.close()
+        with contextlib.suppress(OSError):  # closing flushes: a full disk fails it once more
+            _handler.close()
         _handler = None

@@ -289,7 +289,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            puts("usage: farm-probe [--current-samples=N] [--sample-interval-ms=MS] [--no-su]\n"
+            puts("usage: farm-probe [--current-samples=N] [--sample-interval-ms=MS] [--su-timeout-ms=MS] [--no-su]\n"
                  "prints one JSON object: identity, abi, root, opencl, battery (unit/sign hints),\n"
                  "charging_control, gpu (family, busy/freq sources), thermal, cpu, memory.\n"
                  "example: adb shell /data/local/tmp/farm/bin/farm-probe > caps.json");
@@ -297,6 +297,9 @@ int main(int argc, char **argv) {
         } else if (strncmp(a, "--current-samples=", 18) == 0) {
             o.current_samples = atoi(a + 18);
             if (o.current_samples < 1 || o.current_samples > 16) return bad_arg(a);
+        } else if (strncmp(a, "--su-timeout-ms=", 16) == 0) {
+            o.su_timeout_ms = atoi(a + 16);
+            if (o.su_timeout_ms < 100 || o.su_timeout_ms > 60000) return bad_arg(a);
         } else if (strncmp(a, "--sample-interval-ms=", 21) == 0) {
             o.sample_interval_ms = atoi(a + 21);
             if (o.sample_interval_ms < 0 || o.sample_interval_ms > 200) return bad_arg(a);

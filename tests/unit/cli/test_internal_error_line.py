@@ -57,3 +57,12 @@ def test_an_unwritable_log_falls_back_to_the_temporary_folder(
     monkeypatch.setenv(crashlog.LOG_ENV, str(blocker / "farm.log"))  # a file is no folder
     path = crashlog.record(ValueError("y"), "context")
     assert path != blocker / "farm.log" and "ValueError: y" in path.read_text()
+
+
+def test_a_full_disk_is_no_second_error_on_the_screen(
+    buggy_farm: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(crashlog.LOG_ENV, "/dev/full")  # every write fails with ENOSPC
+    path = crashlog.record(ValueError("z"), "context")
+    assert path != Path("/dev/full") and "ValueError: z" in path.read_text()
+    assert "Logging error" not in capsys.readouterr().err

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from vphone.adb import packets as p
+from vphone.physics import CLOCK_FUSE_ENV
 from vphone.testing.adb_wire import WireHost
 from vphone.testing.phones import AdbServer, PhoneFactory, PhoneSet, VirtualPhone
 from vphone.testing.waiting import eventually
@@ -86,9 +87,18 @@ def test_fifo_named_like_a_taskset_request_does_not_freeze_the_daemon(
     assert shell(adb_server, unrooted[0], "taskset -p $$").startswith("pid ")
 
 
+@pytest.fixture
+def rooted_plain_nodes(monkeypatch: pytest.MonkeyPatch, virtual_phones: PhoneFactory) -> PhoneSet:
+    """Phones whose writable nodes are plain files, as on a host without FUSE: there the phone's
+    root can replace the charging node (over FUSE it is a bound file it cannot remove)."""
+    monkeypatch.setenv(CLOCK_FUSE_ENV, "0")
+    return virtual_phones(count=2, profiles=[ROOTED, UNROOTED])
+
+
 def test_charging_node_replaced_by_a_link_to_a_host_fifo_is_not_read(
-    adb_server: AdbServer, rooted: PhoneSet, tmp_path: Path
+    adb_server: AdbServer, rooted_plain_nodes: PhoneSet, tmp_path: Path
 ) -> None:
+    rooted = rooted_plain_nodes
     host_fifo = tmp_path / "host-fifo"
     os.mkfifo(host_fifo)
     node = "/sys/class/power_supply/battery/input_suspend"
