@@ -76,9 +76,15 @@ class PhoneDriver(Protocol):
         ...
 
     def watcher(
-        self, prepared: PreparedPhone, run_id: str, on_readings: Callable[[Readings], None]
+        self,
+        prepared: PreparedPhone,
+        run_id: str,
+        on_readings: Callable[[Readings], None],
+        *,
+        discharging: bool = False,
     ) -> AbstractContextManager[TraceWatcher | None]:
-        """Live readings of the attempt under way (the live view), on a session of its own."""
+        """Live readings of the attempt under way (the live view), on a session of its own;
+        `discharging`: the run switches charging off, so its own samples may calibrate power."""
         ...
 
     def healthy(self, phone: Phone) -> bool:
@@ -151,10 +157,18 @@ class AdbDriver:
         )
 
     def watcher(
-        self, prepared: PreparedPhone, run_id: str, on_readings: Callable[[Readings], None]
+        self,
+        prepared: PreparedPhone,
+        run_id: str,
+        on_readings: Callable[[Readings], None],
+        *,
+        discharging: bool = False,
     ) -> AbstractContextManager[TraceWatcher | None]:
         trace = RunDir.of(run_id).file(TRACE)
-        return TraceWatcher(self.session(prepared.phone), trace, calibration_of(prepared.caps), on_readings)
+        calibration = calibration_of(prepared.caps)
+        return TraceWatcher(
+            self.session(prepared.phone), trace, calibration, on_readings, discharging=discharging
+        )
 
     def healthy(self, phone: Phone) -> bool:
         try:

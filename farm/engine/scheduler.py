@@ -595,7 +595,9 @@ class Sweep:
         """A TraceWatcher on its own session when the live view asked for live telemetry."""
         if not self.live_telemetry:
             return contextlib.nullcontext()
-        return self.driver.watcher(prepared, run_id, status.show_readings)
+        return self.driver.watcher(
+            prepared, run_id, status.show_readings, discharging=self.gates.disable_charging
+        )
 
     def _store_metrics(self, run_id: str, prepared: PreparedPhone, job: RunJob, result: RunResult) -> None:
         try:

@@ -23,6 +23,7 @@ from types import TracebackType
 from farm.analysis.latest import Readings, newest_readings
 from farm.analysis.power import BatteryCalibration
 from farm.device.session import DeviceSession
+from farm.engine.collect import calibration_from_trace
 from farm.engine.model import Phase
 from farm.errors import FarmError
 from farm.telemetry.trace import TraceFormatError, parse_trace
@@ -52,10 +53,14 @@ class TraceWatcher:
         on_readings: Callable[[Readings], None],
         *,
         interval_s: float = WATCH_INTERVAL_S,
+        discharging: bool = False,
     ) -> None:
         self.session = session
         self.trace_path = trace_path
         self.calibration = calibration
+        # Charging is switched off for the run: the newest gauge samples are a discharge and may
+        # calibrate the current's sign and unit when the probe could not (it saw the phone plugged in).
+        self.discharging = discharging
         self.on_readings = on_readings
         self.interval_s = interval_s
         self.polls = 0  # polls that gave readings
@@ -117,7 +122,10 @@ class TraceWatcher:
             trace = parse_trace(self._header + result.stdout_bytes)
         except (FarmError, TraceFormatError):
             return None  # the attempt itself decides what a missing phone or trace means
-        readings = newest_readings(trace, self.calibration)
+        calibration = self.calibration
+        if calibration is None and self.discharging:
+            calibration = calibration_from_trace(trace)
+        readings = newest_readings(trace, calibration)
         return readings if readings.t_ns is not None else None
 
     def _read_header(self) -> bool:

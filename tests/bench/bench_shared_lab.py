@@ -147,7 +147,9 @@ class BenchOnlyInstantPhones:
     def metrics(self, prepared: PreparedPhone, job: RunJob, result: RunResult) -> list[Metric]:
         return [Metric("latency_median_ms", 1.0, "ms"), Metric("power_mean_mw", 900.0, "mW")]
 
-    def watcher(self, prepared: PreparedPhone, run_id: str, on_readings: Any) -> Any:
+    def watcher(
+        self, prepared: PreparedPhone, run_id: str, on_readings: Any, *, discharging: bool = False
+    ) -> Any:
         return contextlib.nullcontext()
 
     def healthy(self, phone: Phone) -> bool:

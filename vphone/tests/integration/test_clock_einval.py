@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from vphone.cgroup import CgroupsUnavailable, PhoneCgroups, phone_group_name, read_host_cgroups
+from vphone.profiles import PROFILES_DIR
 from vphone.testing.phones import PhoneFactory, VirtualPhone
 from vphone.testing.waiting import eventually
 
@@ -49,8 +50,12 @@ class Adb:
 
 
 @pytest.fixture(scope="module")
-def rooted(module_virtual_phones: PhoneFactory) -> Iterator[Adb]:
-    phones = module_virtual_phones(count=1, profiles=["adreno-sd865"])
+def rooted(module_virtual_phones: PhoneFactory, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Adb]:
+    # The sd865 with its own budgets (1 core at top clocks), not its SoC's proportions: the quota
+    # this test reads back is then the prime core's speed itself (vphone.socspeed scales it).
+    legacy = tmp_path_factory.mktemp("profile") / "adreno-sd865-budgets.yaml"
+    legacy.write_text((PROFILES_DIR / "adreno-sd865.yaml").read_text().split("\nthroughput:")[0] + "\n")
+    phones = module_virtual_phones(count=1, profiles=[str(legacy)])
     adb = Adb(phones[0], phones.adb_port)
     log = (phones.state_dir / "daemon.log").read_text(encoding="utf-8", errors="replace")
     if "clock nodes served over FUSE" not in log:
