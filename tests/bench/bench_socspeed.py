@@ -36,6 +36,8 @@ from vphone.worldthread import WorldThread  # noqa: E402
 
 from tests.bench.table import report  # noqa: E402
 
+os.environ["VPHONE_SOC_SPEEDS"] = "1"  # the phones this bench starts keep their SoC's proportions (opt-in)
+
 OUT = ROOT / "results" / "bench" / "bench_socspeed.json"
 SIZE = 256
 TOLERANCE = 0.20

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from vphone.cgroup import FARM_GROUP, read_host_cgroups
+from vphone.cgroup import FARM_GROUP, phone_group_name, read_host_cgroups
 from vphone.profiles import load_profile
 
 from farm.store import RunState
@@ -24,11 +24,12 @@ PROFILE = "adreno-sd865"  # little 0-3 (capacity 256), big 4-6 (900), prime 7 (1
 CPUS = {"big": [7], "little": [0, 1, 2, 3]}  # clockplan: the policies of the highest / lowest top clock
 
 
-def _group_periods(serial: str, mask: int) -> int:
+def _group_periods(serial: str, state_dir: Path, mask: int) -> int:
     """nr_periods of the phone's host cgroup for threads pinned to `mask`: how many CFS periods
-    it had work in (0 or absent: nothing ran pinned there)."""
+    it had work in (0 or absent: nothing ran pinned there). The group is this phone's by its state
+    dir: another phone with the same serial (an earlier test's) has a group of its own."""
     host = read_host_cgroups()
-    (phone_dir,) = (host.cpu_root / FARM_GROUP).glob(f"{serial}-*")
+    phone_dir = host.cpu_root / FARM_GROUP / phone_group_name(serial, state_dir)
     stat = phone_dir / "cpu" / f"affinity-{mask:x}" / "cpu.stat"
     if not stat.exists():
         return 0
@@ -41,7 +42,7 @@ def test_affinity_big_and_little_are_recorded_pinned_and_little_is_slower(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     phones = virtual_phones(count=1, profiles=[PROFILE])
-    serial = phones[0].serial
+    serial, state_dir = phones[0].serial, phones[0].state_dir
     results = tmp_path / "results"
     means: dict[str, list[float]] = {}
     took: dict[str, float] = {}
@@ -64,7 +65,7 @@ def test_affinity_big_and_little_are_recorded_pinned_and_little_is_slower(
         took[level] = round(time.monotonic() - started, 1)
         mask = sum(1 << c for c in CPUS[level])
         # The physics' view: the benchmark's threads ran in the pin's group.
-        assert _group_periods(serial, mask) > 0, f"nothing ran pinned to {mask:x}"
+        assert _group_periods(serial, state_dir, mask) > 0, f"nothing ran pinned to {mask:x}"
         with open_store(results) as store:
             runs = run_store.list_runs(store, f"aff_{level}")
             assert len(runs) == 2 and all(r.state is RunState.DONE for r in runs)

@@ -69,9 +69,12 @@ def test_farm_devices_lists_identity_state_capabilities_and_leases(virtual_phone
     assert level_before is not None and level_after is not None
     assert level_before <= nexus["battery_pct"] <= level_after and nexus["temperature_c"] > 0
     assert rows[f"local/{phones[1].serial}"]["gpu_family"] == "mali"
-    # Its properties as getprop answers them: a virtual phone's slow-motion factor among them.
+    # Its properties as getprop answers them, every one of them (a virtual phone's slow-motion
+    # factor among them when its SoC's proportions are on).
+    model = nexus_device.shell(["getprop", "ro.product.model"]).strip()
+    assert model and nexus["props"]["ro.product.model"] == model
     slowdown = nexus_device.shell(["getprop", "ro.vphone.slowdown"]).strip()
-    assert slowdown and nexus["props"]["ro.vphone.slowdown"] == slowdown
+    assert nexus["props"].get("ro.vphone.slowdown", "") == slowdown
 
     # A phone leased by a live farm process shows as leased.
     with Store.in_results(results) as store:

@@ -21,7 +21,7 @@ from pathlib import Path
 from vphone.errors import EnvironmentProblem
 from vphone.layout import native_binary
 from vphone.profile import Profile
-from vphone.socspeed import HostCalibration, SpeedPlan, legacy_plan, plan_speeds
+from vphone.socspeed import HostCalibration, SpeedPlan, legacy_plan, plan_speeds, soc_speeds_enabled
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def _write_cache(path: Path, key: str, calib: HostCalibration) -> None:
 def speed_plans(profiles: list[Profile]) -> tuple[list[SpeedPlan], list[str]]:
     """Each phone's speed plan on this host and what `vphone up` says about them: the ratios
     this host cannot hold, or why there are no proportions (one line each)."""
-    if not any(p.throughput is not None for p in profiles):
+    if not soc_speeds_enabled(os.environ) or not any(p.throughput is not None for p in profiles):
         return [legacy_plan(p) for p in profiles], []
     try:
         calib = host_calibration()

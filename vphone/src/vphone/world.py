@@ -38,7 +38,7 @@ from vphone.physics import Physics
 from vphone.profile import Profile
 from vphone.profiles import load_profile
 from vphone.sandbox import CTL_PHONE_DIR, PHONE_PATH, POCL_CACHE_PHONE_DIR, Sandbox
-from vphone.socspeed import SpeedPlan, legacy_plan, plan_props, plan_speeds
+from vphone.socspeed import SpeedPlan, legacy_plan, plan_props, plan_speeds, soc_speeds_enabled
 
 log = logging.getLogger(__name__)
 STALE_PREFIX = ".stale-"  # trees of a previous boot, being deleted in the background
@@ -133,7 +133,7 @@ class SandboxWorld:
     def _speed_plan(self) -> SpeedPlan:
         """The SoC's proportions on this host (socspeed.py), said in daemon.log; the profile's
         own budgets when it states no throughput or the host cannot be calibrated."""
-        if self.profile.throughput is None:
+        if self.profile.throughput is None or not soc_speeds_enabled(os.environ):
             return legacy_plan(self.profile)
         try:
             plan = plan_speeds(self.profile, host_calibration())

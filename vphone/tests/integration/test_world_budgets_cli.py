@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from vphone.cgroup import host_cores
 from vphone.profiles import PROFILES_DIR
+from vphone.socspeed import SOC_SPEEDS_ENV
 from vphone.testing.cli import vphone_cli as farm  # `farm virtual ...` as a user runs it
 from vphone.testing.phones import AdbServer
 
@@ -47,8 +48,9 @@ def test_up_names_the_profile_line_of_an_unknown_release(tmp_path: Path) -> None
 
 
 def test_up_and_the_daemon_log_name_a_ratio_this_host_cannot_hold(
-    adb_server: AdbServer, tmp_path: Path
+    adb_server: AdbServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(SOC_SPEEDS_ENV, "1")  # the SoC's proportions are opt-in (vphone.socspeed)
     # A GPU a million times faster than the prime core: no host holds that at a 1/20 core.
     text = (PROFILES_DIR / "adreno-sd8gen2.yaml").read_text()
     assert "      value: 3700.0\n" in text

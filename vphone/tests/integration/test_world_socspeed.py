@@ -13,6 +13,7 @@ import pytest
 from vphone.calibration import CACHE_FILE, cache_dir
 from vphone.cgroup import CPU_GROUP, GPU_GROUP
 from vphone.profiles import load_profile
+from vphone.socspeed import SOC_SPEEDS_ENV
 from vphone.testing.socphone import phone, wait_until
 
 pytestmark = [
@@ -21,7 +22,10 @@ pytestmark = [
 ]
 
 
-def test_quotas_follow_the_socs_proportions_and_the_phone_says_its_slowdown(tmp_path: Path) -> None:
+def test_quotas_follow_the_socs_proportions_and_the_phone_says_its_slowdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SOC_SPEEDS_ENV, "1")  # opt-in (vphone.socspeed)
     profile = load_profile("adreno-sd865")
     t = profile.throughput
     assert t is not None and t.gpu is not None
