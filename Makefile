@@ -89,7 +89,7 @@ TEST_WORKERS ?= 2
 SERIAL_TEST_FILES = $(shell grep -rlE --include='test_*.py' 'pytest\.mark\.serial' tests vphone/tests | sort)
 test: setup
 	@status=0; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=15 tests vphone/tests || status=$$?; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=40 tests vphone/tests || status=$$?; \
 	$(PY) -m pytest -q -m serial --durations=5 $(SERIAL_TEST_FILES) || status=$$?; \
 	exit $$status
 

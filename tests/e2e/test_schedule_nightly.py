@@ -26,7 +26,8 @@ pytestmark = pytest.mark.integration
 EARLIER_NIGHTS = 5
 # No idle power baseline (seconds per phone, and energy is not what this test is about).
 TINY = fast_lstm()
-SEEDED_SCALE = 0.5  # earlier nights were twice as fast: the real nights are a +100 % step
+SEEDED_SCALE = 0.1  # earlier nights were ten times as fast: the real nights are a +900 % step
+# (a step far above the run-to-run noise of a 2 us latency on a loaded host, seen at +-45 %)
 CHARGING_NODE = "/sys/class/power_supply/battery/charging_enabled"  # adreno-nexus6p, rooted
 
 
@@ -116,7 +117,7 @@ def test_two_nights_are_separate_points_and_a_step_is_flagged(virtual_phones, tm
     assert regression["new_series"] == night_two and regression["history_n"] == EARLIER_NIGHTS + 1
     assert regression["change_pct"] > 20
     # the same step under a threshold above it is not flagged
-    lenient = run_farm(phones.adb_port, results, "regress", "tiny", "--threshold-pct", "1000")
+    lenient = run_farm(phones.adb_port, results, "regress", "tiny", "--threshold-pct", "100000")
     assert lenient.returncode == 0, lenient.stdout + lenient.stderr
     assert "0 regression(s)" in lenient.stdout
 

@@ -22,6 +22,7 @@ def buggy_farm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setitem(cli_main.COMMANDS, "boom", (__name__, "boom"))
     log = tmp_path / "logs" / "farm.log"
     monkeypatch.setenv(crashlog.LOG_ENV, str(log))
+    monkeypatch.setattr(crashlog, "_chosen", None)  # a results folder another in-process test chose
     monkeypatch.setattr(crashlog, "_echo", type(crashlog._echo)())  # --debug of another test unset
     return log
 
