@@ -161,7 +161,9 @@ def test_lab_host_sshd_stopped_mid_sweep_its_runs_wait_and_finish(
     with open_store(results) as store:
         runs = run_store.list_runs(store, "outage")
         assert {r.state for r in runs} == {RunState.DONE}
-        assert Counter(r.ran_on for r in runs) == dict.fromkeys(_expected_ids(local, labs), len(HIDDEN_OUTAGE))
+        assert Counter(r.ran_on for r in runs) == dict.fromkeys(
+            _expected_ids(local, labs), len(HIDDEN_OUTAGE)
+        )
         done_attempts = store.query("SELECT COUNT(*) FROM attempts WHERE outcome = 'done'")[0][0]
         assert done_attempts == len(runs)
         kinds = {e.kind for e in store_events.recent(store, "outage", 200) if e.device_id == lab2_id}
