@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from farm.analysis.sustained import SustainedSeries
 from farm.analysis.validity import Validity, below_zero, usable
+from farm.report.notes import QualityNote
 from farm.spec.expand import same_level
 from farm.spec.model import Experiment
 from farm.spec.sections import FigureKind
@@ -155,7 +156,7 @@ class ReportData:
     runs: tuple[StoredResult, ...]
     figures: tuple[FigureSpec, ...] = ()  # declared in the experiment's report section
     tables: tuple[TableSpec, ...] = ()  # declared in the experiment's report section
-    notes: tuple[str, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
+    notes: tuple[QualityNote, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
     # Regressions flagged on this experiment (a nightly) by its schedule or `farm regress`, one line each.
     regressions: tuple[str, ...] = ()
     generated_at: str = ""
