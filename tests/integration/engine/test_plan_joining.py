@@ -8,8 +8,8 @@ from pathlib import Path
 
 from farm.engine.planner import PhoneAbilities
 from farm.engine.runner import _plan_joining
+from farm.experiment import load
 from farm.fleet.inventory import Phone, PhoneState
-from farm.spec import load
 from farm.store import RunState, Store
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import REPO
