@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vphone.adb import auth
 from vphone.adb.link import LinkKind
-from vphone.daemon import DEFAULT_WORLD_FACTORY, LOG_FILE, STATE_FILE
+from vphone.daemon import ADB_KEYS_FILE, DEFAULT_WORLD_FACTORY, LOG_FILE, STATE_FILE
 from vphone.errors import ConfigError, EnvironmentProblem, PhoneTransientError, VphoneError
 
 DEFAULT_ADB_PORT = 5037
@@ -109,8 +110,11 @@ def connect_phones(
         result = adb(adb_port, "connect", phone.adb_serial)
         if "connected to" not in result.stdout:
             message = (result.stdout + result.stderr).strip().splitlines()
+            hint = None
+            if "failed to authenticate" in result.stdout:
+                hint = "the phone trusts other adb keys: give it this server's with --adb-key PATH"
             raise PhoneTransientError(
-                phone.adb_serial, f"adb connect failed: {message[-1] if message else '?'}"
+                phone.adb_serial, f"adb connect failed: {message[-1] if message else '?'}", hint=hint
             )
     deadline = time.monotonic() + timeout_s
     while True:
@@ -127,6 +131,25 @@ def disconnect_phones(phones: Sequence[PhoneInfo], adb_port: int) -> None:
     for phone in phones:
         with contextlib.suppress(VphoneError):
             adb(adb_port, "disconnect", phone.adb_serial, timeout_s=10)
+
+
+def adb_key_lines(paths: Sequence[Path]) -> list[str]:
+    """The phones' adb_keys lines for host key files (--adb-key), each checked to be an adb key."""
+    lines = []
+    for path in paths:
+        try:
+            lines.append(auth.key_line(path))
+        except OSError as error:
+            raise ConfigError(f"cannot read adb key {path}: {error.strerror}") from None
+        except auth.BadAdbKey as error:
+            raise ConfigError(str(error), hint="give the adb server's adbkey.pub (or adbkey)") from None
+    return lines
+
+
+def host_adb_keys() -> list[str]:
+    """The keys this host's adb server signs with ($ADB_VENDOR_KEYS, ~/.android/adbkey.pub): a lab
+    phone has \"always allow\"ed them once. Empty if the server has never made its key."""
+    return adb_key_lines(auth.host_key_files(dict(os.environ), Path.home()))
 
 
 # State and control socket -------------------------------------------------------------------------
@@ -225,13 +248,21 @@ def start_daemon(
     keep_data: bool = False,
     link: LinkKind | None = None,
     timeout_s: float = START_TIMEOUT_S,
+    adb_keys: Sequence[str] | None = None,
 ) -> DaemonState:
-    """Start a detached daemon (new session, so it survives the terminal) and wait for its phones."""
+    """Start a detached daemon (new session, so it survives the terminal) and wait for its phones.
+
+    `adb_keys` are the lines of the phones' adb_keys (None: this host's adb keys): phones whose
+    profile has ro.adb.secure=1 let in only an adb server holding one of them."""
     state_dir.mkdir(parents=True, exist_ok=True)
     if running_state(state_dir) is not None:
         raise EnvironmentProblem(
             f"virtual phones are already running from {state_dir}", hint="stop them with `farm virtual down`"
         )
+    keys = host_adb_keys() if adb_keys is None else list(adb_keys)
+    keys_tmp = state_dir / (ADB_KEYS_FILE + ".tmp")
+    keys_tmp.write_text("".join(f"{line}\n" for line in keys))
+    keys_tmp.replace(state_dir / ADB_KEYS_FILE)
     argv = [
         sys.executable,
         "-m",
@@ -240,6 +271,8 @@ def start_daemon(
         str(state_dir),
         "--world-factory",
         world_factory,
+        "--adb-keys",
+        str(state_dir / ADB_KEYS_FILE),
     ]
     for profile in profiles:
         argv += ["--profile", profile]
@@ -315,11 +348,20 @@ def up(
     world_factory: str = DEFAULT_WORLD_FACTORY,
     keep_data: bool = False,
     link: LinkKind | None = None,
+    adb_key_paths: Sequence[Path] = (),
 ) -> DaemonState:
-    """Start phones and register them with the adb server; on any failure nothing stays running."""
+    """Start phones and register them with the adb server; on any failure nothing stays running.
+
+    The phones trust `adb_key_paths`, else the keys of this host's adb server (started first: it
+    makes ~/.android/adbkey on its first start)."""
     adb_path()
     checked = world_factory == DEFAULT_WORLD_FACTORY
     names = resolve_profiles(count, profiles, check=checked)
+    if adb_key_paths:
+        keys = adb_key_lines(adb_key_paths)
+    else:
+        adb(adb_port, "start-server")
+        keys = host_adb_keys()
     state = start_daemon(
         state_dir,
         names,
@@ -328,6 +370,7 @@ def up(
         adb_port=adb_port,
         keep_data=keep_data,
         link=link,
+        adb_keys=keys,
     )
     try:
         connect_phones(state.phones, adb_port)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vphone import faults, logcap
+from vphone.adb import auth
 from vphone.adb.link import PRESETS, LinkKind
 from vphone.adb.server import PhoneServer
 from vphone.adb.services import process
@@ -43,6 +44,7 @@ log = logging.getLogger("vphone.daemon")
 FIRST_PORT = 6520
 EMULATOR_PORTS = range(5554, 5586)  # the adb server probes these as emulators
 STATE_FILE = "state.json"
+ADB_KEYS_FILE = "adb_keys"  # the phones' /data/misc/adb/adb_keys: the host keys they trust
 LOG_FILE = "daemon.log"
 DEFAULT_WORLD_FACTORY = "vphone.world:make_world"
 MAX_UNIX_PATH_BYTES = 100
@@ -61,6 +63,7 @@ class DaemonConfig:
     adb_port: int | None
     keep_data: bool = False
     link: LinkKind | None = None  # --link: every phone's cable; None: each profile's own `link:`
+    adb_keys: Path | None = None  # --adb-keys: an adb_keys file; None trusts no key
 
 
 def control_socket_path(state_dir: Path) -> Path:
@@ -128,6 +131,17 @@ def bind_ports(count: int, first_port: int | None) -> list[socket.socket]:
     return sockets
 
 
+def read_adb_keys(path: Path) -> list[auth.AdbKey]:
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"cannot read the phones' adb keys {path}: {error.strerror}") from None
+    try:
+        return auth.parse_keys(text, str(path))
+    except auth.BadAdbKey as error:
+        raise ConfigError(str(error)) from None
+
+
 class Daemon:
     def __init__(self, config: DaemonConfig) -> None:
         self._config = config
@@ -166,12 +180,13 @@ class Daemon:
         factory = load_world_factory(self._config.world_factory)
         listeners = bind_ports(len(self._config.profiles), self._config.first_port)
         link_override = PRESETS[self._config.link] if self._config.link is not None else None
+        keys = tuple(read_adb_keys(self._config.adb_keys)) if self._config.adb_keys else ()
         for listener, profile in zip(listeners, self._config.profiles, strict=True):
             port = listener.getsockname()[1]
             serial = f"VP{port}"
             state_dir = phone_state_dir(self._config.state_dir, serial)
             world = factory(profile, serial, state_dir, keep_data=self._config.keep_data)
-            self._phones.append(PhoneServer(world, listener, profile, link=link_override))
+            self._phones.append(PhoneServer(world, listener, profile, link=link_override, trusted_keys=keys))
         try:
             await asyncio.gather(*(phone.start() for phone in self._phones))
         except BaseException:
@@ -277,6 +292,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
     parser.add_argument("--world-factory", default=DEFAULT_WORLD_FACTORY)
     parser.add_argument("--adb-port", type=int, default=None, help="recorded in the state file only")
     parser.add_argument("--keep-data", action="store_true", help="keep data of another profile too")
+    parser.add_argument("--adb-keys", type=Path, default=None, help="adb_keys file the phones trust")
     parser.add_argument("--link", choices=[LinkKind.USB2.value, LinkKind.USB3.value], default=None)
     args = parser.parse_args(argv)
     return DaemonConfig(
@@ -287,6 +303,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
         adb_port=args.adb_port,
         keep_data=args.keep_data,
         link=LinkKind(args.link) if args.link is not None else None,
+        adb_keys=args.adb_keys,
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import partial
 
 from vphone.adb import dispatch, packets
+from vphone.adb.auth import AdbKey
 from vphone.adb.link import LinkModel
 from vphone.adb.services.base import ServiceContext
 from vphone.adb.transport import READ_LIMIT_BYTES, Connection
@@ -47,11 +48,15 @@ class PhoneServer:
         profile: str,
         on_state: Callable[[PhoneServer], None] | None = None,
         link: LinkModel | None = None,
+        trusted_keys: tuple[AdbKey, ...] = (),
     ) -> None:
         self.world = world
         # The cable's model: the daemon's --link, else the world's own (its profile's `link:`).
         self.link: LinkModel | None = link if link is not None else getattr(world, "link", None)
         self.profile = profile
+        # The phone's adb_keys: asked for only where the profile has ro.adb.secure=1, as adbd does.
+        secure = bool(getattr(world, "adb_secure", False))
+        self.trusted_keys: tuple[AdbKey, ...] | None = trusted_keys if secure else None
         self._listener = listener
         self.port: int = listener.getsockname()[1]
         self.on_state = on_state
@@ -127,6 +132,7 @@ class PhoneServer:
             open_service=partial(dispatch.open_service, self._context),
             answering=self._answering,
             link=self.link,
+            trusted_keys=self.trusted_keys,
         )
         self._connections.add(connection)
         task = asyncio.current_task()
