@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from vphone.adb import auth
+from vphone.adb import auth, transport
 from vphone.adb import packets as p
 from vphone.adb.transport import Stream
 from vphone.testing.adb_host import phone
@@ -115,5 +115,29 @@ def test_an_insecure_phone_answers_cnxn_at_once() -> None:
         async with phone({"echo:": _unused}, trusted_keys=None) as open_host:
             host = await open_host()
             assert (await host.connect()).startswith(b"device::")
+
+    asyncio.run(scenario())
+
+
+def test_past_256_failed_signatures_each_new_token_waits_a_second() -> None:
+    """adb.cpp: `if (t->failed_auth_attempts++ > 256) sleep_for(1s)`: the 258th miss is answered
+    a second late (a lower bound only: a loaded host can make it later, never sooner)."""
+
+    async def scenario() -> None:
+        keys = (auth.AdbKey(fresh_key().public_key(), "lab@host"),)
+        async with phone({"echo:": _unused}, trusted_keys=keys) as open_host:
+            host = await open_host()
+            host.send(p.A_CNXN, p.A_VERSION, p.MAX_PAYLOAD_BYTES, b"host::\0")
+            await host.recv()
+            loop = asyncio.get_running_loop()
+            for _ in range(transport.AUTH_FAILURES_BEFORE_DELAY + 1):
+                host.send(p.A_AUTH, auth.AuthType.SIGNATURE, 0, b"\0" * 256)
+                command, kind, _, _, _ = await host.recv()
+                assert (command, kind) == (p.A_AUTH, auth.AuthType.TOKEN)
+            started = loop.time()
+            host.send(p.A_AUTH, auth.AuthType.SIGNATURE, 0, b"\0" * 256)
+            command, kind, _, _, _ = await host.recv()
+            assert (command, kind) == (p.A_AUTH, auth.AuthType.TOKEN)
+            assert loop.time() - started >= transport.AUTH_RETRY_DELAY_S
 
     asyncio.run(scenario())

@@ -32,6 +32,8 @@ READ_LIMIT_BYTES = 2 * p.MAX_PAYLOAD_BYTES
 CLOSE_TIMEOUT_S = 1.0
 CNXN_TIMEOUT_S = 10.0
 MAX_STREAMS_PER_CONNECTION = 64
+AUTH_FAILURES_BEFORE_DELAY = 256  # adbd's failed_auth_attempts threshold (adb.cpp handle_packet)
+AUTH_RETRY_DELAY_S = 1.0
 LOGGED_NAME_CHARS = 120  # of a service name in the log: the rest is the client's to choose
 
 
@@ -143,6 +145,7 @@ class Connection:
         self._online = False  # CNXN answered: streams may open
         self._token: bytes | None = None
         self.failed_auth_attempts = 0
+        self._hold_before_token = False
         self.offered_keys: list[str] = []
         self._streams: dict[int, Stream] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -250,6 +253,10 @@ class Connection:
                 if self._closing:
                     return
             self._handle(header, payload)
+            if self._hold_before_token:
+                self._hold_before_token = False
+                await asyncio.sleep(AUTH_RETRY_DELAY_S)
+                self._send_token()
 
     async def _read_before_cnxn(self, count: int, deadline: float) -> bytes:
         remaining = deadline - asyncio.get_running_loop().time()
@@ -330,8 +337,12 @@ class Connection:
                 self.failed_auth_attempts = 0
                 self._go_online()
                 return
+            # adbd: `if (t->failed_auth_attempts++ > 256) sleep_for(1s)` before the next token,
+            # which holds the whole transport: a key cannot be guessed at full speed.
+            self._hold_before_token = self.failed_auth_attempts > AUTH_FAILURES_BEFORE_DELAY
             self.failed_auth_attempts += 1
-            self._send_token()
+            if not self._hold_before_token:
+                self._send_token()
         elif kind == auth.AuthType.RSAPUBLICKEY:
             offered = auth.offered_key(payload)
             self.offered_keys.append(offered)
