@@ -6,7 +6,7 @@ need root) and phone B (adreno-sd8gen2). B's `shell:true` over the device protoc
 its port: the daemon's own share, no adb server) is timed ROUNDS times idle, then for WINDOW_S
 after the attack started; a call that gets no answer within TIMEOUT_S counts as frozen (the
 daemon serves every phone on one event loop: an attack that blocks it stops them all).
-Attacks (from the issue's text): a FIFO at /dev/.farm/power.json; a FIFO named like a taskset
+Attacks (from the issue's text): a FIFO at /dev/.farm/shared/power.json; a FIFO named like a taskset
 request; A's charging node replaced by a link to a host FIFO; a telemetry node replaced by a FIFO;
 two raw sync RECVs of a FIFO; a sync LIS2 of a 100k-entry directory; 300 bogus OPENs of 200 KB.
 Prints a table and writes results/bench/bench_hostile.json with the load average.
@@ -88,13 +88,17 @@ Attack = Callable[[int, str, int, Path, contextlib.ExitStack], None]
 
 
 def fifo_power_json(adb_port: int, serial: str, _port: int, _tmp: Path, _stack: contextlib.ExitStack) -> None:
-    adb_shell(adb_port, serial, "rm -f /dev/.farm/power.json; mkfifo /dev/.farm/power.json")
+    adb_shell(adb_port, serial, "rm -f /dev/.farm/shared/power.json; mkfifo /dev/.farm/shared/power.json")
 
 
 def fifo_taskset_request(
     adb_port: int, serial: str, _port: int, _tmp: Path, _stack: contextlib.ExitStack
 ) -> None:
-    adb_shell(adb_port, serial, "mkfifo /dev/.farm/f && mv /dev/.farm/f /dev/.farm/taskset.request.1")
+    adb_shell(
+        adb_port,
+        serial,
+        "mkfifo /dev/.farm/shared/f && mv /dev/.farm/shared/f /dev/.farm/shared/taskset.request.1",
+    )
 
 
 def charging_link_host_fifo(

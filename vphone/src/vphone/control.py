@@ -38,6 +38,8 @@ class PhoneInfo:
     port: int
     profile: str
     state: str
+    daemon_cpu_s: float = 0.0  # the daemon's CPU spent on this phone, charged to it (daemoncpu)
+    daemon_wait_s: float = 0.0  # how long its requests waited for being over its share
 
 
 @dataclass(frozen=True)

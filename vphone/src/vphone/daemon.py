@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from vphone import faults, logcap
+from vphone import daemoncpu, faults, logcap
 from vphone.adb.link import PRESETS, LinkKind
 from vphone.adb.server import PhoneServer
 from vphone.adb.services import process
@@ -150,6 +150,8 @@ class Daemon:
                     "port": phone.port,
                     "profile": phone.profile,
                     "state": phone.state.value,
+                    "daemon_cpu_s": round(phone.cpu.charged_s, 3),
+                    "daemon_wait_s": round(phone.cpu.waited_s, 3),
                 }
                 for phone in self._phones
             ],
@@ -164,14 +166,23 @@ class Daemon:
     # Lifecycle ----------------------------------------------------------------------------------
     async def start(self) -> None:
         factory = load_world_factory(self._config.world_factory)
+        # Charge the daemon's work for each phone to that phone (vphone.daemoncpu).
+        try:
+            cores = daemoncpu.daemon_cores_of(os.environ.get(daemoncpu.DAEMON_CORES_ENV))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         listeners = bind_ports(len(self._config.profiles), self._config.first_port)
         link_override = PRESETS[self._config.link] if self._config.link is not None else None
+        daemoncpu.install(asyncio.get_running_loop())
+        share = daemoncpu.share_cores(len(self._config.profiles), cores)
         for listener, profile in zip(listeners, self._config.profiles, strict=True):
             port = listener.getsockname()[1]
             serial = f"VP{port}"
             state_dir = phone_state_dir(self._config.state_dir, serial)
             world = factory(profile, serial, state_dir, keep_data=self._config.keep_data)
-            self._phones.append(PhoneServer(world, listener, profile, link=link_override))
+            self._phones.append(
+                PhoneServer(world, listener, profile, link=link_override, cpu_share_cores=share)
+            )
         try:
             await asyncio.gather(*(phone.start() for phone in self._phones))
         except BaseException:

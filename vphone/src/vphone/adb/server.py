@@ -14,6 +14,7 @@ import socket
 from collections.abc import Callable
 from functools import partial
 
+from vphone import daemoncpu
 from vphone.adb import dispatch, packets
 from vphone.adb.link import LinkModel
 from vphone.adb.services.base import ServiceContext
@@ -47,8 +48,11 @@ class PhoneServer:
         profile: str,
         on_state: Callable[[PhoneServer], None] | None = None,
         link: LinkModel | None = None,
+        cpu_share_cores: float = daemoncpu.DAEMON_CORES,
     ) -> None:
         self.world = world
+        # What the daemon spends on this phone, charged to it (vphone.daemoncpu).
+        self.cpu = daemoncpu.CpuAccount(world.serial, cpu_share_cores)
         # The cable's model: the daemon's --link, else the world's own (its profile's `link:`).
         self.link: LinkModel | None = link if link is not None else getattr(world, "link", None)
         self.profile = profile
@@ -89,7 +93,8 @@ class PhoneServer:
         set_reboot_handler = getattr(self.world, "set_reboot_handler", None)
         if set_reboot_handler is not None:
             set_reboot_handler(self.begin_reboot)
-        await self.world.start()
+        # The world's tasks (its physics) run as this phone's work: the daemon's CPU is charged.
+        await daemoncpu.create_task(self.cpu, self.world.start())
         self._server = await asyncio.start_server(self._accept, sock=self._listener, limit=READ_LIMIT_BYTES)
         self._set_state(PhoneState.ONLINE)
 
@@ -107,6 +112,10 @@ class PhoneServer:
         self._set_state(PhoneState.STOPPED)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A host connected: served as this phone's work (its CPU charged, vphone.daemoncpu)."""
+        await daemoncpu.create_task(self.cpu, self._serve(reader, writer))
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.state in (PhoneState.OFFLINE, PhoneState.REBOOTING, PhoneState.STOPPED):
             writer.close()
             return
@@ -127,6 +136,7 @@ class PhoneServer:
             open_service=partial(dispatch.open_service, self._context),
             answering=self._answering,
             link=self.link,
+            throttle=self.cpu.pay,
         )
         self._connections.add(connection)
         task = asyncio.current_task()

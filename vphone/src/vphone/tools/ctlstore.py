@@ -2,6 +2,8 @@
 
 The host side (vphone/src/vphone/world.py, physics) reads and writes the same files under
 <state_dir>/ctl/; the file names here and there must agree (see vphone/src/vphone/ctlfiles.py).
+/dev/.farm itself is root's and closed to shell: every file a tool writes lives in its shared/
+folder (sticky, shell's group), the tool socket, the rooted marker and props/ro.json above it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,24 @@ import time
 from typing import Any
 
 CTL = os.environ.get("FARM_CTL_DIR", "/dev/.farm")
+SHARED = "shared"  # the one folder here where shell's tools (and root's) write
+POWER_FILE = f"{SHARED}/power.json"
+POWER_HINT_FILE = f"{SHARED}/power_hint"
+WM_FILE = f"{SHARED}/wm.json"
+REBOOT_FILE = f"{SHARED}/reboot"
+SELINUX_FILE = f"{SHARED}/selinux"
+PACKAGES_FILE = f"{SHARED}/packages.json"
+BATTERY_OVERRIDE_FILE = f"{SHARED}/battery-override.json"
 ANSWER_TIMEOUT_S = 10.0
 ANSWER_POLL_S = 0.001
 
 
 def path(*parts: str) -> str:
     return os.path.join(CTL, *parts)
+
+
+def shared(name: str) -> str:
+    return f"{SHARED}/{name}"
 
 
 def read_json(rel: str, default: Any) -> Any:
@@ -40,7 +54,7 @@ def write_text(rel: str, text: str) -> None:
     try:
         os.replace(tmp, final)
     except PermissionError:
-        # /dev/.farm is sticky: shell cannot rename over a file root's tool made there; it
+        # shared/ is sticky: shell cannot rename over a file root's tool made there; it
         # rewrites it in place instead (0666, the mode every tool gives these files).
         os.unlink(tmp)
         fd = os.open(final, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK)

@@ -77,7 +77,7 @@ LIST_FLAGS = frozenset("fdesi3luU")
 
 
 def _installed() -> dict[str, str]:
-    return dict(ctlstore.read_json("packages.json", {}))
+    return dict(ctlstore.read_json(ctlstore.PACKAGES_FILE, {}))
 
 
 def _refuse(reason: str, staged: str, detail: str) -> int:
@@ -123,13 +123,13 @@ def _install(args: list[str]) -> int:
         )
         return _refuse("INSTALL_PARSE_FAILED_NO_CERTIFICATES", staged, detail)
     name = manifest.package
-    apk_dir = ctlstore.path("apks")
+    apk_dir = ctlstore.path(ctlstore.SHARED, "apks")
     os.makedirs(apk_dir, exist_ok=True)
     with open(os.path.join(apk_dir, f"{name}.apk"), "wb") as dst:
         dst.write(blob)
     packages = _installed()
     packages[name] = f"/data/app/{name}/base.apk"
-    ctlstore.write_json("packages.json", packages)
+    ctlstore.write_json(ctlstore.PACKAGES_FILE, packages)
     sys.stdout.write("Success\n")
     return 0
 
@@ -258,7 +258,7 @@ def pm(args: list[str]) -> int:
         if packages.pop(rest[-1], None) is None:
             sys.stdout.write("Failure [DELETE_FAILED_INTERNAL_ERROR]\n")
             return 1
-        ctlstore.write_json("packages.json", packages)
+        ctlstore.write_json(ctlstore.PACKAGES_FILE, packages)
         sys.stdout.write("Success\n")
         return 0
     return toolerrors.unknown_command(verb)
