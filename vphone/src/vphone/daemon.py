@@ -45,6 +45,7 @@ EMULATOR_PORTS = range(5554, 5586)  # the adb server probes these as emulators
 STATE_FILE = "state.json"
 LOG_FILE = "daemon.log"
 DEFAULT_WORLD_FACTORY = "vphone.world:make_world"
+PHONES_DIR = "phones"  # <state_dir>/phones/<serial>: one phone's files
 MAX_UNIX_PATH_BYTES = 100
 
 
@@ -74,7 +75,7 @@ def control_socket_path(state_dir: Path) -> Path:
 
 def phone_state_dir(state_dir: Path, serial: str) -> Path:
     """Where one phone's world keeps its files (its sandbox root, ground-truth log...)."""
-    return state_dir / "phones" / serial
+    return state_dir / PHONES_DIR / serial
 
 
 def load_world_factory(spec: str) -> WorldFactory:
@@ -257,8 +258,19 @@ def _report(result: dict[str, Any]) -> None:
 
 async def _main(config: DaemonConfig) -> int:
     daemon = Daemon(config)
+    loop = asyncio.get_running_loop()
+    # A launcher that gives up waiting sends SIGTERM: the start is cancelled, and its clean-up
+    # (Daemon.start stops every phone) unmounts the phones' userdata partitions. Before, the
+    # launcher's SIGKILL left them mounted, loop devices and all.
+    starting = loop.create_task(daemon.start())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, starting.cancel)
     try:
-        await daemon.start()
+        await starting
+    except asyncio.CancelledError:
+        log.warning("start-up cancelled by a signal: every phone stopped")
+        _report({"ok": False, "error": "virtual phones' start cancelled"})
+        return 1
     except VphoneError as error:
         _report({"ok": False, "error": str(error)})
         return error.exit_code
@@ -266,7 +278,6 @@ async def _main(config: DaemonConfig) -> int:
         log.exception("start-up failed")
         _report({"ok": False, "error": f"virtual phones failed to start: {error}"})
         return 1
-    loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, daemon.request_stop)
     # Survive the terminal closing. A handler, not SIG_IGN: an ignored SIGHUP would be inherited by
