@@ -16,7 +16,8 @@ would stall every phone behind the GIL), so the daemon measures instead:
   $FARM_VIRTUAL_DAEMON_CORES, split evenly over the phones, a window's worth of burst): once
   the phone has spent more, its connections wait before reading their next packet (`pay`) until
   the share has paid the debt.
-  A flooding phone slows itself down; the others' requests keep their turn on the loop;
+  A flooding phone slows itself down; and whatever its share, a phone's step gives the loop to
+  the others after SLICE_S of CPU, so their requests keep their turn on it;
 - the physics subtracts what the daemon spent on the phone over the last window from the phone's
   CPU quota (`rate_cores`), so the phone's processes plus the daemon's work for it stay within
   the phone's budget.
@@ -41,6 +42,7 @@ DAEMON_CORES = 1.0  # the event loop is one thread: what all phones share
 # Less of it for the phones together (e.g. a host whose daemon must leave room to others).
 DAEMON_CORES_ENV = "FARM_VIRTUAL_DAEMON_CORES"
 MIN_WAIT_S = 0.001
+SLICE_S = 0.001  # the loop's CPU one phone's step may take before the others get their turn
 QUOTA_STEP_CORES = 0.05
 MIN_QUOTA_CORES = 0.05  # a phone's processes keep some CPU however much the daemon did for it
 
@@ -63,6 +65,7 @@ class CpuAccount:
         # step may handle many packets (a read of buffered data does not yield), so `pay`
         # charges the step so far before it judges.
         self.step_began: float | None = None
+        self.step_start = 0.0  # thread_time() when that step began (not moved by settle_step)
 
     def _refill(self, now: float) -> None:
         burst = self.share_cores * WINDOW_S
@@ -102,8 +105,14 @@ class CpuAccount:
             self.step_began = now
 
     async def pay(self) -> None:
-        """Wait (without holding the loop) until the phone is within its share again."""
+        """Wait (without holding the loop) until the phone is within its share again; and give
+        the loop to the others after a slice in any case: a read of buffered data does not
+        yield, so one step could otherwise serve a flood's packets for seconds on end while every
+        other phone's callbacks wait (whatever the phone's share: a loaded host may give the
+        daemon less than it)."""
         self.settle_step()
+        if self.step_began is not None and time.thread_time() - self.step_start > SLICE_S:
+            await asyncio.sleep(0)
         while (debt := self.debt_s()) > 0:
             wait = max(debt, MIN_WAIT_S)
             self.waited_s += wait
@@ -155,7 +164,7 @@ class _Charged(collections.abc.Coroutine[Any, Any, Any]):
         self._account = account
 
     def _timed(self, step: Callable[[], Any]) -> Any:
-        self._account.step_began = time.thread_time()
+        self._account.step_began = self._account.step_start = time.thread_time()
         try:
             return step()
         finally:

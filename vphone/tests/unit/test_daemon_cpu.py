@@ -97,3 +97,31 @@ def test_the_daemon_cores_setting_is_checked() -> None:
     for bad in ("0", "-1", "2", "lots", "nan"):
         with pytest.raises(ValueError, match=daemoncpu.DAEMON_CORES_ENV):
             daemoncpu.daemon_cores_of(bad)
+
+
+def test_a_phone_within_its_share_still_gives_the_loop_to_the_others() -> None:
+    """A connection reading buffered packets never suspends on its own (its reads return at
+    once): before, one step served a whole flood while the other phones waited."""
+    loud, quiet = CpuAccount("A", 100.0), CpuAccount("B", 100.0)  # shares it never exceeds
+    finished: list[str] = []
+
+    async def flood_loop() -> None:
+        for _ in range(400):
+            await loud.pay()  # no suspension of its own unless pay gives the loop away
+            burn(daemoncpu.SLICE_S / 4)
+        finished.append("A")
+
+    async def round_trip() -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        finished.append("B")
+
+    async def main() -> None:
+        daemoncpu.install(asyncio.get_running_loop())
+        a = daemoncpu.create_task(loud, flood_loop())
+        await asyncio.sleep(0)  # A's step is running first
+        await asyncio.gather(a, daemoncpu.create_task(quiet, round_trip()))
+
+    asyncio.run(main())
+    assert finished == ["B", "A"]
+    assert loud.waited_s == 0.0
