@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from vphone.adb import packets as p
+from vphone.cgroup import FARM_GROUP, phone_group_name, read_host_cgroups
 from vphone.physics import CLOCK_FUSE_ENV
 from vphone.testing.adb_wire import WireHost
 from vphone.testing.phones import AdbServer, PhoneFactory, PhoneSet, VirtualPhone
@@ -243,6 +244,17 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_quota_cores(phone: VirtualPhone) -> float:
+    """The quota of the phone's cpu/ cgroup on the host (v1 or v2), in cores."""
+    group = (
+        read_host_cgroups().cpu_root / FARM_GROUP / phone_group_name(phone.serial, phone.state_dir) / "cpu"
+    )
+    if (group / "cpu.max").exists():
+        quota, period = (group / "cpu.max").read_text().split()
+        return int(quota) / int(period)
+    return int((group / "cpu.cfs_quota_us").read_text()) / int((group / "cpu.cfs_period_us").read_text())
+
+
 def flood(port: int, count: int) -> int:
     """`count` tiny OPENs (of no service) on one raw connection, sent at once; the CLSEs back."""
     closed = 0
@@ -273,10 +285,20 @@ def test_a_phone_flooding_the_daemon_is_charged_its_cpu(
     unrooted = small_daemon_share
     loud, quiet = unrooted
     assert unrooted.daemon_pid is not None
+    quota_before = cpu_quota_cores(loud)
     before, daemon_before = phone_infos(unrooted), process_cpu_s(unrooted.daemon_pid)
     flooding = threading.Thread(target=lambda: results.append(flood(loud.port, FLOOD_OPENS)), daemon=True)
     results: list[int] = []
     flooding.start()
+    # The phone's own CPU quota pays for the daemon's work too, while the flood lasts.
+    seen: list[float] = []
+
+    def lowered() -> bool:
+        seen.append(cpu_quota_cores(loud))
+        return seen[-1] <= quota_before - daemoncpu.QUOTA_STEP_CORES or not flooding.is_alive()
+
+    assert eventually(lowered)
+    assert min(seen) <= quota_before - daemoncpu.QUOTA_STEP_CORES, (quota_before, sorted(set(seen)))
     assert answers(adb_server, quiet)
     flooding.join(timeout=300)
     assert results == [FLOOD_OPENS]
