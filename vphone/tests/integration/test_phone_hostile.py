@@ -212,6 +212,20 @@ def test_shell_cannot_create_rename_or_replace_in_the_control_dir(
     assert {"power.json", "wm.json", "battery-override.json"} <= set(os.listdir(ctl / "shared")), out
 
 
+def test_a_link_shell_plants_in_the_tools_folder_is_not_written_through_by_root(
+    adb_server: AdbServer, rooted: PhoneSet
+) -> None:
+    """shared/ and logcat/ are shell's to write: a link planted there must not make a tool run as
+    root append to or replace a root-only file of the phone (shell would become root's writer)."""
+    phone = rooted[0]
+    shell(adb_server, phone, "su -c 'echo secret > /data/root-only && chmod 600 /data/root-only'")
+    for planted in ("/dev/.farm/shared/input.log", "/dev/.farm/shared/power_hint", "/dev/.farm/logcat/main"):
+        out = shell(adb_server, phone, f"rm -f {planted}; ln -s /data/root-only {planted} && echo planted")
+        assert out == "planted\n", out
+    shell(adb_server, phone, "su -c 'input keyevent 3'")
+    assert shell(adb_server, phone, "su -c 'cat /data/root-only'") == "secret\n"
+
+
 def test_shell_cannot_rewrite_the_phone_identity(adb_server: AdbServer, unrooted: PhoneSet) -> None:
     phone, other = unrooted
     forged = f'{{"ro.serialno": "{other.serial}"}}'

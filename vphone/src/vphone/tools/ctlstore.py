@@ -44,11 +44,21 @@ def read_json(rel: str, default: Any) -> Any:
         return default
 
 
+def open_nofollow(rel: str, flags: int, mode: int = 0o666) -> int:
+    """A descriptor of a file in the control dir, never through a link at its name: shell may
+    plant one in its folders (shared/, logcat/, ...), and a tool run as root would otherwise
+    write to whatever file of the phone it names. Never blocks on a FIFO either."""
+    return os.open(path(rel), flags | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
+
+
 def write_text(rel: str, text: str) -> None:
     """Atomic replace, world-writable so root- and shell-run tools can both update it later."""
     final = path(rel)
     tmp = f"{final}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a leftover, or a link another user planted at this predictable name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     os.chmod(tmp, 0o666)
     try:

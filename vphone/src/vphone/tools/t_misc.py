@@ -26,7 +26,8 @@ REBOOT_WAIT_S = 30.0
 
 
 def _log(name: str, line: str) -> None:
-    with open(ctlstore.path(ctlstore.SHARED, name), "a", encoding="utf-8") as f:
+    fd = ctlstore.open_nofollow(ctlstore.shared(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(f"{time.monotonic_ns()} {line}\n")
     # ActivityManager / InputDispatcher say the same in the phone's log
     t_logcat.append("ActivityManager" if name == "am.log" else "InputDispatcher", line)

@@ -125,7 +125,14 @@ def _install(args: list[str]) -> int:
     name = manifest.package
     apk_dir = ctlstore.path(ctlstore.SHARED, "apks")
     os.makedirs(apk_dir, exist_ok=True)
-    with open(os.path.join(apk_dir, f"{name}.apk"), "wb") as dst:
+    # Neither the folder nor the file through a link shell may have planted (pm may run as root).
+    dfd = os.open(apk_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(f"{name}.apk", flags, 0o666, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, "wb") as dst:
         dst.write(blob)
     packages = _installed()
     packages[name] = f"/data/app/{name}/base.apk"
