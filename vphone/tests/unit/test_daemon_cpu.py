@@ -5,9 +5,12 @@ phone's CPU quota is lowered by what the daemon spent on it."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 
 import pytest
+from vphone.adb import server
+from vphone.adb.server import PhoneServer
 from vphone.daemoncpu import CpuAccount
 
 from vphone import daemoncpu
@@ -125,3 +128,37 @@ def test_a_phone_within_its_share_still_gives_the_loop_to_the_others() -> None:
     asyncio.run(main())
     assert finished == ["B", "A"]
     assert loud.waited_s == 0.0
+
+
+class RebootWorld:
+    """Just enough PhoneWorld for a reboot: it records whose work its reboot ran as."""
+
+    serial = "T2"
+
+    def __init__(self) -> None:
+        self.accounts: list[CpuAccount | None] = []
+        self.rebooted = asyncio.Event()
+
+    async def reboot(self) -> None:
+        self.accounts.append(daemoncpu.current())
+        self.rebooted.set()
+
+
+def test_a_reboot_asked_from_outside_the_phone_is_still_its_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault from the control socket (no phone's context) reboots the phone: the physics its
+    reboot starts again must be charged to the phone and lower its quota (before: nobody's)."""
+    monkeypatch.setattr(server, "RESTART_DELAY_S", 0.0)
+    monkeypatch.setattr(server, "REBOOT_OFFLINE_S", 0.0)
+    world = RebootWorld()
+
+    async def main() -> PhoneServer:
+        daemoncpu.install(asyncio.get_running_loop())
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            phone = PhoneServer(world, listener, "test")  # type: ignore[arg-type]
+            phone.begin_reboot()
+            await asyncio.wait_for(world.rebooted.wait(), timeout=10)
+            return phone
+
+    phone = asyncio.run(main())
+    assert world.accounts == [phone.cpu]

@@ -189,7 +189,9 @@ class PhoneServer:
 
     def begin_reboot(self) -> None:
         self._cancel_timer()
-        self._timer = asyncio.get_running_loop().create_task(self._reboot())
+        # The phone's work whoever asked (its shell, or a fault from the control socket): the
+        # physics it starts again is charged to it and lowers its quota (vphone.daemoncpu).
+        self._timer = daemoncpu.create_task(self.cpu, self._reboot())
 
     async def _reboot(self) -> None:
         await asyncio.sleep(RESTART_DELAY_S)  # let the reboot stream's OKAY reach the host
