@@ -1,7 +1,8 @@
 """File access below a tree the phone may change, for the daemon (host root).
 
 The phone's root owns its /sys and cgroup trees and the control dir /dev/.farm, its shell the
-tools' folders in it (shared/, settings/, logcat/, props/set): either may plant symlinks there, which the daemon would resolve in the HOST's filesystem (a link at
+tools' folders in it (shared/, settings/, logcat/, props/set): either may plant symlinks there,
+which the daemon would resolve in the HOST's filesystem (a link at
 /dev/cpuset/background/effective_cpus to any host file made the daemon rewrite that file). So
 every access walks from the tree's root one directory at a time, each opened from the last
 one's descriptor with O_NOFOLLOW: a link anywhere below the root, or a directory swapped for one
