@@ -66,6 +66,7 @@ class CpuAccount:
         # charges the step so far before it judges.
         self.step_began: float | None = None
         self.step_start = 0.0  # thread_time() when that step began (not moved by settle_step)
+        self.step_thread: int | None = None  # the thread running it (the loop's)
 
     def _refill(self, now: float) -> None:
         burst = self.share_cores * WINDOW_S
@@ -165,11 +166,13 @@ class _Charged(collections.abc.Coroutine[Any, Any, Any]):
 
     def _timed(self, step: Callable[[], Any]) -> Any:
         self._account.step_began = self._account.step_start = time.thread_time()
+        self._account.step_thread = threading.get_ident()
         try:
             return step()
         finally:
             self._account.settle_step()
             self._account.step_began = None
+            self._account.step_thread = None
 
     def send(self, value: Any) -> Any:
         return self._timed(lambda: self._inner.send(value))
@@ -211,8 +214,9 @@ def current() -> CpuAccount | None:
 
 
 def charge_thread(account: CpuAccount | None, work: Callable[[], T]) -> T:
-    """Run `work` on this (worker) thread and charge its CPU to `account`."""
-    if account is None:
+    """Run `work` on this (worker) thread and charge its CPU to `account` (unless this thread is
+    running a step of the account's task already: that step is charged as a whole)."""
+    if account is None or account.step_thread == threading.get_ident():
         return work()
     start = time.thread_time()
     try:

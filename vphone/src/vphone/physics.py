@@ -316,7 +316,10 @@ class Physics:
 
     def _fused_write(self, rel: str, data: bytes) -> int | None:
         """Root wrote a FUSE-served clock node (on the FUSE thread): the kernel's judgement, and
-        the value in force before write(2) returns."""
+        the value in force before write(2) returns. Its CPU is the phone's (vphone.daemoncpu)."""
+        return daemoncpu.charge_thread(self.cpu_account, lambda: self._judge_fused_write(rel, data))
+
+    def _judge_fused_write(self, rel: str, data: bytes) -> int | None:
         if rel == self.nodes.charging_rel():
             with self._lock:
                 if self.nodes.store_charging_node(data):
@@ -375,7 +378,8 @@ class Physics:
     def on_write(self, path: Path) -> None:
         """A file the phone may write was written: judge it and answer (see the module doc)."""
         with self._lock:
-            self._on_write(path)
+            # Work for the phone on the watch's thread: charged to it (vphone.daemoncpu).
+            daemoncpu.charge_thread(self.cpu_account, lambda: self._on_write(path))
 
     def _on_write(self, path: Path) -> None:
         try:

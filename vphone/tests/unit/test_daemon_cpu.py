@@ -62,6 +62,22 @@ def test_worker_thread_cpu_is_charged() -> None:
     assert daemoncpu.charge_thread(None, lambda: 7) == 7
 
 
+def test_work_inside_a_charged_step_is_not_charged_twice() -> None:
+    """The physics handles the phone's writes on its watch thread, or on the loop's when a command
+    ends (settle): there the step is charged already."""
+    account = CpuAccount("A", 1.0)
+
+    async def step() -> None:
+        daemoncpu.charge_thread(account, lambda: burn(BUSY_S))
+
+    async def main() -> None:
+        daemoncpu.install(asyncio.get_running_loop())
+        await daemoncpu.create_task(account, step())
+
+    asyncio.run(main())
+    assert BUSY_S * 0.95 <= account.charged_s < BUSY_S * 1.5
+
+
 def test_an_account_over_its_share_owes_time_and_pays_it_by_waiting() -> None:
     account = CpuAccount("A", 0.25)  # a burst of 0.25 s, then 0.25 CPU-s per second
     now = time.monotonic()
