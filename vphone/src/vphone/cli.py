@@ -161,7 +161,8 @@ def up(
 @click.option("--json", "as_json", is_flag=True, help="print JSON (a list of phones) for scripts")
 @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
 def list_(as_json: bool, state_dir: Path | None) -> None:
-    """List the running virtual phones: serial, adb serial, port, profile, state.
+    """List the running virtual phones: serial, adb serial, port, profile, state (and with
+    --json the daemon's CPU seconds spent on each phone, charged to it, and its wait for that).
 
     \b
     Example:

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vphone import userdata
 from vphone.adb import auth
 from vphone.adb.link import LinkKind
-from vphone.daemon import ADB_KEYS_FILE, DEFAULT_WORLD_FACTORY, LOG_FILE, STATE_FILE
+from vphone.daemon import ADB_KEYS_FILE, DEFAULT_WORLD_FACTORY, LOG_FILE, PHONES_DIR, STATE_FILE
 from vphone.errors import ConfigError, EnvironmentProblem, PhoneTransientError, VphoneError
 
 DEFAULT_ADB_PORT = 5037
@@ -39,6 +40,8 @@ class PhoneInfo:
     port: int
     profile: str
     state: str
+    daemon_cpu_s: float = 0.0  # the daemon's CPU spent on this phone, charged to it (daemoncpu)
+    daemon_wait_s: float = 0.0  # how long its requests waited for being over its share
 
 
 @dataclass(frozen=True)
@@ -291,31 +294,53 @@ def start_daemon(
     assert daemon.stdout is not None
     line = _read_line(daemon, timeout_s)
     daemon.stdout.close()
+    if line is None:
+        _end_failed_start(daemon, state_dir)
+        raise EnvironmentProblem(
+            f"the virtual phone daemon did not start within {timeout_s:.0f} s",
+            hint=f"see {state_dir / LOG_FILE}",
+        )
     try:
         result = json.loads(line)
     except ValueError:
-        daemon.kill()
-        daemon.wait()
+        _end_failed_start(daemon, state_dir)
         raise EnvironmentProblem(
             "the virtual phone daemon died while starting", hint=f"see {state_dir / LOG_FILE}"
         ) from None
     if not result.get("ok"):
-        daemon.wait(timeout=10)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            daemon.wait(timeout=10)  # it stopped its phones before saying so, and ends
+        _end_failed_start(daemon, state_dir)
         raise ConfigError(str(result.get("error")))
     return DaemonState.from_json(result["state"])
 
 
-def _read_line(daemon: subprocess.Popen[bytes], timeout_s: float) -> bytes:
+def _read_line(daemon: subprocess.Popen[bytes], timeout_s: float) -> bytes | None:
+    """The daemon's start-up line; None when none came within timeout_s."""
     import selectors
 
     assert daemon.stdout is not None
     with selectors.DefaultSelector() as selector:
         selector.register(daemon.stdout, selectors.EVENT_READ)
         if not selector.select(timeout_s):
+            return None
+    return daemon.stdout.readline()
+
+
+def _end_failed_start(daemon: subprocess.Popen[bytes], state_dir: Path) -> None:
+    """End a daemon whose start failed or took too long, and what it mounted: SIGTERM first (it
+    cancels its start and stops its phones, which unmounts their userdata partitions), SIGKILL
+    when it does not end in time; then whatever partition is still mounted is unmounted here."""
+    if daemon.poll() is None:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait()
-            raise EnvironmentProblem(f"the virtual phone daemon did not start within {timeout_s:.0f} s")
-    return daemon.stdout.readline()
+    for phone_dir in sorted((state_dir / PHONES_DIR).glob("*")):
+        if phone_dir.is_dir() and not phone_dir.is_symlink():
+            userdata.unmount(phone_dir)
 
 
 def stop_daemon(state: DaemonState, timeout_s: float = STOP_TIMEOUT_S) -> None:

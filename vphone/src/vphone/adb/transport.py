@@ -129,8 +129,10 @@ class Connection:
         answering: asyncio.Event,
         link: LinkModel | None = None,
         trusted_keys: tuple[auth.AdbKey, ...] | None = None,
+        throttle: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._reader = reader
+        self._throttle = throttle
         self._writer = writer
         self._link = link
         self._pacer = Pacer(link, self._write_now) if link is not None else None
@@ -235,6 +237,8 @@ class Connection:
             if not self._answering.is_set():
                 await self._wait_answering()
                 continue
+            if self._throttle is not None:
+                await self._throttle()  # the phone is over its share of the daemon's CPU: it waits
             if self._connected:
                 raw = await self._reader.readexactly(p.HEADER_BYTES)
             else:

@@ -164,7 +164,7 @@ LIST_FLAGS = frozenset("fdesi3luU")
 
 
 def _installed() -> dict[str, str]:
-    return dict(ctlstore.read_json("packages.json", {}))
+    return dict(ctlstore.read_json(ctlstore.PACKAGES_FILE, {}))
 
 
 def _refuse(reason: str, staged: str, detail: str) -> int:
@@ -215,16 +215,23 @@ def _install(args: list[str]) -> int:
         escaped = reason.replace("{", "{{").replace("}", "}}")
         return _refuse("INSTALL_PARSE_FAILED_NO_CERTIFICATES", staged, detail + escaped)
     name = manifest.package
-    apk_dir = ctlstore.path("apks")
+    apk_dir = ctlstore.path(ctlstore.SHARED, "apks")
     os.makedirs(apk_dir, exist_ok=True)
-    with open(os.path.join(apk_dir, f"{name}.apk"), "wb") as dst:
+    # Neither the folder nor the file through a link shell may have planted (pm may run as root).
+    dfd = os.open(apk_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(f"{name}.apk", flags, 0o666, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, "wb") as dst:
         dst.write(blob)
     packages = _installed()
     packages[name] = f"/data/app/{name}/base.apk"
-    ctlstore.write_json("packages.json", packages)
-    requested = ctlstore.read_json("permissions.json", {})
+    ctlstore.write_json(ctlstore.PACKAGES_FILE, packages)
+    requested = ctlstore.read_json(ctlstore.PERMISSIONS_FILE, {})
     requested[name] = list(manifest.permissions)
-    ctlstore.write_json("permissions.json", requested)
+    ctlstore.write_json(ctlstore.PERMISSIONS_FILE, requested)
     sys.stdout.write("Success\n")
     return 0
 
@@ -292,7 +299,7 @@ def _grant(verb: str, rest: list[str]) -> int:
     changeable = permission in RUNTIME_PERMISSIONS or permission in DEVELOPMENT_PERMISSIONS
     if not changeable and permission not in FIXED_PERMISSIONS:
         return _exception(verb, "java.lang.IllegalArgumentException", f"Unknown permission: {permission}")
-    requested = ctlstore.read_json("permissions.json", {}).get(package, [])
+    requested = ctlstore.read_json(ctlstore.PERMISSIONS_FILE, {}).get(package, [])
     if permission not in requested:
         return _exception(
             verb,
@@ -364,10 +371,10 @@ def pm(args: list[str]) -> int:
         if packages.pop(rest[-1], None) is None:
             sys.stdout.write("Failure [DELETE_FAILED_INTERNAL_ERROR]\n")
             return 1
-        ctlstore.write_json("packages.json", packages)
-        requested = ctlstore.read_json("permissions.json", {})
+        ctlstore.write_json(ctlstore.PACKAGES_FILE, packages)
+        requested = ctlstore.read_json(ctlstore.PERMISSIONS_FILE, {})
         requested.pop(rest[-1], None)
-        ctlstore.write_json("permissions.json", requested)
+        ctlstore.write_json(ctlstore.PERMISSIONS_FILE, requested)
         sys.stdout.write("Success\n")
         return 0
     return toolerrors.unknown_command(verb)
