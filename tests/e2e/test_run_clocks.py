@@ -24,11 +24,6 @@ from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, writ
 
 pytestmark = pytest.mark.integration
 
-# Since the screen model and the power HAL (issue 28) merged, the measured clock ratio is off by
-# 30-50%: suspected a HAL boost or a screen-off cap rewriting the pin mid-measure. Open in the
-# issue 28 note; not silenced (strict=False: a pass is reported as XPASS).
-RATIO_OFF = "clock ratio off since the screen model and power HAL merged (issue 28 note)"
-
 
 POLICY = "/sys/devices/system/cpu/cpufreq/policy0"  # adreno-nexus6p: 384000 .. 1555200 kHz
 
@@ -113,7 +108,6 @@ def test_clocks_left_pinned_by_a_killed_farm_are_restored_by_the_next(virtual_ph
 
 
 @pytest.mark.serial  # a speed ratio: needs the host's cores
-@pytest.mark.xfail(strict=False, reason=RATIO_OFF)
 def test_pinned_min_is_slower_than_max_by_the_clock_ratio_and_compare_finds_it(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
