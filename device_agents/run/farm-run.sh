@@ -12,7 +12,8 @@
 #
 # Steps: run folder; battery (the power_supply node; the host answers go|wait|stop); the screen
 # held on; charging off as root, read back (the battery's status and level after it); cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
-# benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; wait with
+# benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; its CPU
+# mask, cpuset and cgroups read back; wait with
 # the run timeout, a stop file and heartbeats, throttle samples (the caps and the pinned clock
 # nodes every throttle_ms, dumpsys thermalservice's status every status_ms); stop load and
 # samplers; battery reset and charging back on; environment; the run's files as one bundle; done.
@@ -25,7 +26,7 @@
 PROTO=1
 dir= cache= battery=0 bat_dir= screen=0 charge_node= charge_off= charge_on= root_way=direct
 cool=0 temps= policies= kgsl= clock_nodes= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
-max_bytes=0
+max_bytes=0 affinity= gated=0
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -38,7 +39,7 @@ while [ "$#" -gt 0 ]; do
         dir|cache|battery|bat_dir|screen|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
         kgsl|clock_nodes|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|\
-        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes)
+        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes|affinity|gated)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
       esac ;;
@@ -165,7 +166,7 @@ to_mc() {  # a thermal node's integer value in millidegrees in $mc (as farm.devi
 
 val() {  # the first line of file $1 in $v ("" when unreadable): a builtin read, no process
   v=
-  { IFS= read -r v || [ -n "$v" ]; } < "$1" 2> /dev/null
+  { IFS= read -r v || [ -n "$v" ]; } 2> /dev/null < "$1"  # the error's redirection first
 }
 
 read_temps() {  # each readable thermal node; dumpsys battery when none is. $cool_ok: the hottest
@@ -207,6 +208,25 @@ start_mem() {  # the memory sampler on the benchmark's pid; without it the bench
   else
     : > bench.go
   fi
+}
+
+affinity_readback() {  # where the benchmark will run: the mask in force (toybox `taskset -p`),
+  # its cpuset and cgroups. The kernel intersects a taskset mask with the caller's cpuset and
+  # says nothing (kernel/sched/core.c __sched_setaffinity), so only a read-back shows a narrowed
+  # pin. Read while the memory gate waits (it says so in bench.gate): taskset has pinned the pid,
+  # which execs the program only after the memory sampler started (at most ~5 s here).
+  i=0
+  while [ "$gated" = 1 ] && [ ! -e bench.gate ] && [ ! -f bench.exit ] && [ "$i" -lt 500 ]; do
+    sleep 0.01; i=$((i + 1))
+  done
+  val "/proc/$bpid/comm"
+  {
+    echo "requested ${affinity:--}"
+    echo "comm ${v:--}"
+    taskset -p "$bpid" 2>&1
+    val "/proc/$bpid/cpuset" && echo "cpuset $v"
+    while IFS= read -r line; do echo "cgroup $line"; done 2> /dev/null < "/proc/$bpid/cgroup"
+  } | block affinity
 }
 
 wait_bench() {  # until the benchmark ends, the run timeout or the stop file
@@ -438,6 +458,7 @@ if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
   pid_of bench
   bpid=$bg_pid
   say "bench ${bpid:-none}"
+  [ -n "$bpid" ] && affinity_readback
   start_mem
   say "memsampler -"
   wait_bench

@@ -129,11 +129,15 @@ class AppliedClocks:
             "notes": list(self.notes),
         }
 
+    def affinity_mask(self) -> str:
+        """The taskset mask in hex ('' for all CPUs: no taskset)."""
+        return f"{sum(1 << c for c in self.affinity_cpus):x}" if self.affinity_cpus else ""
+
     def taskset_prefix(self) -> list[str]:
         """`taskset MASK` for the benchmark's argv (toybox), or nothing for all CPUs."""
         if not self.affinity_cpus:
             return []
-        return ["taskset", f"{sum(1 << c for c in self.affinity_cpus):x}"]
+        return ["taskset", self.affinity_mask()]
 
 
 class ClocksRefused(DevicePermanentError):

@@ -134,6 +134,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "clocks": prepared.clocks.to_json() if prepared.clocks is not None else None,
         "throttle": result.throttle.to_json() if result.throttle is not None else None,
         "clocks_held": result.clock_hold.to_json() if result.clock_hold is not None else None,
+        "affinity": result.affinity.to_json() if result.affinity is not None else None,
         "tuned": [choice.to_json() for choice in prepared.tuned] if prepared.tuned else None,
     }
     document.update({key: value for key, value in reached.items() if value is not None})

@@ -211,6 +211,10 @@ def execute_run(
         if result.clock_hold is not None and not result.clock_hold.held:
             drifts = "; ".join(d.describe() for d in result.clock_hold.drifts)
             result.notes.append(f"clock pins did not hold: {drifts}")
+        result.affinity = report.affinity
+        narrowed = report.affinity.note() if report.affinity is not None else None
+        if narrowed is not None:
+            result.notes.append(narrowed)
         if report.environment_text is not None:
             result.environment = parse_environment(report.environment_text)
         else:

@@ -24,7 +24,7 @@ from farm.engine.conditions import charging_control, cooldown_limit_c, temperatu
 from farm.engine.deploy import source_root
 from farm.engine.model import Gates, PreparedPhone, RunJob
 from farm.engine.onphone import CL_CACHE_DIR, LOAD, SAMPLER, TRACE, RunDir, gpu_busy_path, load_argv
-from farm.engine.program import benchmark_argv
+from farm.engine.program import program_argv
 from farm.engine.steering import SteeringPlan, settle_limit_s
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.sampler import default_sources, sampler_argv
@@ -38,11 +38,14 @@ MEM_LINGER_S = 0.0
 # The benchmark waits at most this long for its memory sampler before it starts anyway.
 MEM_GATE_WAIT_S = 5.0
 MEM_GATE_POLL_S = 0.01
-# `sh -c` script: wait until the memory sampler has opened the pid's status ($0 non-empty) or the
-# host says go ($1), then exec the program in place, so the pid the sampler watches becomes it.
+# `sh -c` script: say it is up ($4: the run script reads the pid's CPU mask and cgroups then,
+# before the program runs), wait until the memory sampler has opened the pid's status ($0
+# non-empty) or the host says go ($1), then exec the program in place, so the pid the sampler
+# watches becomes it.
 _GATED_EXEC = (
-    'i=0; while [ ! -s "$0" ] && [ ! -e "$1" ] && [ "$i" -lt "$2" ]; do sleep "$3"; i=$((i+1)); done; '
-    'shift 3; exec "$@"'
+    ': > "$4"; i=0; '
+    'while [ ! -s "$0" ] && [ ! -e "$1" ] && [ "$i" -lt "$2" ]; do sleep "$3"; i=$((i+1)); done; '
+    'shift 4; exec "$@"'
 )
 BEAT_S = 1.0  # the script's heartbeat while the benchmark runs (the host's idle timeout is longer)
 THROTTLE_POLL_S = 1.0  # the caps (scaling_max_freq, thermal_pwrlevel): sysfs reads, cheap
@@ -72,6 +75,7 @@ def gated_argv(argv: Sequence[str], run_dir: RunDir, wait_s: float = MEM_GATE_WA
     of a few ms."""
     steps = max(1, int(wait_s / MEM_GATE_POLL_S))
     gate = [run_dir.file("mem.bin"), run_dir.file("bench.go"), str(steps), f"{MEM_GATE_POLL_S:g}"]
+    gate.append(run_dir.file("bench.gate"))
     return ["sh", "-c", _GATED_EXEC, *gate, *argv]
 
 
@@ -130,6 +134,9 @@ def run_script_argv(
         "cool_poll_s": f"{min(COOL_POLL_S, quiet_s):.3g}",
         "settle_poll_s": f"{SETTLE_POLL_S:g}",
         "files": block(RUN_FILES),
+        # The mask asked for: the one in force is read back before the benchmark runs.
+        "affinity": prepared.clocks.affinity_mask() if prepared.clocks is not None else "",
+        "gated": "1",  # the benchmark's argv is gated_argv's: it says when it is up
         "max_bytes": str(gates.max_file_bytes),
     }
     control = charging_control(caps) if gates.disable_charging else None
@@ -150,7 +157,10 @@ def run_script_argv(
     else:
         params |= _idle_gate(caps, gates)
     params["mem"] = block(memory_sampler_argv(sampler, run_dir))
-    bench = gated_argv(list(benchmark_argv(prepared, job)), run_dir)
+    # taskset outside the gate: the gate's shell already runs under the mask, so the script reads
+    # the mask in force while the gate waits, before the program's first instruction.
+    taskset = prepared.clocks.taskset_prefix() if prepared.clocks is not None else []
+    bench = [*taskset, *gated_argv(list(program_argv(prepared, job)), run_dir)]
     return ["sh", script, *(f"{key}={value}" for key, value in params.items()), "--", *bench]
 
 

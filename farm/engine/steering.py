@@ -20,6 +20,7 @@ from enum import StrEnum
 
 from farm.analysis.discharge import BatteryState
 from farm.device.android import parse_dumpsys_battery, parse_thermal_c
+from farm.engine.affinity import AffinityReadback, parse_affinity
 from farm.engine.onphone import last_achieved_load
 from farm.engine.thermal import ThrottleSample, parse_sample
 
@@ -276,6 +277,7 @@ class RunReport:
     started: dict[str, int | None] = field(default_factory=dict)
     bench_end: Ended | None = None
     throttle_samples: list[tuple[float, ThrottleSample]] = field(default_factory=list)
+    affinity: AffinityReadback | None = None  # the benchmark's CPU mask, cpuset and cgroups
     environment_text: str | None = None
     sizes: list[tuple[str, int]] = field(default_factory=list)
     oversize: list[tuple[str, int]] = field(default_factory=list)  # files left on the phone: too large
@@ -369,6 +371,8 @@ class Steering:
                 if self._watch_start is None:
                     self._watch_start = now_s
                 report.throttle_samples.append((now_s - self._watch_start, parse_sample(event.text)))
+            case Block(name="affinity"):
+                report.affinity = parse_affinity(event.lines)
             case Block(name="env"):
                 report.environment_text = event.text
             case Block(name="sizes"):
