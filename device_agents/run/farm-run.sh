@@ -26,7 +26,7 @@
 PROTO=1
 dir= cache= battery=0 bat_dir= screen=0 charge_node= charge_off= charge_on= root_way=direct
 cool=0 temps= policies= kgsl= clock_nodes= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
-max_bytes=0 affinity= gated=0
+max_bytes=0 affinity= gated=0 screen_restore= hal_first=0
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -39,7 +39,7 @@ while [ "$#" -gt 0 ]; do
         dir|cache|battery|bat_dir|screen|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
         kgsl|clock_nodes|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|\
-        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes|affinity|gated)
+        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes|affinity|gated|screen_restore|hal_first)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
       esac ;;
@@ -50,6 +50,7 @@ done
 
 top=$$
 woke=0
+hal=0
 reply=go
 ended=
 way_used=
@@ -169,8 +170,22 @@ val() {  # the first line of file $1 in $v ("" when unreadable): a builtin read,
   { IFS= read -r v || [ -n "$v" ]; } 2> /dev/null < "$1"  # the error's redirection first
 }
 
-read_temps() {  # each readable thermal node; dumpsys battery when none is. $cool_ok: the hottest
-  # is at or below temp_limit_mc (no need to ask the host)
+hal_temps() {  # dumpsys thermalservice's sections, for the temperatures the thermal HAL reads
+  # ("Current temperatures from HAL:"; farm.device.android.parse_hal_temperatures); shell may
+  # read them (DUMP) where SELinux keeps it out of the thermal zones (Pixel's gs201 policy)
+  dumpsys thermalservice 2> /dev/null | grep -e '^Thermal Status' -e '^Cached temperatures' \
+    -e '^Current temperatures from HAL' -e '^Current cooling devices' -e 'Temperature{'
+}
+
+read_temps() {  # each readable thermal node; the thermal HAL's temperatures first when no thermal
+  # zone is readable (hal_first=1: the host judges them, $hal=1 from then on and the throttle
+  # samples carry them as the run's temperature trace); dumpsys battery when nothing else.
+  # $cool_ok: the hottest node is at or below temp_limit_mc (no need to ask the host)
+  cool_ok=0
+  if [ "$hal_first" = 1 ]; then
+    hal_out=$(hal_temps)
+    case $hal_out in *'Temperature{'*) hal=1; put "$hal_out" | block thermalhal; return 0 ;; esac
+  fi
   eval "set -- $temps"
   n=0
   hottest=
@@ -184,7 +199,6 @@ read_temps() {  # each readable thermal node; dumpsys battery when none is. $coo
   done
   say "end temp"
   [ "$n" = 0 ] && read_battery
-  cool_ok=0
   [ -n "$temp_limit_mc" ] && [ -n "$hottest" ] && [ "$hottest" -le "$temp_limit_mc" ] && cool_ok=1
 }
 
@@ -197,7 +211,8 @@ throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status:
     [ -n "$kgsl" ] && val "$kgsl/thermal_pwrlevel" && echo "kgsl $v"
     eval "set -- $clock_nodes"  # the pinned nodes: a power HAL may rewrite them mid-run
     for f in "$@"; do val "$f"; echo "node $f $v"; done
-    [ "$with_status" = status ] && dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
+    if [ "$with_status" = status ] && [ "$hal" = 1 ]; then hal_temps
+    elif [ "$with_status" = status ]; then dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'; fi
   } | block throttle
 }
 
@@ -305,7 +320,9 @@ hold_screen() {  # the screen on for the whole run, explicitly: the user-activit
   # maximum (the phone's own value restored after) and a wake-up key as activity. `svc power
   # stayon` alone does not hold it: PowerManagerService holds only while BatteryService sees USB
   # power, which `dumpsys battery unplug` fakes away and an input-suspend switch really removes.
-  screen_timeout=$(settings get system screen_off_timeout 2> /dev/null)
+  # The value to restore is the host's (screen_restore: what its store marker keeps, so a run
+  # after one that died holding the screen does not take the maximum for the phone's own).
+  screen_timeout=${screen_restore:-$(settings get system screen_off_timeout 2> /dev/null)}
   settings put system screen_off_timeout 2147483647 > /dev/null 2>&1 && screen_held=1
   input keyevent KEYCODE_WAKEUP > /dev/null 2>&1
 }
@@ -321,7 +338,7 @@ release_screen() {  # the phone's own screen timeout back (none set: the setting
   case $screen_timeout in
     '' | null) settings delete system screen_off_timeout > /dev/null 2>&1 ;;
     *) settings put system screen_off_timeout "$screen_timeout" > /dev/null 2>&1 ;;
-  esac
+  esac && say "screen-timeout restored"
   screen_held=0
 }
 

@@ -103,6 +103,7 @@ def run_script_argv(
     run_dir: RunDir,
     *,
     root_way: str | None = None,
+    screen_restore: str | None = None,
 ) -> list[str]:
     """`sh farm-run.sh KEY=VALUE... -- GATED BENCHMARK ARGV` for one attempt (pure)."""
     caps, programs = prepared.caps, prepared.programs
@@ -121,6 +122,8 @@ def run_script_argv(
         "battery_min": str(math.ceil(gates.min_battery_pct)),
         "temp_limit_mc": str(math.floor(cooldown_limit_c(gates, prepared.idle_temperature_c) * 1000)),
         "temps": block(temperature_nodes(caps)),
+        # No readable thermal zone (SELinux): the thermal HAL's readings before the battery's.
+        "hal_first": "0" if any(zone.node.usable for zone in caps.thermal) else "1",
         "policies": block([p.dir for p in caps.cpu_policies]),
         "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",
         # Every pinned node, read with each throttle sample (farm.engine.clockhold).
@@ -137,6 +140,8 @@ def run_script_argv(
         # The mask asked for: the one in force is read back before the benchmark runs.
         "affinity": prepared.clocks.affinity_mask() if prepared.clocks is not None else "",
         "gated": "1",  # the benchmark's argv is gated_argv's: it says when it is up
+        # The phone's own screen timeout as the store's marker keeps it ("": the script reads it).
+        "screen_restore": screen_restore or "",
         "max_bytes": str(gates.max_file_bytes),
     }
     control = charging_control(caps) if gates.disable_charging else None

@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from farm.analysis.discharge import BatteryState
-from farm.device.android import parse_dumpsys_battery, parse_thermal_c
+from farm.device.android import (
+    THERMAL_HAL_SOURCE,
+    parse_dumpsys_battery,
+    parse_hal_temperatures,
+    parse_thermal_c,
+)
 from farm.engine.affinity import AffinityReadback, parse_affinity
 from farm.engine.onphone import last_achieved_load
 from farm.engine.thermal import ThrottleSample, parse_sample
@@ -136,6 +141,11 @@ class Ended:
 
 
 @dataclass(frozen=True)
+class ScreenRestored:
+    """The script put the phone's own screen timeout back."""
+
+
+@dataclass(frozen=True)
 class Data:
     """The bundle's bytes follow: the sizes block said how many."""
 
@@ -163,6 +173,7 @@ Event = (
     | Charging
     | BatteryStateSeen
     | ScreenSeen
+    | ScreenRestored
     | LoadExit
     | GpuIdle
     | Beat
@@ -198,6 +209,8 @@ def parse_line(line: str) -> Event:
         return BatteryStateSeen(first, state)
     if tag == "screen" and first in ("start", "end"):
         return ScreenSeen(first, None if second in (None, "-") else second)
+    if tag == "screen-timeout" and first == "restored":
+        return ScreenRestored()
     if tag == "load-exit":
         return LoadExit(_int(first))
     if tag == "gpu-idle":
@@ -265,6 +278,7 @@ class RunReport:
     battery_at_end: BatteryState | None = None  # ... and when the benchmark ended
     screen_start: str | None = None  # wakefulness before the benchmark (Awake | Asleep | ...)
     screen_end: str | None = None  # ... and after it
+    screen_restored: bool = False  # the script put the phone's own screen timeout back
     battery_source: str | None = None  # what the battery gate read: power_supply | dumpsys battery
     temperature_source: str | None = None  # the cooldown gate: thermal nodes | battery (...)
     root_way: str | None = None  # how root writes worked on this phone (script's name)
@@ -361,6 +375,14 @@ class Steering:
                 if self._cool_since is None:
                     self._cool_since = now_s
                 report.cooldown_waited_s = round(now_s - self._cool_since, 3)
+            case Block(name="thermalhal"):  # no readable thermal zone: the thermal HAL's readings
+                hal = parse_hal_temperatures(event.lines)
+                self._last_temp = report.temperature_start_c = max(hal.values()) if hal else None
+                if hal:
+                    report.temperature_source = THERMAL_HAL_SOURCE
+                if self._cool_since is None:
+                    self._cool_since = now_s
+                report.cooldown_waited_s = round(now_s - self._cool_since, 3)
             case Block(name="load"):
                 achieved = last_achieved_load(event.text)
                 if achieved is not None:
@@ -401,6 +423,8 @@ class Steering:
                 report.screen_start = event.wakefulness
             case ScreenSeen():
                 report.screen_end = event.wakefulness
+            case ScreenRestored():
+                report.screen_restored = True
             case LoadExit():
                 report.load_exit_code = event.code
             case GpuIdle():
