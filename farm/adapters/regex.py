@@ -1,7 +1,7 @@
 """The `regex` adapter: named groups of the user's patterns become metrics with units (pure).
 
 A RegexSpec is a frozen pydantic model, so an experiment file can hold it as it is and its
-errors carry the file's line through farm.spec's messages:
+errors carry the file's line through farm.experiment's messages:
 
     output:
       adapter: regex

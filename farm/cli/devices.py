@@ -15,8 +15,8 @@ from farm.device.session import DeviceSession
 from farm.engine.lifecycle import probe_phone
 from farm.errors import FarmError
 from farm.fleet.endpoint import LocalAdbEndpoint
+from farm.fleet.hosts import open_fleet
 from farm.fleet.inventory import Phone, PhoneState, discover, duplicate_serials
-from farm.remote.fleet import open_fleet
 from farm.safe_text import terminal
 from farm.store import Store, ownership
 from farm.store import devices as device_store

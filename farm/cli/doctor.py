@@ -19,8 +19,8 @@ from farm.doctor.probe import discharge_trial, read_facts
 from farm.engine.lifecycle import probe_phone
 from farm.engine.runner import matches_selector
 from farm.errors import FarmError
+from farm.fleet.hosts import open_fleet
 from farm.fleet.inventory import Phone, PhoneState, discover
-from farm.remote.fleet import open_fleet
 from farm.safe_text import terminal
 from farm.store import Store, ownership
 

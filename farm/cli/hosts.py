@@ -12,12 +12,12 @@ import click
 from farm.cli.json_output import echo_json
 from farm.errors import FarmError, HostError
 from farm.fleet.endpoint import AdbState, LocalAdbEndpoint, adb_port_from_env
-from farm.remote.check import check_host
-from farm.remote.config import FarmConfig, HostConfig, load_config
-from farm.remote.endpoint import SshAdbEndpoint
-from farm.remote.fleet import Fleet, default_policy
-from farm.remote.hostkeys import Verdict, fingerprint
-from farm.remote.ssh import load_ssh_config, resolve_target, server_key
+from farm.fleet.farm_yaml import FarmConfig, HostConfig, load_config
+from farm.fleet.hostcheck import check_host
+from farm.fleet.hostkeys import Verdict, fingerprint
+from farm.fleet.hosts import Fleet, default_policy
+from farm.fleet.ssh import load_ssh_config, resolve_target, server_key
+from farm.fleet.ssh_endpoint import SshAdbEndpoint
 from farm.safe_text import terminal
 
 _CONFIG_HELP = "farm config file (default ./farm.yaml, then ~/.config/farm/farm.yaml)."

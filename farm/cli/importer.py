@@ -13,7 +13,7 @@ from farm.analysis.metrics import Metric, metrics_by_name
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
-from farm.spec.sections import SLUG_PATTERN
+from farm.experiment.sections import SLUG_PATTERN
 from farm.store import views
 from farm.store.db import Store
 from farm.store.runs import Metric as StoredMetric

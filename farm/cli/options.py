@@ -38,7 +38,7 @@ def store_location(results: str | None, config: Path | None = None) -> StoreLoca
     when the first two are unset), else ./results."""
     # Imported here: the farm.yaml reader pulls in the remote-host stack (adbutils, ssh), which
     # commands given --results or $FARM_RESULTS never need (a second per start on a small host).
-    from farm.remote.config import find_config, load_config
+    from farm.fleet.farm_yaml import find_config, load_config
 
     if results or os.environ.get(RESULTS_ENV) or find_config(config) is None:
         return resolve(results)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from farm.errors import ConfigError
-from farm.spec.schema import json_schema
+from farm.experiment.schema import json_schema
 
 
 @click.command("schema")

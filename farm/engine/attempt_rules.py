@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from farm.engine.thermal import ThrottleReport, throttle_decision
-from farm.spec.sections import OnThrottle, RetryOn
+from farm.experiment.sections import OnThrottle, RetryOn
 from farm.store import Outcome, RunState
 from farm.store.events import EventKind
 

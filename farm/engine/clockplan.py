@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from farm.spec.clocks import Affinity, ClockLevel, ClockMode, Clocks, LevelKind
+from farm.experiment.clocks import Affinity, ClockLevel, ClockMode, Clocks, LevelKind
 
 FIXED_PERFORMANCE_MIN_SDK = 30  # Android 11: PowerManagerShellCommand gained the mode
 

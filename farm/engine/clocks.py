@@ -24,7 +24,7 @@ from farm.device import controls
 from farm.device.session import DeviceSession
 from farm.engine.clockplan import ClockAbilities, ClockPlan, CpuTable, GpuTable, plan_clocks
 from farm.errors import DevicePermanentError, FarmError
-from farm.spec.clocks import ClockMode, Clocks
+from farm.experiment.clocks import ClockMode, Clocks
 from farm.store import Store
 from farm.store import devices as device_store
 from farm.telemetry.probe import Capabilities

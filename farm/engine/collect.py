@@ -24,7 +24,7 @@ from farm.engine.conditions import charging_control, temperature_nodes
 from farm.engine.model import CpuPolicyState, JsonObject, PhoneEnvironment, PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import gpu_busy_path
 from farm.engine.program import GRANULARITY_METRIC, output_metrics
-from farm.spec.external import OutputSpec
+from farm.experiment.external import OutputSpec
 from farm.store import Metric
 from farm.telemetry.losses import lost_telemetry
 from farm.telemetry.probe import Capabilities

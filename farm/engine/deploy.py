@@ -19,8 +19,8 @@ import farm
 from farm.device.elf import read_elf_header, runs_on
 from farm.device.session import ASSETS_DIR, FARM_ROOT, DeviceSession
 from farm.errors import DevicePermanentError, EnvironmentProblem
-from farm.spec.external import Abi
-from farm.spec.model import Experiment
+from farm.experiment.external import Abi
+from farm.experiment.model import Experiment
 
 BUILD_DIRS = ("kernels/build", "device_agents/build")
 

@@ -27,9 +27,9 @@ from farm.engine.onphone import TRACE, RunDir
 from farm.engine.recovery import recover_phone
 from farm.engine.watch import TraceWatcher
 from farm.errors import DeviceTransientError, FarmError
+from farm.experiment.model import Experiment
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
-from farm.spec.model import Experiment
 from farm.store import Metric, Store
 
 HEALTH_TIMEOUT_S = 10.0

@@ -54,9 +54,9 @@ from farm.engine.runscript import (
 from farm.engine.steering import Ask, BenchEnd, Block, Ended, Event, Question, RunReport, Started, Steering
 from farm.engine.thermal import ThrottleReport, hal_temperature_trace, judge
 from farm.errors import DevicePermanentError, DeviceTransientError, EnvironmentProblem, FarmError, StoreError
+from farm.experiment.model import Experiment
+from farm.experiment.programs import Program
 from farm.fleet.inventory import Phone, check_identity
-from farm.spec.model import Experiment
-from farm.spec.programs import Program
 from farm.store import Outcome, Store
 from farm.store import devices as device_store
 from farm.store.run_dirs import create_file

@@ -15,9 +15,9 @@ from farm.analysis.validity import Requirements, assess
 from farm.engine.affinity import AffinityReadback
 from farm.engine.collect import read_events
 from farm.engine.model import IdleBaseline, PreparedPhone, RunResult
-from farm.spec.clocks import ClockMode
-from farm.spec.model import Experiment
-from farm.spec.sections import PowerSource
+from farm.experiment.clocks import ClockMode
+from farm.experiment.model import Experiment
+from farm.experiment.sections import PowerSource
 from farm.store import Metric
 
 

@@ -18,10 +18,10 @@ from farm.engine.clockhold import ClockHold
 from farm.engine.clocks import AppliedClocks
 from farm.engine.deploy import Deployed, ExternalDeployed
 from farm.engine.thermal import ThrottleReport
+from farm.experiment.external import OutputSpec
+from farm.experiment.programs import Program
+from farm.experiment.sections import Intensity
 from farm.fleet.inventory import Phone
-from farm.spec.external import OutputSpec
-from farm.spec.programs import Program
-from farm.spec.sections import Intensity
 from farm.store import Metric, Outcome, RunState
 from farm.store.runs import StoredRun
 from farm.telemetry.probe import Capabilities

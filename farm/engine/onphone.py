@@ -12,7 +12,7 @@ from types import TracebackType
 from farm import safe_json
 from farm.device.session import FARM_ROOT, DeviceSession
 from farm.errors import CommandTimeout
-from farm.spec.sections import Intensity
+from farm.experiment.sections import Intensity
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.sampler import default_sources, sampler_argv
 

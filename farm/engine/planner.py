@@ -37,11 +37,11 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from farm.errors import ConfigError
-from farm.spec.clocks import ClockMode
-from farm.spec.expand import Cell, canonical_json, short_hash
-from farm.spec.model import Experiment
-from farm.spec.programs import Program
-from farm.spec.sections import Order
+from farm.experiment.clocks import ClockMode
+from farm.experiment.expand import Cell, canonical_json, short_hash
+from farm.experiment.model import Experiment
+from farm.experiment.programs import Program
+from farm.experiment.sections import Order
 
 SHARED = "*"  # queue key (and id component) of runs any phone may take (spread mode)
 RUN_OVERHEAD_S = 4.0  # per run: sampler start/stop, artifact pull, restore (measured on virtual phones)

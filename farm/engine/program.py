@@ -8,7 +8,7 @@ farm's own programs and external programs (`program: external`) differ.
 
 farm's own programs get `--name=value` arguments from the spec, `--cl-cache`, and speak the JSON
 Lines contract (parsed by farm.engine.collect). An external program gets its args and env
-templates rendered (farm.spec.template), its assets' phone paths, and its output read by its
+templates rendered (farm.experiment.template), its assets' phone paths, and its output read by its
 adapter (farm.adapters): output without a usable result is an OutputError, which fails the run
 (never retried: the same binary prints the same thing again).
 
@@ -32,10 +32,10 @@ from farm.analysis.power import BatteryCalibration
 from farm.analysis.series import DEFAULT_SOURCES, TraceLike
 from farm.engine.model import PreparedPhone, RunJob
 from farm.engine.onphone import CL_CACHE_DIR
-from farm.spec.expand import Cell
-from farm.spec.model import Experiment
-from farm.spec.programs import NO_OPENCL, Program
-from farm.spec.template import ASSET_PREFIX, render
+from farm.experiment.expand import Cell
+from farm.experiment.model import Experiment
+from farm.experiment.programs import NO_OPENCL, Program
+from farm.experiment.template import ASSET_PREFIX, render
 
 
 def job_arguments(

@@ -23,7 +23,7 @@ from farm.engine.conditions import restore_charging
 from farm.engine.measurement import layers_of
 from farm.engine.onphone import RUNS_DIR
 from farm.errors import FarmError
-from farm.spec.external import OutputSpec
+from farm.experiment.external import OutputSpec
 from farm.store import Store, events, ownership, views
 from farm.store import devices as device_store
 from farm.store import runs as run_store

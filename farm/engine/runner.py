@@ -33,11 +33,11 @@ from farm.engine.recovery import (
 )
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import ConfigError, FarmError, StoreError
+from farm.experiment import Experiment, load
 from farm.fleet.endpoint import Endpoint
+from farm.fleet.hosts import Fleet, open_fleet
 from farm.fleet.inventory import Phone, PhoneState, discover, duplicate_serials
 from farm.fleet.watch import PhoneWatch
-from farm.remote.fleet import Fleet, open_fleet
-from farm.spec import Experiment, load
 from farm.store import RunState, Store, StoreLocation, events, outbox, ownership, results_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store
@@ -58,7 +58,7 @@ class RunOptions:
     results: Path | StoreLocation = Path("results")  # a folder (SQLite inside) or a resolved store
     retry_failed: bool = False  # also requeue FAILED runs that were not lost (a fresh attempt budget)
     adb_port: int | None = None
-    config: Path | None = None  # farm.yaml with lab hosts (default: found as farm.remote.config says)
+    config: Path | None = None  # farm.yaml with lab hosts (default: found as farm.fleet.farm_yaml says)
     lost_wait_s: float | None = None  # default: the experiment's timeouts.lost_phone_wait_s
     live_telemetry: bool = False  # read each running phone's newest readings for a live view (~1 Hz)
 

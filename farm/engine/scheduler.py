@@ -51,9 +51,9 @@ from farm.engine.tuning import tune_phone
 from farm.engine.watch import TraceWatcher
 from farm.engine.workers import PhoneStatus, Worker
 from farm.errors import DeviceTransientError, FarmError, StoreError
+from farm.experiment.model import Experiment
 from farm.fleet.endpoint import Endpoint
 from farm.fleet.inventory import Phone
-from farm.spec.model import Experiment
 from farm.store import Outcome, RunState, Store, events, outbox, ownership, run_artifacts_dir
 from farm.store import devices as device_store
 from farm.store import runs as run_store

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from farm.device.android import parse_hal_temperatures
-from farm.spec.clocks import OnThrottle
+from farm.experiment.clocks import OnThrottle
 from farm.store import Metric, Outcome, RunState
 
 THERMAL_STATUS_LIGHT = 1  # android.os.PowerManager.THERMAL_STATUS_LIGHT

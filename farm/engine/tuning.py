@@ -18,8 +18,8 @@ from farm.analysis.iterations import event_kind
 from farm.engine.model import JsonObject, PreparedPhone, TuneChoice
 from farm.engine.onphone import CL_CACHE_DIR
 from farm.errors import DeviceTransientError, FarmError
-from farm.spec.model import Experiment
-from farm.spec.programs import BACKEND, MEASUREMENT_ARGS, Backend
+from farm.experiment.model import Experiment
+from farm.experiment.programs import BACKEND, MEASUREMENT_ARGS, Backend
 
 _MEASURED_FLAGS = tuple(f"--{name.replace('_', '-')}=" for name in MEASUREMENT_ARGS)
 # One measured iteration after the search: the tuning run is not a measurement.

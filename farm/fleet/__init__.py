@@ -1,1 +1,2 @@
-"""Where phones are: endpoints (adb servers), identity `host/serial`, health, leases (in the store)."""
+"""Where phones are: adb servers (local, and lab hosts through SSH tunnels), the farm.yaml model
+that names them, identity `host/serial`, health and power cycling."""

@@ -80,7 +80,7 @@ def parse_devices_l(text: str) -> list[Listed]:
 
 
 class Endpoint(Protocol):
-    """What the engine needs of an adb server (LocalAdbEndpoint, farm.remote.endpoint.SshAdbEndpoint,
+    """What the engine needs of an adb server (LocalAdbEndpoint, farm.fleet.ssh_endpoint.SshAdbEndpoint,
     or a test's own): list its phones, hand out a device for a session, nudge a dropped TCP phone,
     and wait (bounded) until a lost phone is back."""
 

@@ -19,11 +19,11 @@ from numpy.typing import NDArray
 
 from farm.analysis.resource_model import GemmSample, fit
 from farm.analysis.verdict import Hypothesis, Judgement, Verdict, level_test, ratio_test, tally, untestable
+from farm.experiment.expand import same_level
+from farm.experiment.sections import PowerSource, Study
 from farm.report.export import factor_columns
 from farm.report.model import ReportData
 from farm.report.views import select
-from farm.spec.expand import same_level
-from farm.spec.sections import PowerSource, Study
 
 LATENCY = "latency_median_ms"
 ENERGY = "energy_per_inference_mj"

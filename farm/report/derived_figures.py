@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 
 from farm.analysis.catalogue import describe
 from farm.analysis.derived import CrossoverOf, Ratio, crossovers, relative_to, share_of
+from farm.experiment.sections import FigureKind
 from farm.report.export import factor_columns
 from farm.report.figures import (
     _RC,
@@ -41,7 +42,6 @@ from farm.report.figures import (
 from farm.report.frame import tidy_frame
 from farm.report.model import FigureSpec, ReportData, matches
 from farm.report.views import select
-from farm.spec.sections import FigureKind
 from farm.store.results import StoredResult
 
 SHORT_LABEL = 40  # characters of a y label that fit beside a 3.6-inch-high panel

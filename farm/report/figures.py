@@ -23,9 +23,9 @@ from matplotlib.figure import Figure
 from farm.analysis.aggregate import GroupStat, Observation, aggregate
 from farm.analysis.catalogue import axis_label
 from farm.analysis.pooling import pooled_factors, pooled_phrase
+from farm.experiment.sections import FigureKind
 from farm.report.model import OWN_CI, FigureSpec, ReportData, matches, where_text
 from farm.safe_text import terminal
-from farm.spec.sections import FigureKind
 from farm.store.results import DEVICE, StoredResult
 
 _RC: dict[str, Any] = {

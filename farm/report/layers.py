@@ -21,9 +21,9 @@ from farm.analysis.layers import BestG, LayerRow, RunLayers, best_g_per_layer, l
 from farm.analysis.network_model import NetworkPrediction, predict_network_by_kernel
 from farm.analysis.resource_model import WITHIN_FRACTION
 from farm.errors import ConfigError
+from farm.experiment.sections import FigureKind
 from farm.report.figures import _RC, RenderedFigure, _label, rendered
 from farm.report.model import FigureSpec, ReportData
-from farm.spec.sections import FigureKind
 from farm.store.results import DEVICE
 
 # The transfer the report checks: fitted on the first network, predicting the second.

@@ -28,12 +28,12 @@ from pathlib import PurePath
 
 import pandas as pd
 
+from farm.experiment.sections import FigureKind, Study
 from farm.report.export import factor_columns
 from farm.report.figures import RenderedFigure, render_figure
 from farm.report.model import FigureSpec, ReportData
 from farm.report.numbers import number
 from farm.report.views import RenderedTable, select
-from farm.spec.sections import FigureKind, Study
 from farm.store.runs import RunState
 
 PAPER = "MELT (Laskaridis et al., MobiCom 2024) and llama.cpp's prefill/decode benchmarks"

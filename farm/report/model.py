@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from farm.analysis.sustained import SustainedSeries
 from farm.analysis.validity import Validity, below_zero, usable
-from farm.spec.expand import same_level
-from farm.spec.model import Experiment
-from farm.spec.sections import FigureKind
+from farm.experiment.expand import same_level
+from farm.experiment.model import Experiment
+from farm.experiment.sections import FigureKind
 from farm.store.layers import LayerResult
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
@@ -115,7 +115,7 @@ class FigureSpec:
 
 @dataclass(frozen=True)
 class TableSpec:
-    """One declared table (farm.spec.sections.Table): rows name factors; derived tables show one
+    """One declared table (farm.experiment.sections.Table): rows name factors; derived tables show one
     metric relative to a reference level, where that ratio crosses 1, or the best level."""
 
     rows: tuple[str, ...] = ()

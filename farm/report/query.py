@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from farm.errors import ConfigError
+from farm.experiment.model import Experiment
 from farm.report.environment import phone_info
 from farm.report.model import FigureSpec, PhoneInfo, ReportData, TableSpec, where_of
-from farm.spec.model import Experiment
 from farm.store import events, views
 from farm.store.db import Store
 from farm.store.events import EventKind

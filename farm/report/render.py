@@ -18,6 +18,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from farm.experiment.model import Experiment
 from farm.report import tables
 from farm.report.derived_figures import render_figures
 from farm.report.export import tidy_csv
@@ -29,7 +30,6 @@ from farm.report.studies import StudySection, study_section
 from farm.report.sustained_figure import sustained_figure
 from farm.report.views import RenderedTable, render_tables
 from farm.safe_text import markdown, printable
-from farm.spec.model import Experiment
 from farm.store.runs import RunState
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"

@@ -15,6 +15,7 @@ import pandas as pd
 
 from farm.analysis.derived import best_of, relative_to, share_of
 from farm.analysis.verdict import Judgement, Verdict
+from farm.experiment.sections import FigureKind, Study
 from farm.report.claims import ClaimCheck, Runs, claim_checks
 from farm.report.derived_figures import render_ratio_figure
 from farm.report.export import factor_columns
@@ -27,7 +28,6 @@ from farm.report.llm_study import sentence as llm_sentence
 from farm.report.model import FigureSpec, ReportData, TableSpec
 from farm.report.numbers import estimate, interval, interval_of, number
 from farm.report.views import RenderedTable, render_table, select
-from farm.spec.sections import FigureKind, Study
 
 # What each seed paper claims, and where (shared/reference/seed-experiments.md).
 CLAIMS: dict[Study, tuple[str, str]] = {

@@ -12,10 +12,10 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from farm.analysis.sustained import SustainedSeries
+from farm.experiment.sections import FigureKind
 from farm.report.figures import _RC, RenderedFigure, _label, rendered
 from farm.report.model import FigureSpec, ReportData
 from farm.report.numbers import number
-from farm.spec.sections import FigureKind
 from farm.store.results import DEVICE, StoredResult
 
 TITLE = "Sustained run: latency, clocks and temperature over time"

@@ -17,11 +17,11 @@ import pandas as pd
 from farm.analysis.derived import DEVICE, best_of, crossovers, relative_to
 from farm.analysis.pooling import pooled_factors, pooled_phrase
 from farm.analysis.stats import bootstrap_median_ci
+from farm.experiment.expand import same_level
 from farm.report.export import factor_columns
 from farm.report.frame import counted, tidy_frame
 from farm.report.model import ReportData, TableSpec, Where, where_text
 from farm.report.numbers import interval, interval_of, number
-from farm.spec.expand import same_level
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@
         catch_up: run_once                           # skip (default) | run_once
         max_runtime_s: 7200                          # optional: stop the nightly after this long
 
-The file is found exactly as for lab hosts (farm.remote.config.find_config) and validated the same
-way (ScheduleEntry, a pydantic model, through farm.remote.config.validate_file): every mistake is one
+The file is found exactly as for lab hosts (farm.fleet.farm_yaml.find_config) and validated the same
+way (ScheduleEntry, a pydantic model, through farm.fleet.farm_yaml.validate_file): every mistake is one
 ConfigError naming FILE:LINE.
 """
 
@@ -25,12 +25,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BeforeValidator, ConfigDict
 
 from farm.errors import ConfigError
-from farm.remote.config import PositiveSeconds, Text, entry_location, find_config, text_value, validate_file
+from farm.experiment.loader import compose
+from farm.experiment.sections import Frozen
+from farm.fleet.farm_yaml import PositiveSeconds, Text, entry_location, find_config, text_value, validate_file
 from farm.safe_yaml import read_text
 from farm.schedule import cron
 from farm.schedule.model import CatchUp, Schedule
-from farm.spec.loader import compose
-from farm.spec.sections import Frozen
 
 SECTION = "schedules"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
@@ -94,7 +94,7 @@ class ScheduleEntry(Frozen):
 
 
 class _SchedulesFile(Frozen):
-    """farm.yaml as the schedules parser sees it: the other sections are farm.remote.config's."""
+    """farm.yaml as the schedules parser sees it: the other sections are farm.fleet.farm_yaml's."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 

@@ -24,11 +24,11 @@ from farm.engine.model import OnFinished
 from farm.engine.runner import RunInterrupted, RunOptions, RunSummary, run_experiment
 from farm.engine.scheduler import NoEligiblePhone
 from farm.errors import ConfigError, FarmError
+from farm.experiment import load
 from farm.schedule import firings
 from farm.schedule.history import load_points, record_regressions
 from farm.schedule.model import Schedule
 from farm.schedule.nightly import NightlyName, nightly_name, rename_spec
-from farm.spec import load
 from farm.store import Store, StoreLocation, results_dir
 from farm.store import firings as firing_store
 from farm.store.firings import FiringOutcome, Trigger

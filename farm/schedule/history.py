@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from farm.analysis import stats
 from farm.analysis.regression import Finding, Point, describe
+from farm.experiment.model import Experiment
 from farm.schedule.nightly import NightlyName, parse_nightly
-from farm.spec.model import Experiment
 from farm.store import Store, events, views
 from farm.store.events import EventKind
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from yaml.nodes import ScalarNode
 
 from farm.errors import ConfigError
-from farm.spec.loader import compose, find
+from farm.experiment.loader import compose, find
 
 SEPARATOR = "--"
 STAMP_FORMAT = "%Y%m%d-%H%M%S"

@@ -37,7 +37,7 @@ def main() -> None:
     if str(ROOT) not in sys.path:  # run as a script from a checkout without `pip install -e .`
         sys.path.insert(0, str(ROOT))
     from farm.engine.planner import plan, render_plan
-    from farm.spec import load
+    from farm.experiment import load
 
     load_ms = best_of(lambda: load(EXPERIMENT))
     experiment = load(EXPERIMENT)

@@ -111,9 +111,9 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
     import adbutils
 
-    from farm.remote.hostkeys import HostKeyPolicy
-    from farm.remote.ssh import SshTarget
-    from farm.remote.tunnel import SshTunnel
+    from farm.fleet.hostkeys import HostKeyPolicy
+    from farm.fleet.ssh import SshTarget
+    from farm.fleet.tunnel import SshTunnel
 
     os.environ.pop("SSH_AUTH_SOCK", None)
     with tempfile.TemporaryDirectory(prefix="farm-bench-remote-") as tmp, lab_host(Path(tmp)) as lab:

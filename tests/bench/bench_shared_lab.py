@@ -52,10 +52,10 @@ from farm.engine.model import (  # noqa: E402
 )
 from farm.engine.runner import planned_rows  # noqa: E402
 from farm.engine.scheduler import Sweep  # noqa: E402
+from farm.experiment import load  # noqa: E402
+from farm.experiment.model import Experiment  # noqa: E402
 from farm.fleet.endpoint import AdbState, Listed  # noqa: E402
 from farm.fleet.inventory import Phone, PhoneState  # noqa: E402
-from farm.spec import load  # noqa: E402
-from farm.spec.model import Experiment  # noqa: E402
 from farm.store import Metric, Outcome, Store, ownership  # noqa: E402
 from farm.store import runs as run_store  # noqa: E402
 

@@ -1,7 +1,8 @@
 """Hostile input files through the real `farm` command: one line on stderr, exit 2, no traceback.
 
-The unit suites check the messages (tests/unit/spec/test_spec_bad_files.py, tests/unit/test_safe_yaml.py);
-this checks what a user sees: that no RecursionError, hang or traceback gets past the CLI.
+The unit suites check the messages (tests/unit/experiment/test_spec_bad_files.py,
+tests/unit/test_safe_yaml.py); this checks what a user sees: that no RecursionError, hang or
+traceback gets past the CLI.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from farm.engine import planner
-from farm.spec import load
+from farm.experiment import load
 from farm.store import RunState
 from farm.store import devices as device_store
 from farm.store import runs as run_store

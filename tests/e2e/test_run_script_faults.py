@@ -14,11 +14,11 @@ from farm.device.session import DeviceSession
 from farm.engine.lifecycle import execute_run, prepare_phone
 from farm.engine.model import Gates, Phase, PhaseUpdate, RunJob
 from farm.engine.recovery import kill_stale_processes, restore_charging_marker
+from farm.experiment import load_text
+from farm.experiment.programs import Program
+from farm.experiment.sections import Intensity
 from farm.fleet.endpoint import AdbState, LocalAdbEndpoint
 from farm.fleet.inventory import identify
-from farm.spec import load_text
-from farm.spec.programs import Program
-from farm.spec.sections import Intensity
 from farm.store import Outcome, Store
 
 pytestmark = pytest.mark.integration

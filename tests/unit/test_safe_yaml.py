@@ -16,10 +16,10 @@ import pytest
 
 from farm import safe_yaml
 from farm.errors import ConfigError
-from farm.remote.config import load_config
+from farm.experiment import load
+from farm.experiment.loader import line_of
+from farm.fleet.farm_yaml import load_config
 from farm.schedule.config import load_schedules
-from farm.spec import load
-from farm.spec.loader import line_of
 
 
 @dataclass(frozen=True)

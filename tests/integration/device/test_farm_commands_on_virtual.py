@@ -34,9 +34,9 @@ from farm.engine.model import PreparedPhone
 from farm.engine.onphone import Background, RunDir
 from farm.engine.recovery import kill_stale_processes, recover_phone
 from farm.errors import DevicePermanentError
+from farm.experiment.programs import Program
 from farm.fleet.endpoint import AdbState, LocalAdbEndpoint
 from farm.fleet.inventory import PhoneState, identify
-from farm.spec.programs import Program
 from farm.store import Store
 
 pytestmark = pytest.mark.integration

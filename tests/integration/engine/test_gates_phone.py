@@ -21,11 +21,11 @@ from farm.engine.conditions import read_temperature_c
 from farm.engine.lifecycle import execute_run, prepare_phone
 from farm.engine.model import Gates, Phase, PhaseUpdate, PreparedPhone, RunJob
 from farm.engine.runscript import COOL_POLL_S
+from farm.experiment import load_text
+from farm.experiment.model import Experiment
+from farm.experiment.sections import Intensity
 from farm.fleet.endpoint import AdbState, LocalAdbEndpoint
 from farm.fleet.inventory import identify
-from farm.spec import load_text
-from farm.spec.model import Experiment
-from farm.spec.sections import Intensity
 from farm.store import Outcome, Store
 
 pytestmark = pytest.mark.integration

@@ -9,9 +9,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from farm.remote.config import parse_config
-from farm.remote.fleet import Fleet
-from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyPolicy
+from farm.fleet.farm_yaml import parse_config
+from farm.fleet.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyPolicy
+from farm.fleet.hosts import Fleet
 from farm.store import RunState
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import fast_lstm as e2e_fast_lstm

@@ -9,10 +9,10 @@ import pytest
 from vphone.testing.phones import free_tcp_port, kill_adb_server
 
 from farm.errors import EnvironmentProblem
-from farm.remote.config import parse_config
-from farm.remote.endpoint import SshAdbEndpoint
-from farm.remote.fleet import Fleet
-from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyUnknown
+from farm.fleet.farm_yaml import parse_config
+from farm.fleet.hostkeys import KNOWN_HOSTS_FILE_NAME, HostKeyUnknown
+from farm.fleet.hosts import Fleet
+from farm.fleet.ssh_endpoint import SshAdbEndpoint
 from tests.integration.remote.labs import fleet_in, policy_in, write_config
 
 pytestmark = pytest.mark.integration

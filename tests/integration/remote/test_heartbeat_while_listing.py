@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME
+from farm.fleet.hostkeys import KNOWN_HOSTS_FILE_NAME
 from farm.store import RunState
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import fast_lstm

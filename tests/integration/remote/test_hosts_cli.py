@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.remote.hostkeys import KNOWN_HOSTS_FILE_NAME
+from farm.fleet.hostkeys import KNOWN_HOSTS_FILE_NAME
 from tests.integration.remote.labs import REPO, cli_env
 
 pytestmark = pytest.mark.integration

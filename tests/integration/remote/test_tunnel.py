@@ -14,11 +14,11 @@ import pytest
 from vphone.testing.phones import free_tcp_port
 
 from farm.errors import HostError
-from farm.remote.config import parse_config
-from farm.remote.endpoint import SshAdbEndpoint
-from farm.remote.hostkeys import HostKeyChanged
-from farm.remote.ssh import load_ssh_config, resolve_target
-from farm.remote.tunnel import AdbServerRefused, SshTunnel, TunnelState
+from farm.fleet.farm_yaml import parse_config
+from farm.fleet.hostkeys import HostKeyChanged
+from farm.fleet.ssh import load_ssh_config, resolve_target
+from farm.fleet.ssh_endpoint import SshAdbEndpoint
+from farm.fleet.tunnel import AdbServerRefused, SshTunnel, TunnelState
 from tests.fixtures.sshd import descendants
 from tests.integration.remote.labs import policy_in, write_config
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from farm.experiment import load
 from farm.report.model import FigureSpec
 from farm.report.query import figure_specs
 from farm.report.render import write_report
-from farm.spec import load
 from tests.fixtures.browser import CHROMIUM, check_pages, print_pdf
 from tests.fixtures.study_samples import STUDIES, study_data
 

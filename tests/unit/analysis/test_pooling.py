@@ -6,7 +6,7 @@ import pytest
 
 from farm.analysis.pooling import Pooled, pooled_factors, pooled_phrase
 from farm.errors import ConfigError
-from farm.spec import load_text
+from farm.experiment import load_text
 
 SQUEEZE = [
     *({"backend": b, "precision": p, "g": 1} for b in ("cpu", "cpu-mt") for p in ("fp32", "fp16")),

@@ -8,7 +8,7 @@ import pytest
 from farm.analysis.iterations import Iterations
 from farm.analysis.sustained import sustained_metrics
 from farm.errors import ConfigError
-from farm.spec import load_text
+from farm.experiment import load_text
 
 
 def _iterations(latencies_ms: list[float]) -> Iterations:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from farm.engine.attempt_rules import AttemptPolicy, PlannedEvent, judge_attempt, not_stored_event
 from farm.engine.thermal import ThrottleReport
-from farm.spec.clocks import OnThrottle
-from farm.spec.sections import RetryOn
+from farm.experiment.clocks import OnThrottle
+from farm.experiment.sections import RetryOn
 from farm.store import Outcome, RunState
 from farm.store.events import EventKind
 

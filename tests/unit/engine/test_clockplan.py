@@ -11,7 +11,7 @@ from farm.engine.clockplan import (
     plan_clocks,
     resolve_level,
 )
-from farm.spec.clocks import ClockLevel, ClockMode, Clocks
+from farm.experiment.clocks import ClockLevel, ClockMode, Clocks
 
 LITTLE = CpuTable(
     "/sys/devices/system/cpu/cpufreq/policy0",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from farm.engine.clockplan import ClockAbilities, CpuTable, GpuTable, plan_clocks
 from farm.engine.clocks import ClockRestore, mismatches, parse_clock_tables, pin_writes, restore_writes
 from farm.engine.thermal import ThrottleReport, judge, parse_sample, throttle_decision
-from farm.spec.clocks import Clocks, OnThrottle
+from farm.experiment.clocks import Clocks, OnThrottle
 from farm.store import Outcome, RunState
 
 P0 = "/sys/devices/system/cpu/cpufreq/policy0"

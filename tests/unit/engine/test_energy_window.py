@@ -8,7 +8,7 @@ import pytest
 
 from farm.engine.measurement import EnergyWindow, energy_window, gauge_interval_s
 from farm.engine.model import IdleBaseline
-from farm.spec import load_text
+from farm.experiment import load_text
 
 SLOW = 10.0  # s between updates, a Nexus 6P-like gauge
 

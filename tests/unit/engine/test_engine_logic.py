@@ -12,9 +12,9 @@ from farm.engine.onphone import gpu_busy_path, last_achieved_load, load_argv
 from farm.engine.planner import plan
 from farm.engine.runner import matches_selector, planned_rows, select_phones
 from farm.engine.scheduler import gates_of
+from farm.experiment import load_text
+from farm.experiment.sections import Intensity, RetryOn
 from farm.fleet.inventory import Phone, PhoneState
-from farm.spec import load_text
-from farm.spec.sections import Intensity, RetryOn
 from farm.store import Outcome, RunState
 from farm.telemetry.probe import GpuFamily, capabilities_of
 from farm.telemetry.sampler import SourceFormat, default_sources

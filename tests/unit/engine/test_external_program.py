@@ -29,10 +29,10 @@ from farm.engine.lifecycle import killed_by
 from farm.engine.measurement import requirements_of
 from farm.engine.model import PreparedPhone, RunJob
 from farm.engine.program import benchmark_argv, job_arguments, output_metrics
+from farm.experiment import load_text
+from farm.experiment.external import Abi, OutputSpec
+from farm.experiment.programs import Program
 from farm.fleet.inventory import Phone, PhoneState
-from farm.spec import load_text
-from farm.spec.external import Abi, OutputSpec
-from farm.spec.programs import Program
 
 SPEC = """\
 name: ext

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from farm.engine.planner import SHARED, PhoneAbilities, estimate_run_s, expand, plan, render_plan, run_id
 from farm.errors import ConfigError
-from farm.spec import Cell, Experiment, load_text
+from farm.experiment import Cell, Experiment, load_text
 
 STUDY = """\
 name: study

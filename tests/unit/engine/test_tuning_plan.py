@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from farm.engine.tuning import chosen_fields, workloads
-from farm.spec import load_text
+from farm.experiment import load_text
 
 GEMM = """\
 name: t

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from farm.experiment import load_text
 from farm.report.model import FigureSpec, PhoneInfo, ReportData
-from farm.spec import load_text
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 

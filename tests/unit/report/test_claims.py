@@ -7,11 +7,11 @@ import re
 from dataclasses import replace
 
 from farm.analysis.verdict import Verdict
+from farm.experiment.sections import Study
 from farm.report.claims import CPU_DEVICE_FP16, CPU_DEVICE_MOVES, claim_checks
 from farm.report.frame import tidy_frame
 from farm.report.render import render_html, render_markdown
 from farm.report.studies import study_section
-from farm.spec.sections import Study
 from tests.fixtures.study_samples import PHONES, study_data
 
 

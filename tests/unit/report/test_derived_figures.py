@@ -10,6 +10,7 @@ import pytest
 
 from farm.analysis.aggregate import GroupStat
 from farm.errors import ConfigError
+from farm.experiment import load_text
 from farm.report.derived_figures import (
     crossover_bands,
     crossover_marks,
@@ -22,7 +23,6 @@ from farm.report.figures import best_stat
 from farm.report.model import FigureSpec, ReportData
 from farm.report.query import figure_specs
 from farm.report.render import render_html
-from farm.spec import load_text
 
 DEVICE = "lab1/nexus6p-01"
 SPEEDUP = FigureSpec(x="gpu_load", relative_to=("backend", "cpu"), speedup=True, where=(("hidden", (128,)),))

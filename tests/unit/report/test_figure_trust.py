@@ -8,12 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from farm.analysis.catalogue import axis_label, describe
+from farm.experiment import load
+from farm.experiment.sections import FigureKind
 from farm.report.derived_figures import render_figures
 from farm.report.figures import drawn_key
 from farm.report.query import figure_specs, table_specs
 from farm.report.studies import study_section
-from farm.spec import load
-from farm.spec.sections import FigureKind
 from tests.fixtures.study_samples import data_for, mobirnn_metrics, study_data
 
 REPO = Path(__file__).resolve().parents[3]

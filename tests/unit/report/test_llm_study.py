@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
+from farm.experiment import load_text
 from farm.report.llm_study import Verdict, llm_verdicts, model_label
 from farm.report.model import PhoneInfo, ReportData
 from farm.report.query import figure_specs, table_specs
 from farm.report.studies import study_section
-from farm.spec import load_text
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 from tests.fixtures.study_samples import numbers_not_in_tables

@@ -4,11 +4,11 @@ from pathlib import Path
 import pytest
 from report_sample import DECLARED, EVIL, build_report_data
 
+from farm.experiment.sections import FigureKind
 from farm.report.derived_figures import render_figures
 from farm.report.figures import RenderedFigure, figures_for, render_figure
 from farm.report.model import FigureSpec, ReportData
 from farm.report.render import render_html, render_markdown, write_report
-from farm.spec.sections import FigureKind
 
 
 @pytest.fixture(scope="module")

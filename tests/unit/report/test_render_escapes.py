@@ -9,12 +9,12 @@ from dataclasses import replace
 
 from report_sample import DECLARED, build_report_data
 
+from farm.experiment.sections import FigureKind
 from farm.report.export import tidy_csv
 from farm.report.figures import render_figure
 from farm.report.model import FigureSpec, ReportData
 from farm.report.render import render_html, render_markdown
 from farm.safe_text import markdown, terminal
-from farm.spec.sections import FigureKind
 
 ESC = "\x1b[31mRED\x1b]0;owned\x07"
 MODEL = f"Pixel{ESC}"

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from farm.engine.runner import spec_json
+from farm.experiment import load_text
 from farm.report.query import load_report_data
-from farm.spec import load_text
 from farm.store import Store
 from farm.store import runs as run_store
 from farm.store.runs import PlannedRun

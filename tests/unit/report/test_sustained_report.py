@@ -11,10 +11,10 @@ import numpy as np
 from farm.analysis.iterations import Iterations
 from farm.analysis.series import Series, SeriesTrace
 from farm.analysis.sustained import sustained_series
+from farm.experiment import load_text
 from farm.report.model import PhoneInfo, ReportData
 from farm.report.render import all_figures, render_html, render_markdown
 from farm.report.sustained_figure import SPEC, sustained_figure
-from farm.spec import load_text
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 

@@ -12,11 +12,11 @@ import pytest
 from report_sample import build_report_data
 
 from farm.analysis.validity import Check, Validity
+from farm.experiment.sections import FigureKind
 from farm.report.export import tidy_csv
 from farm.report.figures import level_colors, render_figure
 from farm.report.model import FigureSpec, ReportData
 from farm.report.tables import cells, quality_notes
-from farm.spec.sections import FigureKind
 
 FLAGGED = Validity({Check.NOT_THROTTLED: False, Check.MIN_DURATION: True})
 

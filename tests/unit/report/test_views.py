@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from farm.errors import ConfigError
+from farm.experiment import load_text
 from farm.report.model import ReportData, TableSpec
 from farm.report.render import render_html
 from farm.report.tables import cells
 from farm.report.views import render_table
-from farm.spec import load_text
 
 
 def _latencies(data: ReportData, device: str, **factors: object) -> list[float]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from farm.engine.runner import spec_json
-from farm.spec import load_text
+from farm.experiment import load_text
 from farm.store import Metric, Store
 from farm.store import runs as run_store
 from farm.store.runs import PlannedRun

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from farm.errors import ConfigError
+from farm.experiment import load_text
 from farm.schedule.nightly import is_nightly_of, nightly_name, parse_nightly, rename_spec
-from farm.spec import load_text
 
 SLOT = datetime(2026, 11, 29, 2, 0, 7, 999, tzinfo=UTC)
 

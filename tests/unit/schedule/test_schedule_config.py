@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from farm.errors import ConfigError
-from farm.remote.config import parse_config
+from farm.fleet.farm_yaml import parse_config
 from farm.schedule.config import find_schedule, parse_schedules
 from farm.schedule.model import CatchUp
 

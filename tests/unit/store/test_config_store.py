@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from farm.errors import ConfigError
-from farm.remote.config import parse_config
+from farm.fleet.farm_yaml import parse_config
 
 
 def test_store_is_read_with_its_line() -> None:
