@@ -26,7 +26,7 @@
 PROTO=1
 dir= cache= battery=0 bat_dir= screen=0 charge_node= charge_off= charge_on= root_way=direct
 cool=0 temps= policies= kgsl= clock_nodes= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
-max_bytes=0 affinity= gated=0 screen_restore= hal_first=0
+max_bytes=0 affinity= gated=0 screen_restore= hal_first=0 repin= clock_pins=
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -39,7 +39,8 @@ while [ "$#" -gt 0 ]; do
         dir|cache|battery|bat_dir|screen|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
         kgsl|clock_nodes|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|\
-        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes|affinity|gated|screen_restore|hal_first)
+        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes|affinity|gated|screen_restore|hal_first|\
+        repin|clock_pins)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
       esac ;;
@@ -216,6 +217,38 @@ throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status:
   } | block throttle
 }
 
+repinned=0
+repin_once() {  # $1: ms since the benchmark began. A pinned node that no longer reads its pin
+  # (a power HAL's hint rewrote it: farm.engine.clockhold) is written again, once a run: every
+  # broken node as root (repin=pin), or fixed performance mode asked again (repin=fixed). The
+  # run stays flagged (the drift was seen while it measured); the host records when.
+  [ "$repinned" = 0 ] && [ -n "$repin" ] && [ -n "$clock_pins" ] || return 0
+  at=$1
+  eval "set -- $clock_pins"  # node pin node pin ...
+  broken=
+  while [ "$#" -ge 2 ]; do
+    val "$1"
+    [ "$v" = "$2" ] || broken="$broken $1"
+    shift 2
+  done
+  [ -n "$broken" ] || return 0
+  repinned=1
+  if [ "$repin" = fixed ]; then
+    cmd power set-fixed-performance-mode-enabled true > /dev/null 2>&1 && how=fixed || how=failed
+  else
+    how=
+    eval "set -- $clock_pins"
+    while [ "$#" -ge 2 ]; do
+      case " $broken " in
+        *" $1 "*) if root_write "$2" "$1"; then how=${how:-$way_used}; else failed=1; fi ;;
+      esac
+      shift 2
+    done
+    [ "${failed:-0}" = 1 ] && how=failed
+  fi
+  say "repin $at ${how:-failed}$broken"
+}
+
 start_mem() {  # the memory sampler on the benchmark's pid; without it the benchmark is told to go
   if [ -n "$mem" ] && [ -n "$bpid" ]; then
     eval "set -- $mem"
@@ -257,6 +290,7 @@ wait_bench() {  # until the benchmark ends, the run timeout or the stop file
       else
         throttle_sample
       fi
+      repin_once "$t"
       next_throttle=$((next_throttle + throttle_ms))
     fi
     say "beat $t"

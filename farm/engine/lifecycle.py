@@ -19,6 +19,7 @@ call timeout -> LOST; the cancel event set (Ctrl-C) -> INTERRUPTED. The schedule
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from farm.device import controls
 from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
-from farm.engine.clockhold import clocks_held
+from farm.engine.clockhold import Reapplied, clocks_held
 from farm.engine.collect import ARTIFACTS, discharge_of, env_document, parse_environment
 from farm.engine.conditions import (
     charging_control,
@@ -225,6 +226,11 @@ def execute_run(
         if result.clock_hold is not None and not result.clock_hold.held:
             drifts = "; ".join(d.describe() for d in result.clock_hold.drifts)
             result.notes.append(f"clock pins did not hold: {drifts}")
+        repinned = report.repinned
+        if result.clock_hold is not None and repinned is not None:
+            again = Reapplied(repinned.at_ms / 1000, repinned.how, repinned.nodes)
+            result.clock_hold = dataclasses.replace(result.clock_hold, reapplied=again)
+            result.notes.append(again.describe())
         result.affinity = report.affinity
         result.temperature_trace = hal_temperature_trace(report.throttle_samples)
         narrowed = report.affinity.note() if report.affinity is not None else None

@@ -26,6 +26,7 @@ from farm.engine.model import Gates, PreparedPhone, RunJob
 from farm.engine.onphone import CL_CACHE_DIR, LOAD, SAMPLER, TRACE, RunDir, gpu_busy_path, load_argv
 from farm.engine.program import program_argv
 from farm.engine.steering import SteeringPlan, settle_limit_s
+from farm.experiment.clocks import ClockMode
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.sampler import default_sources, sampler_argv
 
@@ -55,6 +56,8 @@ BATTERY_POLL_S = 5.0
 COOL_POLL_S = 1.0
 # The phone files a run brings back (farm.engine.collect.ARTIFACTS names what they become).
 RUN_FILES = ("bench.out", "bench.err", TRACE, "gpuload.out", "gpuload.err", "sampler.err", "mem.bin")
+# How the script re-applies each clock mode's pin (farm-run.sh repin_once).
+_REPIN_WAYS = {ClockMode.PIN: "pin", ClockMode.FIXED_PERFORMANCE: "fixed"}
 # farm.device.controls' names of the root-write ways -> the script's.
 _ROOT_WAYS = {"direct": "direct", "su -c": "su-c", "su 0": "su-0"}
 
@@ -126,8 +129,10 @@ def run_script_argv(
         "hal_first": "0" if any(zone.node.usable for zone in caps.thermal) else "1",
         "policies": block([p.dir for p in caps.cpu_policies]),
         "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",
-        # Every pinned node, read with each throttle sample (farm.engine.clockhold).
+        # Every pinned node, read with each throttle sample (farm.engine.clockhold), and what
+        # it should read: a broken pin is applied again once (repin_once).
         "clock_nodes": block(list(prepared.clocks.readback) if prepared.clocks is not None else []),
+        **_repin(prepared),
         "throttle_ms": _ms(THROTTLE_POLL_S),
         "status_ms": _ms(STATUS_POLL_S),
         "timeout_ms": _ms(gates.run_timeout_s),
@@ -167,6 +172,16 @@ def run_script_argv(
     taskset = prepared.clocks.taskset_prefix() if prepared.clocks is not None else []
     bench = [*taskset, *gated_argv(list(program_argv(prepared, job)), run_dir)]
     return ["sh", script, *(f"{key}={value}" for key, value in params.items()), "--", *bench]
+
+
+def _repin(prepared: PreparedPhone) -> dict[str, str]:
+    """How the script re-applies a pin the phone broke mid-run: root writes of the pinned values
+    (pin) or fixed performance mode asked again; {} when nothing is held."""
+    clocks = prepared.clocks
+    if clocks is None or not clocks.readback or clocks.mode not in _REPIN_WAYS:
+        return {}
+    pairs = [text for node, value in clocks.readback.items() for text in (node, value.strip())]
+    return {"repin": _REPIN_WAYS[clocks.mode], "clock_pins": block(pairs)}
 
 
 def _idle_gate(caps: Capabilities, gates: Gates) -> dict[str, str]:

@@ -141,6 +141,15 @@ class Ended:
 
 
 @dataclass(frozen=True)
+class Repinned:
+    """The script wrote a broken clock pin again (once a run)."""
+
+    at_ms: int
+    how: str  # the root way, fixed (performance mode asked again) or failed
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ScreenRestored:
     """The script put the phone's own screen timeout back."""
 
@@ -174,6 +183,7 @@ Event = (
     | BatteryStateSeen
     | ScreenSeen
     | ScreenRestored
+    | Repinned
     | LoadExit
     | GpuIdle
     | Beat
@@ -209,6 +219,8 @@ def parse_line(line: str) -> Event:
         return BatteryStateSeen(first, state)
     if tag == "screen" and first in ("start", "end"):
         return ScreenSeen(first, None if second in (None, "-") else second)
+    if tag == "repin" and first is not None and second is not None:
+        return Repinned(_int(first) or 0, second, tuple(fields[2:]))
     if tag == "screen-timeout" and first == "restored":
         return ScreenRestored()
     if tag == "load-exit":
@@ -279,6 +291,7 @@ class RunReport:
     screen_start: str | None = None  # wakefulness before the benchmark (Awake | Asleep | ...)
     screen_end: str | None = None  # ... and after it
     screen_restored: bool = False  # the script put the phone's own screen timeout back
+    repinned: Repinned | None = None  # a broken clock pin the script wrote again
     battery_source: str | None = None  # what the battery gate read: power_supply | dumpsys battery
     temperature_source: str | None = None  # the cooldown gate: thermal nodes | battery (...)
     root_way: str | None = None  # how root writes worked on this phone (script's name)
@@ -425,6 +438,8 @@ class Steering:
                 report.screen_end = event.wakefulness
             case ScreenRestored():
                 report.screen_restored = True
+            case Repinned():
+                report.repinned = event
             case LoadExit():
                 report.load_exit_code = event.code
             case GpuIdle():

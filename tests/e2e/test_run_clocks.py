@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from vphone.profiles import load_profile
 
 from farm.device.session import DeviceSession
 from farm.store import RunState
@@ -162,8 +163,17 @@ def test_fixed_performance_mode_on_an_android_11_phone_is_applied_and_turned_off
     assert done.returncode == 0, done.stderr
     with open_store(results) as store:
         run = run_store.list_runs(store, "fixed")[0]
-        assert _env(results, run)["clocks"]["mode"] == "fixed_performance"  # type: ignore[index]
+        env = _env(results, run)
+        assert env["clocks"]["mode"] == "fixed_performance"  # type: ignore[index]
         assert device_store.clocks_marked(store) == set()
+    # Read back by its effect (dumpsys power shows no such mode): the nodes the profile's HAL sets.
+    fixed = load_profile("mali-tensor").fixed_performance
+    assert fixed is not None
+    readback = env["clocks"]["readback"]  # type: ignore[index]
+    last = f"/sys/devices/system/cpu/cpufreq/policy{load_profile('mali-tensor').cpu.first_cpus()[-1]}"
+    top = str(fixed.cpu_khz[-1])
+    assert readback[f"{last}/scaling_max_freq"] == readback[f"{last}/scaling_min_freq"] == top
+    assert env["clocks_held"]["held"] is True and env["clocks_held"]["samples"] >= 1  # type: ignore[index]
 
 
 def test_a_hot_phone_throttles_and_on_throttle_retry_runs_it_again(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

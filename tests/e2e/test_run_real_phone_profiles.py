@@ -111,6 +111,13 @@ def test_a_power_hal_boost_mid_run_breaks_the_pin_and_the_run_says_its_clocks_di
     assert any(d["node"].endswith("/scaling_min_freq") for d in held["drifts"])
     assert metrics["valid_clocks_held"] == 0.0 and metrics["valid"] == 0.0
     assert any(note.startswith("clock pins did not hold") for note in env["notes"])
+    # The script wrote the broken pin again, once, as root, and said when: the run stays flagged
+    # (the drift was seen while it measured).
+    again = held["reapplied"]
+    assert again is not None and again["how"] in ("direct", "su-c", "su-0"), again
+    assert any(node.endswith("/scaling_min_freq") for node in again["nodes"]), again
+    assert 0 <= again["at_s"] <= 30
+    assert any(note.startswith(f"clock pins re-applied at {again['at_s']:g} s") for note in env["notes"])
 
 
 def test_pixel7_cooldown_and_temperature_trace_come_from_the_thermal_hal(
