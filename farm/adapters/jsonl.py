@@ -32,7 +32,7 @@ from farm.adapters.output import (
 )
 from farm.analysis.benchmark_metrics import benchmark_metrics
 from farm.analysis.iterations import event_kind, measured_iterations, result_event
-from farm.analysis.metric import Metric
+from farm.metric import Metric
 
 ADAPTER = "jsonl"
 # The program's own `result` numbers are kept as program_<key>; the unit comes from the key's end.

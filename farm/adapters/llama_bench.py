@@ -32,7 +32,7 @@ from farm.adapters.output import (
     stderr_tail,
 )
 from farm.analysis.llm import BenchTest, bench_metrics
-from farm.analysis.metric import Metric
+from farm.metric import Metric
 
 ADAPTER = "llama_bench"
 _LOAD_TIME = re.compile(r"\bload time\s*=\s*([0-9.]+)\s*ms")

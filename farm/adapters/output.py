@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from farm.analysis.iterations import Iterations
-from farm.analysis.metric import Metric
 from farm.errors import FarmError
+from farm.metric import Metric
 
 # How much of stderr a failure quotes: the end, where a crashing program says why.
 STDERR_TAIL_CHARS = 300

@@ -39,7 +39,7 @@ from farm.adapters.output import (
     require_text,
     stderr_tail,
 )
-from farm.analysis.metric import Metric
+from farm.metric import Metric
 
 ADAPTER = "regex"
 MetricName = Annotated[str, StringConstraints(strict=True, pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]

@@ -41,7 +41,7 @@ from farm.adapters.output import (
     require_text,
     stderr_tail,
 )
-from farm.analysis.metric import Metric
+from farm.metric import Metric
 
 ADAPTER = "tflite"
 US_PER_MS = 1000.0

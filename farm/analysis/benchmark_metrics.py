@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from farm.analysis.iterations import event_kind, result_event
-from farm.analysis.metric import Metric
+from farm.metric import Metric
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from farm.analysis.metric import Metric
 from farm.analysis.regression import Direction
+from farm.metric import Metric
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ import numpy as np
 from farm.analysis import stats
 from farm.analysis.benchmark_metrics import benchmark_metrics
 from farm.analysis.iterations import Iterations, measured_iterations
-from farm.analysis.metric import Metric
 from farm.analysis.power import BatteryCalibration, battery_power, window_power_mw
 from farm.analysis.series import DEFAULT_SOURCES, Series, SourceNames, TraceLike, step_mean
+from farm.metric import Metric
 
 # Achieved GPU load within this many percentage points of the target counts as reached.
 GPU_LOAD_TOLERANCE_PP = 5.0

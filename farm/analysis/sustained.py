@@ -21,9 +21,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from farm.analysis.iterations import Iterations
-from farm.analysis.metric import Metric
 from farm.analysis.metrics import temperature_source, to_celsius, to_mhz
 from farm.analysis.series import DEFAULT_SOURCES, Series, SourceNames, TraceLike
+from farm.metric import Metric
 
 INITIAL_SHARE = 0.1
 STEADY_SHARE = 0.25

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from farm.analysis.metric import Metric
+from farm.metric import Metric
 
 FLAG_PREFIX = "valid_"
 VALID = "valid"  # the latency conjunction; what figures and cell statistics filter on

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import click
 
-from farm.analysis.metrics import Metric, metrics_by_name
+from farm.analysis.metrics import metrics_by_name
 from farm.cli.json_output import echo_json
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
 from farm.experiment.sections import SLUG_PATTERN
+from farm.metric import Metric
 from farm.store import views
 from farm.store.db import Store
-from farm.store.runs import Metric as StoredMetric
 from farm.store.runs import PlannedRun, save_experiment, store_imported
 from farm.telemetry.trepn import TrepnExport, read_trepn_csv, trepn_power_metrics
 
@@ -70,7 +70,7 @@ def _store_runs(
     for seq, (path, metrics) in enumerate(results):
         run_id = import_run_id(experiment, path.read_bytes())
         planned = PlannedRun(run_id, path.stem, (("file", path.stem),), 0, phone, seq)
-        runs.append((planned, [StoredMetric(m.name, m.value, m.unit) for m in metrics]))
+        runs.append((planned, [Metric(m.name, m.value, m.unit) for m in metrics]))
     kept = store_imported(store, experiment, runs, phone)
     return [path for (run, _), (path, _) in zip(runs, results, strict=True) if run in kept]
 

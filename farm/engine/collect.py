@@ -15,7 +15,6 @@ import numpy as np
 import farm
 from farm.adapters.jsonl import parse_event_lines
 from farm.analysis.discharge import BatteryState, DischargeEvidence, DischargeProof, judge_discharge
-from farm.analysis.metric import Metric as AnalysisMetric
 from farm.analysis.metrics import compute_run_metrics
 from farm.analysis.power import BatteryCalibration, calibrate
 from farm.analysis.series import Series, TraceLike
@@ -119,6 +118,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "gpu_load_target": job.gpu_load,
         "gpu_load_achieved": result.load_achieved,
         "notes": list(result.notes),
+        "load_note": result.load_note,
         "charging_control": control.node if control else None,
         "telemetry_lost": [loss.to_json() for loss in lost_telemetry(prepared.caps)],
     }
@@ -355,8 +355,8 @@ def compute_metrics(
     else:
         computed = compute_run_metrics(events, trace, calibration, idle_power_mw, target_gpu_load)
         if parsed is not None:
-            computed.append(AnalysisMetric(GRANULARITY_METRIC, 1.0, "bool"))
-    metrics = [Metric(m.name, float(m.value), m.unit) for m in computed]
+            computed.append(Metric(GRANULARITY_METRIC, 1.0, "bool"))
+    metrics = list(computed)
     if charging_disabled is None:
         return metrics
     if not charging_disabled or energy_invalid is not None:

@@ -140,7 +140,7 @@ def measurement_metrics(
     extra += energy_window_of(experiment, prepared).to_metrics()
     if experiment.measurement.sustained_s is not None and artifacts is not None:
         extra += sustained_of(artifacts)
-    values = {m.name: m.value for m in [*computed, *extra] if m.value is not None}
+    values = {m.name: m.value for m in [*computed, *extra] if m.measured}
     if result.throttle is not None:
         # Any sign counts: the GPU clock drop in the trace, a CPU or GPU cap, the thermal status.
         values["throttled"] = float(values.get("throttled", 0.0) >= 0.5 or result.throttle.throttled)

@@ -26,7 +26,6 @@ from farm.adapters import Granularity, OutputError, ProgramOutput
 from farm.adapters.output import GRANULARITY_METRIC
 from farm.analysis.iterations import Iterations
 from farm.analysis.llm import energy_per_token_metrics
-from farm.analysis.metric import Metric
 from farm.analysis.metrics import latency_metrics, telemetry_metrics
 from farm.analysis.power import BatteryCalibration
 from farm.analysis.series import DEFAULT_SOURCES, TraceLike
@@ -36,6 +35,7 @@ from farm.experiment.expand import Cell
 from farm.experiment.model import Experiment
 from farm.experiment.programs import NO_OPENCL, Program
 from farm.experiment.template import ASSET_PREFIX, render
+from farm.metric import Metric
 
 
 def job_arguments(

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import StoreError
+from farm.metric import Metric, value_of
 from farm.store.db import Store
-from farm.store.runs import Metric, Outcome, RunState, finish, list_runs
+from farm.store.runs import Outcome, RunState, finish, list_runs
 
 PENDING_NAME = "pending-result.json"
 STALE_NAME = "pending-result.stale.json"
@@ -58,7 +59,9 @@ class PendingResult:
             load_target=doc.get("load_target"),
             load_achieved=doc.get("load_achieved"),
             env=doc.get("env"),
-            metrics=tuple(Metric(m["name"], m["value"], m["unit"]) for m in doc.get("metrics") or ()),
+            metrics=tuple(
+                Metric(m["name"], value_of(m["value"]), m["unit"]) for m in doc.get("metrics") or ()
+            ),
         )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from farm.metric import Metric, value_of
 from farm.store.backend import Connection, Row
 from farm.store.db import Store
 from farm.store.location import check_component, check_relative_run_dir
@@ -65,13 +66,6 @@ class StoredRun:
     reason: str | None
     ran_on: str | None
     artifacts_dir: str | None
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    value: float | None
-    unit: str
 
 
 def _row_to_run(row: Row) -> StoredRun:
@@ -410,7 +404,7 @@ def _put_metrics(conn: Any, run_id: str, metrics: Sequence[Metric]) -> None:
 
 def get_metrics(store: Store, run_id: str) -> list[Metric]:
     rows = store.query("SELECT name, value, unit FROM metrics WHERE run_id = ? ORDER BY name", (run_id,))
-    return [Metric(r["name"], r["value"], r["unit"]) for r in rows]
+    return [Metric(r["name"], value_of(r["value"]), r["unit"]) for r in rows]
 
 
 _ORPHANED = (

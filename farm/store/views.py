@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from farm.store.db import Store
 from farm.store.runs import Outcome, RunState
@@ -68,14 +69,14 @@ class MetricSample:
     value: float
 
 
+def _json_object(text: str | None) -> Mapping[str, Any]:
+    """A stored JSON object (factors, env); anything else, or nothing, is an empty one."""
+    value = json.loads(text) if text else {}
+    return value if isinstance(value, dict) else {}
+
+
 def _factors(text: str | None) -> Mapping[str, FactorValue]:
-    value = json.loads(text) if text else {}
-    return value if isinstance(value, dict) else {}
-
-
-def _json_object(text: str | None) -> Mapping[str, object]:
-    value = json.loads(text) if text else {}
-    return value if isinstance(value, dict) else {}
+    return _json_object(text)
 
 
 def state_counts(store: Store, experiment: str) -> dict[RunState, StateCount]:

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from farm.analysis.metrics import Metric
 from farm.analysis.power import energy_mj
 from farm.analysis.series import Series, SeriesTrace
 from farm.errors import ConfigError
+from farm.metric import Metric
 
 STATISTICS_MARKER = "System Statistics:"
 _HEADER_RE = re.compile(r"^\s*(?P<name>[^\[]*?)\s*\[(?P<unit>[^\]]*)\]\s*(?P<rest>.*)$")

@@ -71,7 +71,7 @@ def _seed_earlier_nights(results: Path, template_night: str) -> None:
                 latency = next(
                     m for m in run_store.get_metrics(store, run.run_id) if m.name == "latency_median_ms"
                 )
-                assert latency.value is not None
+                assert latency.measured
                 run_store.put_metrics(
                     store, seeded.run_id, [Metric(latency.name, latency.value * SEEDED_SCALE, "ms")]
                 )

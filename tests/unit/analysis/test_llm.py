@@ -12,8 +12,8 @@ from farm.analysis.llm import (
     energy_per_token_metrics,
     phase_window_metrics,
 )
-from farm.analysis.metric import Metric
 from farm.analysis.regression import direction_of
+from farm.metric import Metric
 
 
 def _test(n_prompt: int, n_gen: int, *samples_ns: int) -> BenchTest:

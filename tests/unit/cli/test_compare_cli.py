@@ -11,8 +11,9 @@ import pytest
 
 from farm.analysis.validity import Check, Validity
 from farm.cli.main import main
+from farm.metric import Metric
 from farm.store.db import Store
-from farm.store.runs import Metric, PlannedRun, insert_planned, put_metrics, save_experiment
+from farm.store.runs import PlannedRun, insert_planned, put_metrics, save_experiment
 
 PHONES = ("local/phone-a", "local/phone-b")
 REPS = 7  # 6 valid a side: exact p down to 0.002, Holm over 2 phones 0.004

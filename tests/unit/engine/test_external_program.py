@@ -13,7 +13,6 @@ import pytest
 
 from farm.adapters import Granularity, ProgramOutput
 from farm.adapters.output import GRANULARITY_METRIC
-from farm.analysis.metric import Metric
 from farm.analysis.series import Series, SeriesTrace
 from farm.device.session import ShellResult
 from farm.engine.collect import compute_metrics
@@ -33,6 +32,7 @@ from farm.experiment import load_text
 from farm.experiment.external import Abi, OutputSpec
 from farm.experiment.programs import Program
 from farm.fleet.inventory import Phone, PhoneState
+from farm.metric import Metric
 
 SPEC = """\
 name: ext

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from farm.cli.main import main
+from farm.metric import Metric
 from farm.store import events as store_events
 from farm.store.db import Store
 from farm.store.devices import record_device
 from farm.store.events import EventKind
-from farm.store.runs import Metric, PlannedRun, insert_planned, put_metrics, save_experiment
+from farm.store.runs import PlannedRun, insert_planned, put_metrics, save_experiment
 from tests.fixtures.trepn_exports import TREPN_DIR
 
 EVIL = "<script>alert(1)</script>"

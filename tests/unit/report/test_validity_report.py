@@ -25,7 +25,7 @@ def _with_an_invalid_outlier() -> tuple[ReportData, str]:
     """The sample study with one run 1000x slower, flagged not valid (throttled)."""
     data = build_report_data()
     victim = next(r for r in data.runs if r.factors["backend"] == "cpu" and r.repetition == 0)
-    flags = {m.name: m.value for m in FLAGGED.to_metrics() if m.value is not None}
+    flags = {m.name: m.value for m in FLAGGED.to_metrics() if m.measured}
     slow = {**victim.metrics, "latency_median_ms": victim.metrics["latency_median_ms"] * 1000, **flags}
     runs = tuple(dataclasses.replace(r, metrics=slow) if r is victim else r for r in data.runs)
     return dataclasses.replace(data, runs=runs), victim.run_id
