@@ -12,7 +12,8 @@
 #
 # Steps: run folder; battery (the power_supply node; the host answers go|wait|stop); the screen
 # held on; charging off as root, read back (the battery's status and level after it); cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
-# benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; wait with
+# benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; its CPU
+# mask, cpuset and cgroups read back; wait with
 # the run timeout, a stop file and heartbeats, throttle samples (the caps and the pinned clock
 # nodes every throttle_ms, dumpsys thermalservice's status every status_ms); stop load and
 # samplers; battery reset and charging back on; environment; the run's files as one bundle; done.
@@ -25,7 +26,7 @@
 PROTO=1
 dir= cache= battery=0 bat_dir= screen=0 charge_node= charge_off= charge_on= root_way=direct
 cool=0 temps= policies= kgsl= clock_nodes= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
-max_bytes=0
+max_bytes=0 affinity= gated=0 screen_restore= hal_first=0 repin= clock_pins=
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -38,7 +39,8 @@ while [ "$#" -gt 0 ]; do
         dir|cache|battery|bat_dir|screen|charge_node|charge_off|charge_on|root_way|cool|temps|policies|\
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
         kgsl|clock_nodes|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|\
-        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes)
+        battery_poll_s|cool_poll_s|settle_poll_s|max_bytes|affinity|gated|screen_restore|hal_first|\
+        repin|clock_pins)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
       esac ;;
@@ -49,6 +51,7 @@ done
 
 top=$$
 woke=0
+hal=0
 reply=go
 ended=
 way_used=
@@ -165,11 +168,25 @@ to_mc() {  # a thermal node's integer value in millidegrees in $mc (as farm.devi
 
 val() {  # the first line of file $1 in $v ("" when unreadable): a builtin read, no process
   v=
-  { IFS= read -r v || [ -n "$v" ]; } < "$1" 2> /dev/null
+  { IFS= read -r v || [ -n "$v" ]; } 2> /dev/null < "$1"  # the error's redirection first
 }
 
-read_temps() {  # each readable thermal node; dumpsys battery when none is. $cool_ok: the hottest
-  # is at or below temp_limit_mc (no need to ask the host)
+hal_temps() {  # dumpsys thermalservice's sections, for the temperatures the thermal HAL reads
+  # ("Current temperatures from HAL:"; farm.device.android.parse_hal_temperatures); shell may
+  # read them (DUMP) where SELinux keeps it out of the thermal zones (Pixel's gs201 policy)
+  dumpsys thermalservice 2> /dev/null | grep -e '^Thermal Status' -e '^Cached temperatures' \
+    -e '^Current temperatures from HAL' -e '^Current cooling devices' -e 'Temperature{'
+}
+
+read_temps() {  # each readable thermal node; the thermal HAL's temperatures first when no thermal
+  # zone is readable (hal_first=1: the host judges them, $hal=1 from then on and the throttle
+  # samples carry them as the run's temperature trace); dumpsys battery when nothing else.
+  # $cool_ok: the hottest node is at or below temp_limit_mc (no need to ask the host)
+  cool_ok=0
+  if [ "$hal_first" = 1 ]; then
+    hal_out=$(hal_temps)
+    case $hal_out in *'Temperature{'*) hal=1; put "$hal_out" | block thermalhal; return 0 ;; esac
+  fi
   eval "set -- $temps"
   n=0
   hottest=
@@ -183,7 +200,6 @@ read_temps() {  # each readable thermal node; dumpsys battery when none is. $coo
   done
   say "end temp"
   [ "$n" = 0 ] && read_battery
-  cool_ok=0
   [ -n "$temp_limit_mc" ] && [ -n "$hottest" ] && [ "$hottest" -le "$temp_limit_mc" ] && cool_ok=1
 }
 
@@ -196,8 +212,41 @@ throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status:
     [ -n "$kgsl" ] && val "$kgsl/thermal_pwrlevel" && echo "kgsl $v"
     eval "set -- $clock_nodes"  # the pinned nodes: a power HAL may rewrite them mid-run
     for f in "$@"; do val "$f"; echo "node $f $v"; done
-    [ "$with_status" = status ] && dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'
+    if [ "$with_status" = status ] && [ "$hal" = 1 ]; then hal_temps
+    elif [ "$with_status" = status ]; then dumpsys thermalservice 2> /dev/null | grep '^Thermal Status'; fi
   } | block throttle
+}
+
+repinned=0
+repin_once() {  # $1: ms since the benchmark began. A pinned node that no longer reads its pin
+  # (a power HAL's hint rewrote it: farm.engine.clockhold) is written again, once a run: every
+  # broken node as root (repin=pin), or fixed performance mode asked again (repin=fixed). The
+  # run stays flagged (the drift was seen while it measured); the host records when.
+  [ "$repinned" = 0 ] && [ -n "$repin" ] && [ -n "$clock_pins" ] || return 0
+  at=$1
+  eval "set -- $clock_pins"  # node pin node pin ...
+  broken=
+  while [ "$#" -ge 2 ]; do
+    val "$1"
+    [ "$v" = "$2" ] || broken="$broken $1"
+    shift 2
+  done
+  [ -n "$broken" ] || return 0
+  repinned=1
+  if [ "$repin" = fixed ]; then
+    cmd power set-fixed-performance-mode-enabled true > /dev/null 2>&1 && how=fixed || how=failed
+  else
+    how=
+    eval "set -- $clock_pins"
+    while [ "$#" -ge 2 ]; do
+      case " $broken " in
+        *" $1 "*) if root_write "$2" "$1"; then how=${how:-$way_used}; else failed=1; fi ;;
+      esac
+      shift 2
+    done
+    [ "${failed:-0}" = 1 ] && how=failed
+  fi
+  say "repin $at ${how:-failed}$broken"
 }
 
 start_mem() {  # the memory sampler on the benchmark's pid; without it the benchmark is told to go
@@ -207,6 +256,25 @@ start_mem() {  # the memory sampler on the benchmark's pid; without it the bench
   else
     : > bench.go
   fi
+}
+
+affinity_readback() {  # where the benchmark will run: the mask in force (toybox `taskset -p`),
+  # its cpuset and cgroups. The kernel intersects a taskset mask with the caller's cpuset and
+  # says nothing (kernel/sched/core.c __sched_setaffinity), so only a read-back shows a narrowed
+  # pin. Read while the memory gate waits (it says so in bench.gate): taskset has pinned the pid,
+  # which execs the program only after the memory sampler started (at most ~5 s here).
+  i=0
+  while [ "$gated" = 1 ] && [ ! -e bench.gate ] && [ ! -f bench.exit ] && [ "$i" -lt 500 ]; do
+    sleep 0.01; i=$((i + 1))
+  done
+  val "/proc/$bpid/comm"
+  {
+    echo "requested ${affinity:--}"
+    echo "comm ${v:--}"
+    taskset -p "$bpid" 2>&1
+    val "/proc/$bpid/cpuset" && echo "cpuset $v"
+    while IFS= read -r line; do echo "cgroup $line"; done 2> /dev/null < "/proc/$bpid/cgroup"
+  } | block affinity
 }
 
 wait_bench() {  # until the benchmark ends, the run timeout or the stop file
@@ -222,6 +290,7 @@ wait_bench() {  # until the benchmark ends, the run timeout or the stop file
       else
         throttle_sample
       fi
+      repin_once "$t"
       next_throttle=$((next_throttle + throttle_ms))
     fi
     say "beat $t"
@@ -285,7 +354,9 @@ hold_screen() {  # the screen on for the whole run, explicitly: the user-activit
   # maximum (the phone's own value restored after) and a wake-up key as activity. `svc power
   # stayon` alone does not hold it: PowerManagerService holds only while BatteryService sees USB
   # power, which `dumpsys battery unplug` fakes away and an input-suspend switch really removes.
-  screen_timeout=$(settings get system screen_off_timeout 2> /dev/null)
+  # The value to restore is the host's (screen_restore: what its store marker keeps, so a run
+  # after one that died holding the screen does not take the maximum for the phone's own).
+  screen_timeout=${screen_restore:-$(settings get system screen_off_timeout 2> /dev/null)}
   settings put system screen_off_timeout 2147483647 > /dev/null 2>&1 && screen_held=1
   input keyevent KEYCODE_WAKEUP > /dev/null 2>&1
 }
@@ -301,7 +372,7 @@ release_screen() {  # the phone's own screen timeout back (none set: the setting
   case $screen_timeout in
     '' | null) settings delete system screen_off_timeout > /dev/null 2>&1 ;;
     *) settings put system screen_off_timeout "$screen_timeout" > /dev/null 2>&1 ;;
-  esac
+  esac && say "screen-timeout restored"
   screen_held=0
 }
 
@@ -438,6 +509,7 @@ if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
   pid_of bench
   bpid=$bg_pid
   say "bench ${bpid:-none}"
+  [ -n "$bpid" ] && affinity_readback
   start_mem
   say "memsampler -"
   wait_bench

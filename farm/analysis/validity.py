@@ -35,6 +35,7 @@ class Check(StrEnum):
     NOT_THROTTLED = "not_throttled"  # no clock cap under load (not checked in sustained mode)
     CLOCKS_AS_REQUESTED = "clocks_as_requested"  # the clock control asked is the one applied
     CLOCKS_HELD = "clocks_held"  # every pinned clock node read its pin all through the run
+    AFFINITY_AS_REQUESTED = "affinity_as_requested"  # the benchmark's CPU mask was the one asked
     CHARGING_DISABLED = "charging_disabled"  # the battery alone powered the phone
     FUEL_GAUGE_READINGS = "fuel_gauge_readings"  # enough fuel-gauge readings for an energy figure
 
@@ -51,6 +52,7 @@ LATENCY_CHECKS = (
     Check.NOT_THROTTLED,
     Check.CLOCKS_AS_REQUESTED,
     Check.CLOCKS_HELD,
+    Check.AFFINITY_AS_REQUESTED,
 )
 CONCERNS: Mapping[Concern, tuple[Check, ...]] = {
     Concern.LATENCY: LATENCY_CHECKS,
@@ -122,6 +124,7 @@ def assess(
     charging_disabled: bool | None,
     clocks_ok: bool | None,
     clocks_held: bool | None = None,
+    affinity_as_requested: bool | None = None,
 ) -> Validity:
     """The flags of one run from its metrics (farm.analysis.metrics names) and what the engine knows
     of its conditions (None: does not apply)."""
@@ -143,6 +146,8 @@ def assess(
         flags[Check.CLOCKS_AS_REQUESTED] = clocks_ok
     if clocks_held is not None:
         flags[Check.CLOCKS_HELD] = clocks_held
+    if affinity_as_requested is not None:
+        flags[Check.AFFINITY_AS_REQUESTED] = affinity_as_requested
     if required.energy:
         if charging_disabled is not None:
             flags[Check.CHARGING_DISABLED] = charging_disabled

@@ -132,3 +132,37 @@ def parse_thermal_c(raw: str) -> float | None:
     magnitude = abs(value)
     celsius = value / 1000.0 if magnitude >= 1000 else value / 10.0 if magnitude >= 150 else value
     return celsius if -40.0 <= celsius <= 150.0 else None
+
+
+# android.os.Temperature's types that are no temperature: battery current limiter voltage,
+# current and percentage (frameworks/base core/java/android/os/Temperature.java TYPE_BCL_*).
+_NOT_TEMPERATURE_TYPES = frozenset({6, 7, 8})
+_HAL_TEMPERATURE = re.compile(
+    r"Temperature\{mValue=(?P<value>-?[0-9.]+(?:[eE]-?[0-9]+)?), "
+    r"mType=(?P<type>-?\d+), mName=(?P<name>[^,}]*)"
+)
+HAL_SECTION = "Current temperatures from HAL"
+THERMAL_HAL_SOURCE = "thermalservice (HAL)"  # a gate's source: dumpsys thermalservice's HAL readings
+
+
+def parse_hal_temperatures(lines: list[str] | tuple[str, ...]) -> dict[str, float]:
+    """`dumpsys thermalservice`'s "Current temperatures from HAL:" section, name -> °C (pure).
+
+    ThermalManagerService.dumpInternal prints the HAL's current readings after that header, one
+    android.os.Temperature.toString() a line ("Temperature{mValue=33.671, mType=0,
+    mName=cpu-0-0-usr, mStatus=0}"), then "Current cooling devices from HAL:"; the "Cached
+    temperatures:" above it are the last values the HAL's callback pushed. The BCL types are
+    voltages, currents and percentages and are left out. The shell user may read it (DUMP) where
+    SELinux refuses it the thermal zones (Pixel's gs201 policy)."""
+    temps: dict[str, float] = {}
+    inside = False
+    for line in lines:
+        if not line.startswith((" ", "\t")) and "Temperature{" not in line:
+            inside = line.startswith(HAL_SECTION)
+            continue
+        found = _HAL_TEMPERATURE.search(line)
+        if inside and found is not None and int(found.group("type")) not in _NOT_TEMPERATURE_TYPES:
+            celsius = float(found.group("value"))
+            if -40.0 <= celsius <= 150.0:
+                temps[found.group("name")] = celsius
+    return temps

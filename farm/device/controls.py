@@ -172,6 +172,13 @@ _RELEASE_SCREEN = (
 )
 
 
+def screen_timeout(session: DeviceSession) -> str | None:
+    """The phone's own screen_off_timeout (`null`: unset), None when it has no `settings`."""
+    result = session.shell(["settings", "get", "system", "screen_off_timeout"])
+    value = result.stdout.strip()
+    return value if result.ok and (value == "null" or value.isdigit()) else None
+
+
 def hold_screen(session: DeviceSession) -> str | None:
     """Hold the screen on; returns the phone's own timeout to restore ("" when unset), None when
     the phone has no `settings` to hold it with."""

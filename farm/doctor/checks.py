@@ -245,7 +245,11 @@ def _fuel_gauge(caps: Capabilities, trial: GaugeTrial | None) -> Finding:
     )
 
 
-def _thermal(caps: Capabilities) -> Finding:
+# dumpsys thermalservice (ThermalManagerService, its HAL temperatures) exists from Android 10.
+THERMALSERVICE_MIN_SDK = 29
+
+
+def _thermal(caps: Capabilities, sdk: int | None = None) -> Finding:
     readable = [z for z in caps.thermal if z.node.usable]
     refused = [z for z in caps.thermal if z.node.present and not z.node.readable]
     battery_temp = caps.battery.temp is not None and caps.battery.temp.usable
@@ -255,6 +259,15 @@ def _thermal(caps: Capabilities) -> Finding:
         )
         return Finding(Check.THERMAL, Status.OK, evidence)
     why = f"{len(refused)} zones refused ({refused[0].node.error})" if refused else "no thermal zones"
+    if sdk is not None and sdk >= THERMALSERVICE_MIN_SDK:
+        return Finding(
+            Check.THERMAL,
+            Status.DEGRADED,
+            f"{why}; the thermal HAL's temperatures through dumpsys thermalservice",
+            ("thermal zone traces at the sampler's rate (the HAL's trace is every 5 s)",),
+            "the cooldown gate and the temperature trace use the HAL's readings (env.json sensors); "
+            "a rooted phone or a vendor policy granting shell sysfs_thermal reads zones",
+        )
     if battery_temp:
         return Finding(
             Check.THERMAL,
@@ -367,7 +380,7 @@ def diagnose(caps: Capabilities, facts: PhoneFacts, trial: GaugeTrial | None) ->
         _charging_switch(caps),
         _discharge(caps, trial),
         _fuel_gauge(caps, trial),
-        _thermal(caps),
+        _thermal(caps, sdk),
         _clock_control(caps, sdk),
         _screen_control(facts),
         _root(caps),

@@ -26,11 +26,12 @@ from farm.analysis.power import BatteryCalibration, battery_power, window_power_
 from farm.analysis.series import DEFAULT_SOURCES, TraceLike
 from farm.device import controls
 from farm.engine.collect import calibration_from_trace, calibration_of
-from farm.engine.conditions import disable_charging, restore_power
+from farm.engine.conditions import disable_charging, mark_screen, restore_power
 from farm.engine.model import Gates, IdleBaseline, PreparedPhone
 from farm.engine.onphone import SAMPLER, TRACE, RunDir, trace_sampler
 from farm.errors import FarmError
 from farm.store import Store
+from farm.store import devices as device_store
 from farm.telemetry.trace import parse_trace
 
 # Gauge readings the idle window needs (after the first one, which may predate charging off).
@@ -142,7 +143,9 @@ def _measure(
     screen_timeout: str | None = None
     try:
         run_dir.create(session)
-        screen_timeout = controls.hold_screen(session)  # as the runs hold it (farm-run.sh)
+        own = mark_screen(prepared, store)  # the marker first: a phone that dies keeps it
+        held = controls.hold_screen(session)  # as the runs hold it (farm-run.sh)
+        screen_timeout = own if own is not None else held
         if gates.disable_charging:
             charging_off = disable_charging(prepared, store, notes)
         if not charging_off:
@@ -170,6 +173,8 @@ def _measure(
         try:
             restore_power(prepared, store, charging_off=charging_off)
             controls.release_screen(session, screen_timeout)  # after charging: stay-on holds again
+            if screen_timeout is not None:
+                device_store.clear_screen_held(store, prepared.phone.device_id)
             session.script('rm -rf "$1"', run_dir.path)
         except FarmError as error:
             notes.append(f"charging not restored yet after the idle baseline: {error}")

@@ -35,9 +35,28 @@ class Drift:
 
 
 @dataclass(frozen=True)
+class Reapplied:
+    """The run script wrote the broken pins again (once a run): when, how, which nodes."""
+
+    at_s: float  # since the benchmark began
+    how: str  # the root way, fixed (performance mode asked again) or failed
+    nodes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"at_s": self.at_s, "how": self.how, "nodes": list(self.nodes)}
+
+    def describe(self) -> str:
+        if self.how == "failed":
+            return f"re-applying the clock pins at {self.at_s:g} s failed ({', '.join(self.nodes)})"
+        return f"clock pins re-applied at {self.at_s:g} s ({self.how}): {', '.join(self.nodes)}"
+
+
+@dataclass(frozen=True)
 class ClockHold:
     samples: int  # samples that read the pinned nodes
     drifts: tuple[Drift, ...]  # one per node that did not hold, first time seen
+    # Broken pins written again; the run stays flagged: the drift was seen while it measured.
+    reapplied: Reapplied | None = None
 
     @property
     def held(self) -> bool:
@@ -51,7 +70,7 @@ class ClockHold:
             "drifts": [
                 {"node": d.node, "pinned": d.pinned, "seen": d.seen, "at_s": d.at_s} for d in self.drifts
             ],
-        }
+        } | ({"reapplied": self.reapplied.to_json()} if self.reapplied is not None else {})
 
 
 def clocks_held(

@@ -51,6 +51,14 @@ _TABLES = (
 _READ = 'for f in "$@"; do printf "%s\\t%s\\n" "$f" "$(cat "$f" 2>/dev/null)"; done'
 
 
+def read_nodes(session: DeviceSession, nodes: Sequence[str]) -> dict[str, str]:
+    """Each node's text in one call ("" when unreadable)."""
+    if not nodes:
+        return {}
+    lines = session.script(_READ, *nodes).stdout.splitlines()
+    return dict(line.split("\t", 1) for line in lines if "\t" in line)
+
+
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(sorted({int(x) for x in text.split() if x.isdigit()}))
 
@@ -129,11 +137,15 @@ class AppliedClocks:
             "notes": list(self.notes),
         }
 
+    def affinity_mask(self) -> str:
+        """The taskset mask in hex ('' for all CPUs: no taskset)."""
+        return f"{sum(1 << c for c in self.affinity_cpus):x}" if self.affinity_cpus else ""
+
     def taskset_prefix(self) -> list[str]:
         """`taskset MASK` for the benchmark's argv (toybox), or nothing for all CPUs."""
         if not self.affinity_cpus:
             return []
-        return ["taskset", f"{sum(1 << c for c in self.affinity_cpus):x}"]
+        return ["taskset", self.affinity_mask()]
 
 
 class ClocksRefused(DevicePermanentError):
@@ -238,7 +250,7 @@ def apply_clocks(
         try:
             if mode is ClockMode.PIN:
                 return _pin(session, store, device_id, spec, plan, abilities)
-            return _fixed_performance(session, store, device_id, spec, plan, _kgsl(abilities))
+            return _fixed_performance(session, store, device_id, spec, plan, abilities)
         except _Refused as refused:
             plan = plan.fallback_after(mode, str(refused))
     if plan.refusal is not None:
@@ -272,9 +284,7 @@ def _pin(
 ) -> AppliedClocks:
     every = pin_writes(plan, abilities)
     nodes = list(dict.fromkeys(n for n, _ in every))
-    before = dict(
-        line.split("\t", 1) for line in session.script(_READ, *nodes).stdout.splitlines() if "\t" in line
-    )
+    before = read_nodes(session, nodes)
     # A node that cannot be read is not there on this kernel (kgsl without pwrlevels): leave it.
     pins = [(node, value) for node, value in every if before.get(node)]
     nodes = [node for node in nodes if before.get(node)]
@@ -314,8 +324,22 @@ def _dirs(nodes: Sequence[str]) -> set[str]:
     return {node.rsplit("/", 1)[0] for node in nodes if node.endswith("_pwrlevel")}
 
 
+def fixed_performance_nodes(abilities: ClockAbilities) -> list[str]:
+    """The nodes fixed performance mode sets (the device's powerhint.json decides the values):
+    every policy's scaling_min/max_freq and the GPU's devfreq min/max_freq (pure)."""
+    nodes = [f"{t.dir}/scaling_{end}_freq" for t in abilities.cpu for end in ("min", "max")]
+    if abilities.gpu is not None:
+        nodes += [f"{abilities.gpu.dir}/{end}_freq" for end in ("min", "max")]
+    return nodes
+
+
 def _fixed_performance(
-    session: DeviceSession, store: Store, device_id: str, spec: Clocks, plan: ClockPlan, kgsl_dir: str | None
+    session: DeviceSession,
+    store: Store,
+    device_id: str,
+    spec: Clocks,
+    plan: ClockPlan,
+    abilities: ClockAbilities,
 ) -> AppliedClocks:
     restore = ClockRestore(fixed_performance=True)
     device_store.mark_clocks_changed(store, device_id, restore.to_json())
@@ -324,15 +348,21 @@ def _fixed_performance(
         device_store.clear_clocks_changed(store, device_id)
         why = (result.stderr or result.stdout).strip().splitlines()
         raise _Refused(why[0] if why else f"exit {result.exit_code}")
+    # Read back: AOSP's PowerManagerService keeps no state for the mode (`cmd power` passes it to
+    # the HAL: setPowerModeChecked -> nativeSetPowerMode) and `dumpsys power` prints none, so the
+    # mode is read back by its effect, the nodes it set; they are then sampled through every run
+    # (farm.engine.clockhold) and the mode asked again once if a hint rewrote them.
+    readback = {n: v for n, v in read_nodes(session, fixed_performance_nodes(abilities)).items() if v}
     return AppliedClocks(
         spec.mode,
         ClockMode.FIXED_PERFORMANCE,
         spec.mode in (ClockMode.FIXED_PERFORMANCE, ClockMode.AUTO),
+        readback=readback,
         affinity=spec.affinity.value,
         affinity_cpus=plan.affinity_cpus,
         notes=plan.notes,
         restore=restore,
-        kgsl_dir=kgsl_dir,
+        kgsl_dir=_kgsl(abilities),
     )
 
 

@@ -18,6 +18,7 @@ from farm.analysis.discharge import BatteryState, DischargeEvidence, DischargePr
 from farm.analysis.metrics import compute_run_metrics
 from farm.analysis.power import BatteryCalibration, calibrate
 from farm.analysis.series import Series, TraceLike
+from farm.device.android import THERMAL_HAL_SOURCE
 from farm.engine.conditions import charging_control, temperature_nodes
 from farm.engine.model import CpuPolicyState, JsonObject, PhoneEnvironment, PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import gpu_busy_path
@@ -134,6 +135,8 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "clocks": prepared.clocks.to_json() if prepared.clocks is not None else None,
         "throttle": result.throttle.to_json() if result.throttle is not None else None,
         "clocks_held": result.clock_hold.to_json() if result.clock_hold is not None else None,
+        "affinity": result.affinity.to_json() if result.affinity is not None else None,
+        "temperature_trace": [{"at_s": t, "max_c": c} for t, c in result.temperature_trace] or None,
         "tuned": [choice.to_json() for choice in prepared.tuned] if prepared.tuned else None,
     }
     document.update({key: value for key, value in reached.items() if value is not None})
@@ -159,6 +162,7 @@ def sensors_document(caps: Capabilities, result: RunResult) -> JsonObject:
     nodes = temperature_nodes(caps)
     battery_temp = caps.battery.temp.path if caps.battery.temp is not None else None
     battery_only = bool(nodes) and all(node == battery_temp for node in nodes)
+    battery_only &= result.temperature_source != THERMAL_HAL_SOURCE  # the HAL came first
     current, voltage = caps.battery.current, caps.battery.voltage
     proof = result.discharge
     calibration = None
@@ -181,6 +185,8 @@ def sensors_document(caps: Capabilities, result: RunResult) -> JsonObject:
             "cpu": [f"{p.dir}/scaling_max_freq" for p in caps.cpu_policies],
             "thermal_status": "dumpsys thermalservice",
         },
+        # Where no thermal node is readable, the thermal HAL's readings with each status sample.
+        "temperature_trace": "dumpsys thermalservice (HAL)" if result.temperature_trace else None,
         "discharge": "power_supply status and capacity, current_now" if proof is not None else None,
     }
 

@@ -10,11 +10,11 @@ farm process (farm.engine.recovery). Runs (farm.engine.lifecycle) and the idle b
 from __future__ import annotations
 
 from farm.device import controls
-from farm.device.android import parse_dumpsys_battery, parse_thermal_c
+from farm.device.android import parse_dumpsys_battery, parse_hal_temperatures, parse_thermal_c
 from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine.model import Gates, PreparedPhone
-from farm.errors import FarmError
+from farm.errors import FarmError, StoreError
 from farm.store import Store
 from farm.store import devices as device_store
 from farm.telemetry.probe import Capabilities
@@ -39,9 +39,15 @@ def temperature_nodes(caps: Capabilities) -> list[str]:
 
 
 def read_temperature_c(prepared: PreparedPhone) -> float | None:
-    """The hottest thermal zone (or the battery when no zone is readable)."""
+    """The hottest thermal zone; with none readable the hottest sensor the thermal HAL shows
+    (`dumpsys thermalservice`, as the run script reads it), else the battery's."""
     nodes = temperature_nodes(prepared.caps)
     temps = []
+    if not any(zone.node.usable for zone in prepared.caps.thermal):
+        dump = prepared.session.shell(["dumpsys", "thermalservice"]).stdout
+        hal = parse_hal_temperatures(dump.splitlines())
+        if hal:
+            return max(hal.values())
     if nodes:
         result = prepared.session.script('for f in "$@"; do cat "$f" 2>/dev/null || echo x; done', *nodes)
         temps = [t for t in (parse_thermal_c(line) for line in result.stdout.splitlines()) if t is not None]
@@ -108,3 +114,39 @@ def restore_power(prepared: PreparedPhone, store: Store, *, charging_off: bool) 
         )
         return True
     return False
+
+
+def mark_screen(prepared: PreparedPhone, store: Store) -> str | None:
+    """Before the screen is held on: the phone's own screen timeout in the store (the marker a
+    phone that dies mid-run keeps, restored when it is back: farm.engine.recovery). Returns the
+    value to restore: an older marker's (an interrupted run left the maximum set) or the one read;
+    None when the phone has no `settings` (the script holds nothing then)."""
+    device_id = prepared.phone.device_id
+    kept = device_store.screen_marker(store, device_id)
+    if kept is not None:
+        return kept
+    timeout = controls.screen_timeout(prepared.session)
+    if timeout is not None:
+        device_store.mark_screen_held(store, device_id, timeout)
+    return timeout
+
+
+def release_screen_marker(
+    prepared: PreparedPhone, store: Store, restored_by_script: bool, notes: list[str]
+) -> None:
+    """After the run: drop the marker once the timeout is back (the script's word, or the host's
+    own restore when the script could not say it); it stays when the phone is gone. A store
+    that fails here must not lose the measured run (the scheduler's outbox keeps it): the marker
+    stays, and the next contact restores a timeout that is already back."""
+    device_id = prepared.phone.device_id
+    try:
+        timeout = device_store.screen_marker(store, device_id)
+        if timeout is None:
+            return
+        if not restored_by_script:
+            controls.release_screen(prepared.session, timeout)
+        device_store.clear_screen_held(store, device_id)
+    except StoreError as error:
+        notes.append(f"screen timeout marker stays in the store until the next start: {error}")
+    except FarmError as error:
+        notes.append(f"screen timeout not restored yet: {error}")

@@ -19,6 +19,7 @@ call timeout -> LOST; the cancel event set (Ctrl-C) -> INTERRUPTED. The schedule
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 from collections.abc import Callable
@@ -32,9 +33,15 @@ from farm.device import controls
 from farm.device.controls import ChargingControl
 from farm.device.session import DeviceSession
 from farm.engine import deploy as deploy_mod
-from farm.engine.clockhold import clocks_held
+from farm.engine.clockhold import Reapplied, clocks_held
 from farm.engine.collect import ARTIFACTS, discharge_of, env_document, parse_environment
-from farm.engine.conditions import charging_control, cooldown_limit_c, restore_power
+from farm.engine.conditions import (
+    charging_control,
+    cooldown_limit_c,
+    mark_screen,
+    release_screen_marker,
+    restore_power,
+)
 from farm.engine.conversation import FileTooLarge, converse
 from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
 from farm.engine.onphone import LOAD, PROBE, SAMPLER, RunDir, last_achieved_load
@@ -46,7 +53,7 @@ from farm.engine.runscript import (
     steering_plan,
 )
 from farm.engine.steering import Ask, BenchEnd, Block, Ended, Event, Question, RunReport, Started, Steering
-from farm.engine.thermal import ThrottleReport, judge
+from farm.engine.thermal import ThrottleReport, hal_temperature_trace, judge
 from farm.errors import DevicePermanentError, DeviceTransientError, EnvironmentProblem, FarmError, StoreError
 from farm.experiment.model import Experiment
 from farm.experiment.programs import Program
@@ -170,8 +177,15 @@ def execute_run(
         if not isinstance(script, str):
             script = session.facts[RUN_SCRIPT_FACT] = install_run_script(session)
         root_way = session.facts.get("root_write")
+        screen_restore = mark_screen(prepared, store)
         argv = run_script_argv(
-            script, prepared, job, gates, run_dir, root_way=root_way if isinstance(root_way, str) else None
+            script,
+            prepared,
+            job,
+            gates,
+            run_dir,
+            root_way=root_way if isinstance(root_way, str) else None,
+            screen_restore=screen_restore,
         )
         result.argv = tuple(benchmark_argv(prepared, job))
         if control is not None:
@@ -201,6 +215,7 @@ def execute_run(
         report = steering.report
         _gates_of(prepared, job, gates, report, control, result)
         _restore(prepared, store, report, marked, gates, result)
+        release_screen_marker(prepared, store, report.screen_restored, result.notes)
         if report.root_way is not None and host_root_way(report.root_way) is not None:
             session.facts["root_write"] = host_root_way(report.root_way)
         result.throttle = _throttle(prepared, report)
@@ -211,6 +226,16 @@ def execute_run(
         if result.clock_hold is not None and not result.clock_hold.held:
             drifts = "; ".join(d.describe() for d in result.clock_hold.drifts)
             result.notes.append(f"clock pins did not hold: {drifts}")
+        repinned = report.repinned
+        if result.clock_hold is not None and repinned is not None:
+            again = Reapplied(repinned.at_ms / 1000, repinned.how, repinned.nodes)
+            result.clock_hold = dataclasses.replace(result.clock_hold, reapplied=again)
+            result.notes.append(again.describe())
+        result.affinity = report.affinity
+        result.temperature_trace = hal_temperature_trace(report.throttle_samples)
+        narrowed = report.affinity.note() if report.affinity is not None else None
+        if narrowed is not None:
+            result.notes.append(narrowed)
         if report.environment_text is not None:
             result.environment = parse_environment(report.environment_text)
         else:

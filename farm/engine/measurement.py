@@ -12,6 +12,7 @@ from farm.analysis.iterations import measured_iterations
 from farm.analysis.layers import LayerResult, parse_layers
 from farm.analysis.sustained import sustained_metrics
 from farm.analysis.validity import Requirements, assess
+from farm.engine.affinity import AffinityReadback
 from farm.engine.collect import read_events
 from farm.engine.model import IdleBaseline, PreparedPhone, RunResult
 from farm.experiment.clocks import ClockMode
@@ -121,6 +122,12 @@ def layers_of(artifacts: Path) -> tuple[LayerResult, ...]:
     return parse_layers(read_events(artifacts / "stdout.jsonl"))
 
 
+def affinity_as_requested(readback: AffinityReadback | None) -> bool | None:
+    """The flag of a run pinned with taskset: its mask read back as asked (None: no judgement)."""
+    narrowed = readback.narrowed if readback is not None else None
+    return None if narrowed is None else not narrowed
+
+
 def measurement_metrics(
     experiment: Experiment,
     prepared: PreparedPhone,
@@ -146,5 +153,6 @@ def measurement_metrics(
         if clocks is not None and clocks.requested is not ClockMode.NONE
         else None,
         clocks_held=result.clock_hold.held if result.clock_hold is not None else None,
+        affinity_as_requested=affinity_as_requested(result.affinity),
     )
     return [*extra, *(Metric(m.name, float(m.value), m.unit) for m in validity.to_metrics())]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from farm.analysis.discharge import DischargeProof
 from farm.device.session import DeviceSession
+from farm.engine.affinity import AffinityReadback
 from farm.engine.clockhold import ClockHold
 from farm.engine.clocks import AppliedClocks
 from farm.engine.deploy import Deployed, ExternalDeployed
@@ -183,6 +184,9 @@ class RunResult:
     argv: tuple[str, ...] | None = None
     throttle: ThrottleReport | None = None  # what the throttle watch saw while it measured
     clock_hold: ClockHold | None = None  # whether the pinned clock nodes read their pins throughout
+    affinity: AffinityReadback | None = None  # the benchmark's CPU mask asked and in force, its cgroups
+    # (s since the watch began, hottest °C) from the thermal HAL where no thermal node is readable
+    temperature_trace: list[tuple[float, float]] = field(default_factory=list)
     environment: PhoneEnvironment | None = None
     metrics: list[Metric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

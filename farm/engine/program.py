@@ -58,7 +58,16 @@ def job_arguments(
 
 
 def benchmark_argv(prepared: PreparedPhone, job: RunJob) -> tuple[str, ...]:
-    """The command line the phone runs for `job` (before the memory gate wraps it)."""
+    """The command line the phone runs for `job` (before the memory gate wraps it): the program's
+    under the affinity's taskset, if any."""
+    argv = program_argv(prepared, job)
+    if prepared.clocks is not None:  # affinity: big | little (toybox taskset), recorded in env.json
+        argv = (*prepared.clocks.taskset_prefix(), *argv)
+    return argv
+
+
+def program_argv(prepared: PreparedPhone, job: RunJob) -> tuple[str, ...]:
+    """The program's own command line for `job` (env, binary, args; no taskset)."""
     binary = prepared.programs[job.program].phone_path
     if job.program is Program.EXTERNAL:
         # toybox env: the variables for this program only, no shell parsing of their values.
@@ -68,8 +77,6 @@ def benchmark_argv(prepared: PreparedPhone, job: RunJob) -> tuple[str, ...]:
         argv = [binary, *job.program_args]
     else:
         argv = [binary, *job.program_args, f"--cl-cache={CL_CACHE_DIR}"]
-    if prepared.clocks is not None:  # affinity: big | little (toybox taskset), recorded in env.json
-        argv = [*prepared.clocks.taskset_prefix(), *argv]
     return tuple(argv)
 
 
@@ -135,6 +142,7 @@ __all__ = [
     "benchmark_argv",
     "job_arguments",
     "output_metrics",
+    "program_argv",
     "program_window_ns",
     "read_output",
 ]

@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+from farm.device import controls
 from farm.device.session import BIN_DIR, DeviceSession
 from farm.engine.baseline import idle_power_mw_of
 from farm.engine.clocks import recover_clocks
@@ -93,10 +94,29 @@ def restore_clocks_marker(store: Store, session: DeviceSession, device_id: str) 
     return restored
 
 
+def restore_screen_marker(store: Store, session: DeviceSession, device_id: str) -> bool:
+    """If farm left this phone's screen timeout at its maximum (a run or baseline that died
+    holding the screen), put the phone's own value back. Returns True when it did."""
+    timeout = device_store.screen_marker(store, device_id)
+    if timeout is None:
+        return False
+    try:
+        controls.release_screen(session, timeout)
+    except FarmError as error:
+        events.emit(store, EventKind.RECOVERY, f"screen timeout not restored: {error}", device_id=device_id)
+        return False
+    device_store.clear_screen_held(store, device_id)
+    events.emit(
+        store, EventKind.RECOVERY, "screen timeout restored after an interrupted run", device_id=device_id
+    )
+    return True
+
+
 def recover_phone(store: Store, session: DeviceSession, device_id: str) -> None:
     kill_stale_processes(session)
     restore_charging_marker(store, session, device_id)
     restore_clocks_marker(store, session, device_id)
+    restore_screen_marker(store, session, device_id)
     session.shell(["dumpsys", "battery", "reset"])
 
 

@@ -29,6 +29,7 @@ from farm.engine.recovery import (
     recover_store,
     restore_charging_marker,
     restore_clocks_marker,
+    restore_screen_marker,
 )
 from farm.engine.scheduler import NoEligiblePhone, Sweep
 from farm.errors import ConfigError, FarmError, StoreError
@@ -145,9 +146,10 @@ def check_plan_size(experiment: Experiment, source: object, growth_bytes: int, r
 
 
 def _restore_left_charging(store: Store, endpoints: Sequence[Endpoint], phones: Sequence[Phone]) -> None:
-    """Phones a dead farm process left with charging off (or clocks changed) get them back now,
-    used or not."""
+    """Phones a dead farm process left with charging off (or clocks changed, or the screen timeout
+    raised) get them back now, used or not."""
     marked = {m.device_id for m in device_store.charging_markers(store)} | device_store.clocks_marked(store)
+    marked |= device_store.screens_marked(store)
     by_host = {endpoint.host: endpoint for endpoint in endpoints}
     for phone in phones:
         if phone.device_id in marked and phone.state is PhoneState.ONLINE and phone.host in by_host:
@@ -155,6 +157,7 @@ def _restore_left_charging(store: Store, endpoints: Sequence[Endpoint], phones: 
             try:
                 restore_charging_marker(store, session, phone.device_id)
                 restore_clocks_marker(store, session, phone.device_id)
+                restore_screen_marker(store, session, phone.device_id)
             except FarmError:
                 continue  # recovery tries again when the phone is used
 

@@ -24,8 +24,9 @@ from farm.engine.conditions import charging_control, cooldown_limit_c, temperatu
 from farm.engine.deploy import source_root
 from farm.engine.model import Gates, PreparedPhone, RunJob
 from farm.engine.onphone import CL_CACHE_DIR, LOAD, SAMPLER, TRACE, RunDir, gpu_busy_path, load_argv
-from farm.engine.program import benchmark_argv
+from farm.engine.program import program_argv
 from farm.engine.steering import SteeringPlan, settle_limit_s
+from farm.experiment.clocks import ClockMode
 from farm.telemetry.probe import Capabilities
 from farm.telemetry.sampler import default_sources, sampler_argv
 
@@ -38,11 +39,14 @@ MEM_LINGER_S = 0.0
 # The benchmark waits at most this long for its memory sampler before it starts anyway.
 MEM_GATE_WAIT_S = 5.0
 MEM_GATE_POLL_S = 0.01
-# `sh -c` script: wait until the memory sampler has opened the pid's status ($0 non-empty) or the
-# host says go ($1), then exec the program in place, so the pid the sampler watches becomes it.
+# `sh -c` script: say it is up ($4: the run script reads the pid's CPU mask and cgroups then,
+# before the program runs), wait until the memory sampler has opened the pid's status ($0
+# non-empty) or the host says go ($1), then exec the program in place, so the pid the sampler
+# watches becomes it.
 _GATED_EXEC = (
-    'i=0; while [ ! -s "$0" ] && [ ! -e "$1" ] && [ "$i" -lt "$2" ]; do sleep "$3"; i=$((i+1)); done; '
-    'shift 3; exec "$@"'
+    ': > "$4"; i=0; '
+    'while [ ! -s "$0" ] && [ ! -e "$1" ] && [ "$i" -lt "$2" ]; do sleep "$3"; i=$((i+1)); done; '
+    'shift 4; exec "$@"'
 )
 BEAT_S = 1.0  # the script's heartbeat while the benchmark runs (the host's idle timeout is longer)
 THROTTLE_POLL_S = 1.0  # the caps (scaling_max_freq, thermal_pwrlevel): sysfs reads, cheap
@@ -52,6 +56,8 @@ BATTERY_POLL_S = 5.0
 COOL_POLL_S = 1.0
 # The phone files a run brings back (farm.engine.collect.ARTIFACTS names what they become).
 RUN_FILES = ("bench.out", "bench.err", TRACE, "gpuload.out", "gpuload.err", "sampler.err", "mem.bin")
+# How the script re-applies each clock mode's pin (farm-run.sh repin_once).
+_REPIN_WAYS = {ClockMode.PIN: "pin", ClockMode.FIXED_PERFORMANCE: "fixed"}
 # farm.device.controls' names of the root-write ways -> the script's.
 _ROOT_WAYS = {"direct": "direct", "su -c": "su-c", "su 0": "su-0"}
 
@@ -72,6 +78,7 @@ def gated_argv(argv: Sequence[str], run_dir: RunDir, wait_s: float = MEM_GATE_WA
     of a few ms."""
     steps = max(1, int(wait_s / MEM_GATE_POLL_S))
     gate = [run_dir.file("mem.bin"), run_dir.file("bench.go"), str(steps), f"{MEM_GATE_POLL_S:g}"]
+    gate.append(run_dir.file("bench.gate"))
     return ["sh", "-c", _GATED_EXEC, *gate, *argv]
 
 
@@ -99,6 +106,7 @@ def run_script_argv(
     run_dir: RunDir,
     *,
     root_way: str | None = None,
+    screen_restore: str | None = None,
 ) -> list[str]:
     """`sh farm-run.sh KEY=VALUE... -- GATED BENCHMARK ARGV` for one attempt (pure)."""
     caps, programs = prepared.caps, prepared.programs
@@ -117,10 +125,14 @@ def run_script_argv(
         "battery_min": str(math.ceil(gates.min_battery_pct)),
         "temp_limit_mc": str(math.floor(cooldown_limit_c(gates, prepared.idle_temperature_c) * 1000)),
         "temps": block(temperature_nodes(caps)),
+        # No readable thermal zone (SELinux): the thermal HAL's readings before the battery's.
+        "hal_first": "0" if any(zone.node.usable for zone in caps.thermal) else "1",
         "policies": block([p.dir for p in caps.cpu_policies]),
         "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",
-        # Every pinned node, read with each throttle sample (farm.engine.clockhold).
+        # Every pinned node, read with each throttle sample (farm.engine.clockhold), and what
+        # it should read: a broken pin is applied again once (repin_once).
         "clock_nodes": block(list(prepared.clocks.readback) if prepared.clocks is not None else []),
+        **_repin(prepared),
         "throttle_ms": _ms(THROTTLE_POLL_S),
         "status_ms": _ms(STATUS_POLL_S),
         "timeout_ms": _ms(gates.run_timeout_s),
@@ -130,6 +142,11 @@ def run_script_argv(
         "cool_poll_s": f"{min(COOL_POLL_S, quiet_s):.3g}",
         "settle_poll_s": f"{SETTLE_POLL_S:g}",
         "files": block(RUN_FILES),
+        # The mask asked for: the one in force is read back before the benchmark runs.
+        "affinity": prepared.clocks.affinity_mask() if prepared.clocks is not None else "",
+        "gated": "1",  # the benchmark's argv is gated_argv's: it says when it is up
+        # The phone's own screen timeout as the store's marker keeps it ("": the script reads it).
+        "screen_restore": screen_restore or "",
         "max_bytes": str(gates.max_file_bytes),
     }
     control = charging_control(caps) if gates.disable_charging else None
@@ -150,8 +167,21 @@ def run_script_argv(
     else:
         params |= _idle_gate(caps, gates)
     params["mem"] = block(memory_sampler_argv(sampler, run_dir))
-    bench = gated_argv(list(benchmark_argv(prepared, job)), run_dir)
+    # taskset outside the gate: the gate's shell already runs under the mask, so the script reads
+    # the mask in force while the gate waits, before the program's first instruction.
+    taskset = prepared.clocks.taskset_prefix() if prepared.clocks is not None else []
+    bench = [*taskset, *gated_argv(list(program_argv(prepared, job)), run_dir)]
     return ["sh", script, *(f"{key}={value}" for key, value in params.items()), "--", *bench]
+
+
+def _repin(prepared: PreparedPhone) -> dict[str, str]:
+    """How the script re-applies a pin the phone broke mid-run: root writes of the pinned values
+    (pin) or fixed performance mode asked again; {} when nothing is held."""
+    clocks = prepared.clocks
+    if clocks is None or not clocks.readback or clocks.mode not in _REPIN_WAYS:
+        return {}
+    pairs = [text for node, value in clocks.readback.items() for text in (node, value.strip())]
+    return {"repin": _REPIN_WAYS[clocks.mode], "clock_pins": block(pairs)}
 
 
 def _idle_gate(caps: Capabilities, gates: Gates) -> dict[str, str]:

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from farm.analysis.discharge import BatteryState
-from farm.device.android import parse_dumpsys_battery, parse_thermal_c
+from farm.device.android import (
+    THERMAL_HAL_SOURCE,
+    parse_dumpsys_battery,
+    parse_hal_temperatures,
+    parse_thermal_c,
+)
+from farm.engine.affinity import AffinityReadback, parse_affinity
 from farm.engine.onphone import last_achieved_load
 from farm.engine.thermal import ThrottleSample, parse_sample
 
@@ -135,6 +141,20 @@ class Ended:
 
 
 @dataclass(frozen=True)
+class Repinned:
+    """The script wrote a broken clock pin again (once a run)."""
+
+    at_ms: int
+    how: str  # the root way, fixed (performance mode asked again) or failed
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScreenRestored:
+    """The script put the phone's own screen timeout back."""
+
+
+@dataclass(frozen=True)
 class Data:
     """The bundle's bytes follow: the sizes block said how many."""
 
@@ -162,6 +182,8 @@ Event = (
     | Charging
     | BatteryStateSeen
     | ScreenSeen
+    | ScreenRestored
+    | Repinned
     | LoadExit
     | GpuIdle
     | Beat
@@ -197,6 +219,10 @@ def parse_line(line: str) -> Event:
         return BatteryStateSeen(first, state)
     if tag == "screen" and first in ("start", "end"):
         return ScreenSeen(first, None if second in (None, "-") else second)
+    if tag == "repin" and first is not None and second is not None:
+        return Repinned(_int(first) or 0, second, tuple(fields[2:]))
+    if tag == "screen-timeout" and first == "restored":
+        return ScreenRestored()
     if tag == "load-exit":
         return LoadExit(_int(first))
     if tag == "gpu-idle":
@@ -264,6 +290,8 @@ class RunReport:
     battery_at_end: BatteryState | None = None  # ... and when the benchmark ended
     screen_start: str | None = None  # wakefulness before the benchmark (Awake | Asleep | ...)
     screen_end: str | None = None  # ... and after it
+    screen_restored: bool = False  # the script put the phone's own screen timeout back
+    repinned: Repinned | None = None  # a broken clock pin the script wrote again
     battery_source: str | None = None  # what the battery gate read: power_supply | dumpsys battery
     temperature_source: str | None = None  # the cooldown gate: thermal nodes | battery (...)
     root_way: str | None = None  # how root writes worked on this phone (script's name)
@@ -276,6 +304,7 @@ class RunReport:
     started: dict[str, int | None] = field(default_factory=dict)
     bench_end: Ended | None = None
     throttle_samples: list[tuple[float, ThrottleSample]] = field(default_factory=list)
+    affinity: AffinityReadback | None = None  # the benchmark's CPU mask, cpuset and cgroups
     environment_text: str | None = None
     sizes: list[tuple[str, int]] = field(default_factory=list)
     oversize: list[tuple[str, int]] = field(default_factory=list)  # files left on the phone: too large
@@ -359,6 +388,14 @@ class Steering:
                 if self._cool_since is None:
                     self._cool_since = now_s
                 report.cooldown_waited_s = round(now_s - self._cool_since, 3)
+            case Block(name="thermalhal"):  # no readable thermal zone: the thermal HAL's readings
+                hal = parse_hal_temperatures(event.lines)
+                self._last_temp = report.temperature_start_c = max(hal.values()) if hal else None
+                if hal:
+                    report.temperature_source = THERMAL_HAL_SOURCE
+                if self._cool_since is None:
+                    self._cool_since = now_s
+                report.cooldown_waited_s = round(now_s - self._cool_since, 3)
             case Block(name="load"):
                 achieved = last_achieved_load(event.text)
                 if achieved is not None:
@@ -369,6 +406,8 @@ class Steering:
                 if self._watch_start is None:
                     self._watch_start = now_s
                 report.throttle_samples.append((now_s - self._watch_start, parse_sample(event.text)))
+            case Block(name="affinity"):
+                report.affinity = parse_affinity(event.lines)
             case Block(name="env"):
                 report.environment_text = event.text
             case Block(name="sizes"):
@@ -397,6 +436,10 @@ class Steering:
                 report.screen_start = event.wakefulness
             case ScreenSeen():
                 report.screen_end = event.wakefulness
+            case ScreenRestored():
+                report.screen_restored = True
+            case Repinned():
+                report.repinned = event
             case LoadExit():
                 report.load_exit_code = event.code
             case GpuIdle():

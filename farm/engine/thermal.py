@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from farm.device.android import parse_hal_temperatures
 from farm.experiment.clocks import OnThrottle
 from farm.store import Metric, Outcome, RunState
 
@@ -34,6 +35,8 @@ class ThrottleSample:
     thermal_status: int | None
     # The pinned clock nodes (farm.engine.clockhold) as they read: path -> text ("" unreadable).
     nodes: Mapping[str, str] = field(default_factory=dict)
+    # The thermal HAL's temperatures (°C by sensor) where no thermal node is readable.
+    hal_temps_c: Mapping[str, float] = field(default_factory=dict)
 
 
 def parse_sample(text: str) -> ThrottleSample:
@@ -51,7 +54,14 @@ def parse_sample(text: str) -> ThrottleSample:
         elif parts[:1] == ["node"] and len(parts) >= 2:
             nodes[parts[1]] = " ".join(parts[2:])
     match = _STATUS.search(text)
-    return ThrottleSample(cpu, kgsl, int(match.group(1)) if match else None, nodes)
+    hal = parse_hal_temperatures(text.splitlines())
+    return ThrottleSample(cpu, kgsl, int(match.group(1)) if match else None, nodes, hal)
+
+
+def hal_temperature_trace(samples: Sequence[tuple[float, ThrottleSample]]) -> list[tuple[float, float]]:
+    """(seconds since the watch began, hottest HAL sensor °C) of each sample that carried the
+    thermal HAL's readings: the run's temperature trace where no thermal node is readable."""
+    return [(round(at_s, 3), max(s.hal_temps_c.values())) for at_s, s in samples if s.hal_temps_c]
 
 
 @dataclass(frozen=True)

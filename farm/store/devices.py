@@ -111,6 +111,34 @@ def clocks_marker(store: Store, device_id: str) -> str | None:
     return rows[0]["clocks_restore_json"] if rows else None
 
 
+def mark_screen_held(store: Store, device_id: str, timeout: str) -> None:
+    """Written BEFORE the screen timeout is raised: the phone's own value (`null`: unset). An
+    existing marker is kept: it holds the value from before an interrupted run raised it."""
+    with store.transaction() as conn:
+        _ensure_device(conn, device_id)
+        conn.execute(
+            "UPDATE devices SET screen_timeout_restore = ? "
+            "WHERE device_id = ? AND screen_timeout_restore IS NULL",
+            (timeout, device_id),
+        )
+
+
+def clear_screen_held(store: Store, device_id: str) -> None:
+    store.execute("UPDATE devices SET screen_timeout_restore = NULL WHERE device_id = ?", (device_id,))
+
+
+def screen_marker(store: Store, device_id: str) -> str | None:
+    """The screen timeout to put back on this phone, or None when farm holds nothing there."""
+    rows = store.query("SELECT screen_timeout_restore FROM devices WHERE device_id = ?", (device_id,))
+    return rows[0]["screen_timeout_restore"] if rows else None
+
+
+def screens_marked(store: Store) -> set[str]:
+    """Phones a farm process holds, or left, with the screen timeout raised."""
+    rows = store.query("SELECT device_id FROM devices WHERE screen_timeout_restore IS NOT NULL")
+    return {r["device_id"] for r in rows}
+
+
 def clocks_marked(store: Store) -> set[str]:
     """Phones whose clocks a farm process holds or left changed."""
     rows = store.query("SELECT device_id FROM devices WHERE clocks_restore_json IS NOT NULL")

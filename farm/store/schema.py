@@ -53,6 +53,7 @@ TABLE_DOCS: dict[str, str] = {
         "battery and temperature; charging_disabled=1 with charging_node/charging_enable_value "
         "while farm has charging off, so a restarted farm can restore it; clocks_restore_json "
         "(nodes and their old values, fixed performance mode) while farm holds the phone's clocks; "
+        "screen_timeout_restore (the phone's own screen_off_timeout) while farm holds its screen on; "
         "quarantined_at, quarantine_reason and quarantined_by (execution) when a sweep's recovery "
         "ladder gave up on the phone (cleared when a sweep uses it again)."
     ),
@@ -258,6 +259,13 @@ CREATE TABLE layers (
 
 # Append only. Index i holds the SQL that takes schema version i to i + 1 (on both backends:
 # farm.store.backend.sql.postgres_ddl renders the two type names that differ).
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# Migration 7 (additive): the screen-timeout restore marker (farm.engine.lifecycle), like charging's.
+_V7 = """
+-- devices.screen_timeout_restore: set while farm holds the screen on (the user-activity timeout
+-- at its maximum); the phone's own screen_off_timeout to put back ('null': the setting was unset).
+ALTER TABLE devices ADD COLUMN screen_timeout_restore TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -54,7 +54,7 @@ BUILT_TO_SHOW: dict[str, dict[str, tuple[str, str]]] = {
     },
     "pixel7": {  # Tensor G2: OpenCL only through libOpenCL-pixel.so; vendor SELinux keeps shell out
         "opencl": ("ok", "libOpenCL-pixel.so"),
-        "thermal": ("degraded|missing", "refused"),
+        "thermal": ("degraded", "the thermal HAL's temperatures through dumpsys thermalservice"),
         "root": ("missing|degraded", ""),
     },
     "galaxy-s23": {  # production Snapdragon 8 Gen 2 phone: input_suspend present, no root to write it

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from vphone.profiles import load_profile
 
 from farm.device.session import DeviceSession
 from farm.store import RunState
@@ -23,11 +24,6 @@ from farm.store import runs as run_store
 from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, write_experiment
 
 pytestmark = pytest.mark.integration
-
-# Since the screen model and the power HAL (issue 28) merged, the measured clock ratio is off by
-# 30-50%: suspected a HAL boost or a screen-off cap rewriting the pin mid-measure. Open in the
-# issue 28 note; not silenced (strict=False: a pass is reported as XPASS).
-RATIO_OFF = "clock ratio off since the screen model and power HAL merged (issue 28 note)"
 
 
 POLICY = "/sys/devices/system/cpu/cpufreq/policy0"  # adreno-nexus6p: 384000 .. 1555200 kHz
@@ -113,7 +109,6 @@ def test_clocks_left_pinned_by_a_killed_farm_are_restored_by_the_next(virtual_ph
 
 
 @pytest.mark.serial  # a speed ratio: needs the host's cores
-@pytest.mark.xfail(strict=False, reason=RATIO_OFF)
 def test_pinned_min_is_slower_than_max_by_the_clock_ratio_and_compare_finds_it(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -168,8 +163,17 @@ def test_fixed_performance_mode_on_an_android_11_phone_is_applied_and_turned_off
     assert done.returncode == 0, done.stderr
     with open_store(results) as store:
         run = run_store.list_runs(store, "fixed")[0]
-        assert _env(results, run)["clocks"]["mode"] == "fixed_performance"  # type: ignore[index]
+        env = _env(results, run)
+        assert env["clocks"]["mode"] == "fixed_performance"  # type: ignore[index]
         assert device_store.clocks_marked(store) == set()
+    # Read back by its effect (dumpsys power shows no such mode): the nodes the profile's HAL sets.
+    fixed = load_profile("mali-tensor").fixed_performance
+    assert fixed is not None
+    readback = env["clocks"]["readback"]  # type: ignore[index]
+    last = f"/sys/devices/system/cpu/cpufreq/policy{load_profile('mali-tensor').cpu.first_cpus()[-1]}"
+    top = str(fixed.cpu_khz[-1])
+    assert readback[f"{last}/scaling_max_freq"] == readback[f"{last}/scaling_min_freq"] == top
+    assert env["clocks_held"]["held"] is True and env["clocks_held"]["samples"] >= 1  # type: ignore[index]
 
 
 def test_a_hot_phone_throttles_and_on_throttle_retry_runs_it_again(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

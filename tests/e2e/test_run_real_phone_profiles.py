@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.device.android import parse_hal_temperatures
 from farm.device.session import DeviceSession
 from farm.store import RunState
 from farm.store import runs as run_store
@@ -110,3 +111,40 @@ def test_a_power_hal_boost_mid_run_breaks_the_pin_and_the_run_says_its_clocks_di
     assert any(d["node"].endswith("/scaling_min_freq") for d in held["drifts"])
     assert metrics["valid_clocks_held"] == 0.0 and metrics["valid"] == 0.0
     assert any(note.startswith("clock pins did not hold") for note in env["notes"])
+    # The script wrote the broken pin again, once, as root, and said when: the run stays flagged
+    # (the drift was seen while it measured).
+    again = held["reapplied"]
+    assert again is not None and again["how"] in ("direct", "su-c", "su-0"), again
+    assert any(node.endswith("/scaling_min_freq") for node in again["nodes"]), again
+    assert 0 <= again["at_s"] <= 30
+    assert any(note.startswith(f"clock pins re-applied at {again['at_s']:g} s") for note in env["notes"])
+
+
+def test_pixel7_cooldown_and_temperature_trace_come_from_the_thermal_hal(
+    virtual_phones, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """SELinux refuses shell every thermal zone on a Pixel 7, but `dumpsys thermalservice` (DUMP)
+    shows what the thermal HAL reads: the cooldown gate and the run's temperature trace use it,
+    not the battery thermistor, and env.json says which source was used."""
+    phones = virtual_phones(count=1, profiles=["pixel7"])
+    device = phones[0].device(phones.client())
+    refused = device.shell2("cat /sys/class/thermal/thermal_zone0/temp", v2=True)
+    assert refused.returncode != 0 and "Permission denied" in refused.stderr  # the profile's policy
+    before = parse_hal_temperatures(device.shell("dumpsys thermalservice").splitlines())
+    assert before, "the phone's thermal HAL shows no temperature"
+    results = tmp_path / "results"
+    spec = write_experiment(tmp_path, "hal", fast_lstm())
+    done = run_farm(phones.adb_port, results, "run", str(spec), "--no-live")
+    assert done.returncode == 0, done.stderr
+    after = parse_hal_temperatures(device.shell("dumpsys thermalservice").splitlines())
+    with open_store(results) as store:
+        (run,) = run_store.list_runs(store, "hal")
+    env = json.loads((results / (run.artifacts_dir or "") / "env.json").read_text(encoding="utf-8"))
+    assert env["sensors"]["cooldown_gate"] == "thermalservice (HAL)", env["sensors"]
+    assert env["sensors"]["cooldown_battery_only"] is False
+    # The gate read the hottest HAL sensor, between what the phone showed before and after.
+    low, high = min(max(before.values()), max(after.values())), max(max(before.values()), max(after.values()))
+    assert low - 1.0 <= env["temperature_start_c"] <= high + 1.0, (env["temperature_start_c"], before, after)
+    trace = env["temperature_trace"]
+    assert trace and all(low - 1.0 <= point["max_c"] <= high + 1.0 for point in trace), trace
+    assert env["sensors"]["temperature_trace"] == "dumpsys thermalservice (HAL)"

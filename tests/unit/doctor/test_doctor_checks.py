@@ -34,3 +34,19 @@ def test_summary_names_what_is_not_ok() -> None:
         Finding(Check.THERMAL, Status.DEGRADED, "battery only"),
     )
     assert summary(findings) == "1 ok, 1 degraded (thermal), 1 missing (discharge)"
+
+
+def test_refused_thermal_zones_on_android_10_and_later_fall_back_to_the_thermal_hal() -> None:
+    from farm.doctor.checks import diagnose
+    from farm.telemetry.probe import capabilities_of
+
+    refused = {"path": "/sys/class/thermal/thermal_zone0/temp", "present": True, "readable": False}
+    doc = {
+        "probe_version": 1,
+        "root": {"uid": 2000, "adbd_root": False},
+        "thermal": [{**refused, "zone": "thermal_zone0", "type": "cpu", "error": "EACCES"}],
+        "props": {"ro.build.version.sdk": "33"},
+    }
+    facts = parse_facts("selinux=Enforcing\npagesize=4096\n")
+    (thermal,) = [f for f in diagnose(capabilities_of(doc), facts, None) if f.check is Check.THERMAL]
+    assert thermal.status is Status.DEGRADED and "dumpsys thermalservice" in thermal.evidence, thermal

@@ -41,3 +41,16 @@ def test_nothing_pinned_or_nothing_read_is_no_judgement() -> None:
     assert clocks_held([(0.0, sample("1800000"))], {}) is None
     assert clocks_held([(0.0, parse_sample("cpu /x 1800000\n"))], PINNED) is None
     assert parse_sample(f"node {MIN} \n").nodes == {MIN: ""}  # an unreadable node reads as nothing
+
+
+def test_a_pin_written_again_is_parsed_recorded_and_described() -> None:
+    from farm.engine.clockhold import ClockHold, Reapplied
+    from farm.engine.steering import Repinned, parse_line
+
+    event = parse_line("repin 3000 su-c /sys/p0/scaling_min_freq /sys/p4/scaling_min_freq")
+    assert event == Repinned(3000, "su-c", ("/sys/p0/scaling_min_freq", "/sys/p4/scaling_min_freq"))
+    again = Reapplied(3.0, "su-c", event.nodes)
+    hold = ClockHold(4, (), reapplied=again)
+    assert hold.to_json()["reapplied"] == {"at_s": 3.0, "how": "su-c", "nodes": list(event.nodes)}
+    assert again.describe().startswith("clock pins re-applied at 3 s (su-c): /sys/p0/scaling_min_freq")
+    assert Reapplied(1.0, "failed", ("/n",)).describe() == "re-applying the clock pins at 1 s failed (/n)"

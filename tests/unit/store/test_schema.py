@@ -78,6 +78,7 @@ def test_migrate_applies_only_missing_migrations_on_both(location: StoreLocation
             conn.execute("DROP TABLE schedule_firings")
             conn.execute("DROP TABLE layers")
             conn.execute("ALTER TABLE devices DROP COLUMN clocks_restore_json")
+            conn.execute("ALTER TABLE devices DROP COLUMN screen_timeout_restore")
             conn.execute("UPDATE farm_schema SET version = 1")
     store = Store(location)
     store.open()  # migrates

@@ -25,10 +25,16 @@ calls are forwarded to the daemon by a seccomp listener (affinitynotify.py), whi
 `AffinityServer.set_for_call` / `cpus_for_call` here. A getaffinity reads the mask in force from
 the thread's host cgroup: `affinity-<hex>`, a cpuset group's CPUs, else every online CPU.
 
+The mask is intersected with the CPUs of the thread's cpuset as the kernel does: a shell in
+/dev/cpuset/foreground (init puts every service without a cpuset of its own there when the
+phone sets ro.cpuset.default, adbd and so its shells included) that asks for the prime core gets
+the rest of its mask, and success (EINVAL only when nothing is left).
+
 Limits: the pin is per thread as the kernel's, but a thread pinned this way leaves its cpuset
 group (Android's /dev/cpuset/<group>/tasks no longer lists it), where the kernel would keep it
-there with its affinity narrowed; moving it into a cpuset group afterwards resets its affinity
-to the group's CPUs, as the kernel does.
+there with its affinity narrowed; a later pin of the same thread is therefore judged against
+every online CPU; moving it into a cpuset group afterwards resets its affinity to the group's
+CPUs, as the kernel does.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,16 +128,23 @@ def judge(
     root_uid: int,
     threads: dict[int, PhoneThread],
     online: tuple[int, ...],
+    cpuset_cpus: Mapping[int, tuple[int, ...]] | None = None,
 ) -> Verdict:
     """sched_setaffinity's answer for every tid of the request (pure). `threads`: the phone's
-    threads by phone tid; uids are host uids."""
+    threads by phone tid; uids are host uids; `cpuset_cpus`: the CPUs of each tid's cpuset (absent:
+    every CPU). The kernel intersects the mask with the task's cpuset (kernel/sched/core.c
+    `__sched_setaffinity`: `cpuset_cpus_allowed`, then `cpumask_and`) and answers success with
+    the narrower mask in force, EINVAL when nothing is left: the caller is not told."""
+    allowed = set(online)
     for tid in request.tids:
         thread = threads.get(tid)
         if thread is None:
             return Verdict(errno.ESRCH)
         if caller_uid != root_uid and caller_uid not in thread.uids[:2]:
             return Verdict(errno.EPERM)
-    cpus = tuple(c for c in mask_cpus(request.mask) if c in online)
+        if cpuset_cpus is not None and tid in cpuset_cpus:
+            allowed &= set(cpuset_cpus[tid])
+    cpus = tuple(c for c in mask_cpus(request.mask) if c in allowed)
     if not cpus:
         return Verdict(errno.EINVAL)
     return Verdict(0, cpus)
@@ -161,6 +174,16 @@ def cpus_of_group(
         cpus = cpusets.get(rel, ()) if rel is not None else ()
     in_force = tuple(c for c in cpus if c in online)
     return in_force or online
+
+
+def cpuset_of_group(
+    rel: str | None, cpusets: Mapping[str, tuple[int, ...]], online: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The CPUs the cpuset of a thread in host group `rel` allows (pure): its cpuset group's;
+    every online CPU in the phone's top group, outside it, or pinned before (a pin group no longer
+    says which cpuset the thread left: see Limits)."""
+    cpus = cpusets.get(rel, ()) if rel is not None and pin_of_group(rel) is None else ()
+    return tuple(c for c in cpus if c in online) or online
 
 
 def pin_of_group(rel: str | None) -> tuple[int, ...] | None:
@@ -223,6 +246,7 @@ class AffinityServer:
         members: Iterable[int],
         online: tuple[int, ...],
         on_pinned: Callable[[tuple[int, ...]], None],
+        cpusets: Mapping[str, tuple[int, ...]] | None = None,
     ) -> None:
         """Answer one request file (then remove it). `members`: host pids of the phone's
         processes (in its PID namespace); `on_pinned(cpus)` runs after threads moved to the group
@@ -239,7 +263,8 @@ class AffinityServer:
             verdict = Verdict(errno.ENOSYS)
         else:
             threads = phone_threads(members)
-            verdict = judge(parsed, taken.owner_uid, self.root_uid, threads, online)
+            allowed = self._cpusets_of(cgroups, threads, parsed.tids, cpusets or {}, online)
+            verdict = judge(parsed, taken.owner_uid, self.root_uid, threads, online, allowed)
             if verdict.errno == 0:
                 host_tids = [threads[t].host_tid for t in parsed.tids]
                 verdict = self._move(cgroups, verdict.cpus, host_tids, online)
@@ -253,6 +278,24 @@ class AffinityServer:
             mode=0o644,
             owner_uid=taken.owner_uid,  # the asker removes it (shared/ is sticky)
         )
+
+    @staticmethod
+    def _cpusets_of(
+        cgroups: PhoneCgroups,
+        threads: dict[int, PhoneThread],
+        tids: Iterable[int],
+        cpusets: Mapping[str, tuple[int, ...]],
+        online: tuple[int, ...],
+    ) -> dict[int, tuple[int, ...]]:
+        """The CPUs each tid's cpuset allows (a thread gone meanwhile: judged as unrestricted)."""
+        allowed = {}
+        for tid in tids:
+            thread = threads.get(tid)
+            if thread is None:
+                continue
+            with contextlib.suppress(OSError):
+                allowed[tid] = cpuset_of_group(thread_group(cgroups, thread.host_tid), cpusets, online)
+        return allowed
 
     def target(
         self, caller: PhoneThread, pid: int, members: Callable[[], Iterable[int]]
@@ -274,6 +317,7 @@ class AffinityServer:
         members: Callable[[], Iterable[int]],
         online: tuple[int, ...],
         on_pinned: Callable[[tuple[int, ...]], None],
+        cpusets: Mapping[str, tuple[int, ...]] | None = None,
     ) -> Verdict:
         """A program's sched_setaffinity(pid, mask), judged by the caller's effective uid as the
         kernel does (affinitynotify.py read the mask)."""
@@ -281,9 +325,11 @@ class AffinityServer:
         if target is None:
             return Verdict(errno.ESRCH)
         euid = caller.uids[1] if len(caller.uids) > 1 else -1
-        verdict = judge(
-            Request((target.phone_tid,), mask), euid, self.root_uid, {target.phone_tid: target}, online
+        threads = {target.phone_tid: target}
+        allowed = (
+            self._cpusets_of(cgroups, threads, threads, cpusets or {}, online) if cgroups is not None else {}
         )
+        verdict = judge(Request((target.phone_tid,), mask), euid, self.root_uid, threads, online, allowed)
         if verdict.errno == 0 and cgroups is None:
             return Verdict(errno.ENOSYS)
         if verdict.errno == 0 and cgroups is not None:

@@ -405,9 +405,10 @@ class PhoneCgroups:
 
     # -- membership ----------------------------------------------------------------------------------
 
-    def join_files(self) -> tuple[Path, ...]:
-        """Files a new phone process writes its pid into before it execs (cgroup.procs)."""
-        files = [self.group_dir(CPU_GROUP) / "cgroup.procs"]
+    def join_files(self, cpu_group: str = CPU_GROUP) -> tuple[Path, ...]:
+        """Files a new phone process writes its pid into before it execs (cgroup.procs);
+        `cpu_group`: the cpu group it starts in (its default cpuset's)."""
+        files = [self.group_dir(cpu_group) / "cgroup.procs"]
         if not self.v2 and self.pids_dir is not None:
             files.append(self.pids_dir / "cgroup.procs")
         if not self.v2 and self.memory_dir is not None and self.memory_dir.is_dir():

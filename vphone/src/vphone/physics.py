@@ -421,7 +421,9 @@ class Physics:
 
     def _taskset(self, request: Path) -> None:
         """The phone's taskset asked to pin threads to phone CPUs (affinity.py)."""
-        self.affinity.serve(request, self.cgroups, self.members(), self.online_cpus(), self.pinned)
+        self.affinity.serve(
+            request, self.cgroups, self.members(), self.online_cpus(), self.pinned, self._cpuset_cpus
+        )
 
     def online_cpus(self) -> tuple[int, ...]:
         return tuple(c for c, up in enumerate(self.model.state.online) if up)
@@ -765,7 +767,9 @@ class _AffinityCalls:
     def set_affinity(self, caller: affinity.PhoneThread, pid: int, mask: int) -> affinity.Verdict:
         p = self._physics
         with p._lock:
-            return p.affinity.set_for_call(caller, pid, mask, p.cgroups, p.members, p.online_cpus(), p.pinned)
+            return p.affinity.set_for_call(
+                caller, pid, mask, p.cgroups, p.members, p.online_cpus(), p.pinned, p._cpuset_cpus
+            )
 
     def get_affinity(self, caller: affinity.PhoneThread, pid: int) -> affinity.Verdict:
         p = self._physics

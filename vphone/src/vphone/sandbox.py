@@ -139,6 +139,9 @@ class Sandbox:
         # Host cgroup files (cgroup.procs / tasks) every process of this phone joins before it
         # enters the phone: set by the phone's cgroup owner (vphone.cgroup) before start.
         self.cgroup_files: tuple[str, ...] = ()
+        # ... and those a command entering it joins instead (adbd's shells start in the default
+        # cpuset init puts services in; init itself stays at the top). Empty: cgroup_files.
+        self.enter_cgroup_files: tuple[str, ...] = ()
         # More binds into the phone, (host path, phone path), set before start (the world's
         # cgroup views: /dev/cpuset...). Host paths under the state dir are bound from its
         # staged copy; others must be reachable by the phone's root (its host uid).
@@ -279,7 +282,7 @@ class Sandbox:
         uid, gid = (0, 0) if root else (SHELL_UID, SHELL_GID)
         argv = [str(native_binary("vphone-exec")), "enter", "--pid", str(self.init_pid)]
         argv += ["--uid", str(uid), "--gid", str(gid), "--nproc", str(NPROC_PER_USER), "--cwd", cwd]
-        for path in self.cgroup_files:
+        for path in self.enter_cgroup_files or self.cgroup_files:
             argv += ["--cgroup", path]
         return [*argv, *self._notify_args()]
 

@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from vphone import ctlfiles
@@ -23,6 +23,7 @@ from vphone.adb.link import PRESETS, LinkModel
 from vphone.buildprops import build_props
 from vphone.calibration import host_calibration
 from vphone.cgroup import (
+    CPU_GROUP,
     CgroupsUnavailable,
     PhoneCgroups,
     host_memory_bytes,
@@ -30,7 +31,7 @@ from vphone.cgroup import (
     phone_group_name,
     read_host_cgroups,
 )
-from vphone.cpusets import CgroupTrees
+from vphone.cpusets import CgroupTrees, CpusetGroup
 from vphone.errors import ConfigError, EnvironmentProblem
 from vphone.phone_api import PhoneWorld
 from vphone.phonefiles import PhoneFiles
@@ -45,6 +46,18 @@ STALE_PREFIX = ".stale-"  # trees of a previous boot, being deleted in the backg
 
 # Keys `set_property` from the adbd side may change (everything else is the profile's).
 _ADBD_WRITABLE_PREFIXES = ("service.adb.", "persist.", "debug.", "sys.", "ctl.")
+
+
+def default_cpuset_group(props: dict[str, str], groups: Iterable[CpusetGroup]) -> str:
+    """The host group the phone's processes start in: init writes every service without a cpuset
+    `writepid`/`task_profiles` of its own (adbd's adbd.rc has none, so every adb shell too) into
+    the cpuset `ro.cpuset.default` names (AOSP system/core/init/README.md `writepid`, e.g.
+    '/foreground'; init/service.cpp reads the property); unset or unknown: the top group."""
+    name = props.get("ro.cpuset.default", "").strip("/")
+    for group in groups:
+        if name and group.name == name:
+            return group.host_group
+    return CPU_GROUP
 
 
 class SandboxWorld:
@@ -99,6 +112,7 @@ class SandboxWorld:
         self.physics.cgroups = self.cgroups
         self.cgroup_trees.create(self.sandbox.owners.root if self.profile.rooted else None)
         self.sandbox.cgroup_files = tuple(str(f) for f in self.cgroup_join_files())
+        self.sandbox.enter_cgroup_files = tuple(str(f) for f in self.cgroup_join_files(for_commands=True))
         self.sandbox.extra_binds = tuple(self._binds())
         self.physics.prepare()
         self._reboot_pending = False
@@ -189,10 +203,16 @@ class SandboxWorld:
             binds += self.cgroup_trees.membership_binds(host)
         return binds
 
-    def cgroup_join_files(self) -> tuple[Path, ...]:
+    def cgroup_join_files(self, *, for_commands: bool = False) -> tuple[Path, ...]:
         """Host files every process of this phone joins before it enters (v2: cgroup.procs of
-        the phone's cpu group; v1: that and the pids group's). Empty without cgroups."""
-        return () if self.cgroups is None else self.cgroups.join_files()
+        the phone's cpu group; v1: that and the pids group's). `for_commands`: those of a command
+        entering it (adb shell), whose cpu group is the phone's default cpuset. Empty without
+        cgroups."""
+        if self.cgroups is None:
+            return ()
+        if not for_commands:
+            return self.cgroups.join_files()
+        return self.cgroups.join_files(default_cpuset_group(self.profile.props, self.cgroup_trees.groups()))
 
     def _prepare_hal(self, ctl: Path) -> None:
         """Tell `cmd power` whether the profile's power HAL has fixed performance mode."""

@@ -33,11 +33,6 @@ BUDGET_CORES = 0.25
 # The top-clock run must have hit its quota in most CFS periods for its speed to be the profile's.
 MIN_QUOTA_BOUND_PERIODS = 0.5
 
-# Since the screen model and the power HAL (issue 28) merged, the measured clock ratio is off by
-# 30-50%: suspected a HAL boost or a screen-off cap rewriting the pin mid-measure. Open in the
-# issue 28 note; not silenced (strict=False: a pass is reported as XPASS).
-RATIO_OFF = "clock ratio off since the screen model and power HAL merged (issue 28 note)"
-
 
 @pytest.fixture
 def rooted(tmp_path: Path) -> Iterator[WorldThread]:
@@ -84,7 +79,6 @@ def _wait_quota(w: WorldThread, cores: float) -> None:
 
 
 @pytest.mark.serial  # a speed ratio: needs the host's cores
-@pytest.mark.xfail(strict=False, reason=RATIO_OFF)
 def test_pinned_clock_slows_a_kernel_by_the_expected_ratio(rooted: WorldThread) -> None:
     w = rooted
     gemm = install(w, kernel_binary("gemm"))
