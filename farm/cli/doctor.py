@@ -120,16 +120,20 @@ def doctor(
             store = stack.enter_context(Store(location))
             leased = ownership.leased_devices(store)
         fleet = stack.enter_context(open_fleet(config, adb_port))
-        phones = [
+        found = [
             p
             for p in discover(fleet.endpoints, leased=lambda device_id: device_id in leased)
-            if p.state is PhoneState.ONLINE and (selector is None or matches_selector(p, selector))
+            if selector is None or matches_selector(p, selector)
         ]
+        phones = [p for p in found if p.state is PhoneState.ONLINE]
+        unauthorized = [p for p in found if p.state is PhoneState.UNAUTHORIZED]
         reports = []
         for phone in phones:  # one at a time: the trial switches charging, the phones share a hub
             device = fleet.endpoint_for(phone.host).device(phone.adb_serial)
             session = DeviceSession(device, phone.device_id, default_timeout_s=SESSION_TIMEOUT_S)
             reports.append(_examine(phone, session, store, not no_discharge))
+    for phone in unauthorized:  # nothing can be examined: say so and what to do
+        click.echo(terminal(f"farm: {phone.device_id}: {phone.error}"), err=True)
     if as_json:
         echo_json([r.to_json() for r in reports])
     elif not reports:
@@ -137,5 +141,5 @@ def doctor(
     for r in reports:
         if not as_json:
             _print(r)
-    if any(r.error for r in reports):
+    if unauthorized or any(r.error for r in reports):
         raise SystemExit(1)

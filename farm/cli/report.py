@@ -10,6 +10,7 @@ import click
 
 from farm.cli.options import results_option, store_location
 from farm.errors import ConfigError
+from farm.report.notes import NoteKind, QualityNote
 from farm.report.query import load_report_data
 from farm.report.render import FORMATS, write_report
 from farm.report.run_files import sustained_series_of
@@ -86,7 +87,7 @@ def report(
     if elsewhere:  # another coordinator's disk (a shared store): the metrics are all in the database
         note = artifacts_note(elsewhere)
         click.echo(terminal(f"farm: {note}"), err=True)
-        data = dataclasses.replace(data, notes=(*data.notes, note))
+        data = dataclasses.replace(data, notes=(*data.notes, QualityNote(NoteKind.ARTIFACTS, note)))
     target = out_dir or location.artifacts / experiment
     try:
         written = write_report(data, target, chosen)

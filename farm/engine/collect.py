@@ -117,6 +117,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "gpu_load_target": job.gpu_load,
         "gpu_load_achieved": result.load_achieved,
         "notes": list(result.notes),
+        "load_note": result.load_note,
         "charging_control": control.node if control else None,
         "telemetry_lost": [loss.to_json() for loss in lost_telemetry(prepared.caps)],
     }

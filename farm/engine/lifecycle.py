@@ -368,7 +368,7 @@ def _gates_of(
     if "load" in report.started and "bench" in report.started:
         achieved = report.load_achieved
         if achieved is None or abs(achieved - job.gpu_load) > gates.tolerance:
-            result.notes.append(f"background load not reached: target {job.gpu_load:g}, achieved {achieved}")
+            result.load_note = f"background load not reached: target {job.gpu_load:g}, achieved {achieved}"
     idle = report.gpu_idle
     if idle is not None and idle.busy_pct is not None and idle.busy_pct > gates.tolerance * 100:
         result.notes.append(

@@ -186,6 +186,10 @@ class RunResult:
     environment: PhoneEnvironment | None = None
     metrics: list[Metric] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The background load off its target at settle, apart from `notes`: env.json keeps it under
+    # its own key, so the report knows it without reading the text, and states the load once, from
+    # the run's gpu_load_mean metric (farm.report.tables).
+    load_note: str | None = None
 
 
 # Called once per finished attempt: (phone identity, the run as stored, how it ended, its next state).

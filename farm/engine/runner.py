@@ -12,7 +12,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,16 +218,27 @@ def _requeue_failed(store: Store, experiment: str, *, retry_failed: bool) -> Non
 
 
 def _plan_joining(
-    store: Store, experiment: Experiment, planned: Collection[str], joining: Sequence[Phone]
+    store: Store,
+    experiment: Experiment,
+    planned: Collection[str],
+    joining: Sequence[Phone],
+    abilities: Mapping[str, PhoneAbilities],
 ) -> list[str]:
     """Runs for phones that join a running sweep (pinned runs are per phone; spread ones are
-    shared and already stored). Idempotent like the first plan. Returns the new phones' run ids."""
+    shared and already stored). Idempotent like the first plan. A joining phone gets the same
+    plan-time skips as one present at the start (`abilities`: farm-probe's answers), stored
+    SKIPPED with the reason, never tried. Returns the new phones' run ids, skipped ones too."""
     if experiment.devices.spread:
         return []
     new = {p.device_id for p in joining}
-    plan = planner.plan(experiment, [*[d for d in planned if d not in new], *sorted(new)])
+    plan = planner.plan(
+        experiment,
+        [*[d for d in planned if d not in new], *sorted(new)],
+        abilities={d: a for d, a in abilities.items() if d in new},
+    )
     rows = [row for row in planned_rows(plan) if row.device_id in new]
     run_store.insert_planned(store, experiment.qualified_name, rows)
+    run_store.skip_planned(store, {run.run_id: why for run, why in plan.skipped if run.device in new})
     return [row.run_id for row in rows]
 
 
@@ -388,7 +399,9 @@ def run_experiment(
             endpoints=fleet.by_host,
             live_telemetry=options.live_telemetry,
             candidates=candidates,
-            plan_phones=lambda joining: _plan_joining(store, experiment, sweep.planned, joining),
+            plan_phones=lambda joining: _plan_joining(
+                store, experiment, sweep.planned, joining, _abilities(joining, probe)
+            ),
             ladder=Ladder(
                 reboot_allowed=experiment.retries.reboot,
                 power_cycle=fleet.power_cycle,

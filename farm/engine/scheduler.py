@@ -554,7 +554,7 @@ class Sweep:
             result.outcome,
             result.error,
             result.throttle,
-            result.notes,
+            [*result.notes, *([result.load_note] if result.load_note else [])],
             attempts_after=run.attempts + 1,
             policy=self.attempt_policy,
         )

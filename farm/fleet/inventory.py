@@ -25,6 +25,12 @@ from farm.errors import FarmError
 from farm.fleet.endpoint import AdbState, Endpoint, Listed, transport_address
 
 IDENTITY_TIMEOUT_S = 10.0
+# adb lists a phone `unauthorized` while its adbd (ro.adb.secure=1) trusts none of the server's keys.
+UNAUTHORIZED_ERROR = (
+    "unauthorized: the phone does not trust this adb server's key; unlock the phone and allow USB "
+    "debugging (tick 'Always allow from this computer'), or give the server a key the phone "
+    "trusts ($ADB_VENDOR_KEYS, ~/.android/adbkey) and run `adb kill-server`"
+)
 
 
 class PhoneState(enum.StrEnum):
@@ -69,8 +75,19 @@ def identify(endpoint: Endpoint, adb_serial: str, state: AdbState, usb: str | No
     is how to reach it: its adb serial, or `transport-id:N` where that serial names several."""
     host = endpoint.host
     if state is not AdbState.DEVICE:
-        mapped = PhoneState.UNAUTHORIZED if state is AdbState.UNAUTHORIZED else PhoneState.OFFLINE
-        return Phone(device_id_of(host, adb_serial), host, adb_serial, adb_serial, mapped, usb=usb)
+        if state is AdbState.UNAUTHORIZED:
+            return Phone(
+                device_id_of(host, adb_serial),
+                host,
+                adb_serial,
+                adb_serial,
+                PhoneState.UNAUTHORIZED,
+                error=UNAUTHORIZED_ERROR,
+                usb=usb,
+            )
+        return Phone(
+            device_id_of(host, adb_serial), host, adb_serial, adb_serial, PhoneState.OFFLINE, usb=usb
+        )
     session = DeviceSession(
         endpoint.device(adb_serial), device_id_of(host, adb_serial), default_timeout_s=IDENTITY_TIMEOUT_S
     )

@@ -14,6 +14,7 @@ from farm.analysis.validity import Validity, below_zero, usable
 from farm.experiment.expand import same_level
 from farm.experiment.model import Experiment
 from farm.experiment.sections import FigureKind
+from farm.report.notes import QualityNote
 from farm.store.layers import LayerResult
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
@@ -155,7 +156,7 @@ class ReportData:
     runs: tuple[StoredResult, ...]
     figures: tuple[FigureSpec, ...] = ()  # declared in the experiment's report section
     tables: tuple[TableSpec, ...] = ()  # declared in the experiment's report section
-    notes: tuple[str, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
+    notes: tuple[QualityNote, ...] = ()  # data-quality notes found by the query (e.g. charging stayed on)
     # Regressions flagged on this experiment (a nightly) by its schedule or `farm regress`, one line each.
     regressions: tuple[str, ...] = ()
     generated_at: str = ""

@@ -17,6 +17,7 @@ from farm.errors import ConfigError
 from farm.experiment.model import Experiment
 from farm.report.environment import phone_info
 from farm.report.model import FigureSpec, PhoneInfo, ReportData, TableSpec, where_of
+from farm.report.notes import NoteKind, QualityNote, run_notes, unique
 from farm.store import events, views
 from farm.store.db import Store
 from farm.store.events import EventKind
@@ -24,10 +25,6 @@ from farm.store.layers import experiment_layers
 from farm.store.results import StoredResult
 from farm.store.runs import list_runs
 
-# The engine's own per-run note on the background load (farm.engine.lifecycle) reads the load
-# generator's figure; the data-quality notes say it once, from the run's gpu_load_mean metric that
-# the tables show (farm.report.tables), so it is not repeated in another format.
-ENGINE_LOAD_NOTE = "background load not reached"
 # Event kinds whose messages become data-quality notes.
 QUALITY_EVENT_KINDS = (EventKind.QUALITY, EventKind.THROTTLE, EventKind.WARNING)
 
@@ -130,18 +127,12 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
         values.setdefault(metric.run_id, {})[metric.name] = metric.value
         units.setdefault(metric.run_id, {})[metric.name] = metric.unit
     environments: dict[str, Any] = {}
-    run_notes: list[str] = []  # what the engine noted while running (e.g. charging left on)
+    engine_notes: list[QualityNote] = []  # what the engine noted while running (e.g. charging left on)
     for attempt in views.attempt_environments(store, experiment):
         env = _json(attempt.env_json)
         if isinstance(env, dict):
             environments[attempt.device_id] = env  # the latest snapshot per phone wins
-            notes_of_run = env.get("notes")
-            if isinstance(notes_of_run, list):
-                run_notes += [
-                    f"{attempt.device_id}: {note}"
-                    for note in notes_of_run
-                    if note and not str(note).startswith(ENGINE_LOAD_NOTE)
-                ]
+            engine_notes += run_notes(attempt.device_id, env)
     results = tuple(
         StoredResult(
             run_id=run.run_id,
@@ -158,12 +149,15 @@ def load_report_data(store: Store, experiment: str) -> ReportData:
     )
     device_ids = sorted({r.device_id for r in results if r.device_id})
     quality_events = events.messages(store, experiment, QUALITY_EVENT_KINDS)
-    notes = tuple(
-        dict.fromkeys(
-            ([spec_problem] if spec_problem else [])
-            + [f"{device_id + ': ' if device_id else ''}{message}" for device_id, message in quality_events]
-            + run_notes
-        )
+    notes = unique(
+        [
+            *([QualityNote(NoteKind.SPEC, spec_problem)] if spec_problem else []),
+            *(
+                QualityNote(NoteKind.PHONE, message, device_id or None)
+                for device_id, message in quality_events
+            ),
+            *engine_notes,
+        ]
     )
     regression_events = events.messages(store, experiment, [EventKind.REGRESSION])
     factor_names = spec.factor_names if spec is not None else ()

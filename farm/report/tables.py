@@ -179,7 +179,7 @@ def _load_notes(missed: list[StoredResult]) -> list[str]:
 
 def quality_notes(data: ReportData) -> list[str]:
     """What a reader must know before trusting the numbers."""
-    notes = list(data.notes)
+    notes = [note.line() for note in data.notes]
     throttled = _flagged(data, "throttled", 1.0)
     if throttled:
         notes.append(f"{len(throttled)} run(s) throttled (GPU clock fell under load): {_some(throttled)}.")

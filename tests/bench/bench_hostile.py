@@ -6,11 +6,13 @@ need root) and phone B (adreno-sd8gen2). B's `shell:true` over the device protoc
 its port: the daemon's own share, no adb server) is timed ROUNDS times idle, then for WINDOW_S
 after the attack started; a call that gets no answer within TIMEOUT_S counts as frozen (the
 daemon serves every phone on one event loop: an attack that blocks it stops them all).
-Attacks (from the issue's text): a FIFO at /dev/.farm/power.json; a FIFO named like a taskset
+Attacks (from the issue's text): a FIFO at /dev/.farm/shared/power.json; a FIFO named like a taskset
 request; A's charging node replaced by a link to a host FIFO; a telemetry node replaced by a FIFO;
-two raw sync RECVs of a FIFO; a sync LIS2 of a 100k-entry directory; 300 bogus OPENs of 200 KB.
+two raw sync RECVs of a FIFO; a sync LIS2 of a 100k-entry directory; 300 bogus OPENs of 200 KB;
+a flood of tiny OPENs for the whole window (the daemon's CPU it costs is charged to A: the CPU
+seconds the daemon charged each phone meanwhile are recorded, `vphone list --json`).
 Prints a table and writes results/bench/bench_hostile.json with the load average.
-Run: .venv/bin/python tests/bench/bench_hostile.py
+Run: .venv/bin/python tests/bench/bench_hostile.py [NAME-PART...]  (only the attacks named so)
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -88,13 +93,17 @@ Attack = Callable[[int, str, int, Path, contextlib.ExitStack], None]
 
 
 def fifo_power_json(adb_port: int, serial: str, _port: int, _tmp: Path, _stack: contextlib.ExitStack) -> None:
-    adb_shell(adb_port, serial, "rm -f /dev/.farm/power.json; mkfifo /dev/.farm/power.json")
+    adb_shell(adb_port, serial, "rm -f /dev/.farm/shared/power.json; mkfifo /dev/.farm/shared/power.json")
 
 
 def fifo_taskset_request(
     adb_port: int, serial: str, _port: int, _tmp: Path, _stack: contextlib.ExitStack
 ) -> None:
-    adb_shell(adb_port, serial, "mkfifo /dev/.farm/f && mv /dev/.farm/f /dev/.farm/taskset.request.1")
+    adb_shell(
+        adb_port,
+        serial,
+        "mkfifo /dev/.farm/shared/f && mv /dev/.farm/shared/f /dev/.farm/shared/taskset.request.1",
+    )
 
 
 def charging_link_host_fifo(
@@ -130,6 +139,33 @@ def bogus_opens(_adb_port: int, _serial: str, port: int, _tmp: Path, stack: cont
         host.send(p.A_OPEN, 1 + i, 0, b"x" * 200_000 + b"\0")
 
 
+def open_flood(_adb_port: int, _serial: str, port: int, _tmp: Path, stack: contextlib.ExitStack) -> None:
+    """Tiny OPENs (of no service) sent back to back until the window ends; the answers drained."""
+    host = stack.enter_context(WireHost.connect(port))
+    host.sock.settimeout(None)
+    batch = b"".join(p.encode(p.A_OPEN, 1 + i, 0, b"x\0") for i in range(1000))
+    stop = threading.Event()
+
+    def send() -> None:
+        with contextlib.suppress(OSError):
+            while not stop.is_set():
+                host.sock.sendall(batch)
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            while not stop.is_set():
+                if select.select([host.sock], [], [], 0.2)[0] and not host.sock.recv(1 << 16):
+                    return
+
+    threads = [threading.Thread(target=send, daemon=True), threading.Thread(target=drain, daemon=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        stack.callback(thread.join, 10)
+    stack.callback(lambda: host.sock.shutdown(socket.SHUT_RDWR))
+    stack.callback(stop.set)
+
+
 ATTACKS: dict[str, Attack] = {
     "FIFO at power.json (shell)": fifo_power_json,
     "FIFO as taskset request (shell)": fifo_taskset_request,
@@ -138,6 +174,7 @@ ATTACKS: dict[str, Attack] = {
     "2 sync RECVs of a FIFO": sync_recv_fifo,
     f"sync LIS2 of {MANY // 1000}k names": large_listing,
     "300 bogus OPENs of 200 KB": bogus_opens,
+    "flood of tiny OPENs": open_flood,
 }
 
 
@@ -167,6 +204,7 @@ def measure(adb_port: int, name: str, attack: Attack) -> dict[str, object]:
     with daemon(adb_port) as (state, state_dir), tempfile.TemporaryDirectory() as tmp:
         a, b = state.phones
         idle = [shell_true_ms(b.port) for _ in range(ROUNDS)]
+        cpu_before = daemon_cpu_s(state_dir)
         with contextlib.ExitStack() as stack:
             attack(adb_port, a.adb_serial, a.port, Path(tmp), stack)
             attacked: list[float | None] = []
@@ -175,8 +213,27 @@ def measure(adb_port: int, name: str, attack: Attack) -> dict[str, object]:
                 attacked.append(shell_true_ms(b.port))
                 if attacked[-1] is None:
                     break  # frozen: the next calls would only wait as long
+        cpu_after = daemon_cpu_s(state_dir)
+        charged = {
+            role: None
+            if cpu_after.get(phone.serial) is None
+            else cpu_after[phone.serial] - cpu_before[phone.serial]
+            for role, phone in (("A", a), ("B", b))
+        }
         log_bytes = os.path.getsize(state_dir / "daemon.log")
-        return {"idle": summary(idle), "attacked": summary(attacked), "daemon_log_bytes": log_bytes}
+        return {
+            "idle": summary(idle),
+            "attacked": summary(attacked),
+            "daemon_log_bytes": log_bytes,
+            "daemon_cpu_charged_s": charged,
+        }
+
+
+def daemon_cpu_s(state_dir: Path) -> dict[str, float | None]:
+    """The daemon's CPU seconds charged to each phone so far (None: a daemon that does not count)."""
+    state = control.running_state(state_dir)
+    phones = () if state is None else state.phones
+    return {phone.serial: getattr(phone, "daemon_cpu_s", None) for phone in phones}
 
 
 def cell(s: dict[str, float | int | None]) -> str:
@@ -191,10 +248,16 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     results = {}
     try:
+        wanted = sys.argv[1:]
         for name, attack in ATTACKS.items():
+            if wanted and not any(part in name for part in wanted):
+                continue
             results[name] = measure(server.port, name, attack)
             r = results[name]
-            print(f"{name:<36}{cell(r['idle'])}{cell(r['attacked'])}", flush=True)  # type: ignore[arg-type]
+            charged = r["daemon_cpu_charged_s"]
+            print(
+                f"{name:<36}{cell(r['idle'])}{cell(r['attacked'])}  daemon CPU charged {charged}", flush=True
+            )  # type: ignore[arg-type]
     finally:
         kill_adb_server(server)
     load = os.getloadavg()[0]

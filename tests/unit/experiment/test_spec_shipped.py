@@ -80,3 +80,22 @@ def test_the_readme_external_program_is_the_shipped_example() -> None:
     shipped = load(folder / "external_example.yaml")
     assert documented.benchmark == shipped.benchmark and documented.sweep == shipped.sweep
     assert documented.measurement == shipped.measurement
+
+
+def test_the_energy_variant_can_decide_motamedis_energy_claim() -> None:
+    """The energy claim (below 0.6 J per image on the GPU, fp32, at the best g) has a verdict only
+    with power measured and enough runs a cell for the exact sign test to get below alpha."""
+    from farm.analysis.verdict import DEFAULT_ALPHA, sign_test_min_p
+    from farm.experiment.sections import PowerSource
+
+    energy = load(EXPERIMENTS[0].parent / "squeezenet_precision.yaml", "energy")
+    assert energy.telemetry.power is PowerSource.BATTERY and energy.telemetry.disable_charging
+    assert "input_size" not in energy.benchmark.params  # the paper's 227 px
+    planned = plan(energy, FOUR_PHONES)
+    for phone in FOUR_PHONES:
+        runs = planned.queues[phone]
+        per_g: dict[object, int] = {}
+        for run in runs:
+            assert run.cell.get("backend") == "gpu" and run.cell.get("precision") == "fp32"
+            per_g[run.cell.get("g")] = per_g.get(run.cell.get("g"), 0) + 1
+        assert set(per_g) == {1, 4} and sign_test_min_p(min(per_g.values())) < DEFAULT_ALPHA

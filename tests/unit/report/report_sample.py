@@ -6,6 +6,7 @@ import numpy as np
 
 from farm.experiment import load_text
 from farm.report.model import FigureSpec, PhoneInfo, ReportData
+from farm.report.notes import NoteKind, QualityNote
 from farm.store.results import StoredResult
 from farm.store.runs import RunState
 
@@ -93,6 +94,6 @@ def build_report_data(*, declared: tuple[FigureSpec, ...] = ()) -> ReportData:
         ),
         runs=tuple(runs),
         figures=declared,
-        notes=(f"Charging could not be disabled on {EVIL}.",),
+        notes=(QualityNote(NoteKind.REPORT, f"Charging could not be disabled on {EVIL}."),),
         generated_at="2026-11-29 19:00 UTC",
     )

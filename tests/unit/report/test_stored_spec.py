@@ -8,6 +8,7 @@ from pathlib import Path
 
 from farm.engine.runner import spec_json
 from farm.experiment import load_text
+from farm.report.notes import NoteKind
 from farm.report.query import load_report_data
 from farm.store import Store
 from farm.store import runs as run_store
@@ -40,7 +41,7 @@ def test_the_stored_spec_is_an_experiment_again(tmp_path: Path) -> None:
     assert data.benchmark == "lstm" and data.description == "what the report shows"
     assert data.factor_names == ("hidden",)
     assert [(f.x, f.y, f.kind.value) for f in data.figures] == [("hidden", "latency_ms", "bar")]
-    assert not any("does not validate" in note for note in data.notes)
+    assert not any(note.kind is NoteKind.SPEC for note in data.notes)
 
 
 def test_a_spec_this_farm_cannot_read_is_a_note_not_a_crash(tmp_path: Path) -> None:
@@ -51,5 +52,5 @@ def test_a_spec_this_farm_cannot_read_is_a_note_not_a_crash(tmp_path: Path) -> N
         data = load_report_data(store, "asked")
     assert data.spec is None and data.benchmark is None and data.figures == ()
     assert data.factor_names == ("hidden",)  # from the runs
-    (note,) = [note for note in data.notes if "does not validate" in note]
-    assert "a_program_of_a_newer_farm" in note
+    (note,) = [note for note in data.notes if note.kind is NoteKind.SPEC]
+    assert "does not validate" in note.text and "a_program_of_a_newer_farm" in note.text

@@ -229,7 +229,7 @@ class AffinityServer:
         of `cpus` and before the answer, so the caller's next instruction runs under its quota."""
         if not request.name.startswith(REQUEST_PREFIX) or request.name.endswith(".tmp"):
             return
-        taken = ctlfiles.take_request(self.ctl, request.name)
+        taken = ctlfiles.take_request(self.ctl, ctlfiles.shared(request.name))
         if taken is None:
             return  # gone (answered already), a link, or not JSON
         parsed = parse_request(taken.body)
@@ -248,10 +248,10 @@ class AffinityServer:
         answer = request.name.removeprefix(REQUEST_PREFIX)
         ctlfiles.write_json(
             self.ctl,
-            f"{ANSWER_PREFIX}{answer}",
+            ctlfiles.shared(f"{ANSWER_PREFIX}{answer}"),
             {"errno": verdict.errno, "mask": cpus_mask(verdict.cpus)},
             mode=0o644,
-            owner_uid=taken.owner_uid,  # the asker removes it (the control dir is sticky)
+            owner_uid=taken.owner_uid,  # the asker removes it (shared/ is sticky)
         )
 
     def target(

@@ -1,7 +1,8 @@
 """File access below a tree the phone may change, for the daemon (host root).
 
-The phone's root owns its /sys and cgroup trees, and its shell the control dir /dev/.farm: either
-may plant symlinks there, which the daemon would resolve in the HOST's filesystem (a link at
+The phone's root owns its /sys and cgroup trees and the control dir /dev/.farm, its shell the
+tools' folders in it (shared/, settings/, logcat/, props/set): either may plant symlinks there,
+which the daemon would resolve in the HOST's filesystem (a link at
 /dev/cpuset/background/effective_cpus to any host file made the daemon rewrite that file). So
 every access walks from the tree's root one directory at a time, each opened from the last
 one's descriptor with O_NOFOLLOW: a link anywhere below the root, or a directory swapped for one
@@ -128,7 +129,7 @@ def list_dir(root: Path, rel: str, max_entries: int = MAX_LIST_ENTRIES) -> list[
 def replace_text(root: Path, rel: str, text: str, mode: int, owner_uid: int | None = None) -> None:
     """Atomic replace of root/rel: a fresh temporary file (O_EXCL, a random name, so nothing the
     phone made in advance is written through) renamed over it in the same directory; owned by
-    owner_uid when given (an answer its asker removes from the sticky control dir)."""
+    owner_uid when given (an answer its asker removes from the sticky shared/ folder)."""
     parent, _, name = rel.strip("/").rpartition("/")
     dfd = open_dir(root, parent)
     try:

@@ -169,7 +169,7 @@ class CgroupMounter:
         """Answer one request file of the phone's `mount` (then remove it)."""
         if not request.name.startswith(MOUNT_REQUEST_PREFIX) or request.name.endswith(".tmp"):
             return
-        taken = ctlfiles.take_request(self.ctl, request.name)
+        taken = ctlfiles.take_request(self.ctl, ctlfiles.shared(request.name))
         if taken is None:
             return  # gone (answered already) or not ours to read
         if taken.owner_uid != self.root_owner[0]:
@@ -178,7 +178,9 @@ class CgroupMounter:
             return
         code = self._mount(taken.body, init_pid)
         answer = request.name.removeprefix(MOUNT_REQUEST_PREFIX)
-        ctlfiles.write_json(self.ctl, f"{MOUNT_ANSWER_PREFIX}{answer}", {"errno": code}, mode=0o644)
+        ctlfiles.write_json(
+            self.ctl, ctlfiles.shared(f"{MOUNT_ANSWER_PREFIX}{answer}"), {"errno": code}, mode=0o644
+        )
 
     def _mount(self, body: object, init_pid: int) -> int:
         if not isinstance(body, dict) or not all(

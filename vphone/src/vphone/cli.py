@@ -92,6 +92,16 @@ def virtual() -> None:
     help="model every phone's cable: per-packet latency and bandwidth of adb over USB 2 or USB 3 "
     "(default: each profile's own `link:`; the shipped profiles are as fast as loopback)",
 )
+@click.option(
+    "--adb-key",
+    "adb_keys",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="a host's adb public key (adbkey.pub) or private key the phones trust, as if USB debugging "
+    "had been allowed for it once; repeat it (default: the adb server's own keys, "
+    "$ADB_VENDOR_KEYS and ~/.android/adbkey.pub). Phones of user builds (ro.adb.secure=1) show "
+    "`unauthorized` to any other key",
+)
 @click.option("--world-factory", default=DEFAULT_WORLD_FACTORY, hidden=True)
 def up(
     count: int,
@@ -101,6 +111,7 @@ def up(
     state_dir: Path | None,
     keep_data: bool,
     link: str | None,
+    adb_keys: tuple[Path, ...],
     world_factory: str,
 ) -> None:
     """Start --count virtual phones in a background daemon and connect them to the adb server.
@@ -140,6 +151,7 @@ def up(
         world_factory=world_factory,
         keep_data=keep_data,
         link=LinkKind(link) if link is not None else None,
+        adb_key_paths=adb_keys,
     )
     for phone in state.phones:
         click.echo(f"{phone.adb_serial}  {phone.serial}  {phone.profile}  {phone.state}")
@@ -149,7 +161,8 @@ def up(
 @click.option("--json", "as_json", is_flag=True, help="print JSON (a list of phones) for scripts")
 @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help=STATE_DIR_HELP)
 def list_(as_json: bool, state_dir: Path | None) -> None:
-    """List the running virtual phones: serial, adb serial, port, profile, state.
+    """List the running virtual phones: serial, adb serial, port, profile, state (and with
+    --json the daemon's CPU seconds spent on each phone, charged to it, and its wait for that).
 
     \b
     Example:

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vphone import userdata
+from vphone.adb import auth
 from vphone.adb.link import LinkKind
-from vphone.daemon import DEFAULT_WORLD_FACTORY, LOG_FILE, STATE_FILE
+from vphone.daemon import ADB_KEYS_FILE, DEFAULT_WORLD_FACTORY, LOG_FILE, PHONES_DIR, STATE_FILE
 from vphone.errors import ConfigError, EnvironmentProblem, PhoneTransientError, VphoneError
 
 DEFAULT_ADB_PORT = 5037
@@ -38,6 +40,8 @@ class PhoneInfo:
     port: int
     profile: str
     state: str
+    daemon_cpu_s: float = 0.0  # the daemon's CPU spent on this phone, charged to it (daemoncpu)
+    daemon_wait_s: float = 0.0  # how long its requests waited for being over its share
 
 
 @dataclass(frozen=True)
@@ -109,8 +113,11 @@ def connect_phones(
         result = adb(adb_port, "connect", phone.adb_serial)
         if "connected to" not in result.stdout:
             message = (result.stdout + result.stderr).strip().splitlines()
+            hint = None
+            if "failed to authenticate" in result.stdout:
+                hint = "the phone trusts other adb keys: give it this server's with --adb-key PATH"
             raise PhoneTransientError(
-                phone.adb_serial, f"adb connect failed: {message[-1] if message else '?'}"
+                phone.adb_serial, f"adb connect failed: {message[-1] if message else '?'}", hint=hint
             )
     deadline = time.monotonic() + timeout_s
     while True:
@@ -127,6 +134,25 @@ def disconnect_phones(phones: Sequence[PhoneInfo], adb_port: int) -> None:
     for phone in phones:
         with contextlib.suppress(VphoneError):
             adb(adb_port, "disconnect", phone.adb_serial, timeout_s=10)
+
+
+def adb_key_lines(paths: Sequence[Path]) -> list[str]:
+    """The phones' adb_keys lines for host key files (--adb-key), each checked to be an adb key."""
+    lines = []
+    for path in paths:
+        try:
+            lines.append(auth.key_line(path))
+        except OSError as error:
+            raise ConfigError(f"cannot read adb key {path}: {error.strerror}") from None
+        except auth.BadAdbKey as error:
+            raise ConfigError(str(error), hint="give the adb server's adbkey.pub (or adbkey)") from None
+    return lines
+
+
+def host_adb_keys() -> list[str]:
+    """The keys this host's adb server signs with ($ADB_VENDOR_KEYS, ~/.android/adbkey.pub): a lab
+    phone has \"always allow\"ed them once. Empty if the server has never made its key."""
+    return adb_key_lines(auth.host_key_files(dict(os.environ), Path.home()))
 
 
 # State and control socket -------------------------------------------------------------------------
@@ -225,13 +251,21 @@ def start_daemon(
     keep_data: bool = False,
     link: LinkKind | None = None,
     timeout_s: float = START_TIMEOUT_S,
+    adb_keys: Sequence[str] | None = None,
 ) -> DaemonState:
-    """Start a detached daemon (new session, so it survives the terminal) and wait for its phones."""
+    """Start a detached daemon (new session, so it survives the terminal) and wait for its phones.
+
+    `adb_keys` are the lines of the phones' adb_keys (None: this host's adb keys): phones whose
+    profile has ro.adb.secure=1 let in only an adb server holding one of them."""
     state_dir.mkdir(parents=True, exist_ok=True)
     if running_state(state_dir) is not None:
         raise EnvironmentProblem(
             f"virtual phones are already running from {state_dir}", hint="stop them with `farm virtual down`"
         )
+    keys = host_adb_keys() if adb_keys is None else list(adb_keys)
+    keys_tmp = state_dir / (ADB_KEYS_FILE + ".tmp")
+    keys_tmp.write_text("".join(f"{line}\n" for line in keys))
+    keys_tmp.replace(state_dir / ADB_KEYS_FILE)
     argv = [
         sys.executable,
         "-m",
@@ -240,6 +274,8 @@ def start_daemon(
         str(state_dir),
         "--world-factory",
         world_factory,
+        "--adb-keys",
+        str(state_dir / ADB_KEYS_FILE),
     ]
     for profile in profiles:
         argv += ["--profile", profile]
@@ -258,31 +294,53 @@ def start_daemon(
     assert daemon.stdout is not None
     line = _read_line(daemon, timeout_s)
     daemon.stdout.close()
+    if line is None:
+        _end_failed_start(daemon, state_dir)
+        raise EnvironmentProblem(
+            f"the virtual phone daemon did not start within {timeout_s:.0f} s",
+            hint=f"see {state_dir / LOG_FILE}",
+        )
     try:
         result = json.loads(line)
     except ValueError:
-        daemon.kill()
-        daemon.wait()
+        _end_failed_start(daemon, state_dir)
         raise EnvironmentProblem(
             "the virtual phone daemon died while starting", hint=f"see {state_dir / LOG_FILE}"
         ) from None
     if not result.get("ok"):
-        daemon.wait(timeout=10)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            daemon.wait(timeout=10)  # it stopped its phones before saying so, and ends
+        _end_failed_start(daemon, state_dir)
         raise ConfigError(str(result.get("error")))
     return DaemonState.from_json(result["state"])
 
 
-def _read_line(daemon: subprocess.Popen[bytes], timeout_s: float) -> bytes:
+def _read_line(daemon: subprocess.Popen[bytes], timeout_s: float) -> bytes | None:
+    """The daemon's start-up line; None when none came within timeout_s."""
     import selectors
 
     assert daemon.stdout is not None
     with selectors.DefaultSelector() as selector:
         selector.register(daemon.stdout, selectors.EVENT_READ)
         if not selector.select(timeout_s):
+            return None
+    return daemon.stdout.readline()
+
+
+def _end_failed_start(daemon: subprocess.Popen[bytes], state_dir: Path) -> None:
+    """End a daemon whose start failed or took too long, and what it mounted: SIGTERM first (it
+    cancels its start and stops its phones, which unmounts their userdata partitions), SIGKILL
+    when it does not end in time; then whatever partition is still mounted is unmounted here."""
+    if daemon.poll() is None:
+        daemon.terminate()
+        try:
+            daemon.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait()
-            raise EnvironmentProblem(f"the virtual phone daemon did not start within {timeout_s:.0f} s")
-    return daemon.stdout.readline()
+    for phone_dir in sorted((state_dir / PHONES_DIR).glob("*")):
+        if phone_dir.is_dir() and not phone_dir.is_symlink():
+            userdata.unmount(phone_dir)
 
 
 def stop_daemon(state: DaemonState, timeout_s: float = STOP_TIMEOUT_S) -> None:
@@ -315,11 +373,20 @@ def up(
     world_factory: str = DEFAULT_WORLD_FACTORY,
     keep_data: bool = False,
     link: LinkKind | None = None,
+    adb_key_paths: Sequence[Path] = (),
 ) -> DaemonState:
-    """Start phones and register them with the adb server; on any failure nothing stays running."""
+    """Start phones and register them with the adb server; on any failure nothing stays running.
+
+    The phones trust `adb_key_paths`, else the keys of this host's adb server (started first: it
+    makes ~/.android/adbkey on its first start)."""
     adb_path()
     checked = world_factory == DEFAULT_WORLD_FACTORY
     names = resolve_profiles(count, profiles, check=checked)
+    if adb_key_paths:
+        keys = adb_key_lines(adb_key_paths)
+    else:
+        adb(adb_port, "start-server")
+        keys = host_adb_keys()
     state = start_daemon(
         state_dir,
         names,
@@ -328,6 +395,7 @@ def up(
         adb_port=adb_port,
         keep_data=keep_data,
         link=link,
+        adb_keys=keys,
     )
     try:
         connect_phones(state.phones, adb_port)

@@ -1,32 +1,42 @@
 """Host side of the control dir shared with the phone's tools (tools/ctlstore.py is the phone side).
 
-<state_dir>/ctl/ is bound at /dev/.farm inside the phone: the phone root's, sticky, shell's group
-(layout.CTL_MODE), so shell's tools add files but cannot replace root's or the daemon's; the
-daemon reads every file here through beneath.py (no link followed, no FIFO waited on, bounded).
-Files (JSON unless noted):
-  props/ro.json          read-only props (identity, serial, boot state), written by the world
-  props/set/<key>        runtime setprop values (text); cleared on reboot
-  props/persist/<key>    persist.* values (text); survive reboot
-  battery/state.json     the true battery state, written by the physics for `dumpsys battery`
-  battery/override.json  `dumpsys battery set|unplug` overrides; {} after reset
-  settings/<ns>.json     `settings` store (system, secure, global)
-  power.json             screen / stay-awake state from `svc power` and `input keyevent`
-  input.log              one line per `input` event (text)
-  reboot                 present when `reboot` asked the world to reboot the phone
-  rooted                 present on rooted profiles, for the tools to read (written by the daemon; init
-                         serves su only when the daemon's command line says --rooted, not by it)
+<state_dir>/ctl/ is bound at /dev/.farm inside the phone. The folder itself is the phone root's
+and 0755: shell cannot create, rename or replace anything in it, so root's tools.sock, the
+daemon's rooted marker, props/ro.json and the other files the daemon or init write are safe from
+shell. What the tools write (as shell or as root) lives in shared/ (root's, sticky, shell's group:
+layout.SHARED_MODE) and in shell's own subfolders (settings/, logcat/, props/set, props/persist).
+The daemon reads every file here through beneath.py (no link followed, no FIFO waited on,
+bounded), and everything in the shell-writable folders is hostile input.
+Files (JSON unless noted); written by the daemon or init, unless under shared/ or shell's folders:
+  tools.sock             init's tool socket (farmtool.c)
   init.ready             written by the phone's init once it is up
+  rooted                 present on rooted profiles, for the tools to read (init serves su only
+                         when the daemon's command line says --rooted, not by it)
+  su.prompt_ms, su.granted  the su prompt's length (daemon) and its grant (init, as root)
+  props/ro.json          read-only props (identity, serial, boot state), written by the world
+  props/set/<key>        runtime setprop values (text, shell's folder); cleared on reboot
+  props/persist/<key>    persist.* values (text, shell's folder); survive reboot
+  battery/state.json     the true battery state, written by the physics for `dumpsys battery`
+  settings/<ns>.json     `settings` store (system, secure, global; shell's folder)
+  logcat/<buffer>        the log buffers (shell's folder)
   thermalservice.txt     `dumpsys thermalservice` as ThermalManagerService prints it (Android 10+),
                          written by the physics; the tool prints it (text)
-  fixed_performance      `cmd power set-fixed-performance-mode-enabled`: "1"/"0", written by the
-                         tool, read by the physics (text)
   fixed_performance.supported  present when the profile's power HAL has the mode (world)
   fixed_performance.applied    "1"/"0": the mode in force, written by the physics once the clock
                          nodes show it; `cmd power` waits for it, as the HAL call returns only then
-  thermal_override       `cmd thermalservice override-status N`: N; removed by `reset` (text)
   kmsg                   kernel-log lines, e.g. a refused sysfs write (text, appended, bounded)
-  taskset.request.<id>   the phone's taskset: {"tids", "mask"}, judged by its owner (affinity.py)
-  taskset.answer.<id>    the daemon's answer: {"errno", "mask"}
+  cgroup-mounts.json     what `mount` lists for the phone's cgroup views (cgmounts.py)
+  shared/power.json      screen / stay-awake state from `svc power` and `input keyevent`
+  shared/power_hint      the last boost the framework sent the power HAL (`input`, deviceidle)
+  shared/wm.json, shared/selinux, shared/packages.json, shared/apks/, shared/deviceidle.json,
+  shared/input.log, shared/am.log   the tools' own state
+  shared/battery-override.json  `dumpsys battery set|unplug` overrides; {} after reset
+  shared/reboot          present when `reboot` asked the world to reboot the phone
+  shared/fixed_performance  `cmd power set-fixed-performance-mode-enabled`: "1"/"0" (text)
+  shared/thermal_override   `cmd thermalservice override-status N`: N; removed by `reset` (text)
+  shared/taskset.request.<id>, shared/mount.request.<id>  the tools' requests, judged by their
+                         file's owner (affinity.py, cgmounts.py)
+  shared/taskset.answer.<id>, shared/mount.answer.<id>  the daemon's answers: {"errno", ...}
 """
 
 from __future__ import annotations
@@ -45,21 +55,22 @@ RO_PROPS = "props/ro.json"
 SET_PROPS = "props/set"
 PERSIST_PROPS = "props/persist"
 BATTERY_STATE = "battery/state.json"
-BATTERY_OVERRIDE = "battery/override.json"
-POWER = "power.json"
-REBOOT_REQUEST = "reboot"
+SHARED = "shared"  # the tools' folder (shell may write there); tools/ctlstore.py
+BATTERY_OVERRIDE = f"{SHARED}/battery-override.json"
+POWER = f"{SHARED}/power.json"
+REBOOT_REQUEST = f"{SHARED}/reboot"
 ROOTED_FLAG = "rooted"
 # The last boost the framework sent the power HAL ("interaction NS"): `input` writes it.
-POWER_HINT = "power_hint"
-DEVICEIDLE = "deviceidle.json"  # Doze's forced state (tools/t_deviceidle.py)
+POWER_HINT = f"{SHARED}/power_hint"
+DEVICEIDLE = f"{SHARED}/deviceidle.json"  # Doze's forced state (tools/t_deviceidle.py)
 # The su prompt (profile su_prompt_s, in ms) until the first grant; the grant, kept like Magisk's.
 SU_PROMPT_MS = "su.prompt_ms"
 SU_GRANTED = "su.granted"
 THERMALSERVICE = "thermalservice.txt"
-FIXED_PERFORMANCE = "fixed_performance"
+FIXED_PERFORMANCE = f"{SHARED}/fixed_performance"
 FIXED_PERFORMANCE_SUPPORTED = "fixed_performance.supported"
 FIXED_PERFORMANCE_APPLIED = "fixed_performance.applied"
-THERMAL_OVERRIDE = "thermal_override"
+THERMAL_OVERRIDE = f"{SHARED}/thermal_override"
 HAL_FLAGS = (FIXED_PERFORMANCE, THERMAL_OVERRIDE)  # the tools write them; the physics watches
 KMSG = "kmsg"
 KMSG_MAX_BYTES = 64 * 1024
@@ -157,6 +168,11 @@ def read_props(ctl: Path) -> dict[str, str]:
     return props
 
 
+def shared(name: str) -> str:
+    """The control dir's path of `name` in the tools' folder."""
+    return f"{SHARED}/{name}"
+
+
 def remove(ctl: Path, rel: str) -> None:
     """Unlink ctl/rel whatever it is (a link is removed, not followed); gone already is fine."""
     parent, _, name = rel.strip("/").rpartition("/")
@@ -176,9 +192,8 @@ def reset_volatile(ctl: Path) -> None:
     HAL modes, a thermal status override and the kernel log."""
     shutil.rmtree(ctl / SET_PROPS, ignore_errors=True)
     (ctl / SET_PROPS).mkdir(exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        (ctl / BATTERY_OVERRIDE).unlink()
     for rel in (
+        BATTERY_OVERRIDE,
         REBOOT_REQUEST,
         FIXED_PERFORMANCE,
         FIXED_PERFORMANCE_APPLIED,
@@ -187,5 +202,4 @@ def reset_volatile(ctl: Path) -> None:
         POWER_HINT,
         DEVICEIDLE,
     ):
-        with contextlib.suppress(FileNotFoundError):
-            (ctl / rel).unlink()
+        remove(ctl, rel)

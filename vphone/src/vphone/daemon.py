@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from vphone import faults, logcap
+from vphone import daemoncpu, faults, logcap
+from vphone.adb import auth
 from vphone.adb.link import PRESETS, LinkKind
 from vphone.adb.server import PhoneServer
 from vphone.adb.services import process
@@ -43,8 +44,10 @@ log = logging.getLogger("vphone.daemon")
 FIRST_PORT = 6520
 EMULATOR_PORTS = range(5554, 5586)  # the adb server probes these as emulators
 STATE_FILE = "state.json"
+ADB_KEYS_FILE = "adb_keys"  # the phones' /data/misc/adb/adb_keys: the host keys they trust
 LOG_FILE = "daemon.log"
 DEFAULT_WORLD_FACTORY = "vphone.world:make_world"
+PHONES_DIR = "phones"  # <state_dir>/phones/<serial>: one phone's files
 MAX_UNIX_PATH_BYTES = 100
 
 
@@ -61,6 +64,7 @@ class DaemonConfig:
     adb_port: int | None
     keep_data: bool = False
     link: LinkKind | None = None  # --link: every phone's cable; None: each profile's own `link:`
+    adb_keys: Path | None = None  # --adb-keys: an adb_keys file; None trusts no key
 
 
 def control_socket_path(state_dir: Path) -> Path:
@@ -74,7 +78,7 @@ def control_socket_path(state_dir: Path) -> Path:
 
 def phone_state_dir(state_dir: Path, serial: str) -> Path:
     """Where one phone's world keeps its files (its sandbox root, ground-truth log...)."""
-    return state_dir / "phones" / serial
+    return state_dir / PHONES_DIR / serial
 
 
 def load_world_factory(spec: str) -> WorldFactory:
@@ -128,6 +132,17 @@ def bind_ports(count: int, first_port: int | None) -> list[socket.socket]:
     return sockets
 
 
+def read_adb_keys(path: Path) -> list[auth.AdbKey]:
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError(f"cannot read the phones' adb keys {path}: {error.strerror}") from None
+    try:
+        return auth.parse_keys(text, str(path))
+    except auth.BadAdbKey as error:
+        raise ConfigError(str(error)) from None
+
+
 class Daemon:
     def __init__(self, config: DaemonConfig) -> None:
         self._config = config
@@ -150,6 +165,8 @@ class Daemon:
                     "port": phone.port,
                     "profile": phone.profile,
                     "state": phone.state.value,
+                    "daemon_cpu_s": round(phone.cpu.charged_s, 3),
+                    "daemon_wait_s": round(phone.cpu.waited_s, 3),
                 }
                 for phone in self._phones
             ],
@@ -164,14 +181,26 @@ class Daemon:
     # Lifecycle ----------------------------------------------------------------------------------
     async def start(self) -> None:
         factory = load_world_factory(self._config.world_factory)
+        # Charge the daemon's work for each phone to that phone (vphone.daemoncpu).
+        try:
+            cores = daemoncpu.daemon_cores_of(os.environ.get(daemoncpu.DAEMON_CORES_ENV))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         listeners = bind_ports(len(self._config.profiles), self._config.first_port)
         link_override = PRESETS[self._config.link] if self._config.link is not None else None
+        keys = tuple(read_adb_keys(self._config.adb_keys)) if self._config.adb_keys else ()
+        daemoncpu.install(asyncio.get_running_loop())
+        share = daemoncpu.share_cores(len(self._config.profiles), cores)
         for listener, profile in zip(listeners, self._config.profiles, strict=True):
             port = listener.getsockname()[1]
             serial = f"VP{port}"
             state_dir = phone_state_dir(self._config.state_dir, serial)
             world = factory(profile, serial, state_dir, keep_data=self._config.keep_data)
-            self._phones.append(PhoneServer(world, listener, profile, link=link_override))
+            self._phones.append(
+                PhoneServer(
+                    world, listener, profile, link=link_override, trusted_keys=keys, cpu_share_cores=share
+                )
+            )
         try:
             await asyncio.gather(*(phone.start() for phone in self._phones))
         except BaseException:
@@ -246,8 +275,19 @@ def _report(result: dict[str, Any]) -> None:
 
 async def _main(config: DaemonConfig) -> int:
     daemon = Daemon(config)
+    loop = asyncio.get_running_loop()
+    # A launcher that gives up waiting sends SIGTERM: the start is cancelled, and its clean-up
+    # (Daemon.start stops every phone) unmounts the phones' userdata partitions. Before, the
+    # launcher's SIGKILL left them mounted, loop devices and all.
+    starting = loop.create_task(daemon.start())
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, starting.cancel)
     try:
-        await daemon.start()
+        await starting
+    except asyncio.CancelledError:
+        log.warning("start-up cancelled by a signal: every phone stopped")
+        _report({"ok": False, "error": "virtual phones' start cancelled"})
+        return 1
     except VphoneError as error:
         _report({"ok": False, "error": str(error)})
         return error.exit_code
@@ -255,7 +295,6 @@ async def _main(config: DaemonConfig) -> int:
         log.exception("start-up failed")
         _report({"ok": False, "error": f"virtual phones failed to start: {error}"})
         return 1
-    loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, daemon.request_stop)
     # Survive the terminal closing. A handler, not SIG_IGN: an ignored SIGHUP would be inherited by
@@ -277,6 +316,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
     parser.add_argument("--world-factory", default=DEFAULT_WORLD_FACTORY)
     parser.add_argument("--adb-port", type=int, default=None, help="recorded in the state file only")
     parser.add_argument("--keep-data", action="store_true", help="keep data of another profile too")
+    parser.add_argument("--adb-keys", type=Path, default=None, help="adb_keys file the phones trust")
     parser.add_argument("--link", choices=[LinkKind.USB2.value, LinkKind.USB3.value], default=None)
     args = parser.parse_args(argv)
     return DaemonConfig(
@@ -287,6 +327,7 @@ def parse_args(argv: list[str] | None = None) -> DaemonConfig:
         adb_port=args.adb_port,
         keep_data=args.keep_data,
         link=LinkKind(args.link) if args.link is not None else None,
+        adb_keys=args.adb_keys,
     )
 
 

@@ -32,7 +32,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from vphone import beneath
+from vphone import beneath, ctlfiles
 from vphone.buildprops import build_props
 from vphone.errors import EnvironmentProblem
 from vphone.profile import OpenClLoader, Profile
@@ -40,7 +40,8 @@ from vphone.profile import OpenClLoader, Profile
 PROC_CGROUPS_HEADER = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
 SHELL_UID = 2000
 SHELL_GID = 2000
-CTL_MODE = 0o1775  # /dev/.farm: root's, shell's group may add files, sticky (see prepare_tree)
+CTL_MODE = 0o755  # /dev/.farm: root's; shell creates, renames and replaces nothing there
+SHARED_MODE = 0o1775  # /dev/.farm/shared: root's, shell's group may add files, sticky (like /tmp)
 LAYOUT_VERSION = 2  # 1: host-root-owned trees (before the phone had its own host uid range)
 TOOLS_SRC_DIR = Path(__file__).parent / "tools"
 NATIVE_BIN_DIR = Path(__file__).parent / "native" / "bin"
@@ -256,13 +257,16 @@ def prepare_tree(
     # PoCL's kernel cache (the "vendor driver cache"); kept across reboots like a real one.
     _mkdir(lay, lay.data / "vendor" / "pocl-cache", 0o770, shell)
     _mkdir(lay, lay.sdcard, 0o770, shell)
-    # /dev/.farm is the phone's root's and sticky (like /tmp): shell's tools add their own files,
-    # but shell cannot remove or replace root's tools.sock, the daemon's files (rooted, kmsg,
-    # thermalservice.txt) or props/ (the identity in props/ro.json): before, shell owned it.
-    _mkdir(lay, lay.ctl, CTL_MODE, (root[0], shell[1]))
-    _mkdir(lay, lay.ctl / "props", 0o755, root)
+    # /dev/.farm is the phone's root's and closed to shell: root's tools.sock, the daemon's files
+    # (rooted, kmsg, thermalservice.txt, battery/state.json) and props/ (the identity in
+    # props/ro.json) cannot be replaced or forged by shell. The tools' files go to shared/, sticky
+    # (like /tmp): shell adds its own there but cannot remove or replace root's.
+    _mkdir(lay, lay.ctl, CTL_MODE, root)
+    _mkdir(lay, lay.ctl / ctlfiles.SHARED, SHARED_MODE, (root[0], shell[1]))
+    for sub in ("props", "battery"):
+        _mkdir(lay, lay.ctl / sub, 0o755, root)
     lay.sys.mkdir(exist_ok=True)
-    for sub in ("props/set", "props/persist", "battery", "settings", "logcat"):
+    for sub in ("props/set", "props/persist", "settings", "logcat"):
         _mkdir(lay, lay.ctl / sub, 0o775, shell)
     _prepare_system(profile, lay, serial)
     _prepare_vendor(profile, lay)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vphone import affinity, beneath, cgroupfs, ctlfiles
+from vphone import affinity, beneath, cgroupfs, ctlfiles, daemoncpu
 from vphone.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
 from vphone.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
 from vphone.cgroup import GPU_GROUP, SYSTEM_USED_FRACTION, PhoneCgroups
@@ -171,6 +171,9 @@ class Physics:
         self._boot_ns = time.monotonic_ns()  # the last user activity before any input event
         self._tick_count = 0
         self._quotas: dict[str, float] = {}
+        # What the daemon spends on this phone (vphone.daemoncpu); taken from the task context
+        # the phone's server starts the world in, None outside a daemon.
+        self.cpu_account: daemoncpu.CpuAccount | None = None
         self._gpu_tids: set[int] = set()
         self._cpuset_cpus: dict[str, tuple[int, ...]] = {}
         self._pinned_cpus: dict[str, tuple[int, ...]] = {}  # taskset's groups (affinity.py)
@@ -216,6 +219,7 @@ class Physics:
         self._apply_quotas()
 
     async def start(self) -> None:
+        self.cpu_account = daemoncpu.current()
         self._scanner = ProcScanner(self.sandbox.pidns, candidates=self._cgroup_pids)
         self._scanner.scan(time.monotonic(), 0, rss=False)
         self.log.open()
@@ -312,7 +316,10 @@ class Physics:
 
     def _fused_write(self, rel: str, data: bytes) -> int | None:
         """Root wrote a FUSE-served clock node (on the FUSE thread): the kernel's judgement, and
-        the value in force before write(2) returns."""
+        the value in force before write(2) returns. Its CPU is the phone's (vphone.daemoncpu)."""
+        return daemoncpu.charge_thread(self.cpu_account, lambda: self._judge_fused_write(rel, data))
+
+    def _judge_fused_write(self, rel: str, data: bytes) -> int | None:
         if rel == self.nodes.charging_rel():
             with self._lock:
                 if self.nodes.store_charging_node(data):
@@ -332,7 +339,7 @@ class Physics:
 
     def _start_watch(self) -> None:
         """Watch what the phone may write: root's clock nodes and cpusets, the tools' HAL flags."""
-        self._watch.watch(self.layout.ctl, IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE)
+        self._watch.watch(self.layout.ctl / ctlfiles.SHARED, IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE)
         if self.profile.rooted:
             if self._fused is None:
                 for rel in self.clock_nodes.writable_paths():
@@ -371,14 +378,16 @@ class Physics:
     def on_write(self, path: Path) -> None:
         """A file the phone may write was written: judge it and answer (see the module doc)."""
         with self._lock:
-            self._on_write(path)
+            # Work for the phone on the watch's thread: charged to it (vphone.daemoncpu).
+            daemoncpu.charge_thread(self.cpu_account, lambda: self._on_write(path))
 
     def _on_write(self, path: Path) -> None:
         try:
-            if path.parent == self.layout.ctl:
-                if path.name in ctlfiles.HAL_FLAGS:
+            if path.parent == self.layout.ctl / ctlfiles.SHARED:
+                rel = ctlfiles.shared(path.name)
+                if rel in ctlfiles.HAL_FLAGS:
                     self._hal_flags()
-                elif path.name == ctlfiles.POWER_HINT:
+                elif rel == ctlfiles.POWER_HINT:
                     self._power_hint()
                 elif path.name.startswith(MOUNT_REQUEST_PREFIX) and self.mounter is not None:
                     self.mounter.serve(path, self.sandbox.init_pid)
@@ -521,6 +530,8 @@ class Physics:
         # Steps of 0.05 threads: the quota follows the demand without a cgroup write per tick.
         threads = math.ceil(self.last_sample.demand_threads * 20 - 0.5) / 20
         quotas = self.model.quotas({**self._cpuset_cpus, **self._pinned_cpus}, threads).cores
+        if self.cpu_account is not None:
+            quotas = daemoncpu.less_daemon_cpu(quotas, self.cpu_account.rate_cores())
         if self.cgroups is None or quotas == self._quotas:
             self._quotas = quotas
             return
@@ -671,7 +682,7 @@ class Physics:
         )
         on = screen_on_now(inputs, now_ns)
         if on != inputs.screen_on:
-            # The control dir is sticky: the file stays its writer's (the phone's shell or root),
+            # The tools' folder is sticky: the file stays its writer's (the phone's shell or root),
             # so that their tools can still replace it.
             try:
                 owner = os.stat(ctl / ctlfiles.POWER, follow_symlinks=False).st_uid

@@ -37,9 +37,24 @@ class CpuSample:
     pids: tuple[int, ...]
     pocl_tids: tuple[int, ...] = ()  # the "GPU" threads seen in this scan
     # Threads (other than PoCL's) that wanted a core: sum of min(1, (on-CPU + runqueue wait) /
-    # interval). Wait includes time throttled by the cgroup quota and queued behind other host
-    # work, so a busy thread counts as 1 however little CPU it got.
+    # interval), or 1 for a thread runnable at the scan (_runnable). Wait includes time throttled
+    # by the cgroup quota and queued behind other host work, so a busy thread counts as 1
+    # however little CPU it got.
     demand_threads: float = 0.0
+
+
+def _runnable(task_dir: str) -> bool:
+    """Whether the thread runs or waits for a core now (state R; a thread throttled by its
+    cgroup's quota is R too). schedstat adds a runqueue wait only when the thread gets its core:
+    a thread that waits longer than a scan interval (8 threads behind a phone's quota of about
+    one host core) shows nothing in one interval and at most 1 in the next, and demand counted
+    from that alone was about half of such threads, so the quota that follows the demand gave
+    all cores of a phone about half their budget."""
+    try:
+        with open(f"{task_dir}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split(maxsplit=1)[0] == b"R"
+    except (OSError, IndexError):
+        return False
 
 
 def _thread_times_ns(task_dir: str) -> tuple[int, int] | None:
@@ -192,7 +207,8 @@ class ProcScanner:
                 else:
                     other_ns += on
                     if interval_ns > 0:
-                        demand += min(1.0, (on + wait) / interval_ns)
+                        runnable = _runnable(f"/proc/{pid}/task/{tid}")
+                        demand += 1.0 if runnable else min(1.0, (on + wait) / interval_ns)
         self._prev = current
         return CpuSample(
             pocl_ns=pocl_ns,

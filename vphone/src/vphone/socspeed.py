@@ -13,7 +13,9 @@ equal the profile's. s is as large as the host allows: one thread runs on one ho
 beside a background GPU load keeps its speed). Below
 MIN_CORE_SHARE a CFS quota no longer gives ms-scale work an even rate (the kernel's 1 ms
 minimum quota per 20 ms period), so s stops there and the ratios that would need more host
-cores are held as far as the host allows and named (`unheld`), with why.
+cores are held as far as the host allows and named (`unheld`), with why. A phone with more CPUs
+than the host has cores names the ratios of all its cores too: its threads share one quota
+(`_shared_quota`).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class UnheldRatio:
     def line(self, profile_name: str) -> str:
         return (
             f"{profile_name}: this host cannot hold {self.ratio.value} = {self.profile:.3g} "
-            f"(held at {self.held:.3g}): {self.why}"
+            f"(budgeted at {self.held:.3g}): {self.why}"
         )
 
 
@@ -155,6 +157,9 @@ def plan_speeds(profile: Profile, host: HostCalibration) -> SpeedPlan:
         unheld.append(
             UnheldRatio(Ratio.GPU_PER_ALL_CORES, speeds.gpu / speeds.all_cores, held_gpu / cpu_units, why)
         )
+    unheld += _shared_quota(
+        profile, host, speeds, cpu_units, gpu_cores / share * pocl / host.c_gflops, unheld
+    )
     return SpeedPlan(
         core_cores=share,
         cpu_units=cpu_units,
@@ -162,6 +167,40 @@ def plan_speeds(profile: Profile, host: HostCalibration) -> SpeedPlan:
         slowdown=speeds.big_core / (share * host.c_gflops),
         unheld=tuple(unheld),
     )
+
+
+def _shared_quota(
+    profile: Profile,
+    host: HostCalibration,
+    speeds: ProfileSpeeds,
+    cpu_units: float,
+    gpu_units: float,
+    unheld: list[UnheldRatio],
+) -> list[UnheldRatio]:
+    """The ratios of all cores that multi-threaded work cannot reach when the phone has more CPUs
+    than the host has cores. All the phone's threads share one CFS quota, so the time a thread
+    spends spinning at a barrier (a thread pool's wait), or the host spends switching between
+    them, comes out of the others' budget, where a real core's idle spin costs only itself: the
+    budgets hold the ratio, the work does not (bench_socspeed measured 55-74% of all cores' budget
+    on 2 host cores). One host core per phone CPU keeps every thread's time its own."""
+    if profile.cpu.ncpu <= host.host_cores:
+        return []
+    why = (
+        f"the phone's {profile.cpu.ncpu} CPUs share one CPU quota on {host.host_cores} host cores, "
+        "so a thread that spins or is switched out spends the others' time and multi-threaded "
+        "work runs below the budget (a host with a core per phone CPU holds it)"
+    )
+    named = {u.ratio for u in unheld}
+    found = []
+    if Ratio.ALL_CORES_PER_BIG_CORE not in named:
+        found.append(
+            UnheldRatio(Ratio.ALL_CORES_PER_BIG_CORE, speeds.all_cores / speeds.big_core, cpu_units, why)
+        )
+    if speeds.gpu is not None and Ratio.GPU_PER_ALL_CORES not in named:
+        found.append(
+            UnheldRatio(Ratio.GPU_PER_ALL_CORES, speeds.gpu / speeds.all_cores, gpu_units / cpu_units, why)
+        )
+    return found
 
 
 def _too_few(needed_cores: float, part: str, share: float, host_cores: int) -> str:

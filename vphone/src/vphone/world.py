@@ -242,7 +242,7 @@ class SandboxWorld:
                 "ro.product.cpu.abi": "x86_64",
                 "ro.product.cpu.abilist": "x86_64",
                 "ro.product.cpu.abilist64": "x86_64",
-                "ro.adb.secure": "0",
+                "ro.adb.secure": "1" if self.adb_secure else "0",
                 "ro.secure": "0" if self.profile.rooted else "1",
                 "ro.debuggable": "1" if self.profile.rooted else props.get("ro.debuggable", "0"),
                 "ro.kernel.qemu": "0",
@@ -264,6 +264,11 @@ class SandboxWorld:
     def link(self) -> LinkModel | None:
         """The cable of this phone's profile (PhoneServer reads it when the daemon sets none)."""
         return PRESETS[self.profile.link]
+
+    @property
+    def adb_secure(self) -> bool:
+        """ro.adb.secure=1: adbd asks the host for a trusted key (PhoneServer reads it)."""
+        return self.profile.props.get("ro.adb.secure") == "1"
 
     def settle(self) -> None:
         if self.sandbox.running:

@@ -3,7 +3,8 @@
 the phone's adbd port itself (CNXN with its RSA key, as a real phone asks for), runs shell
 commands, reads the settings provider through `content query`, lists, stats, pushes and pulls
 over sync v1, and streams logcat, on an unrooted (adreno-sd8gen2) and a rooted (adreno-sd865)
-phone.
+phone. The unrooted one is a user build (ro.adb.secure=1): adb-shell signs its AUTH token with
+this host's adb key, the one the phone was brought up trusting.
 
 The independent truths: adbutils through Debian's adb server on the same phone, and the bytes of
 the files.
@@ -19,10 +20,10 @@ from typing import Any
 
 import adbutils
 import pytest
+from vphone.testing.adb_wire import host_adb_key_path
 from vphone.testing.phones import AdbServer, PhoneFactory
 
 adb_device = pytest.importorskip("adb_shell.adb_device", reason="adb-shell is in the `clients` extra")
-keygen = pytest.importorskip("adb_shell.auth.keygen")
 sign_cryptography = pytest.importorskip("adb_shell.auth.sign_cryptography")
 
 pytestmark = pytest.mark.integration
@@ -35,12 +36,12 @@ TIMEOUT_S = 30.0
 def devices(
     module_virtual_phones: PhoneFactory,
     module_adb_server: AdbServer,
-    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, Any]]:
     phones = module_virtual_phones(count=2, profiles=list(PROFILES.values()))
-    key = tmp_path_factory.mktemp("adbkey") / "adbkey"
-    keygen.keygen(str(key))  # writes adbkey and adbkey.pub, as `adb keygen` does
-    signer = sign_cryptography.CryptographySigner(str(key))
+    # The unrooted phone is a user build (ro.adb.secure=1): it trusts the key it was brought up
+    # with, this host's adb key, as a lab phone that "always allow"ed this computer once. adb-shell
+    # signs with that key file, as its README shows for ~/.android/adbkey.
+    signer = sign_cryptography.CryptographySigner(str(host_adb_key_path()))
     adb = module_adb_server.client()
     made: dict[str, Any] = {}
     for kind, phone in zip(PROFILES, phones, strict=True):

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import zipfile
 from pathlib import Path
 
 import adbutils
 import pytest
+from vphone.testing.apks import build_apk, missing_tools, rewrite
 from vphone.testing.phones import PhoneFactory, PhoneSet
 
 pytestmark = [
@@ -201,8 +201,10 @@ def test_pm_grant_clear_and_dump_errors(devices: dict[str, adbutils.AdbDevice]) 
         "\nException occurred while executing 'grant':\n"
         "java.lang.IllegalArgumentException: Unknown package: org.nosuch.app\n"
     )
+    # A permission no package defines is refused before the request is looked at.
     code, _out, err = run(phone, "pm grant com.android.shell android.permission.NOT_A_RUNTIME_ONE")
-    assert code == 255 and "java.lang.SecurityException: Package com.android.shell has not requested" in err
+    unknown = "java.lang.IllegalArgumentException: Unknown permission: android.permission.NOT_A_RUNTIME_ONE"
+    assert code == 255 and unknown in err
     assert run(phone, "pm clear org.nosuch.app") == (1, "", "Failed\n")
     assert "    appId=2000\n" in phone.shell("dumpsys package com.android.shell") + "\n"
     assert "    userId=2000" in devices["adreno-sd865"].shell("dumpsys package com.android.shell")
@@ -298,46 +300,74 @@ def test_input_keyevent_takes_names_without_the_prefix_and_unknown_ones(phone: a
 # -- pm install (PackageManagerShellCommand.runInstall; the parse PackageManager does first) -------
 
 
-def _apk(tmp_path: Path, *, signed: bool) -> Path:
-    """A real APK from Debian's aapt (binary AndroidManifest.xml, package org.farm.probe); "signed"
-    adds a v1 signature's files (the phone checks they are there, not the certificate chain)."""
-    (tmp_path / "AndroidManifest.xml").write_text(
-        '<?xml version="1.0" encoding="utf-8"?>\n'
-        '<manifest xmlns:android="http://schemas.android.com/apk/res/android" package="org.farm.probe">\n'
-        "<application/>\n</manifest>\n"
-    )
-    apk = tmp_path / ("signed.apk" if signed else "unsigned.apk")
-    subprocess.run(
-        ["aapt", "package", "-M", str(tmp_path / "AndroidManifest.xml"), "-F", str(apk)], check=True
-    )
-    if signed:
-        with zipfile.ZipFile(apk, "a") as archive:
-            archive.writestr("META-INF/CERT.SF", "Signature-Version: 1.0\n")
-            archive.writestr("META-INF/CERT.RSA", b"\x30\x82")
-    return apk
-
-
-@pytest.mark.skipif(shutil.which("aapt") is None, reason="needs aapt (apt-get install aapt)")
-def test_pm_install_parses_the_apk_first(phone: adbutils.AdbDevice, tmp_path: Path) -> None:
+@pytest.mark.skipif(bool(missing_tools()), reason="needs aapt, keytool and jarsigner")
+def test_pm_install_parses_the_apk_and_checks_its_signature(
+    phone: adbutils.AdbDevice, tmp_path: Path
+) -> None:
     """runInstall prints "Failure [" + the session's message + "]": a file that is no APK is
-    INSTALL_PARSE_FAILED_NOT_APK, an APK without a signature INSTALL_PARSE_FAILED_NO_CERTIFICATES
-    (ApkSignatureVerifier); the package name is the manifest's, not the file's."""
+    INSTALL_PARSE_FAILED_NOT_APK; an APK without a signature, with signature files that hold
+    nothing, or tampered after signing is INSTALL_PARSE_FAILED_NO_CERTIFICATES (ApkSignatureVerifier
+    and StrictJarVerifier); a jarsigner-signed APK installs under its manifest's package name."""
     code, out, _err = run(
         phone, "cp /system/build.prop /data/local/tmp/x.apk && pm install /data/local/tmp/x.apk"
     )
     assert (code, out.split(":")[0]) == (1, "Failure [INSTALL_PARSE_FAILED_NOT_APK")
-    phone.sync.push(str(_apk(tmp_path, signed=False)), "/data/local/tmp/unsigned.apk")
-    code, out, _err = run(phone, "pm install /data/local/tmp/unsigned.apk")
-    assert code == 1 and out.startswith(
-        "Failure [INSTALL_PARSE_FAILED_NO_CERTIFICATES: Failed collecting certificates"
-    )
-    phone.sync.push(str(_apk(tmp_path, signed=True)), "/data/local/tmp/any-name.apk")
+    signed = build_apk(tmp_path, "org.farm.probe", ("android.permission.CAMERA",))
+    unsigned = build_apk(tmp_path / "u", "org.farm.probe", signed=False)
+    fake = Path(shutil.copy(unsigned, tmp_path / "fake.apk"))
+    with zipfile.ZipFile(fake, "a") as archive:  # what the old check took as signed
+        archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+        archive.writestr("META-INF/CERT.SF", "Signature-Version: 1.0\n")
+        archive.writestr("META-INF/CERT.RSA", b"\x30\x82")
+    tampered = rewrite(signed, tmp_path / "tampered.apk", "AndroidManifest.xml")
+    for bad, reason in ((unsigned, "null array"), (fake, "signature block"), (tampered, "invalid digest")):
+        phone.sync.push(str(bad), "/data/local/tmp/bad.apk")
+        code, out, _err = run(phone, "pm install /data/local/tmp/bad.apk")
+        assert code == 1 and out.startswith(
+            "Failure [INSTALL_PARSE_FAILED_NO_CERTIFICATES: Failed collecting certificates"
+        ), (bad.name, out)
+        assert reason in out, (bad.name, out)
+    assert "package:org.farm.probe" not in phone.shell("pm list packages -3")
+    phone.sync.push(str(signed), "/data/local/tmp/any-name.apk")
     assert run(phone, "pm install -r -t /data/local/tmp/any-name.apk") == (0, "Success\n", "")
     try:
         assert phone.shell("pm list packages -3") == "package:org.farm.probe"
         assert phone.shell("pm path org.farm.probe") == "package:/data/app/org.farm.probe/base.apk"
     finally:
         assert run(phone, "pm uninstall org.farm.probe") == (0, "Success\n", "")
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs aapt, keytool and jarsigner")
+def test_pm_grant_takes_only_runtime_permissions_the_manifest_requests(
+    phone: adbutils.AdbDevice, tmp_path: Path
+) -> None:
+    """PermissionManagerServiceImpl.grantRuntimePermissionInternal's checks, in order, each an
+    exception that BasicShellCommandHandler prints on stderr with status 255."""
+    apk = build_apk(tmp_path, "org.farm.perms", ("android.permission.CAMERA", "android.permission.INTERNET"))
+    phone.sync.push(str(apk), "/data/local/tmp/perms.apk")
+    assert run(phone, "pm install /data/local/tmp/perms.apk") == (0, "Success\n", "")
+    sdk = int(phone.shell("getprop ro.build.version.sdk"))
+    by = "package org.farm.perms" if sdk >= 34 else "org.farm.perms"
+    try:
+        assert run(phone, "pm grant org.farm.perms android.permission.CAMERA") == (0, "", "")
+        for permission, error in (
+            (
+                "android.permission.RECORD_AUDIO",
+                "java.lang.SecurityException: Package org.farm.perms "
+                "has not requested permission android.permission.RECORD_AUDIO",
+            ),
+            (
+                "android.permission.INTERNET",
+                "java.lang.SecurityException: Permission "
+                f"android.permission.INTERNET requested by {by} is not a changeable permission type",
+            ),
+            ("org.farm.NO_SUCH", "java.lang.IllegalArgumentException: Unknown permission: org.farm.NO_SUCH"),
+        ):
+            code, out, err = run(phone, f"pm grant org.farm.perms {permission}")
+            assert (code, out) == (255, ""), permission
+            assert err == f"\nException occurred while executing 'grant':\n{error}\n", permission
+    finally:
+        assert run(phone, "pm uninstall org.farm.perms") == (0, "Success\n", "")
 
 
 def test_dumpsys_display_viewport_as_adbutils_reads_it(devices: dict[str, adbutils.AdbDevice]) -> None:

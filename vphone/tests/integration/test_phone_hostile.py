@@ -10,21 +10,25 @@ from __future__ import annotations
 import os
 import select
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 from vphone.adb import packets as p
+from vphone.cgroup import FARM_GROUP, phone_group_name, read_host_cgroups
 from vphone.physics import CLOCK_FUSE_ENV
 from vphone.testing.adb_wire import WireHost
 from vphone.testing.phones import AdbServer, PhoneFactory, PhoneSet, VirtualPhone
 from vphone.testing.waiting import eventually
 from vphone.userdata import image_path
 
-from vphone import control
+from vphone import control, daemoncpu
 
 pytestmark = pytest.mark.integration
 
 MANY = 100_000
+FLOOD_OPENS = 20_000  # ~0.5 s of the daemon's CPU: past a phone's burst of its share
+FLOOD_DAEMON_CORES = 0.2
 SMALL_RAM_MB = 384
 HOG_BYTES = 2 * int(SMALL_RAM_MB * 0.65) << 20
 TICKS = 25  # 2.5 s of physics: two slow ticks
@@ -73,7 +77,11 @@ def rooted(virtual_phones: PhoneFactory) -> PhoneSet:
 
 
 def test_fifo_at_power_json_does_not_freeze_the_daemon(adb_server: AdbServer, unrooted: PhoneSet) -> None:
-    out = shell(adb_server, unrooted[0], "rm -f /dev/.farm/power.json; mkfifo /dev/.farm/power.json; echo $?")
+    out = shell(
+        adb_server,
+        unrooted[0],
+        "rm -f /dev/.farm/shared/power.json; mkfifo /dev/.farm/shared/power.json; echo $?",
+    )
     assert out.endswith("0\n"), out  # the shell may still make it: it is its own file
     assert_daemon_goes_on(adb_server, unrooted)
 
@@ -81,7 +89,11 @@ def test_fifo_at_power_json_does_not_freeze_the_daemon(adb_server: AdbServer, un
 def test_fifo_named_like_a_taskset_request_does_not_freeze_the_daemon(
     adb_server: AdbServer, unrooted: PhoneSet
 ) -> None:
-    shell(adb_server, unrooted[0], "mkfifo /dev/.farm/f && mv /dev/.farm/f /dev/.farm/taskset.request.1")
+    shell(
+        adb_server,
+        unrooted[0],
+        "mkfifo /dev/.farm/shared/f && mv /dev/.farm/shared/f /dev/.farm/shared/taskset.request.1",
+    )
     assert_daemon_goes_on(adb_server, unrooted)
     # and taskset still works on that phone
     assert shell(adb_server, unrooted[0], "taskset -p $$").startswith("pid ")
@@ -154,11 +166,64 @@ def test_shell_cannot_replace_the_tools_socket(adb_server: AdbServer, unrooted: 
         "shell",
         "rm -f /dev/.farm/tools.sock || mv /dev/.farm/tools.sock /dev/.farm/x",
     )
-    assert result.returncode == 1 and "Operation not permitted" in result.stderr, result
+    # the folder is root's 0755 (EACCES; before, sticky: EPERM)
+    assert result.returncode == 1 and "Permission denied" in result.stderr, result
     # the tools still work: the socket is init's
     assert shell(adb_server, phone, "getprop ro.serialno") == f"{phone.serial}\n"
     st = os.stat(phone.state_dir / "ctl" / "tools.sock")
     assert st.st_uid != os.stat(phone.state_dir / "data" / "local" / "tmp").st_uid  # not shell's
+
+
+def test_shell_cannot_create_rename_or_replace_in_the_control_dir(
+    adb_server: AdbServer, unrooted: PhoneSet
+) -> None:
+    """/dev/.farm is root's and closed to shell (before, it was sticky with shell's group: shell
+    added files there, e.g. a FIFO next to the daemon's). The tools' files are in shared/."""
+    phone = unrooted[0]
+    ctl = phone.state_dir / "ctl"
+    before = sorted(os.listdir(ctl))
+    for attempt in (
+        "touch /dev/.farm/new",
+        "mkfifo /dev/.farm/fifo",
+        "ln -s /data /dev/.farm/link",
+        "mkdir /dev/.farm/dir",
+        "mv /dev/.farm/props /dev/.farm/props.old",
+        "mv /dev/.farm/shared /dev/.farm/shared.old",
+        "mv /dev/.farm/rooted /dev/.farm/x",
+        "touch /data/local/tmp/f && mv /data/local/tmp/f /dev/.farm/kmsg",
+        "echo forged > /dev/.farm/kmsg",
+    ):
+        result = adb_server.adb("-s", phone.adb_serial, "shell", f"{attempt} && echo done")
+        assert result.returncode != 0 and "done" not in result.stdout, (attempt, result)
+    assert sorted(os.listdir(ctl)) == before
+    st = os.stat(ctl)
+    assert (
+        st.st_mode & 0o7777 == 0o755
+        and st.st_uid != os.stat(phone.state_dir / "data" / "local" / "tmp").st_uid
+    )
+    # What the tools write still works as shell: power, wm, settings, battery, pm, taskset.
+    out = shell(
+        adb_server,
+        phone,
+        "svc power stayon true; wm size 720x1280; wm size; dumpsys battery unplug; "
+        "dumpsys battery | grep 'USB powered'; taskset -p $$ | cut -c1-4; ls /dev/.farm/shared",
+    )
+    assert "Override size: 720x1280" in out and "USB powered: false" in out and "pid " in out, out
+    assert {"power.json", "wm.json", "battery-override.json"} <= set(os.listdir(ctl / "shared")), out
+
+
+def test_a_link_shell_plants_in_the_tools_folder_is_not_written_through_by_root(
+    adb_server: AdbServer, rooted: PhoneSet
+) -> None:
+    """shared/ and logcat/ are shell's to write: a link planted there must not make a tool run as
+    root append to or replace a root-only file of the phone (shell would become root's writer)."""
+    phone = rooted[0]
+    shell(adb_server, phone, "su -c 'echo secret > /data/root-only && chmod 600 /data/root-only'")
+    for planted in ("/dev/.farm/shared/input.log", "/dev/.farm/shared/power_hint", "/dev/.farm/logcat/main"):
+        out = shell(adb_server, phone, f"rm -f {planted}; ln -s /data/root-only {planted} && echo planted")
+        assert out == "planted\n", out
+    shell(adb_server, phone, "su -c 'input keyevent 3'")
+    assert shell(adb_server, phone, "su -c 'cat /data/root-only'") == "secret\n"
 
 
 def test_shell_cannot_rewrite_the_phone_identity(adb_server: AdbServer, unrooted: PhoneSet) -> None:
@@ -179,6 +244,88 @@ def test_bogus_opens_do_not_flood_the_daemon_log(unrooted: PhoneSet) -> None:
             assert host.open(1 + i, name) is None
     grown = log.stat().st_size - before
     assert grown < 64 * 1024, f"daemon.log grew {grown} bytes for 300 bogus OPENs"
+
+
+def phone_infos(phones: PhoneSet) -> dict[str, control.PhoneInfo]:
+    state = control.running_state(phones.state_dir)
+    assert state is not None
+    return {info.serial: info for info in state.phones}
+
+
+def process_cpu_s(pid: int) -> float:
+    """A process's CPU time, all threads (utime + stime of /proc/PID/stat): the kernel's count."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_quota_cores(phone: VirtualPhone) -> float:
+    """The quota of the phone's cpu/ cgroup on the host (v1 or v2), in cores."""
+    group = (
+        read_host_cgroups().cpu_root / FARM_GROUP / phone_group_name(phone.serial, phone.state_dir) / "cpu"
+    )
+    if (group / "cpu.max").exists():
+        quota, period = (group / "cpu.max").read_text().split()
+        return int(quota) / int(period)
+    return int((group / "cpu.cfs_quota_us").read_text()) / int((group / "cpu.cfs_period_us").read_text())
+
+
+def flood(port: int, count: int) -> int:
+    """`count` tiny OPENs (of no service) on one raw connection, sent at once; the CLSEs back."""
+    closed = 0
+    with WireHost.connect(port) as host:
+        burst = b"".join(p.encode(p.A_OPEN, 1 + i, 0, b"x\0") for i in range(count))
+        sender = threading.Thread(target=host.sock.sendall, args=(burst,), daemon=True)
+        sender.start()
+        while closed < count and (packet := host.recv(timeout_s=120)) is not None:
+            closed += packet.command == p.A_CLSE
+        sender.join(timeout=10)
+    return closed
+
+
+@pytest.fixture
+def small_daemon_share(monkeypatch: pytest.MonkeyPatch, virtual_phones: PhoneFactory) -> PhoneSet:
+    """Two phones sharing a fifth of a core of the daemon: on a loaded host the daemon's thread
+    may get less than the default core, and a flood never passes a share the host never gives."""
+    monkeypatch.setenv(daemoncpu.DAEMON_CORES_ENV, str(FLOOD_DAEMON_CORES))
+    return virtual_phones(count=2, profiles=[UNROOTED])
+
+
+def test_a_phone_flooding_the_daemon_is_charged_its_cpu(
+    adb_server: AdbServer, small_daemon_share: PhoneSet
+) -> None:
+    """The daemon's CPU spent on a phone's requests is that phone's (issue #27, item 2): the flood
+    is charged to the phone that sent it, its requests wait once it is over its share of the
+    daemon's thread, and the other phone is charged nothing of it and keeps answering."""
+    unrooted = small_daemon_share
+    loud, quiet = unrooted
+    assert unrooted.daemon_pid is not None
+    quota_before = cpu_quota_cores(loud)
+    before, daemon_before = phone_infos(unrooted), process_cpu_s(unrooted.daemon_pid)
+    flooding = threading.Thread(target=lambda: results.append(flood(loud.port, FLOOD_OPENS)), daemon=True)
+    results: list[int] = []
+    flooding.start()
+    # The phone's own CPU quota pays for the daemon's work too, while the flood lasts.
+    seen: list[float] = []
+
+    def lowered() -> bool:
+        seen.append(cpu_quota_cores(loud))
+        return seen[-1] <= quota_before - daemoncpu.QUOTA_STEP_CORES or not flooding.is_alive()
+
+    assert eventually(lowered)
+    assert min(seen) <= quota_before - daemoncpu.QUOTA_STEP_CORES, (quota_before, sorted(set(seen)))
+    assert answers(adb_server, quiet)
+    flooding.join(timeout=300)
+    assert results == [FLOOD_OPENS]
+    after, daemon_after = phone_infos(unrooted), process_cpu_s(unrooted.daemon_pid)
+    charged = {serial: after[serial].daemon_cpu_s - before[serial].daemon_cpu_s for serial in after}
+    waited = {serial: after[serial].daemon_wait_s - before[serial].daemon_wait_s for serial in after}
+    spent = daemon_after - daemon_before
+    # Most of what the daemon spent meanwhile (the kernel's count) is charged to the flood's phone.
+    assert charged[loud.serial] >= spent / 2, (charged, spent)
+    assert charged[quiet.serial] < charged[loud.serial] / 5, charged
+    # and the flood paid for it by waiting; the quiet phone waits only for its own (little) work
+    assert waited[loud.serial] > 0 and waited[quiet.serial] < waited[loud.serial] / 10, (waited, charged)
+    assert answers(adb_server, quiet)
 
 
 def test_a_phone_has_a_memory_limit(

@@ -129,11 +129,11 @@ def test_the_kernels_refusals_and_a_sandbox_the_phone_cannot_leave(
     before = Path(f"/proc/{host_pid}/cgroup").read_text()
     for name, tids in (("host", [host_pid]), ("init", [1])):
         body = json.dumps({"tids": tids, "mask": 1})
-        request = f"/dev/.farm/taskset.request.forged-{name}"
+        request = f"/dev/.farm/shared/taskset.request.forged-{name}"
         d.shell(f"echo '{body}' > {request}.tmp && mv {request}.tmp {request}")
     answers = {}
     for name in ("host", "init"):
-        answer = f"/dev/.farm/taskset.answer.forged-{name}"
+        answer = f"/dev/.farm/shared/taskset.answer.forged-{name}"
         wait_until(lambda a=answer: d.shell(f"[ -e {a} ] && echo yes") == "yes", f"the answer {answer}")
         answers[name] = json.loads(d.shell(f"cat {answer}"))["errno"]
     assert answers == {"host": errno.ESRCH, "init": errno.EPERM}
@@ -143,12 +143,12 @@ def test_the_kernels_refusals_and_a_sandbox_the_phone_cannot_leave(
     d.shell(f"echo '{json.dumps({'tids': [1], 'mask': 1})}' > /data/local/tmp/req.json")
     target = StateLayout(phone8.state_dir).data / "local" / "tmp" / "req.json"
     assert target.is_file()
-    d.shell(f"cd /dev/.farm && ln -s {target} linked.tmp && mv linked.tmp taskset.request.linked")
+    d.shell(f"cd /dev/.farm/shared && ln -s {target} linked.tmp && mv linked.tmp taskset.request.linked")
     body = json.dumps({"tids": [99999], "mask": 1})
-    d.shell(f"cd /dev/.farm && echo '{body}' > after.tmp && mv after.tmp taskset.request.after")
-    after = "/dev/.farm/taskset.answer.after"
+    d.shell(f"cd /dev/.farm/shared && echo '{body}' > after.tmp && mv after.tmp taskset.request.after")
+    after = "/dev/.farm/shared/taskset.answer.after"
     wait_until(lambda: d.shell(f"[ -e {after} ] && echo yes") == "yes", "the answer after the link")
-    assert d.shell("ls /dev/.farm | grep -c taskset.answer.linked; true") == "0"
+    assert d.shell("ls /dev/.farm/shared | grep -c taskset.answer.linked; true") == "0"
     assert Path(f"/proc/{host_pid}/cgroup").read_text() == before
     # The phone's root reaches no host process either.
     root = devices["adreno-sd865"]

@@ -72,9 +72,9 @@ def test_cgroup_mounts_keep_the_phone_a_sandbox(tmp_path: Path, monkeypatch: pyt
         denied = w.sh("mkdir -p /data/local/tmp/v && mount -t cgroup -o cpuset x /data/local/tmp/v")
         assert denied.returncode == 1 and "Operation not permitted" in denied.stderr
         forged = '{"device": "x", "options": "cpuset", "dir": "/data/local/tmp/v"}'
-        assert w.sh(f"echo '{forged}' > /dev/.farm/mount.request.1").returncode == 0
+        assert w.sh(f"echo '{forged}' > /dev/.farm/shared/mount.request.1").returncode == 0
         assert "/data/local/tmp/v" not in w.sh("cat /proc/mounts").stdout  # handled and refused
-        assert w.sh("ls /dev/.farm/mount.answer.1").returncode != 0  # no answer either
+        assert w.sh("ls /dev/.farm/shared/mount.answer.1").returncode != 0  # no answer either
         # Root may not cover its control dir, the kernel's trees or a controller it has no view of.
         for target, error in (
             ("/dev/.farm", "Permission denied"),
@@ -97,8 +97,10 @@ def test_cgroup_mounts_keep_the_phone_a_sandbox(tmp_path: Path, monkeypatch: pyt
         assert planted.returncode == 0, planted.stderr
         assert w.sh("ls /dev/cpuset").returncode == 0  # the next command: the writes are handled
         assert victim.read_text() == "the host's\n"
-        # Shell may add files to the control dir: a kernel-log link planted there is not followed.
-        assert w.sh(f"rm -f /dev/.farm/kmsg && ln -s {victim} /dev/.farm/kmsg").returncode == 0
+        # Shell may not touch the control dir any more; its root may: a kernel-log link planted
+        # there is not followed.
+        assert w.sh(f"rm -f /dev/.farm/kmsg && ln -s {victim} /dev/.farm/kmsg").returncode != 0
+        assert su(w, f"rm -f /dev/.farm/kmsg && ln -s {victim} /dev/.farm/kmsg").returncode == 0
         assert su(w, "echo 0-99 > /dev/cpuset/background/cpus").returncode == 0
         assert w.sh("true").returncode == 0
         assert victim.read_text() == "the host's\n"

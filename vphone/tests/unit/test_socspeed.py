@@ -43,12 +43,11 @@ def test_every_shipped_profile_states_its_throughput_with_sources(name: str) -> 
     assert all(c.value > 0 and len(c.source) > 20 for c in cited)
 
 
-def test_a_two_core_host_keeps_every_ratio_of_the_sd865() -> None:
+def test_a_two_core_host_budgets_every_ratio_of_the_sd865() -> None:
     profile = load_profile("adreno-sd865")
     big, every, gpu = _published(profile)
     host = HostCalibration(host_cores=2, c_gflops=20.0, pocl_gflops=30.0)
     plan = plan_speeds(profile, host)
-    assert plan.unheld == ()
     # What gemm would measure: C GFLOP/s per host core on the CPU side, PoCL's on the GPU side.
     one_core = plan.core_cores * host.c_gflops
     all_cores = plan.cpu_cores * host.c_gflops
@@ -60,7 +59,28 @@ def test_a_two_core_host_keeps_every_ratio_of_the_sd865() -> None:
     assert plan.cpu_cores + plan.gpu_cores == pytest.approx(2.0)
     assert plan.core_cores <= 1.0 and plan.gpu_threads == 2  # 1.4 host cores: two PoCL workers
     assert plan.slowdown == pytest.approx(big / one_core)
-    assert plan_props(plan) == {SLOWDOWN_PROP: f"{plan.slowdown:.4g}"}
+    # ... but 8 phone CPUs share one quota on 2 host cores: the phone names the all-cores ratios.
+    assert {u.ratio for u in plan.unheld} == {Ratio.ALL_CORES_PER_BIG_CORE, Ratio.GPU_PER_ALL_CORES}
+    assert plan_props(plan)[SLOWDOWN_PROP] == f"{plan.slowdown:.4g}"
+
+
+def test_a_phone_with_more_cpus_than_host_cores_says_its_threads_share_one_quota() -> None:
+    """bench_socspeed on 2 host cores: all cores reached 55-74% of their budget while their
+    quota was in force (the quota was right; the threads spend each other's time), so the
+    all-cores ratios are named with why; a host with a core per phone CPU names none."""
+    profile = load_profile("adreno-sd865")
+    big, every, gpu = _published(profile)
+    small = plan_speeds(profile, HostCalibration(host_cores=2, c_gflops=20.0, pocl_gflops=30.0))
+    shared = {u.ratio: u for u in small.unheld}
+    assert set(shared) == {Ratio.ALL_CORES_PER_BIG_CORE, Ratio.GPU_PER_ALL_CORES}
+    all_cores = shared[Ratio.ALL_CORES_PER_BIG_CORE]
+    assert all_cores.profile == pytest.approx(every / big) and all_cores.held == pytest.approx(every / big)
+    assert shared[Ratio.GPU_PER_ALL_CORES].profile == pytest.approx(gpu / every)
+    line = all_cores.line(profile.name)
+    assert line.startswith("adreno-sd865: this host cannot hold all cores / 1 big core = 4.82")
+    assert "8 CPUs share one CPU quota on 2 host cores" in line
+    assert plan_props(small)["ro.vphone.unheld_ratios"] == "all_cores_per_big_core,gpu_per_all_cores"
+    assert plan_speeds(profile, HostCalibration(host_cores=8, c_gflops=20.0, pocl_gflops=30.0)).unheld == ()
 
 
 def test_a_big_host_gives_the_fastest_core_one_host_core_at_most() -> None:
@@ -82,7 +102,7 @@ def test_a_host_too_small_for_the_gpu_says_which_ratio_and_why() -> None:
     assert plan.core_cores == MIN_CORE_SHARE
     assert plan.gpu_cores == pytest.approx(1.0 - plan.cpu_cores)  # all the CPU cores leave
     held = {u.ratio: u for u in plan.unheld}
-    assert set(held) == {Ratio.GPU_PER_BIG_CORE, Ratio.GPU_PER_ALL_CORES}
+    assert set(held) == {Ratio.GPU_PER_BIG_CORE, Ratio.GPU_PER_ALL_CORES, Ratio.ALL_CORES_PER_BIG_CORE}
     unheld = held[Ratio.GPU_PER_BIG_CORE]
     assert unheld.profile == pytest.approx(gpu / big)
     assert unheld.held == pytest.approx(plan.gpu_cores * host.pocl_gflops / (MIN_CORE_SHARE * host.c_gflops))
@@ -90,7 +110,10 @@ def test_a_host_too_small_for_the_gpu_says_which_ratio_and_why() -> None:
     assert line.startswith("adreno-sd8gen2: this host cannot hold GPU / 1 big core = ")
     assert "this host has 1" in line and "all CPU cores and the GPU would need" in line
     assert held[Ratio.GPU_PER_ALL_CORES].profile == pytest.approx(gpu / every)
-    assert plan_props(plan)["ro.vphone.unheld_ratios"] == "gpu_per_big_core,gpu_per_all_cores"
+    assert (
+        plan_props(plan)["ro.vphone.unheld_ratios"]
+        == "gpu_per_big_core,gpu_per_all_cores,all_cores_per_big_core"
+    )
 
 
 def test_a_profile_without_throughput_keeps_its_own_budgets() -> None:

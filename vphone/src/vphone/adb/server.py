@@ -14,7 +14,9 @@ import socket
 from collections.abc import Callable
 from functools import partial
 
+from vphone import daemoncpu
 from vphone.adb import dispatch, packets
+from vphone.adb.auth import AdbKey
 from vphone.adb.link import LinkModel
 from vphone.adb.services.base import ServiceContext
 from vphone.adb.transport import READ_LIMIT_BYTES, Connection
@@ -47,11 +49,18 @@ class PhoneServer:
         profile: str,
         on_state: Callable[[PhoneServer], None] | None = None,
         link: LinkModel | None = None,
+        trusted_keys: tuple[AdbKey, ...] = (),
+        cpu_share_cores: float = daemoncpu.DAEMON_CORES,
     ) -> None:
         self.world = world
+        # What the daemon spends on this phone, charged to it (vphone.daemoncpu).
+        self.cpu = daemoncpu.CpuAccount(world.serial, cpu_share_cores)
         # The cable's model: the daemon's --link, else the world's own (its profile's `link:`).
         self.link: LinkModel | None = link if link is not None else getattr(world, "link", None)
         self.profile = profile
+        # The phone's adb_keys: asked for only where the profile has ro.adb.secure=1, as adbd does.
+        secure = bool(getattr(world, "adb_secure", False))
+        self.trusted_keys: tuple[AdbKey, ...] | None = trusted_keys if secure else None
         self._listener = listener
         self.port: int = listener.getsockname()[1]
         self.on_state = on_state
@@ -89,7 +98,8 @@ class PhoneServer:
         set_reboot_handler = getattr(self.world, "set_reboot_handler", None)
         if set_reboot_handler is not None:
             set_reboot_handler(self.begin_reboot)
-        await self.world.start()
+        # The world's tasks (its physics) run as this phone's work: the daemon's CPU is charged.
+        await daemoncpu.create_task(self.cpu, self.world.start())
         self._server = await asyncio.start_server(self._accept, sock=self._listener, limit=READ_LIMIT_BYTES)
         self._set_state(PhoneState.ONLINE)
 
@@ -107,6 +117,10 @@ class PhoneServer:
         self._set_state(PhoneState.STOPPED)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A host connected: served as this phone's work (its CPU charged, vphone.daemoncpu)."""
+        await daemoncpu.create_task(self.cpu, self._serve(reader, writer))
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.state in (PhoneState.OFFLINE, PhoneState.REBOOTING, PhoneState.STOPPED):
             writer.close()
             return
@@ -127,6 +141,8 @@ class PhoneServer:
             open_service=partial(dispatch.open_service, self._context),
             answering=self._answering,
             link=self.link,
+            trusted_keys=self.trusted_keys,
+            throttle=self.cpu.pay,
         )
         self._connections.add(connection)
         task = asyncio.current_task()
@@ -179,7 +195,9 @@ class PhoneServer:
 
     def begin_reboot(self) -> None:
         self._cancel_timer()
-        self._timer = asyncio.get_running_loop().create_task(self._reboot())
+        # The phone's work whoever asked (its shell, or a fault from the control socket): the
+        # physics it starts again is charged to it and lowers its quota (vphone.daemoncpu).
+        self._timer = daemoncpu.create_task(self.cpu, self._reboot())
 
     async def _reboot(self) -> None:
         await asyncio.sleep(RESTART_DELAY_S)  # let the reboot stream's OKAY reach the host

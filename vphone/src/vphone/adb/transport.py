@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import partial
 
+from vphone.adb import auth
 from vphone.adb import packets as p
 from vphone.adb.link import LinkModel, Pacer, cross_inbound
 
@@ -31,6 +32,8 @@ READ_LIMIT_BYTES = 2 * p.MAX_PAYLOAD_BYTES
 CLOSE_TIMEOUT_S = 1.0
 CNXN_TIMEOUT_S = 10.0
 MAX_STREAMS_PER_CONNECTION = 64
+AUTH_FAILURES_BEFORE_DELAY = 256  # adbd's failed_auth_attempts threshold (adb.cpp handle_packet)
+AUTH_RETRY_DELAY_S = 1.0
 LOGGED_NAME_CHARS = 120  # of a service name in the log: the rest is the client's to choose
 
 
@@ -125,8 +128,11 @@ class Connection:
         open_service: OpenService,
         answering: asyncio.Event,
         link: LinkModel | None = None,
+        trusted_keys: tuple[auth.AdbKey, ...] | None = None,
+        throttle: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._reader = reader
+        self._throttle = throttle
         self._writer = writer
         self._link = link
         self._pacer = Pacer(link, self._write_now) if link is not None else None
@@ -135,7 +141,14 @@ class Connection:
         self._answering = answering
         self.version = p.A_VERSION_MIN
         self.max_payload = p.MAX_PAYLOAD_V1_BYTES
-        self._connected = False
+        self._connected = False  # the host's CNXN came
+        # ro.adb.secure=1: None means no authentication (eng/userdebug builds, adb_keys ignored).
+        self._trusted_keys = trusted_keys
+        self._online = False  # CNXN answered: streams may open
+        self._token: bytes | None = None
+        self.failed_auth_attempts = 0
+        self._hold_before_token = False
+        self.offered_keys: list[str] = []
         self._streams: dict[int, Stream] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._next_id = 1
@@ -224,6 +237,8 @@ class Connection:
             if not self._answering.is_set():
                 await self._wait_answering()
                 continue
+            if self._throttle is not None:
+                await self._throttle()  # the phone is over its share of the daemon's CPU: it waits
             if self._connected:
                 raw = await self._reader.readexactly(p.HEADER_BYTES)
             else:
@@ -242,6 +257,10 @@ class Connection:
                 if self._closing:
                     return
             self._handle(header, payload)
+            if self._hold_before_token:
+                self._hold_before_token = False
+                await asyncio.sleep(AUTH_RETRY_DELAY_S)
+                self._send_token()
 
     async def _read_before_cnxn(self, count: int, deadline: float) -> bytes:
         remaining = deadline - asyncio.get_running_loop().time()
@@ -260,8 +279,10 @@ class Connection:
         command = header.command
         if command == p.A_CNXN:
             self._on_connect(header)
-        elif not self._connected:
-            return  # everything before CNXN is ignored (AUTH included: we never ask for it)
+        elif command == p.A_AUTH:
+            self._on_auth(header.arg0, payload)
+        elif not self._online:
+            return  # adbd ignores streams before the transport is online (connected and authorized)
         elif command == p.A_OPEN:
             self._on_open(header.arg0, payload)
         elif command == p.A_WRTE:
@@ -292,7 +313,50 @@ class Connection:
         host_max = header.arg1 if header.arg1 >= p.MAX_PAYLOAD_V1_BYTES else p.MAX_PAYLOAD_V1_BYTES
         self.max_payload = min(host_max, p.MAX_PAYLOAD_BYTES)
         self._connected = True
+        if self._trusted_keys is None:
+            self._go_online()
+        else:
+            self._online = False
+            self._send_token()
+
+    def _go_online(self) -> None:
+        self._online = True
+        self._token = None
         self.send(p.A_CNXN, p.A_VERSION, self.max_payload, self._banner())
+
+    def _send_token(self) -> None:
+        self._token = auth.new_token()
+        self.send(p.A_AUTH, auth.AuthType.TOKEN, 0, self._token)
+
+    def _on_auth(self, kind: int, payload: bytes) -> None:
+        """adb.cpp handle_packet's A_AUTH on the device: a signature is checked against every
+        trusted key; a miss sends a fresh token; an offered public key would ask the phone's user,
+        and nobody answers a virtual phone's dialog, so the host stays `unauthorized`."""
+        if self._trusted_keys is None or self._token is None or self._online:
+            return  # not asked for, or before CNXN: adbd drops it too
+        if kind == auth.AuthType.SIGNATURE:
+            key = auth.verify(self._token, payload, self._trusted_keys)
+            if key is not None:
+                log.info("%s: authorized by key %s", self.peer, key.comment[:LOGGED_NAME_CHARS] or "?")
+                self.failed_auth_attempts = 0
+                self._go_online()
+                return
+            # adbd: `if (t->failed_auth_attempts++ > 256) sleep_for(1s)` before the next token,
+            # which holds the whole transport: a key cannot be guessed at full speed.
+            self._hold_before_token = self.failed_auth_attempts > AUTH_FAILURES_BEFORE_DELAY
+            self.failed_auth_attempts += 1
+            if not self._hold_before_token:
+                self._send_token()
+        elif kind == auth.AuthType.RSAPUBLICKEY:
+            offered = auth.offered_key(payload)
+            self.offered_keys.append(offered)
+            comment = offered.partition(" ")[2]
+            log.warning(
+                "%s: unknown adb key %s offered; a phone would ask its user to allow USB debugging. "
+                "Bring the phone up with this host's key (vphone up --adb-key PATH) to trust it",
+                self.peer,
+                comment[:LOGGED_NAME_CHARS] or "(no comment)",
+            )
 
     def _on_open(self, remote_id: int, payload: bytes) -> None:
         if remote_id == 0:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from vphone.adb import packets as p
+from vphone.adb.auth import AdbKey
 from vphone.adb.transport import Connection, Handler
 
 HOST_BANNER = b"host::features=shell_v2\0"
@@ -38,7 +39,9 @@ class Host:
 
 
 @asynccontextmanager
-async def phone(services: dict[str, Handler]) -> AsyncIterator[Callable[[], Awaitable[Host]]]:
+async def phone(
+    services: dict[str, Handler], trusted_keys: tuple[AdbKey, ...] | None = None
+) -> AsyncIterator[Callable[[], Awaitable[Host]]]:
     answering = asyncio.Event()
     answering.set()
 
@@ -49,6 +52,7 @@ async def phone(services: dict[str, Handler]) -> AsyncIterator[Callable[[], Awai
             banner=lambda: b"device::features=shell_v2",
             open_service=services.get,
             answering=answering,
+            trusted_keys=trusted_keys,
         )
         await connection.serve()
 

@@ -1,7 +1,9 @@
 """A blocking adb-server side of one raw TCP connection to a virtual phone, packet by packet.
 
 For tests that must do what no well-behaved client does (floods, flow-control violations,
-fuzzing): `WireHost.connect(port)` sends CNXN and returns once the phone's banner came back.
+fuzzing): `WireHost.connect(port)` sends CNXN and returns once the phone's banner came back. A
+phone with ro.adb.secure=1 asks for a key first: connect() signs its token with this host's adb
+key (the one the phones trust by default), or with `key`.
 
     with WireHost.connect(phone.port) as host:
         local_id = host.open(7, "shell:sleep 30")   # None when the phone refused the stream
@@ -9,10 +11,16 @@ fuzzing): `WireHost.connect(port)` sends CNXN and returns once the phone's banne
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
+
+from vphone.adb import auth
 from vphone.adb import packets as p
 
 HOST_BANNER = b"host::features=shell_v2\0"
@@ -27,17 +35,41 @@ class Packet:
     payload: bytes
 
 
+def sign_token(key: rsa.RSAPrivateKey, token: bytes) -> bytes:
+    """What an adb host sends back for an AUTH token: PKCS#1 v1.5, the token taken as a SHA-1."""
+    return key.sign(token, padding.PKCS1v15(), utils.Prehashed(hashes.SHA1()))
+
+
+def load_adb_key(path: Path) -> rsa.RSAPrivateKey:
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    assert isinstance(key, rsa.RSAPrivateKey), path
+    return key
+
+
+def host_adb_key_path() -> Path:
+    """The adb server's own private key file (~/.android/adbkey, made on its first start)."""
+    return Path(os.environ.get("ANDROID_USER_HOME", Path.home() / ".android")) / "adbkey"
+
+
+def host_adb_key() -> rsa.RSAPrivateKey:
+    return load_adb_key(host_adb_key_path())
+
+
 class WireHost:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
 
     @staticmethod
-    def connect(port: int, *, banner: bool = True) -> WireHost:
+    def connect(port: int, *, banner: bool = True, key: rsa.RSAPrivateKey | None = None) -> WireHost:
         host = WireHost(socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S))
         host.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if banner:
             host.send(p.A_CNXN, p.A_VERSION, p.MAX_PAYLOAD_BYTES, HOST_BANNER)
             reply = host.recv()
+            if reply is not None and reply.command == p.A_AUTH and reply.arg0 == auth.AuthType.TOKEN:
+                signature = sign_token(key or host_adb_key(), reply.payload)
+                host.send(p.A_AUTH, auth.AuthType.SIGNATURE, 0, signature)
+                reply = host.recv()
             if reply is None or reply.command != p.A_CNXN:
                 host.close()
                 raise ConnectionError(f"no CNXN from the phone on port {port}: {reply}")

@@ -8,7 +8,8 @@ Loaded for the whole suite by tests/conftest.py (`pytest_plugins = ["vphone.test
     `adb -P PORT kill-server`. Attributes: `.port`, `.client()` (an adbutils.AdbClient on it),
     `.adb(*args)` (runs `adb -P PORT ...`, returns CompletedProcess with text output).
 
-`virtual_phones` (function scope), a factory: `virtual_phones(count=2, profiles=None, link=None)`
+`virtual_phones` (function scope), a factory: `virtual_phones(count=2, profiles=None, link=None,
+adb_keys=None)`
     Starts a real phone daemon (`python -m vphone.daemon`, a subprocess with its own tmp
     state dir, so a crash cannot take the test process down), connects every phone to the
     `adb_server` and waits until `adb devices` shows them as `device`. `profiles` are profile
@@ -19,7 +20,10 @@ Loaded for the whole suite by tests/conftest.py (`pytest_plugins = ["vphone.test
     `.profile`, `.state_dir` (the phone world's files on the host) and `.ground_truth` (the
     world's ground-truth log, `state_dir/ground_truth.jsonl`, when the world writes one), plus
     `.device(client)` for an adbutils device. Everything is torn down after the test, also on
-    failure: phones disconnected, daemon stopped, no process left.
+    failure: phones disconnected, daemon stopped, no process left. Phones of user builds
+    (ro.adb.secure=1) trust only `adb_keys` (lines of an adb_keys file), by default this host's
+    adb key (~/.android/adbkey.pub): every adb server of the tests shares it unless started
+    with its own HOME (`start_adb_server(port, home=DIR)`).
 
 `module_adb_server` / `module_virtual_phones` (module scope)
     The same, shared by the tests of one module (start phones once, e.g. in a module fixture,
@@ -102,15 +106,23 @@ class AdbServer:
         )
 
 
-def _adb_env() -> dict[str, str]:
+def _adb_env(home: Path | None = None) -> dict[str, str]:
     # No emulator scan of 5555-5585 (other engineers' listeners) and no mDNS discovery.
-    return {**os.environ, "ADB_LOCAL_TRANSPORT_MAX_PORT": "5553", "ADB_MDNS": "0"}
+    env = {**os.environ, "ADB_LOCAL_TRANSPORT_MAX_PORT": "5553", "ADB_MDNS": "0"}
+    if home is not None:  # a server with its own key (~/.android/adbkey, made on its first start)
+        env["HOME"] = str(home)
+        for name in ("ADB_VENDOR_KEYS", "ANDROID_USER_HOME", "ANDROID_SDK_HOME"):
+            env.pop(name, None)
+    return env
 
 
-def start_adb_server(port: int, adb_binary: str = "adb") -> AdbServer:
+def start_adb_server(port: int, adb_binary: str = "adb", home: Path | None = None) -> AdbServer:
+    """`adb start-server` on `port`; with `home`, a server whose key is HOME/.android/adbkey."""
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [adb_binary, "-P", str(port), "start-server"],
-        env=_adb_env(),
+        env=_adb_env(home),
         check=True,
         timeout=60,
         stdin=subprocess.DEVNULL,
@@ -188,15 +200,19 @@ def phone_factory(adb_server: AdbServer, tmp_path_factory: pytest.TempPathFactor
     factory = world_factory()
 
     def start(
-        count: int = 2, profiles: Sequence[str] | None = None, link: LinkKind | None = None
+        count: int = 2,
+        profiles: Sequence[str] | None = None,
+        link: LinkKind | None = None,
+        adb_keys: Sequence[str] | None = None,
     ) -> PhoneSet:
+        """`adb_keys`: the adb_keys lines the phones trust (None: this host's adb server's key)."""
         state_dir = tmp_path_factory.mktemp("virtual")
         if factory == HOSTDIR_WORLD_FACTORY:
             names = control.cycle_profiles(count, list(profiles or [HOSTDIR_PROFILE]))
         else:
             names = control.resolve_profiles(count, list(profiles or []))
         state = control.start_daemon(
-            state_dir, names, world_factory=factory, adb_port=adb_server.port, link=link
+            state_dir, names, world_factory=factory, adb_port=adb_server.port, link=link, adb_keys=adb_keys
         )
         started.append(state)
         control.connect_phones(state.phones, adb_server.port)

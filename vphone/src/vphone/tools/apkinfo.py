@@ -1,8 +1,8 @@
-"""What PackageManager reads from an APK before it installs it: the manifest's package,
-versionCode and versionName (binary XML, frameworks/base/libs/androidfw ResourceTypes.h: a
-string pool chunk, then element chunks whose attributes are 20-byte ResXMLTree_attribute), and
-whether it is signed (a v1 JAR signature META-INF/*.SF with its .RSA/.DSA/.EC block, or the
-"APK Sig Block 42" of v2+ before the central directory). Pure: bytes in, values out.
+"""What PackageManager reads from an APK's manifest before it installs it: the package,
+versionCode, versionName and the <uses-permission> names (binary XML, frameworks/base/libs/
+androidfw ResourceTypes.h: a string pool chunk, then element chunks whose attributes are 20-byte
+ResXMLTree_attribute). Attributes are matched by name, whatever their namespace. Whether the APK
+is signed is apksig.py's. Pure: bytes in, values out.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ TYPE_STRING = 0x03
 TYPE_INT_DEC = 0x10
 TYPE_INT_HEX = 0x11
 NO_ENTRY = 0xFFFFFFFF
-SIGNING_BLOCK_MAGIC = b"APK Sig Block 42"
 
 
 @dataclass(frozen=True)
@@ -27,6 +26,7 @@ class Manifest:
     package: str
     version_code: int | None
     version_name: str | None
+    permissions: tuple[str, ...] = ()  # <uses-permission android:name>, in manifest order
 
 
 class NotAnApk(ValueError):
@@ -58,7 +58,10 @@ def _strings(data: bytes, at: int) -> list[str]:
 
 
 def parse_manifest(data: bytes) -> Manifest:
-    """The <manifest> element's package, versionCode and versionName."""
+    """The <manifest> element's package, versionCode and versionName, and every
+    <uses-permission>'s name."""
+    top: dict[str, tuple[int, int, int]] | None = None
+    permissions: list[str] = []
     try:
         strings: list[str] = []
         at = 8  # past the ResXMLTree_header
@@ -70,45 +73,44 @@ def parse_manifest(data: bytes) -> Manifest:
                 strings = _strings(data, at)
             elif kind == RES_XML_START_ELEMENT_TYPE:
                 name, attr_start, attr_size, attr_count = struct.unpack_from("<IHHH", data, at + header + 4)
-                if strings[name] == "manifest":
-                    attrs: dict[str, tuple[int, int, int]] = {}
-                    for i in range(attr_count):
-                        base = at + header + attr_start + i * attr_size
-                        _ns, key, raw, _vsize, _res0, dtype, value = struct.unpack_from(
-                            "<IIIHBBI", data, base
-                        )
-                        attrs[strings[key]] = (raw, dtype, value)
-                    return _manifest(attrs, strings)
+                attrs: dict[str, tuple[int, int, int]] = {}
+                for i in range(attr_count):
+                    base = at + header + attr_start + i * attr_size
+                    _ns, key, raw, _vsize, _res0, dtype, value = struct.unpack_from("<IIIHBBI", data, base)
+                    attrs[strings[key]] = (raw, dtype, value)
+                if strings[name] == "manifest" and top is None:
+                    top = attrs
+                elif strings[name] == "uses-permission" and "name" in attrs:
+                    permissions.append(_text(attrs, strings, "name") or "")
             at += size
     except (struct.error, IndexError) as error:
         raise NotAnApk(f"bad binary XML: {error}") from None
-    raise NotAnApk("no <manifest> element")
+    if top is None:
+        raise NotAnApk("no <manifest> element")
+    manifest = _manifest(top, strings)
+    return Manifest(manifest.package, manifest.version_code, manifest.version_name, tuple(permissions))
+
+
+def _text(attrs: dict[str, tuple[int, int, int]], strings: list[str], key: str) -> str | None:
+    raw, dtype, value = attrs.get(key, (NO_ENTRY, 0, 0))
+    if raw != NO_ENTRY:
+        return strings[raw]
+    return strings[value] if dtype == TYPE_STRING else str(value) if key in attrs else None
 
 
 def _manifest(attrs: dict[str, tuple[int, int, int]], strings: list[str]) -> Manifest:
-    def text(key: str) -> str | None:
-        raw, dtype, value = attrs.get(key, (NO_ENTRY, 0, 0))
-        if raw != NO_ENTRY:
-            return strings[raw]
-        return strings[value] if dtype == TYPE_STRING else str(value) if key in attrs else None
-
     code = attrs.get("versionCode")
     version_code = code[2] if code and code[1] in (TYPE_INT_DEC, TYPE_INT_HEX) else None
-    package = text("package")
+    package = _text(attrs, strings, "package")
     if not package:
         raise NotAnApk("<manifest> has no package")
-    return Manifest(package, version_code, text("versionName"))
+    return Manifest(package, version_code, _text(attrs, strings, "versionName"))
 
 
-def read_apk(blob: bytes) -> tuple[Manifest, bool]:
-    """The manifest and whether the APK carries a signature."""
+def read_apk(blob: bytes) -> Manifest:
+    """The manifest of an APK; NotAnApk when it is no zip with a binary manifest."""
     try:
         with zipfile.ZipFile(io.BytesIO(blob)) as apk:
-            names = apk.namelist()
-            manifest = parse_manifest(apk.read("AndroidManifest.xml"))
+            return parse_manifest(apk.read("AndroidManifest.xml"))
     except (zipfile.BadZipFile, KeyError) as error:
         raise NotAnApk(str(error)) from None
-    v1 = any(n.startswith("META-INF/") and n.endswith(".SF") for n in names) and any(
-        n.startswith("META-INF/") and n.endswith((".RSA", ".DSA", ".EC")) for n in names
-    )
-    return manifest, v1 or SIGNING_BLOCK_MAGIC in blob

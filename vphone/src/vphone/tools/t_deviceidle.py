@@ -12,7 +12,7 @@ import sys
 
 import ctlstore
 
-STATE = "deviceidle.json"
+STATE = ctlstore.shared("deviceidle.json")
 
 
 def _state() -> dict[str, str]:
@@ -21,7 +21,7 @@ def _state() -> dict[str, str]:
 
 def _set(state: dict[str, str]) -> None:
     ctlstore.write_json(STATE, state)
-    ctlstore.write_text("power_hint", f"idle {'on' if state['deep'] == 'IDLE' else 'off'}\n")
+    ctlstore.write_text(ctlstore.POWER_HINT_FILE, f"idle {'on' if state['deep'] == 'IDLE' else 'off'}\n")
 
 
 def deviceidle(args: list[str]) -> int:

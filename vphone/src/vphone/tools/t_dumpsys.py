@@ -32,11 +32,13 @@ SHELL_COMMANDS = ("activity", "window", "settings", "input")
 THERMALSERVICE_SDK = 29  # Android 10
 CMD_POWER_SDK = 30  # Android 11: `cmd power` (fixed performance mode)
 THERMALSERVICE_FILE = "thermalservice.txt"  # written by the physics (host side)
-FIXED_PERFORMANCE_FILE = "fixed_performance"  # read by the physics: "1" on, absent or "0" off
+FIXED_PERFORMANCE_FILE = ctlstore.shared(
+    "fixed_performance"
+)  # read by the physics: "1" on, absent or "0" off
 FIXED_PERFORMANCE_SUPPORTED = "fixed_performance.supported"  # the profile's power HAL has the mode
 FIXED_PERFORMANCE_APPLIED = "fixed_performance.applied"  # the physics: the mode the clocks show
 HAL_CALL_TIMEOUT_S = 5.0
-THERMAL_OVERRIDE_FILE = "thermal_override"  # `cmd thermalservice override-status N`: N
+THERMAL_OVERRIDE_FILE = ctlstore.shared("thermal_override")  # `cmd thermalservice override-status N`: N
 THERMAL_STATUS_MAX = 6  # IThermalService THERMAL_STATUS_SHUTDOWN
 IDLE_THERMALSERVICE = (
     "IsStatusOverride: false\nThermalEventListeners:\n\tcallbacks: 0\n"
@@ -127,7 +129,7 @@ def _b(v: object) -> str:
 
 def battery_dump() -> str:
     state = ctlstore.read_json("battery/state.json", {})
-    override = ctlstore.read_json("battery/override.json", {})
+    override = ctlstore.read_json(ctlstore.BATTERY_OVERRIDE_FILE, {})
     stopped = bool(override)
     if stopped:
         state = {**override.get("frozen", state), **override.get("set", {})}
@@ -162,9 +164,9 @@ def battery(args: list[str]) -> int:
         sys.stdout.write(battery_dump())
         return 0
     verb = args[0]
-    override = ctlstore.read_json("battery/override.json", {})
+    override = ctlstore.read_json(ctlstore.BATTERY_OVERRIDE_FILE, {})
     if verb == "reset":
-        ctlstore.write_json("battery/override.json", {})
+        ctlstore.write_json(ctlstore.BATTERY_OVERRIDE_FILE, {})
         return 0
     frozen = override.get("frozen") or ctlstore.read_json("battery/state.json", {})
     changes = dict(override.get("set", {}))
@@ -191,14 +193,14 @@ def battery(args: list[str]) -> int:
         )
     else:
         return toolerrors.unknown_command(verb)
-    ctlstore.write_json("battery/override.json", {"frozen": frozen, "set": changes})
+    ctlstore.write_json(ctlstore.BATTERY_OVERRIDE_FILE, {"frozen": frozen, "set": changes})
     return 0
 
 
 def power_dump() -> str:
     """PowerManagerService's dump, the lines a harness reads (dumpsys power: "Power Manager
     State:" with mWakefulness=Awake|Asleep, mStayOn); the physics keeps power.json's screen."""
-    state = ctlstore.read_json("power.json", {"screen_on": True, "stay_on": 0})
+    state = ctlstore.read_json(ctlstore.POWER_FILE, {"screen_on": True, "stay_on": 0})
     awake = "Awake" if state.get("screen_on", True) else "Asleep"
     return (
         "POWER MANAGER (dumpsys power)\n\nPower Manager State:\n"

@@ -93,7 +93,8 @@ def append(tag: str, message: str, *, priority: str = "I", buffer: str = "main")
     pid = os.getpid()
     line = f"{time.time_ns()}\t{pid}\t{pid}\t{priority}\t{tag}\t{message.replace(chr(10), ' ')}\n"
     try:
-        with open(_buffer_path(buffer), "a", encoding="utf-8") as f:
+        fd = ctlstore.open_nofollow(f"logcat/{buffer}", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(line)
     except OSError:
         pass
@@ -246,8 +247,7 @@ def logcat(args: list[str]) -> int:
     if opts["clear"]:
         for name in buffers:
             try:
-                with open(_buffer_path(name), "w", encoding="utf-8"):
-                    pass
+                os.close(ctlstore.open_nofollow(f"logcat/{name}", os.O_WRONLY | os.O_TRUNC | os.O_CREAT))
             except OSError as error:
                 sys.stderr.write(f"failed to clear the '{name}' log: {error.strerror}\n")
                 return 1
@@ -332,8 +332,7 @@ def logpersist(name: str, args: list[str]) -> int:
         return 1
     if "--clear" in args:
         for buffer in BUFFERS:
-            with open(_buffer_path(buffer), "w", encoding="utf-8"):
-                pass
+            os.close(ctlstore.open_nofollow(f"logcat/{buffer}", os.O_WRONLY | os.O_TRUNC | os.O_CREAT))
     _set_persist(LOGPERSIST_PROP, LOGPERSIST_SERVICE if action == "start" else "")
     for arg in args:
         key, _, value = arg.partition("=")

@@ -26,23 +26,24 @@ REBOOT_WAIT_S = 30.0
 
 
 def _log(name: str, line: str) -> None:
-    with open(ctlstore.path(name), "a", encoding="utf-8") as f:
+    fd = ctlstore.open_nofollow(ctlstore.shared(name), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(f"{time.monotonic_ns()} {line}\n")
     # ActivityManager / InputDispatcher say the same in the phone's log
     t_logcat.append("ActivityManager" if name == "am.log" else "InputDispatcher", line)
     if name == "input.log":  # every input event is a Boost.INTERACTION to the power HAL
-        ctlstore.write_text("power_hint", f"interaction {time.monotonic_ns()}\n")
+        ctlstore.write_text(ctlstore.POWER_HINT_FILE, f"interaction {time.monotonic_ns()}\n")
 
 
 def _power() -> dict[str, object]:
-    return dict(ctlstore.read_json("power.json", {"screen_on": True, "stay_on": 0}))
+    return dict(ctlstore.read_json(ctlstore.POWER_FILE, {"screen_on": True, "stay_on": 0}))
 
 
 def svc(args: list[str]) -> int:
     if len(args) == 3 and args[:2] == ["power", "stayon"] and args[2] in STAYON:
         state = _power()
         state["stay_on"] = STAYON[args[2]]
-        ctlstore.write_json("power.json", state)
+        ctlstore.write_json(ctlstore.POWER_FILE, state)
         glob = ctlstore.read_json("settings/global.json", {})
         glob["stay_on_while_plugged_in"] = str(STAYON[args[2]])
         ctlstore.write_json("settings/global.json", glob)
@@ -74,7 +75,7 @@ def input_(args: list[str]) -> int:
                 state["screen_on"] = not state.get("screen_on", True)
             _log("input.log", f"keyevent {code}")
         state["activity_ns"] = time.monotonic_ns()  # any key is user activity (PowerManager)
-        ctlstore.write_json("power.json", state)
+        ctlstore.write_json(ctlstore.POWER_FILE, state)
         return 0
     if (verb == "tap" and len(rest) == 2) or (verb == "swipe" and len(rest) in (4, 5)):
         try:
@@ -192,7 +193,7 @@ def am(args: list[str]) -> int:
 
 
 def wm(args: list[str]) -> int:
-    state = ctlstore.read_json("wm.json", {})
+    state = ctlstore.read_json(ctlstore.WM_FILE, {})
     if args[:1] == ["size"]:
         if len(args) == 1:
             sys.stdout.write(f"Physical size: {t_services.PHYSICAL_SIZE}\n")
@@ -203,7 +204,7 @@ def wm(args: list[str]) -> int:
             state.pop("size", None)
         else:
             state["size"] = args[1]
-        ctlstore.write_json("wm.json", state)
+        ctlstore.write_json(ctlstore.WM_FILE, state)
         return 0
     if args[:1] == ["density"]:
         if len(args) == 1:
@@ -215,7 +216,7 @@ def wm(args: list[str]) -> int:
             state.pop("density", None)
         else:
             state["density"] = args[1]
-        ctlstore.write_json("wm.json", state)
+        ctlstore.write_json(ctlstore.WM_FILE, state)
         return 0
     if not args or args[0] in ("help", "-h"):
         return toolerrors.help_text(WM_HELP)
@@ -224,9 +225,9 @@ def wm(args: list[str]) -> int:
 
 def reboot(args: list[str]) -> int:
     """Asks the world to reboot the phone (it kills every process, this one too)."""
-    ctlstore.write_text("reboot", (args[0] if args else "") + "\n")
+    ctlstore.write_text(ctlstore.REBOOT_FILE, (args[0] if args else "") + "\n")
     deadline = time.monotonic() + REBOOT_WAIT_S
-    while time.monotonic() < deadline and os.path.exists(ctlstore.path("reboot")):
+    while time.monotonic() < deadline and os.path.exists(ctlstore.path(ctlstore.REBOOT_FILE)):
         time.sleep(0.2)
     return 0
 
@@ -236,7 +237,7 @@ def getenforce(args: list[str]) -> int:
     status = toolerrors.toybox_check("getenforce", args, usage=usage, most=0)
     if status is not None:
         return status
-    mode = ctlstore.read_text("selinux", "Enforcing").strip() or "Enforcing"
+    mode = ctlstore.read_text(ctlstore.SELINUX_FILE, "Enforcing").strip() or "Enforcing"
     sys.stdout.write(f"{mode}\n")
     return 0
 
@@ -253,5 +254,5 @@ def setenforce(args: list[str]) -> int:
     if not ctlstore.is_root():
         sys.stderr.write(f"setenforce: Couldn't set enforcing status to '{args[0]}': Permission denied\n")
         return 1
-    ctlstore.write_text("selinux", modes[args[0].lower()] + "\n")
+    ctlstore.write_text(ctlstore.SELINUX_FILE, modes[args[0].lower()] + "\n")
     return 0

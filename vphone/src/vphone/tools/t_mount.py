@@ -62,7 +62,9 @@ def _cgroup_mount(device: str, where: str, options: str) -> int:
         return fail(errno.ENOTDIR)
     ident = str(os.getpid())
     request = {"device": device, "options": options, "dir": target}
-    code = ctlstore.ask_daemon(REQUEST_PREFIX + ident, ANSWER_PREFIX + ident, request)
+    code = ctlstore.ask_daemon(
+        ctlstore.shared(REQUEST_PREFIX + ident), ctlstore.shared(ANSWER_PREFIX + ident), request
+    )
     return fail(code) if code else 0
 
 

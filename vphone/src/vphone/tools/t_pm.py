@@ -12,9 +12,15 @@ android/server/pm/PackageManagerShellCommand.java) prints them:
 
 * `install`: what PackageManager checks before installing (see _install), "Success" or
   "Failure [REASON: ...]".
+* `grant`/`revoke PKG PERM`: as PermissionManagerServiceImpl.grantRuntimePermissionInternal
+  checks, in its order: "Unknown package: X", "Unknown permission: Y" (IllegalArgumentException);
+  "Package X has not requested permission Y" when the manifest has no <uses-permission> for it;
+  "Permission Y requested by X is not a changeable permission type" (SecurityException) for
+  a permission that is neither runtime ("dangerous") nor development (Android 14's
+  PermissionService says "requested by package X").
 
 Installed packages are recorded in /dev/.farm/packages.json (name -> apk path), the name from the
-APK's manifest (apkinfo.py).
+APK's manifest (apkinfo.py), and the permissions each requests in permissions.json.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import sys
 import zlib
 
 import apkinfo
+import apksig
 import ctlstore
 import toolerrors
 
@@ -37,6 +44,7 @@ BUILTIN = {
     "com.android.settings": ("{ext}/priv-app/Settings/Settings.apk", 1000),
     "com.android.systemui": ("{ext}/priv-app/SystemUI/SystemUI.apk", 10090),
 }
+ANDROID_14_SDK = 34
 FIRST_APPLICATION_UID = 10000  # Process.FIRST_APPLICATION_UID
 APP_UID_BASE = 10150  # where a handset's first installed app lands, past its preinstalled ones
 # Features the CDD requires of every handheld (section 2.2.1 / 7) and that PackageManager lists as
@@ -53,17 +61,96 @@ FEATURES = (
     "android.software.app_widgets",
     "android.software.home_screen",
 )
+# protectionLevel="dangerous" in frameworks/base/core/res/AndroidManifest.xml (Android 14).
 RUNTIME_PERMISSIONS = frozenset(
     f"android.permission.{name}"
     for name in (
-        "READ_EXTERNAL_STORAGE",
-        "WRITE_EXTERNAL_STORAGE",
+        "READ_CALENDAR",
+        "WRITE_CALENDAR",
         "CAMERA",
-        "RECORD_AUDIO",
+        "READ_CONTACTS",
+        "WRITE_CONTACTS",
+        "GET_ACCOUNTS",
         "ACCESS_FINE_LOCATION",
         "ACCESS_COARSE_LOCATION",
+        "ACCESS_BACKGROUND_LOCATION",
+        "ACCESS_MEDIA_LOCATION",
+        "RECORD_AUDIO",
         "READ_PHONE_STATE",
+        "READ_PHONE_NUMBERS",
+        "CALL_PHONE",
+        "ANSWER_PHONE_CALLS",
+        "READ_CALL_LOG",
+        "WRITE_CALL_LOG",
+        "ADD_VOICEMAIL",
+        "USE_SIP",
+        "PROCESS_OUTGOING_CALLS",
+        "BODY_SENSORS",
+        "BODY_SENSORS_BACKGROUND",
+        "ACTIVITY_RECOGNITION",
+        "SEND_SMS",
+        "RECEIVE_SMS",
+        "READ_SMS",
+        "RECEIVE_WAP_PUSH",
+        "RECEIVE_MMS",
+        "READ_EXTERNAL_STORAGE",
+        "WRITE_EXTERNAL_STORAGE",
+        "READ_MEDIA_AUDIO",
+        "READ_MEDIA_VIDEO",
+        "READ_MEDIA_IMAGES",
+        "READ_MEDIA_VISUAL_USER_SELECTED",
         "POST_NOTIFICATIONS",
+        "NEARBY_WIFI_DEVICES",
+        "BLUETOOTH_SCAN",
+        "BLUETOOTH_CONNECT",
+        "BLUETOOTH_ADVERTISE",
+        "UWB_RANGING",
+    )
+)
+# protectionLevel with "development" in the same file: `pm grant` may change these too.
+DEVELOPMENT_PERMISSIONS = frozenset(
+    f"android.permission.{name}"
+    for name in (
+        "WRITE_SECURE_SETTINGS",
+        "DUMP",
+        "READ_LOGS",
+        "SET_ANIMATION_SCALE",
+        "CHANGE_CONFIGURATION",
+        "PACKAGE_USAGE_STATS",
+        "SET_DEBUG_APP",
+        "SET_PROCESS_LIMIT",
+        "SET_ALWAYS_FINISH",
+        "SIGNAL_PERSISTENT_PROCESSES",
+        "INTERACT_ACROSS_USERS",
+        "SYSTEM_ALERT_WINDOW",
+    )
+)
+# Normal and signature permissions apps commonly request: known, but not changeable by `pm grant`.
+FIXED_PERMISSIONS = frozenset(
+    f"android.permission.{name}"
+    for name in (
+        "INTERNET",
+        "ACCESS_NETWORK_STATE",
+        "ACCESS_WIFI_STATE",
+        "CHANGE_WIFI_STATE",
+        "WAKE_LOCK",
+        "FOREGROUND_SERVICE",
+        "RECEIVE_BOOT_COMPLETED",
+        "VIBRATE",
+        "DISABLE_KEYGUARD",
+        "REQUEST_IGNORE_BATTERY_OPTIMIZATIONS",
+        "MANAGE_ACCOUNTS",
+        "ACCESS_MOCK_LOCATION",
+        "MODIFY_AUDIO_SETTINGS",
+        "BLUETOOTH",
+        "BLUETOOTH_ADMIN",
+        "NFC",
+        "READ_FRAMEWORK_LOGS",
+        "INSTALL_PACKAGES",
+        "DELETE_PACKAGES",
+        "REBOOT",
+        "DEVICE_POWER",
+        "BATTERY_STATS",
     )
 )
 HELP = (
@@ -77,7 +164,7 @@ LIST_FLAGS = frozenset("fdesi3luU")
 
 
 def _installed() -> dict[str, str]:
-    return dict(ctlstore.read_json("packages.json", {}))
+    return dict(ctlstore.read_json(ctlstore.PACKAGES_FILE, {}))
 
 
 def _refuse(reason: str, staged: str, detail: str) -> int:
@@ -109,27 +196,42 @@ def _install(args: list[str]) -> int:
             blob = f.read()
     staged = f"/data/app/vmdl{zlib.crc32(blob) & 0x7FFFFFFF}.tmp/base.apk"
     try:
-        manifest, signed = apkinfo.read_apk(blob)
+        manifest = apkinfo.read_apk(blob)
     except apkinfo.NotAnApk:
         detail = (
             "Failed parse during installPackageLI: {apk} (at Binary XML file line #-1): "
             "Failed to load asset path {apk}"
         )
         return _refuse("INSTALL_PARSE_FAILED_NOT_APK", staged, detail)
-    if not signed:
-        detail = (
-            "Failed collecting certificates for {apk}: Failed to collect certificates from {apk}: "
-            "Attempt to get length of null array"
-        )
-        return _refuse("INSTALL_PARSE_FAILED_NO_CERTIFICATES", staged, detail)
+    try:
+        apksig.check(blob)
+    except apksig.BadSignature as error:
+        # ApkSignatureVerifier wraps what StrictJarVerifier threw; an APK with no signature at all
+        # fails on its null certificate array.
+        reason = str(error)
+        if reason == apksig.NO_SIGNATURE:
+            reason = "Attempt to get length of null array"
+        detail = "Failed collecting certificates for {apk}: Failed to collect certificates from {apk}: "
+        escaped = reason.replace("{", "{{").replace("}", "}}")
+        return _refuse("INSTALL_PARSE_FAILED_NO_CERTIFICATES", staged, detail + escaped)
     name = manifest.package
-    apk_dir = ctlstore.path("apks")
+    apk_dir = ctlstore.path(ctlstore.SHARED, "apks")
     os.makedirs(apk_dir, exist_ok=True)
-    with open(os.path.join(apk_dir, f"{name}.apk"), "wb") as dst:
+    # Neither the folder nor the file through a link shell may have planted (pm may run as root).
+    dfd = os.open(apk_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(f"{name}.apk", flags, 0o666, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, "wb") as dst:
         dst.write(blob)
     packages = _installed()
     packages[name] = f"/data/app/{name}/base.apk"
-    ctlstore.write_json("packages.json", packages)
+    ctlstore.write_json(ctlstore.PACKAGES_FILE, packages)
+    requested = ctlstore.read_json(ctlstore.PERMISSIONS_FILE, {})
+    requested[name] = list(manifest.permissions)
+    ctlstore.write_json(ctlstore.PERMISSIONS_FILE, requested)
     sys.stdout.write("Success\n")
     return 0
 
@@ -194,11 +296,22 @@ def _grant(verb: str, rest: list[str]) -> int:
     package, permission = operands[-2], operands[-1]
     if package not in apks():
         return _exception(verb, "java.lang.IllegalArgumentException", f"Unknown package: {package}")
-    if permission not in RUNTIME_PERMISSIONS:
+    changeable = permission in RUNTIME_PERMISSIONS or permission in DEVELOPMENT_PERMISSIONS
+    if not changeable and permission not in FIXED_PERMISSIONS:
+        return _exception(verb, "java.lang.IllegalArgumentException", f"Unknown permission: {permission}")
+    requested = ctlstore.read_json(ctlstore.PERMISSIONS_FILE, {}).get(package, [])
+    if permission not in requested:
         return _exception(
             verb,
             "java.lang.SecurityException",
             f"Package {package} has not requested permission {permission}",
+        )
+    if not changeable:
+        by = f"package {package}" if _sdk() >= ANDROID_14_SDK else package
+        return _exception(
+            verb,
+            "java.lang.SecurityException",
+            f"Permission {permission} requested by {by} is not a changeable permission type",
         )
     return 0
 
@@ -258,7 +371,10 @@ def pm(args: list[str]) -> int:
         if packages.pop(rest[-1], None) is None:
             sys.stdout.write("Failure [DELETE_FAILED_INTERNAL_ERROR]\n")
             return 1
-        ctlstore.write_json("packages.json", packages)
+        ctlstore.write_json(ctlstore.PACKAGES_FILE, packages)
+        requested = ctlstore.read_json(ctlstore.PERMISSIONS_FILE, {})
+        requested.pop(rest[-1], None)
+        ctlstore.write_json(ctlstore.PERMISSIONS_FILE, requested)
         sys.stdout.write("Success\n")
         return 0
     return toolerrors.unknown_command(verb)

@@ -27,7 +27,7 @@ NAV_BAR_PX = 126  # the app area is the display less the navigation bar (48dp at
 
 def display() -> tuple[str, str, str | None, str | None]:
     """Physical size and density, and the `wm` overrides (None when not overridden)."""
-    state = ctlstore.read_json("wm.json", {})
+    state = ctlstore.read_json(ctlstore.WM_FILE, {})
     return PHYSICAL_SIZE, PHYSICAL_DENSITY, state.get("size"), state.get("density")
 
 

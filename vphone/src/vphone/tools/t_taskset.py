@@ -111,7 +111,11 @@ def get_mask(tid: int) -> int:
 def set_mask(tid: int, mask: int) -> None:
     """Ask the daemon to pin phone thread `tid` (affinity.py); raises TasksetError."""
     ident = f"{os.getpid()}.{time.monotonic_ns()}"
-    code = ctlstore.ask_daemon(REQUEST_PREFIX + ident, ANSWER_PREFIX + ident, {"tids": [tid], "mask": mask})
+    code = ctlstore.ask_daemon(
+        ctlstore.shared(REQUEST_PREFIX + ident),
+        ctlstore.shared(ANSWER_PREFIX + ident),
+        {"tids": [tid], "mask": mask},
+    )
     if code:
         raise TasksetError(f"failed to set pid {tid}'s affinity: {os.strerror(code)}")
 

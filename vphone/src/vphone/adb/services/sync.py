@@ -27,6 +27,7 @@ import struct
 from collections.abc import Callable
 from typing import TypeVar
 
+from vphone import daemoncpu
 from vphone.adb.services.base import ByteReader, ServiceContext
 from vphone.adb.transport import Stream
 from vphone.phonefiles import FileStat, PhoneFiles
@@ -113,7 +114,10 @@ class SyncSession:
     async def _io(self, call: Callable[..., T], *args: object, **kwargs: object) -> T:
         """call(*args) on the session's thread (file work never blocks the event loop)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, functools.partial(call, *args, **kwargs))
+        work = functools.partial(call, *args, **kwargs)
+        # The thread's CPU is the phone's too (the executor does not carry the task's context).
+        charged = functools.partial(daemoncpu.charge_thread, daemoncpu.current(), work)
+        return await loop.run_in_executor(self._worker, charged)
 
     def _close(self, fd: int) -> None:
         """Close fd on the session's thread, after the read or write it may be in the middle of
