@@ -9,6 +9,10 @@ stdout, after the test's repetitions:
 
 With `-v` its log goes to stderr, including llama.cpp's `llama_perf_context_print: load time =
   12.34 ms` after each test; the first is the model's load (farm.analysis.llm says what it spans).
+It is a warm load: llama-bench keeps the model between tests, and the file farm just pushed is in
+the page cache. A cold load needs the file's pages dropped (posix_fadvise DONTNEED, no root
+needed) and checked (mincore) on the phone just before the program starts, which farm's external
+programs cannot do yet (kernels/llama/README.md, "Model load time").
 Metrics are farm.analysis.llm's, recomputed from every repetition's `samples_ns`; the raw lines
 stay in the run's stdout.jsonl. The result is a SUMMARY (a repetition is a whole test, not an
 iteration of one workload), with `iterations_measured` the number of repetitions.

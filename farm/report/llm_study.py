@@ -28,6 +28,7 @@ from pathlib import PurePath
 
 import pandas as pd
 
+from farm.analysis.validity import FLAG_PREFIX, Check
 from farm.experiment.sections import FigureKind, Study
 from farm.report.export import factor_columns
 from farm.report.figures import RenderedFigure, render_figure
@@ -210,6 +211,31 @@ def _load_cost(
     return table, verdicts
 
 
+def _flag_values(rows: pd.DataFrame, device: object, metric: str) -> list[float]:
+    picked = rows[(rows.device == device) & (rows.metric == metric)]
+    return [float(v) for v in picked["value"]]
+
+
+def _no_energy(rows: pd.DataFrame, device: object) -> str:
+    """Why a phone has no energy per token for both phases, from the flags its runs stored
+    (farm.engine.collect drops energy figures when charging ran or the window was invalid)."""
+    charging = _flag_values(rows, device, "charging_disabled")
+    if not charging:
+        return "its runs measured no power (no battery telemetry, or power: none)"
+    if not any(charging):
+        return (
+            "charging could not be stopped (no charging switch this phone lets farm write, e.g. "
+            "no root), so the battery did not power the runs alone and energy was not kept"
+        )
+    gauge = rows.loc[rows.device == device, FLAG_PREFIX + Check.FUEL_GAUGE_READINGS.value]
+    if (gauge.dropna() == 0).any():  # a column of the tidy frame (farm.report.frame)
+        return (
+            "runs ended before the fuel gauge updated three times (a slow gauge: its runs need to "
+            "be longer), so their energy was not kept"
+        )
+    return "no run with both phases' energy kept (idle power not measured, or at or above the runs' power)"
+
+
 def _energy(rows: pd.DataFrame) -> tuple[RenderedTable, list[ClaimVerdict]]:
     prefill = _medians(rows, E_PREFILL, ("device", "backend", "model"))
     decode = _medians(rows, E_DECODE, ("device", "backend", "model"))
@@ -231,11 +257,7 @@ def _energy(rows: pd.DataFrame) -> tuple[RenderedTable, list[ClaimVerdict]]:
             if p is not None and d is not None:
                 pairs.append((key, p, d))
         if not pairs:
-            verdicts.append(
-                ClaimVerdict(
-                    4, str(device), Verdict.UNTESTABLE, "no run with both phases' energy (idle baseline?)"
-                )
-            )
+            verdicts.append(ClaimVerdict(4, str(device), Verdict.UNTESTABLE, _no_energy(rows, device)))
             continue
         holds = all(d > p for _, p, d in pairs)
         words = ", ".join(f"{k[1]} {model_label(k[2])}: {number(p)} vs {number(d)} mJ" for k, p, d in pairs)

@@ -1,7 +1,8 @@
 """llama.cpp's llama-bench (kernels/llama) on a virtual phone with the smallest generated model:
 prefill and decode runs whose metrics are recomputed here from the raw samples in their run
 folders, a model that fails to load and a run killed by SIGKILL (what the out-of-memory killer
-sends) failing their runs with the reason, and a missing model file refused in one line."""
+sends) failing their runs with the reason, a missing model file refused in one line, and the
+study's quick variant long enough for the fuel gauge: energy per token of each phase kept."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.experiment import load
 from farm.store import RunState
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import REPO, open_store, run_farm, start_farm, write_experiment
@@ -141,3 +143,49 @@ def test_a_missing_model_file_is_one_line_naming_it(virtual_phones, tmp_path: Pa
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in done.stderr, lines
     assert f"{path}:" in lines[0] and f"asset {missing} does not exist" in lines[0], lines[0]
+
+
+def test_quick_variant_runs_are_long_enough_for_energy_per_token_of_each_phase(
+    virtual_phones, tmp_path: Path
+) -> None:
+    """adreno-sd865: charging can be stopped (input_suspend, root) and its gauge updates every
+    second. The quick variant's repetitions for each phase, on its smallest model: each run must
+    see at least three gauge updates, so its energy per token is kept (the first quick runs, 20
+    and 3 repetitions, lasted about a second and had theirs dropped)."""
+    quick = load(REPO / "experiments" / "llm_gpu_load.yaml", variant="quick")
+    sweep = dict(quick.sweep)
+    reps = dict(zip(sweep["gen"], sweep["reps"], strict=True))  # gen 0: prefill, 16: decode
+    model = LLAMA / "models" / "tinyllama-s-f16.gguf"
+    lines = [
+        "benchmark:",
+        "  program: external",
+        f"  binary: {{x86_64: {BENCH}}}",
+        '  args: [-m, "{model}", -o, jsonl, -v, -r, "{reps}", -t, "2", -ngl, "0",',
+        '         -p, "{prompt}", -n, "{gen}", -pg, "{first_token}", --poll, "0"]',
+        f"  assets: [{model}]",
+        "  output: llama_bench",
+        f"sweep: {{model: [{model}], prompt: [128, 0], gen: [0, 16], first_token: ['128,1', '0,0'],",
+        f"        reps: [{reps[0]}, {reps[16]}]}}",
+        "zip: [[prompt, gen, first_token, reps]]",
+        "measurement: {repetitions: 1}",
+        "telemetry: {idle_baseline_s: 3}",
+        "conditions: {cooldown: {max_temp_c: 90, timeout_s: 30}, min_battery_pct: 5}",
+        "timeouts: {run_timeout_s: 300}",
+    ]
+    path = write_experiment(tmp_path, "llm_energy", "\n".join(lines) + "\n")
+    phones = virtual_phones(count=1, profiles=["adreno-sd865"])
+    results = tmp_path / "results"
+    # two runs of 5-30 s each on an idle host; minutes on a loaded one
+    done = run_farm(phones.adb_port, results, "run", str(path), "--no-live", "--json", timeout_s=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = _runs(results, "llm_energy")
+    assert len(runs) == 2 and all(run.state is RunState.DONE for run in runs)
+    stored = {"prefill" if r.factors["gen"] == 0 else "decode": _metrics(results, r.run_id) for r in runs}
+    readings = {phase: got.get("power_readings") for phase, got in stored.items()}
+    assert all(n is not None and n >= 3 for n in readings.values()), readings
+    for phase, got in stored.items():
+        assert got["charging_disabled"] == 1.0 and got["energy_valid"] == 1.0, (phase, got)
+        # recomputed from the stored window's power and the phase's measured time and tokens
+        net_mw = got["power_mean_mw"] - got["power_idle_mw"]
+        expected = net_mw * got[f"llm_{phase}_measured_ms"] / 1e3 / got[f"llm_{phase}_tokens"]
+        assert got[f"energy_per_{phase}_token_mj"] == pytest.approx(expected, rel=1e-9)

@@ -57,7 +57,14 @@ def _metrics(factors: Mapping[str, object]) -> dict[str, float]:
     return values
 
 
-def _data(tmp_path: Path, *, gpu_fails: bool = False) -> ReportData:
+def _data(
+    tmp_path: Path,
+    *,
+    gpu_fails: bool = False,
+    flags: Mapping[str, Mapping[str, float]] | None = None,
+) -> ReportData:
+    """Runs on PHONES; `flags` per phone: what farm.engine.collect stores about energy (and then
+    drops the energy figures, as it does when charging ran or the gauge was too slow)."""
     (tmp_path / "llama-bench").write_bytes(b"\x7fELF")
     (tmp_path / "m").mkdir(exist_ok=True)
     for name in BYTES:
@@ -71,6 +78,8 @@ def _data(tmp_path: Path, *, gpu_fails: bool = False) -> ReportData:
             failed = gpu_fails and factors["backend"] == "gpu"
             for rep in range(3):
                 exact = {} if failed else _metrics(factors)
+                if flags is not None and device in flags:
+                    exact = {k: v for k, v in exact.items() if not k.startswith("energy_")}
                 noisy = {k: v * (1 + 0.01 * rng.standard_normal()) for k, v in exact.items()}
                 runs.append(
                     StoredResult(
@@ -83,7 +92,7 @@ def _data(tmp_path: Path, *, gpu_fails: bool = False) -> ReportData:
                         reason="llama_bench output: the program reported an error: no GPU"
                         if failed
                         else None,
-                        metrics=noisy,
+                        metrics={**noisy, **(flags or {}).get(device, {})},
                         units={},
                     )
                 )
@@ -120,3 +129,20 @@ def test_claims_that_need_the_gpu_say_why_they_cannot_be_tested(tmp_path: Path) 
             judged = by_claim[(claim, device)]
             assert judged.verdict is Verdict.UNTESTABLE and "no GPU run succeeded" in judged.because
             assert "the program reported an error: no GPU" in judged.because
+
+
+def test_energy_per_token_untestable_says_why_per_phone(tmp_path: Path) -> None:
+    from farm.report.frame import tidy_frame
+
+    flags = {
+        PHONES[0]: {"charging_disabled": 0.0},  # no charging switch it may write
+        PHONES[1]: {"charging_disabled": 1.0, "valid_fuel_gauge_readings": 0.0, "energy_valid": 0.0},
+    }
+    data = _data(tmp_path, flags=flags)
+    _, verdicts = llm_verdicts(data, tidy_frame(data))
+    energy = {v.device: v for v in verdicts if v.claim == 4}
+    assert all(v.verdict is Verdict.UNTESTABLE for v in energy.values())
+    assert "charging could not be stopped" in energy[PHONES[0]].because
+    assert "fuel gauge updated three times" in energy[PHONES[1]].because
+    section = study_section(data)
+    assert section is not None and numbers_not_in_tables(section) == {}
