@@ -14,12 +14,13 @@ struct lstm_gpu {
     cl_kernel cell[LSTM_MAX_LAYERS], dense;
     cl_mem w[LSTM_MAX_LAYERS], b[LSTM_MAX_LAYERS], h[LSTM_MAX_LAYERS][2], c[LSTM_MAX_LAYERS];
     cl_mem wd, bd, x, logits;
-    int fused, wave;
+    int fused, wave, persist;
     int ks, ju; /* wave: reduction split (ks > 1: lstm_wave_split with JU x KS work-groups) */
     cl_kernel fused_k, wave_k;
     cl_mem h_all, c_all;
     cl_mem w_all, b_all, cstate;
     size_t fused_global, fused_local;
+    size_t persist_global[2], persist_local[2];
     void *hx; /* inputs in storage format */
     size_t esize, xbytes;
     size_t cell_global[2], cell_local[2];
@@ -73,6 +74,23 @@ static void concat_weights(lstm_gpu *g, farm_cl *cl, const lstm_model *m)
     free(b_all);
 }
 
+/* Arguments 0-9 of the one-launch kernels (lstm_fused, lstm_persist): shape, inputs, weights. */
+static void whole_inference_args(lstm_gpu *g, cl_kernel k, const lstm_shape *s)
+{
+    const cl_int T = (cl_int)s->seq_len, D0 = (cl_int)s->input_dim, Hi = (cl_int)s->hidden, L = (cl_int)s->layers,
+                 C = (cl_int)s->classes;
+    arg(k, 0, sizeof T, &T);
+    arg(k, 1, sizeof D0, &D0);
+    arg(k, 2, sizeof Hi, &Hi);
+    arg(k, 3, sizeof L, &L);
+    arg(k, 4, sizeof C, &C);
+    arg(k, 5, sizeof(cl_mem), &g->x);
+    arg(k, 6, sizeof(cl_mem), &g->w_all);
+    arg(k, 7, sizeof(cl_mem), &g->b_all);
+    arg(k, 8, sizeof(cl_mem), &g->wd);
+    arg(k, 9, sizeof(cl_mem), &g->bd);
+}
+
 static void create_fused(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
 {
     const lstm_shape *s = &m->s;
@@ -85,21 +103,27 @@ static void create_fused(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
     g->fused_local = local;
     g->fused_global = local * (size_t)s->batch;
     cl_kernel k = g->fused_k = farm_cl_kernel(&g->prog, "lstm_fused");
-    const cl_int T = (cl_int)s->seq_len, D0 = (cl_int)s->input_dim, Hi = (cl_int)H, L = (cl_int)s->layers,
-                 C = (cl_int)s->classes;
-    arg(k, 0, sizeof T, &T);
-    arg(k, 1, sizeof D0, &D0);
-    arg(k, 2, sizeof Hi, &Hi);
-    arg(k, 3, sizeof L, &L);
-    arg(k, 4, sizeof C, &C);
-    arg(k, 5, sizeof(cl_mem), &g->x);
-    arg(k, 6, sizeof(cl_mem), &g->w_all);
-    arg(k, 7, sizeof(cl_mem), &g->b_all);
-    arg(k, 8, sizeof(cl_mem), &g->wd);
-    arg(k, 9, sizeof(cl_mem), &g->bd);
+    whole_inference_args(g, k, s);
     arg(k, 10, sizeof(cl_mem), &g->cstate);
     arg(k, 11, sizeof(cl_mem), &g->logits);
     arg(k, 12, (size_t)(s->layers * 2) * H * sizeof(float), NULL);
+}
+
+/* persist: lstm_persist, one work-group of ju x ks work-items per batch element. */
+static void create_persist(lstm_gpu *g, farm_cl *cl, const lstm_model *m)
+{
+    const lstm_shape *s = &m->s;
+    const size_t H = (size_t)s->hidden;
+    concat_weights(g, cl, m);
+    g->persist_local[0] = (size_t)g->ju;
+    g->persist_local[1] = (size_t)g->ks;
+    g->persist_global[0] = (size_t)g->ju;
+    g->persist_global[1] = (size_t)g->ks * (size_t)s->batch;
+    cl_kernel k = g->fused_k = farm_cl_kernel(&g->prog, "lstm_persist");
+    whole_inference_args(g, k, s);
+    arg(k, 10, sizeof(cl_mem), &g->logits);
+    arg(k, 11, (size_t)(s->layers * 2) * H * sizeof(float), NULL);
+    arg(k, 12, (size_t)s->layers * H * sizeof(float), NULL);
 }
 
 static void create_wave(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
@@ -144,8 +168,9 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long w
     g->cl = cl;
     g->m = m;
     g->esize = s->fp16 ? 2 : 4;
-    const int split = strategy == LSTM_WAVE && ks > 1;
-    g->ks = split ? (int)ks : 1;
+    const int persist = strategy == LSTM_PERSIST;
+    const int split = (strategy == LSTM_WAVE && ks > 1) || persist;
+    g->ks = split ? (int)(ks > 0 ? ks : 1) : 1;
     g->ju = split ? (int)(wg > 0 ? wg : 32) : 0;
     char opts[96];
     if (split)
@@ -175,6 +200,11 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long w
     arg(g->dense, 6, sizeof zero_off, &zero_off);
     if (fused) {
         create_fused(g, cl, m, wg);
+        return g;
+    }
+    g->persist = persist;
+    if (persist) {
+        create_persist(g, cl, m);
         return g;
     }
     if (g->wave) {
@@ -224,7 +254,7 @@ int lstm_gpu_ju(const lstm_gpu *g) { return g->ju; }
 
 long lstm_gpu_launches(const lstm_gpu *g)
 {
-    if (g->fused)
+    if (g->fused || g->persist)
         return 1;
     return (g->wave ? g->m->s.seq_len + g->m->s.layers - 1 : g->m->s.seq_len * g->m->s.layers) + 1;
 }
@@ -235,9 +265,14 @@ static int run_fused(lstm_gpu *g, float *logits, farm_split *split)
     cl_command_queue q = g->cl->queue;
     farm_cl_check(clEnqueueWriteBuffer(q, g->x, CL_FALSE, 0, g->xbytes, g->hx, 0, NULL, farm_ev_slot(&g->evs, FARM_H2D)),
                   "clEnqueueWriteBuffer(x)");
-    farm_cl_check(clEnqueueNDRangeKernel(q, g->fused_k, 1, NULL, &g->fused_global, &g->fused_local, 0, NULL,
-                                         farm_ev_slot(&g->evs, FARM_KERNEL)),
-                  "clEnqueueNDRangeKernel(lstm_fused)");
+    if (g->persist)
+        farm_cl_check(clEnqueueNDRangeKernel(q, g->fused_k, 2, NULL, g->persist_global, g->persist_local, 0, NULL,
+                                             farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueNDRangeKernel(lstm_persist)");
+    else
+        farm_cl_check(clEnqueueNDRangeKernel(q, g->fused_k, 1, NULL, &g->fused_global, &g->fused_local, 0, NULL,
+                                             farm_ev_slot(&g->evs, FARM_KERNEL)),
+                      "clEnqueueNDRangeKernel(lstm_fused)");
     farm_cl_check(clEnqueueReadBuffer(q, g->logits, CL_TRUE, 0, (size_t)(s->batch * s->classes) * 4, logits, 0, NULL,
                                       farm_ev_slot(&g->evs, FARM_D2H)),
                   "clEnqueueReadBuffer(logits)");
@@ -281,7 +316,7 @@ static int run_wave(lstm_gpu *g, float *logits, farm_split *split)
 
 int lstm_gpu_run(lstm_gpu *g, float *logits, farm_split *split)
 {
-    if (g->fused)
+    if (g->fused || g->persist)
         return run_fused(g, logits, split);
     if (g->wave)
         return run_wave(g, logits, split);
@@ -340,16 +375,18 @@ void lstm_gpu_destroy(lstm_gpu *g)
         clReleaseKernel(g->fused_k);
         clReleaseMemObject(g->cstate);
     }
+    if (g->persist)
+        clReleaseKernel(g->fused_k);
     if (g->wave) {
         clReleaseKernel(g->wave_k);
         clReleaseMemObject(g->h_all);
         clReleaseMemObject(g->c_all);
     }
-    if (g->fused || g->wave) {
+    if (g->fused || g->wave || g->persist) {
         clReleaseMemObject(g->w_all);
         clReleaseMemObject(g->b_all);
     }
-    for (long l = 0; l < g->m->s.layers && !g->fused && !g->wave; l++) {
+    for (long l = 0; l < g->m->s.layers && !g->fused && !g->wave && !g->persist; l++) {
         clReleaseKernel(g->cell[l]);
         clReleaseMemObject(g->w[l]);
         clReleaseMemObject(g->b[l]);

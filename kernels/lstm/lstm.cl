@@ -192,6 +192,25 @@ __kernel void lstm_wave(const int d, const int T, const int D0, const int H, con
 // fill is needed before an inference. Build options -DJU -DKS; local size (JU, KS, 1), global
 // (H rounded up to JU, KS * batch, L).
 #ifdef KS
+// The KS partial sums of work-item (u, s)'s gates z##i..z##o meet in part; sum[g][u] holds gate g's
+// total after it (slices s < 4 add up one gate each, all four when KS < 4). Two barriers: every
+// work-item of the group must reach it.
+#define SPLIT_SUM(part, sum, z, s, u)                                                              \
+    {                                                                                              \
+        part[0][s][u] = z##i;                                                                      \
+        part[1][s][u] = z##f;                                                                      \
+        part[2][s][u] = z##g;                                                                      \
+        part[3][s][u] = z##o;                                                                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        for (int g_ = s; g_ < 4; g_ += KS) {                                                       \
+            float acc_ = 0.0f;                                                                     \
+            for (int q_ = 0; q_ < KS; q_++)                                                        \
+                acc_ += part[g_][q_][u];                                                           \
+            sum[g_][u] = acc_;                                                                     \
+        }                                                                                          \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    }
+
 __kernel __attribute__((reqd_work_group_size(JU, KS, 1))) void lstm_wave_split(
     const int d, const int T, const int D0, const int H, const int B, __global const store_t *x,
     __global const store_t *W, __global const store_t *bias, __global float *h_all, __global float *c_all)
@@ -232,18 +251,7 @@ __kernel __attribute__((reqd_work_group_size(JU, KS, 1))) void lstm_wave_split(
             }
         }
     }
-    part[0][s][u] = zi;
-    part[1][s][u] = zf;
-    part[2][s][u] = zg;
-    part[3][s][u] = zo;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int g = s; g < 4; g += KS) {
-        float z = 0.0f;
-        for (int q = 0; q < KS; q++)
-            z += part[g][q][u];
-        sum[g][u] = z;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    SPLIT_SUM(part, sum, z, s, u)
     if (s == 0 && j < H) {
         __global const store_t *bl = bias + l * H4;
         const float gi = sum[0][u] + LD(bl, j), gf = sum[1][u] + LD(bl, H + j);
@@ -252,6 +260,89 @@ __kernel __attribute__((reqd_work_group_size(JU, KS, 1))) void lstm_wave_split(
         const float cn = sigmoid_(gf) * (t > 0 ? c_all[st] : 0.0f) + sigmoid_(gi) * tanh(gg);
         c_all[st] = cn;
         h_all[((l * 2 + slot_out) * B + b) * H + j] = sigmoid_(go) * tanh(cn);
+    }
+}
+#endif
+
+// Persistent split path: ONE launch per inference like lstm_fused, but each unit's gate reduction is
+// split over KS work-items as in lstm_wave_split. Work-group b (local JU x KS) runs batch element b
+// through every time step and layer; the JU unit lanes walk the H units in chunks of JU, work-item
+// (u, s) sums rows s, s + KS, ... of unit u's four gate columns, the partial sums meet in local
+// memory and lane s = 0 updates the cell. h (double-buffered by step parity) and c of every layer
+// stay in local memory. Synchronisation is work-group barriers only: OpenCL 1.2/2.0 has no
+// grid-wide barrier and no forward-progress guarantee between work-groups, so spinning on flags set
+// by another work-group may hang (PoCL's CPU device runs work-groups one after another per thread);
+// a batch element's whole recurrence therefore lives in one work-group. Every loop bound below is
+// the same for the whole work-group, so no barrier is skipped by part of it.
+// Local size (JU, KS, 1), global (JU, KS * batch, 1); local memory: hbuf L*2*H + cbuf L*H floats.
+#ifdef KS
+__kernel __attribute__((reqd_work_group_size(JU, KS, 1))) void lstm_persist(
+    const int T, const int D0, const int H, const int L, const int C, __global const store_t *x,
+    __global const store_t *W, __global const store_t *bias, __global const store_t *Wd,
+    __global const store_t *bd, __global float *logits, __local float *hbuf, __local float *cbuf)
+{
+    const int u = get_local_id(0), s = get_local_id(1), b = get_group_id(1);
+    const int H4 = 4 * H, lid = s * JU + u;
+    __local float part[4][KS][JU];
+    __local float sum[4][JU];
+    for (int i = lid; i < L * 2 * H; i += JU * KS)
+        hbuf[i] = 0.0f;
+    for (int i = lid; i < L * H; i += JU * KS)
+        cbuf[i] = 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int cur = 0;
+    for (int t = 0; t < T; t++) {
+        int woff = 0;
+        for (int l = 0; l < L; l++) {
+            const int D = l == 0 ? D0 : H;
+            __local const float *hp = hbuf + (l * 2 + cur) * H;
+            __local float *hn = hbuf + (l * 2 + 1 - cur) * H;
+            __local const float *below = hbuf + ((l - 1) * 2 + 1 - cur) * H; // layer l-1 at step t
+            __global const store_t *Wl = W + woff;
+            __global const store_t *bl = bias + l * H4;
+            for (int j0 = 0; j0 < H; j0 += JU) {
+                const int j = j0 + u;
+                float zi = 0.0f, zf = 0.0f, zg = 0.0f, zo = 0.0f;
+                if (j < H) {
+                    if (l == 0) {
+                        __global const store_t *xt = x + (b * T + t) * D0;
+                        for (int r = s; r < D0; r += KS) {
+                            const float v = LD(xt, r);
+                            GATES_MAD(z, v, Wl, r * H4 + j, H)
+                        }
+                    } else {
+#pragma unroll 4
+                        for (int r = s; r < H; r += KS) {
+                            const float v = below[r];
+                            GATES_MAD(z, v, Wl, r * H4 + j, H)
+                        }
+                    }
+#pragma unroll 4
+                    for (int r = s; r < H; r += KS) {
+                        const float v = hp[r];
+                        GATES_MAD(z, v, Wl, (D + r) * H4 + j, H)
+                    }
+                }
+                SPLIT_SUM(part, sum, z, s, u)
+                if (s == 0 && j < H) {
+                    const float gi = sum[0][u] + LD(bl, j), gf = sum[1][u] + LD(bl, H + j);
+                    const float gg = sum[2][u] + LD(bl, 2 * H + j), go = sum[3][u] + LD(bl, 3 * H + j);
+                    const float cn = sigmoid_(gf) * cbuf[l * H + j] + sigmoid_(gi) * tanh(gg);
+                    cbuf[l * H + j] = cn;
+                    hn[j] = sigmoid_(go) * tanh(cn);
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE); // hn complete before the layer above (or step t + 1) reads it
+            woff += (D + H) * H4;
+        }
+        cur = 1 - cur;
+    }
+    __local const float *h = hbuf + ((L - 1) * 2 + cur) * H;
+    for (int k = lid; k < C; k += JU * KS) {
+        float acc = LD(bd, k);
+        for (int j = 0; j < H; j++)
+            acc = mad(h[j], LD(Wd, j * C + k), acc);
+        logits[b * C + k] = acc;
     }
 }
 #endif

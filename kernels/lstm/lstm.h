@@ -46,11 +46,13 @@ void lstm_cpu_destroy(lstm_cpu *c);
  *   step:  one cell launch per (step, layer) computing all four gates and the state update of every
  *          unit and batch element, plus one dense launch;
  *   wave:  the step kernel over all layers at once along diagonals (layer l at step d - l): seq_len +
- *          layers - 1 cell launches plus one dense launch.
+ *          layers - 1 cell launches plus one dense launch;
+ *   persist: ONE launch per inference as fused, each unit's gate reduction split over ks work-items
+ *          (lstm_persist: a work-group of wg x ks per batch element, h and c in local memory).
  * Neither launches a kernel per gate or per element. */
 typedef struct lstm_gpu lstm_gpu;
-enum { LSTM_STEP = 0, LSTM_FUSED = 1, LSTM_WAVE = 2 };
-/* wave with ks > 1: the reduction of each unit split over ks work-items (lstm_wave_split), wg units
+enum { LSTM_STEP = 0, LSTM_FUSED = 1, LSTM_WAVE = 2, LSTM_PERSIST = 3 };
+/* persist: wg unit lanes (0: 32) x ks reduction slices (0: 1). wave with ks > 1: the reduction of each unit split over ks work-items (lstm_wave_split), wg units
  * per work-group (0: 32); ks <= 1: one work-item per unit (lstm_wave). */
 lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long wg, long ks, const char *cache_dir);
 /* Hash of the OpenCL source (tuning cache key). */

@@ -6,7 +6,7 @@
 #include "lstm.h"
 #include "tune.h"
 
-static const char *const gpu_kernel_choices[] = {"auto", "fused", "step", "wave", NULL};
+static const char *const gpu_kernel_choices[] = {"auto", "fused", "step", "wave", "persist", NULL};
 
 typedef struct {
     lstm_cpu *cpu;
@@ -21,7 +21,7 @@ typedef struct {
     long wg, ks;
 } lstm_cfg;
 
-static const char *const strategy_names[] = {"step", "fused", "wave"};
+static const char *const strategy_names[] = {"step", "fused", "wave", "persist"};
 
 static void cfg_format(const lstm_cfg *c, char *out, size_t outlen)
 {
@@ -35,12 +35,19 @@ static int cfg_parse(const char *text, lstm_cfg *c)
     if (sscanf(text, "kernel=%15[a-z],wg=%ld,ks=%ld%c", name, &wg, &ks, &tail) != 3 || wg < 0 || wg > 4096 || ks < 1 ||
         ks > 256)
         return -1;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (!strcmp(name, strategy_names[i])) {
             c->strategy = i, c->wg = wg, c->ks = ks;
             return 0;
         }
     return -1;
+}
+
+/* persist's local memory: h (two slots) and c of every layer, the partial and summed gates. */
+static cl_ulong persist_local_bytes(const lstm_shape *s, long wg, long ks)
+{
+    const long ju = wg ? wg : 32;
+    return (cl_ulong)(s->layers * 3 * s->hidden + 4 * ks * ju + 4 * ju) * sizeof(float);
 }
 
 /* 0 when c can run on cl: work-group limits, fused's local memory. */
@@ -49,7 +56,9 @@ static int cfg_valid(const lstm_cfg *c, const lstm_shape *s, const farm_cl *cl)
     const cl_ulong fused_local_bytes = (cl_ulong)(s->layers * 2 * s->hidden) * sizeof(float);
     if (c->strategy == LSTM_FUSED && fused_local_bytes > cl->local_mem_bytes)
         return -1;
-    const size_t wg = c->strategy == LSTM_WAVE && c->ks > 1 ? (size_t)c->ks * (size_t)(c->wg ? c->wg : 32)
+    if (c->strategy == LSTM_PERSIST && persist_local_bytes(s, c->wg, c->ks) > cl->local_mem_bytes)
+        return -1;
+    const size_t wg = (c->strategy == LSTM_WAVE && c->ks > 1) || c->strategy == LSTM_PERSIST ? (size_t)c->ks * (size_t)(c->wg ? c->wg : 32)
                                                              : (size_t)c->wg;
     return wg <= cl->max_wg_size ? 0 : -1;
 }
@@ -151,7 +160,8 @@ int main(int argc, char **argv)
         {"gpu-kernel", FARM_OPT_CHOICE, &gpu_kernel,
          "gpu strategy: fused (one launch per inference, a work-group per batch element), step (one launch "
          "per step and layer, all units in parallel), wave (one launch per step for all layers along "
-         "diagonals); auto: fused on CPU devices when hidden <= 64 or batch >= compute units (launches "
+         "diagonals), persist (one launch per inference, a work-group of wg x ks per batch element splitting "
+         "each unit's gate reduction); auto: fused on CPU devices when hidden <= 64 or batch >= compute units (launches "
          "dominate), else step on CPU devices and wave on GPUs", 0, 0,
          gpu_kernel_choices},
         {"wg", FARM_OPT_INT, &wg,
@@ -196,8 +206,25 @@ int main(int argc, char **argv)
                      "--gpu-kernel=fused keeps h of every layer in local memory: %llu bytes needed, the device "
                      "has %llu (use --gpu-kernel=step)",
                      (unsigned long long)fused_local_bytes, (unsigned long long)cl.local_mem_bytes);
-        lstm_cfg run = {!strcmp(gpu_kernel, "fused") ? LSTM_FUSED : !strcmp(gpu_kernel, "wave") ? LSTM_WAVE : LSTM_STEP,
+        lstm_cfg run = {!strcmp(gpu_kernel, "fused")     ? LSTM_FUSED
+                        : !strcmp(gpu_kernel, "wave")    ? LSTM_WAVE
+                        : !strcmp(gpu_kernel, "persist") ? LSTM_PERSIST
+                                                         : LSTM_STEP,
                         wg, 1};
+        if (run.strategy == LSTM_PERSIST) {
+            /* 32 units x 32 slices on GPUs as the split wave; CPU devices (PoCL runs a work-group on
+             * one thread, vectorised along units) one slice */
+            run.wg = wg ? wg : 32;
+            run.ks = ks ? ks : (cl.device_type & CL_DEVICE_TYPE_GPU) ? 32 : 1;
+            while (!ks && run.ks > 1 && (size_t)(run.ks * run.wg) > cl.max_wg_size)
+                run.ks /= 2;
+            if (cfg_valid(&run, &s, &cl) != 0)
+                farm_die(FARM_EXIT_USAGE,
+                         "--gpu-kernel=persist: --wg=%ld x --ks=%ld work-items and %llu bytes of local memory exceed "
+                         "the device (limits %zu work-items, %llu bytes): lower --wg or --ks, or use --gpu-kernel=wave",
+                         run.wg, run.ks, (unsigned long long)persist_local_bytes(&s, run.wg, run.ks), cl.max_wg_size,
+                         (unsigned long long)cl.local_mem_bytes);
+        }
         /* the split wave on GPUs: 32 units x 32 slices (H200: 1.8 ms per 2-layer H=128 window where one
          * work-item per unit took 6.6; H=512 2.4 vs 22.9), fewer slices where groups are smaller */
         if (run.strategy == LSTM_WAVE) {

@@ -16,7 +16,9 @@ import pytest
 BACKENDS = ["cpu", "cpu-mt", "gpu"]
 # (backend, extra args): both GPU strategies must compute the same network
 VARIANTS = [("cpu", []), ("cpu-mt", []), ("gpu", ["--gpu-kernel=fused"]), ("gpu", ["--gpu-kernel=step"]),
-            ("gpu", ["--gpu-kernel=fused", "--wg=16"])]  # fmt: skip
+            ("gpu", ["--gpu-kernel=fused", "--wg=16"]), ("gpu", ["--gpu-kernel=persist"]),
+            ("gpu", ["--gpu-kernel=persist", "--wg=8", "--ks=3"])]  # fmt: skip
+# persist --wg=8 --ks=3: hidden 45 leaves a partial chunk of units and 3 slices share the 4 gates' sums
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -119,6 +121,12 @@ def test_gpu_verify_and_default_mobirnn_shape(kernel_program):
     )
     assert fused.one("info")["launches_per_inference"] == 1
     assert fused.one("result")["verify"] == "passed"
+    persist = prog.run(
+        "--backend=gpu", "--iters=1", "--warmup=0", "--verify", "--layers=2", "--gpu-kernel=persist", "--ks=2"
+    )
+    assert persist.returncode == 0, persist.stderr
+    assert (persist.one("info")["launches_per_inference"], persist.one("info")["ks"]) == (1, 2)
+    assert persist.one("result")["verify"] == "passed"
     assert result["verify"] == "passed"
     it = run.one("iter")
     assert it["kernel_ns"] > 0 and it["h2d_ns"] > 0 and it["d2h_ns"] > 0
@@ -139,6 +147,14 @@ def test_seeded_runs_are_reproducible_across_backends(kernel_program, tmp_path):
     prog.run("--backend=cpu", "--seed=43", "--hidden=64", "--seq-len=32", "--iters=1",
              f"--dump-output={different_seed}")  # fmt: skip
     assert not np.allclose(np.load(different_seed), outs[0])
+
+
+def test_persist_beyond_the_work_group_limit_says_what_to_lower(kernel_program):
+    too_big = ("--gpu-kernel=persist", "--wg=4096", "--ks=256")
+    run = kernel_program("lstm").run("--backend=gpu", "--iters=1", *too_big)
+    assert run.returncode == 2
+    assert "--gpu-kernel=persist" in run.stderr and "lower --wg or --ks" in run.stderr
+    assert "Traceback" not in run.stderr
 
 
 def test_weight_file_with_wrong_shape_names_the_file(kernel_program, tmp_path):
