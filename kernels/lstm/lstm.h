@@ -52,7 +52,8 @@ void lstm_cpu_destroy(lstm_cpu *c);
  * Neither launches a kernel per gate or per element. */
 typedef struct lstm_gpu lstm_gpu;
 enum { LSTM_STEP = 0, LSTM_FUSED = 1, LSTM_WAVE = 2, LSTM_PERSIST = 3 };
-/* persist: wg unit lanes (0: 32) x ks reduction slices (0: 1). wave with ks > 1: the reduction of each unit split over ks work-items (lstm_wave_split), wg units
+/* persist: wg unit lanes (0: 32) x ks reduction slices (0: 1; main.c passes 32 on GPUs, 4 on CPU
+ * devices). wave with ks > 1: the reduction of each unit split over ks work-items (lstm_wave_split), wg units
  * per work-group (0: 32); ks <= 1: one work-item per unit (lstm_wave). */
 lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long wg, long ks, const char *cache_dir);
 /* Hash of the OpenCL source (tuning cache key). */
