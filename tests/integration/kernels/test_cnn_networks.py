@@ -9,7 +9,7 @@ with the program's seeded weights at 224x224.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -156,19 +156,40 @@ def net(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     params = make_params(ops, rng)
     d = tmp_path_factory.mktemp(model)
     write_params(params, d / "w")
-    x = rng.uniform(0, 1, (3, INPUT_SIZE, INPUT_SIZE)).astype(np.float32)
+    # [0, 4): MobileNetV1's pre-activations pass 6 somewhere, so ReLU6 clamps (from [0, 1) none does)
+    x = rng.uniform(0, 4, (3, INPUT_SIZE, INPUT_SIZE)).astype(np.float32)
     np.save(d / "x.npy", x)
-    return model, ops, forward(ops, x, params), d
+    return model, ops, forward(ops, x, params), d, params, x
 
 
-@pytest.mark.parametrize("backend", ["cpu", "cpu-mt", "gpu"])
+def test_relu6_clamps_on_this_input(net) -> None:
+    """The comparisons below would not tell ReLU6 from ReLU if no activation reached 6."""
+    _, ops, want, _, params, x = net
+    plain = [replace(op, act="relu" if op.act == "relu6" else op.act) for op in ops]
+    if any(op.act == "relu6" for op in ops):
+        assert np.abs(forward(plain, x, params) - want).max() > 0.1 * np.abs(want).max()
+
+
+# gpu convolutions: im2col + the packed kernel (PoCL's default), the tiled local-memory kernel
+# (GPUs' default, forced here), and the direct kernel with g maps per work item
+GPU_PATHS = {"gpu": [], "gpu-local": ["--gemm-kernel=local"], "gpu-direct": ["--conv=direct", "--g=4"]}
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cpu-mt", *GPU_PATHS])
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
 def test_network_matches_numpy(cnn, net, tmp_path: Path, backend: str, precision: str) -> None:  # noqa: F811
-    model, ops, want, d = net
+    if backend == "gpu-local" and precision == "fp16":
+        # PoCL builds the tiled kernel per layer at its first launch: 11 s cold for resnet18 at
+        # fp16, past the 120 s run limit under load; fp32 covers the same epilogue
+        pytest.skip("tiled kernel at fp16: PoCL's per-layer builds are too slow for a test")
+    model, ops, want, d, *_ = net
     out = tmp_path / "out.npy"
+    extra = (
+        [f"--backend={backend}"] if backend in ("cpu", "cpu-mt") else ["--backend=gpu", *GPU_PATHS[backend]]
+    )
     r = cnn(f"--model={model}", f"--weights-dir={d / 'w'}", f"--input={d / 'x.npy'}", "--warmup=0",
-            "--iters=1", f"--dump-output={out}", f"--backend={backend}", f"--precision={precision}",
-            "--threads=2")  # fmt: skip
+            "--iters=1", f"--dump-output={out}", f"--precision={precision}", "--threads=2",
+            *extra)  # fmt: skip
     assert r.returncode == 0, r.stderr
     got = np.load(out)
     _close(got, want, TOL_FP32 if precision == "fp32" else TOL_FP16)
@@ -180,7 +201,7 @@ def test_network_matches_numpy(cnn, net, tmp_path: Path, backend: str, precision
 
 
 def test_layer_events_carry_flops_bytes_and_shapes(cnn, net, tmp_path: Path) -> None:  # noqa: F811
-    model, ops, _, d = net
+    model, ops, _, d, *_ = net
     r = cnn(f"--model={model}", f"--weights-dir={d / 'w'}", f"--input={d / 'x.npy'}", "--backend=gpu",
             "--warmup=0", "--iters=1")  # fmt: skip
     assert r.returncode == 0, r.stderr
