@@ -1,7 +1,8 @@
 /*
- * SqueezeNet v1.0 / v1.1 as a flat list of layers over CHW tensors (batch 1), shared by the cpu
- * and gpu paths of the `cnn` benchmark. A fire module is three conv layers: squeeze1x1 writes its
- * own tensor, expand1x1 and expand3x3 write channel ranges of one tensor (the concatenation).
+ * SqueezeNet v1.0 / v1.1, MobileNetV1 / V2 and ResNet-18 as flat lists of layers over CHW tensors
+ * (batch 1), shared by the cpu and gpu paths of the `cnn` benchmark. A fire module is three conv
+ * layers: squeeze1x1 writes its own tensor, expand1x1 and expand3x3 write channel ranges of one
+ * tensor (the concatenation).
  */
 #ifndef FARM_CNN_NET_H
 #define FARM_CNN_NET_H
