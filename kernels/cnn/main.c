@@ -1,7 +1,8 @@
 /*
  * cnn: SqueezeNet v1.0 / v1.1, MobileNetV1 / V2 and ResNet-18 inference benchmark (Motamedi et al.:
- * per-layer time, precision, thread granularity g). Backends cpu, cpu-mt and gpu compute the same network; --verify checks the
- * gpu output against the single-thread cpu path. Weight files and layouts: kernels/cnn/README.md.
+ * per-layer time, precision, thread granularity g). Backends cpu, cpu-mt and gpu compute the same
+ * network; --verify checks the gpu output against the single-thread cpu path. Weight files and
+ * layouts: kernels/cnn/README.md.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
