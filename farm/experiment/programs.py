@@ -207,7 +207,12 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         ),
     ),
     Program.CNN: (
-        Arg("model", ArgKind.CHOICE, "network", choices=("squeezenet1.0", "squeezenet1.1", "layer")),
+        Arg(
+            "model",
+            ArgKind.CHOICE,
+            "network",
+            choices=("squeezenet1.0", "squeezenet1.1", "mobilenetv1", "mobilenetv2", "resnet18", "layer"),
+        ),
         Arg(
             "layer",
             ArgKind.CHOICE,

@@ -60,6 +60,7 @@ typedef float data_t;
         for (int j = 0; j < G; ++j) {                                                              \
             acc_t v = acc[j] + LD(bias, co0 + j);                                                  \
             if (relu && v < (acc_t)0) v = (acc_t)0;                                                \
+            if (relu == 2 && v > (acc_t)6) v = (acc_t)6;                                           \
             ST(v, (out_c_offset + co0 + j) * plane + pix, out);                                    \
         }                                                                                          \
     }
@@ -128,12 +129,16 @@ __kernel void dwconv(__global const data_t* in, __global const data_t* w, __glob
     }
     acc_t v = acc + (acc_t)LD(bias, c);
     if (relu && v < (acc_t)0) v = (acc_t)0;
+    if (relu == 2 && v > (acc_t)6) v = (acc_t)6;
     ST(v, c * hout * wout + pix, out);
 }
 
-// Element-wise sum of two tensors of n values (a residual add). gid0 = element.
-__kernel void add(__global const data_t* a, __global const data_t* b, __global data_t* out, int n) {
+// Element-wise sum of two tensors of n values (a residual add), then ReLU where relu is set
+// (ResNet's blocks). gid0 = element.
+__kernel void add(__global const data_t* a, __global const data_t* b, __global data_t* out, int n, int relu) {
     const int i = get_global_id(0);
     if (i >= n) return;
-    ST((acc_t)LD(a, i) + (acc_t)LD(b, i), i, out);
+    acc_t v = (acc_t)LD(a, i) + (acc_t)LD(b, i);
+    if (relu && v < (acc_t)0) v = (acc_t)0;
+    ST(v, i, out);
 }

@@ -65,7 +65,8 @@ static void conv_maps(const cnn_layer *l, const float *in, float *out, int co_be
         const float bias = l->b[co];
         for (int p = 0; p < plane; ++p) {
             float v = o[p] + bias;
-            o[p] = (l->relu && v < 0.0f) ? 0.0f : v;
+            v = (l->relu && v < 0.0f) ? 0.0f : v;
+            o[p] = (l->relu == CNN_RELU6 && v > 6.0f) ? 6.0f : v;
         }
         if (fp16)
             farm_round_f16(o, (size_t)plane);
@@ -125,8 +126,9 @@ static void dwconv_maps(const cnn_layer *l, const float *in, float *out, int c_b
                             acc += x[ih * l->win + iw] * wk[kh * l->k + kw];
                     }
                 }
-                const float v = acc + l->b[c];
-                o[oh * l->wout + ow] = (l->relu && v < 0.0f) ? 0.0f : v;
+                float v = acc + l->b[c];
+                v = (l->relu && v < 0.0f) ? 0.0f : v;
+                o[oh * l->wout + ow] = (l->relu == CNN_RELU6 && v > 6.0f) ? 6.0f : v;
             }
         }
         if (fp16)
@@ -138,8 +140,10 @@ static void add_maps(const cnn_layer *l, const float *a, const float *b, float *
                      int fp16)
 {
     const size_t plane = (size_t)l->hout * l->wout;
-    for (size_t i = (size_t)c_begin * plane; i < (size_t)c_end * plane; ++i)
-        out[i] = a[i] + b[i];
+    for (size_t i = (size_t)c_begin * plane; i < (size_t)c_end * plane; ++i) {
+        const float v = a[i] + b[i];
+        out[i] = (l->relu && v < 0.0f) ? 0.0f : v;
+    }
     if (fp16)
         farm_round_f16(out + (size_t)c_begin * plane, (size_t)(c_end - c_begin) * plane);
 }

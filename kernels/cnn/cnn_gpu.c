@@ -99,6 +99,7 @@ static void bind_pools(cnn_gpu *g)
             ARG(k, 2, g->tensor[l->out]);
             const int n = l->cout * l->hout * l->wout;
             ARG(k, 3, n);
+            ARG(k, 4, l->relu);
             continue;
         }
         cl_kernel k = g->lk[i] = farm_cl_kernel(&g->prog, l->kind == CNN_MAXPOOL ? "maxpool" : "avgpool");
@@ -150,14 +151,13 @@ void cnn_gpu_init(cnn_gpu *g, farm_cl *cl, const cnn_net *net, int fp16, const f
         g->b[i] = upload(g, l->b, (size_t)l->cout);
     }
     /* the single-layer add's second operand: a copy of the input in its own buffer */
-    for (int i = 0; i < net->nlayers; ++i)
-        if (net->layer[i].kind == CNN_ADD) {
-            void *copy = to_storage(input, cnn_tensor_count(net, 0), fp16);
-            farm_cl_check(clEnqueueWriteBuffer(cl->queue, g->tensor[net->layer[i].in2], CL_TRUE, 0,
-                                               cnn_tensor_count(net, 0) * g->elem_bytes, copy, 0, NULL, NULL),
-                          "clEnqueueWriteBuffer (add operand)");
-            free(copy);
-        }
+    if (net->input_copy) {
+        void *copy = to_storage(input, cnn_tensor_count(net, 0), fp16);
+        farm_cl_check(clEnqueueWriteBuffer(cl->queue, g->tensor[net->input_copy], CL_TRUE, 0,
+                                           cnn_tensor_count(net, 0) * g->elem_bytes, copy, 0, NULL, NULL),
+                      "clEnqueueWriteBuffer (add operand)");
+        free(copy);
+    }
     /* The image and the result move through mapped host-allocated buffers, which drivers keep in
      * pinned memory: the copy runs as DMA without a staging copy (NVIDIA's OpenCL guide). */
     const size_t in_bytes = cnn_tensor_count(net, 0) * g->elem_bytes;

@@ -103,6 +103,8 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
     float y = v + C_LD(bias, m);
     if (relu && y < 0.0f)
         y = 0.0f;
+    if (relu == 2 && y > 6.0f) /* ReLU6 (MobileNets) */
+        y = 6.0f;
     C_ST(y, (c_off + m) * plane + n, out);
 }
 
@@ -183,6 +185,8 @@ static inline void conv_out(__global cstore_t *out, __global const cstore_t *bia
         pvec_t y_ = (v) + (pvec_t)(C_LD(bias, (m)));                                               \
         if (relu)                                                                                  \
             y_ = fmax(y_, (pvec_t)(0.0f));                                                         \
+        if (relu == 2)                                                                             \
+            y_ = fmin(y_, (pvec_t)(6.0f));                                                         \
         if ((n0) + VW <= n_real) {                                                                 \
             P_STOREV(y_, C + (c_off + (m)) * n_real + (n0));                                       \
         } else {                                                                                   \

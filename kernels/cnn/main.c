@@ -1,7 +1,8 @@
 /*
- * cnn: SqueezeNet v1.0 / v1.1 inference benchmark (Motamedi et al.: per-layer time, precision,
- * thread granularity g). Backends cpu, cpu-mt and gpu compute the same network; --verify checks the
- * gpu output against the single-thread cpu path. Weight files and layouts: kernels/cnn/README.md.
+ * cnn: SqueezeNet v1.0 / v1.1, MobileNetV1 / V2 and ResNet-18 inference benchmark (Motamedi et al.:
+ * per-layer time, precision, thread granularity g). Backends cpu, cpu-mt and gpu compute the same
+ * network; --verify checks the gpu output against the single-thread cpu path. Weight files and
+ * layouts: kernels/cnn/README.md.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -135,9 +136,8 @@ static const char *cnn_kind_name(cnn_kind kind)
 /* The single-layer add reads a second tensor of the input's shape: a copy of the input. */
 static void fill_second_operands(const cnn_net *net, float *const *tensor)
 {
-    for (int i = 0; i < net->nlayers; ++i)
-        if (net->layer[i].kind == CNN_ADD)
-            memcpy(tensor[net->layer[i].in2], tensor[0], cnn_tensor_count(net, 0) * sizeof(float));
+    if (net->input_copy)
+        memcpy(tensor[net->input_copy], tensor[0], cnn_tensor_count(net, 0) * sizeof(float));
 }
 
 /* One `layer` event per layer: median and minimum over the measured iterations (the statistics
@@ -284,7 +284,8 @@ int main(int argc, char **argv)
 {
     farm_common common;
     farm_common_defaults(&common);
-    static const char *const models[] = {"squeezenet1.0", "squeezenet1.1", "layer", NULL};
+    static const char *const models[] = {"squeezenet1.0", "squeezenet1.1", "mobilenetv1", "mobilenetv2",
+                                         "resnet18",      "layer",         NULL};
     static const char *const layer_kinds[] = {"conv", "dwconv", "maxpool", "avgpool", "fc", "add", NULL};
     const char *layer_kind = "conv";
     long channels = 3, out_channels = 16, kernel = 3, stride = 1, pad = 0;
@@ -310,7 +311,7 @@ int main(int argc, char **argv)
         {"kernel", FARM_OPT_INT, &kernel, "--model=layer: window side (conv, dwconv, maxpool)", 1, 64, NULL},
         {"stride", FARM_OPT_INT, &stride, "--model=layer: stride (conv, dwconv, maxpool)", 1, 64, NULL},
         {"pad", FARM_OPT_INT, &pad, "--model=layer: zero padding (conv, dwconv)", 0, 64, NULL},
-        {"input-size", FARM_OPT_INT, &input_size, "square input side (0: 227 for 1.0, 224 for 1.1)", 0, 4096, NULL},
+        {"input-size", FARM_OPT_INT, &input_size, "square input side (0: 227 for squeezenet1.0, 224 for the other networks)", 0, 4096, NULL},
         {"input", FARM_OPT_STRING, &input_path, ".npy image, float32 (3,N,N) CHW (default: seeded uniform)", 0, 0, NULL},
         {"weights-dir", FARM_OPT_STRING, &weights_dir,
          "dir of <layer>.weight.npy / <layer>.bias.npy, '/' in names as '.' (default: seeded)", 0, 0, NULL},

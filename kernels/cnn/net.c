@@ -109,14 +109,154 @@ static void fire(builder *b, int index, int squeeze, int expand)
     b->cur = e;
 }
 
+/* A conv on the current activation with the given activation (0, 1 or CNN_RELU6). */
+static void conv_act(builder *b, const char *name, int cout, int k, int stride, int pad, int relu)
+{
+    conv(b, name, cout, k, stride, pad);
+    if (!b->failed)
+        b->net->layer[b->net->total_layers - 1].relu = relu;
+}
+
+static void dwconv(builder *b, const char *name, int stride, int relu)
+{
+    conv_act(b, name, b->net->tensor[b->cur].c, 3, stride, 1, relu);
+    if (!b->failed)
+        b->net->layer[b->net->total_layers - 1].kind = CNN_DWCONV;
+}
+
+/* out = cur + tensor `other` (same shape), then ReLU where relu is set */
+static void residual_add(builder *b, const char *name, int other, int relu)
+{
+    if (b->failed)
+        return;
+    cnn_layer *l = add_layer(b, name, CNN_ADD, b->cur);
+    l->in2 = other;
+    l->cout = l->cin;
+    l->hout = l->hin;
+    l->wout = l->win;
+    l->k = l->stride = 1;
+    l->relu = relu;
+    l->out = b->cur = add_tensor(b, l->cout, l->hout, l->wout);
+}
+
+/* Global average pool, then the classifier as a 1x1 conv over the pooled 1x1 map (no activation). */
+static void pool_fc(builder *b, int classes)
+{
+    if (b->failed)
+        return;
+    cnn_layer *l = add_layer(b, "pool", CNN_AVGPOOL, b->cur);
+    l->cout = l->cin;
+    l->hout = l->wout = 1;
+    l->out = b->cur = add_tensor(b, l->cout, 1, 1);
+    conv_act(b, "fc", classes, 1, 1, 0, 0);
+}
+
+/* MobileNetV1 (Howard et al. 2017, Table 1), width 1.0: conv 3x3/2, 13 depthwise-separable blocks
+ * (dw 3x3 + ReLU6, pw 1x1 + ReLU6), global pool, fc. */
+static void mobilenet_v1(builder *b)
+{
+    static const int cout[13] = {64, 128, 128, 256, 256, 512, 512, 512, 512, 512, 512, 1024, 1024};
+    static const int stride[13] = {1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 2, 1};
+    conv_act(b, "conv1", 32, 3, 2, 1, CNN_RELU6);
+    for (int i = 0; i < 13; ++i) {
+        char name[40];
+        snprintf(name, sizeof name, "block%d/dw", i + 1);
+        dwconv(b, name, stride[i], CNN_RELU6);
+        snprintf(name, sizeof name, "block%d/pw", i + 1);
+        conv_act(b, name, cout[i], 1, 1, 0, CNN_RELU6);
+    }
+    pool_fc(b, 1000);
+}
+
+/* MobileNetV2 (Sandler et al. 2018, Table 2): conv 3x3/2, 17 inverted residual blocks (expand 1x1 +
+ * ReLU6 where t > 1, dw 3x3 + ReLU6, project 1x1 linear, add when stride 1 and channels match), conv
+ * 1x1 1280 + ReLU6, global pool, fc. */
+static void mobilenet_v2(builder *b)
+{
+    static const int table[7][4] = {/* t, c, n, s */
+                                    {1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2},  {6, 64, 4, 2},
+                                    {6, 96, 3, 1},  {6, 160, 3, 2}, {6, 320, 1, 1}};
+    conv_act(b, "conv1", 32, 3, 2, 1, CNN_RELU6);
+    int block = 0;
+    for (int r = 0; r < 7; ++r) {
+        for (int i = 0; i < table[r][2]; ++i) {
+            if (b->failed)
+                return;
+            const int t = table[r][0], c = table[r][1], s = i == 0 ? table[r][3] : 1;
+            const int block_in = b->cur, cin = b->net->tensor[block_in].c;
+            char name[40];
+            ++block;
+            if (t != 1) {
+                snprintf(name, sizeof name, "block%d/expand", block);
+                conv_act(b, name, cin * t, 1, 1, 0, CNN_RELU6);
+            }
+            snprintf(name, sizeof name, "block%d/dw", block);
+            dwconv(b, name, s, CNN_RELU6);
+            snprintf(name, sizeof name, "block%d/project", block);
+            conv_act(b, name, c, 1, 1, 0, 0);
+            if (s == 1 && cin == c) {
+                snprintf(name, sizeof name, "block%d/add", block);
+                residual_add(b, name, block_in, 0);
+            }
+        }
+    }
+    conv_act(b, "conv_last", 1280, 1, 1, 0, CNN_RELU6);
+    pool_fc(b, 1000);
+}
+
+/* ResNet-18 (He et al. 2016): conv 7x7/2 + ReLU, max pool 3x3/2, 4 stages of 2 basic blocks (3x3
+ * + ReLU, 3x3 linear, + shortcut, ReLU; the first block of stages 2-4 strides 2 and its shortcut is
+ * a 1x1/2 conv), global pool, fc. The max pool is the program's unpadded ceil-mode pool: the same
+ * 56x56 output as torchvision's padded one, its windows one pixel further right and down. */
+static void resnet18(builder *b)
+{
+    conv_act(b, "conv1", 64, 7, 2, 3, 1);
+    maxpool(b, "pool1");
+    for (int stage = 1; stage <= 4; ++stage) {
+        const int c = 64 << (stage - 1);
+        for (int blk = 0; blk < 2; ++blk) {
+            if (b->failed)
+                return;
+            const int s = stage > 1 && blk == 0 ? 2 : 1;
+            const int block_in = b->cur;
+            char name[40];
+            int shortcut = block_in;
+            if (s != 1 || b->net->tensor[block_in].c != c) {
+                snprintf(name, sizeof name, "layer%d.%d/downsample", stage, blk);
+                conv_act(b, name, c, 1, s, 0, 0);
+                shortcut = b->cur;
+                b->cur = block_in;
+            }
+            snprintf(name, sizeof name, "layer%d.%d/conv1", stage, blk);
+            conv_act(b, name, c, 3, s, 1, 1);
+            snprintf(name, sizeof name, "layer%d.%d/conv2", stage, blk);
+            conv_act(b, name, c, 3, 1, 1, 0);
+            snprintf(name, sizeof name, "layer%d.%d/add", stage, blk);
+            residual_add(b, name, shortcut, 1);
+        }
+    }
+    pool_fc(b, 1000);
+}
+
 int cnn_build(cnn_net *net, const char *model, int input_size, char *err, size_t errlen)
 {
     memset(net, 0, sizeof *net);
     builder b = {net, 0, err, errlen, 0};
     add_tensor(&b, 3, input_size, input_size);
+    void (*other)(builder *) = !strcmp(model, "mobilenetv1")   ? mobilenet_v1
+                               : !strcmp(model, "mobilenetv2") ? mobilenet_v2
+                               : !strcmp(model, "resnet18")    ? resnet18
+                                                               : NULL;
+    if (other) {
+        other(&b);
+        if (b.failed)
+            return -1;
+        net->nlayers = net->total_layers;
+        return 0;
+    }
     const int v10 = strcmp(model, "squeezenet1.0") == 0;
     if (!v10 && strcmp(model, "squeezenet1.1") != 0) {
-        snprintf(err, errlen, "--model=%s: expected squeezenet1.0 or squeezenet1.1", model);
+        snprintf(err, errlen, "--model=%s: expected squeezenet1.0, squeezenet1.1, mobilenetv1, mobilenetv2 or resnet18", model);
         return -1;
     }
     static const int squeeze[] = {16, 16, 32, 32, 48, 48, 64, 64};
@@ -190,7 +330,7 @@ int cnn_build_layer(cnn_net *net, const char *kind, int cin, int size, int cout,
         /* the second operand is a tensor of the input's shape, filled like the input */
         const int second = add_tensor(&b, cin, size, size);
         cnn_layer *l = add_layer(&b, "layer", CNN_ADD, 0);
-        l->in2 = second;
+        l->in2 = net->input_copy = second;
         l->cout = cin;
         l->hout = l->wout = size;
         l->k = l->stride = 1;

@@ -1,7 +1,8 @@
 /*
- * SqueezeNet v1.0 / v1.1 as a flat list of layers over CHW tensors (batch 1), shared by the cpu
- * and gpu paths of the `cnn` benchmark. A fire module is three conv layers: squeeze1x1 writes its
- * own tensor, expand1x1 and expand3x3 write channel ranges of one tensor (the concatenation).
+ * SqueezeNet v1.0 / v1.1, MobileNetV1 / V2 and ResNet-18 as flat lists of layers over CHW tensors
+ * (batch 1), shared by the cpu and gpu paths of the `cnn` benchmark. A fire module is three conv
+ * layers: squeeze1x1 writes its own tensor, expand1x1 and expand3x3 write channel ranges of one
+ * tensor (the concatenation).
  */
 #ifndef FARM_CNN_NET_H
 #define FARM_CNN_NET_H
@@ -10,7 +11,7 @@
 #include <stdint.h>
 
 /* CNN_DWCONV: depthwise (one k x k filter per channel, cout == cin); CNN_ADD: element-wise sum of
- * tensors `in` and `in2` (a residual add). Both appear only in the single-layer mode so far. */
+ * tensors `in` and `in2` (a residual add: MobileNetV2, ResNet-18, and the single-layer mode). */
 typedef enum { CNN_CONV, CNN_MAXPOOL, CNN_AVGPOOL, CNN_DWCONV, CNN_ADD } cnn_kind;
 
 typedef struct {
@@ -24,15 +25,19 @@ typedef struct {
     int in2;               /* CNN_ADD: the second operand's tensor */
     int cin, hin, win;
     int cout, hout, wout;  /* cout: maps this layer writes */
-    int k, stride, pad, relu;
+    int k, stride, pad;
+    int relu;              /* 0: linear, 1: ReLU, CNN_RELU6: min(max(x, 0), 6) (MobileNets) */
     int out_c_offset;      /* first channel written in the output tensor */
     int g;                 /* granularity: output maps per work item (conv, gpu) */
     int g_requested;       /* what --g asked for this layer (g may be smaller, see cnn_apply_g) */
     float *w, *b;          /* conv: weights [cout][cin][k][k] and bias [cout] */
 } cnn_layer;
 
-#define CNN_MAX_LAYERS 40
-#define CNN_MAX_TENSORS 40
+#define CNN_RELU6 2
+
+/* MobileNetV2 has the most: 64 layers */
+#define CNN_MAX_LAYERS 80
+#define CNN_MAX_TENSORS 80
 
 typedef struct {
     int total_layers;      /* layers of the whole network */
@@ -40,13 +45,15 @@ typedef struct {
     cnn_layer layer[CNN_MAX_LAYERS];
     int ntensors;
     cnn_dims tensor[CNN_MAX_TENSORS]; /* tensor 0 is the input image */
+    int input_copy;        /* the single-layer add's second operand, a copy of the input (0: none) */
 } cnn_net;
 
 /* The granularities of Motamedi et al.; the gpu program has one kernel per value. */
 extern const int cnn_g_values[];
 extern const int cnn_g_count;
 
-/* Lays out `model` ("squeezenet1.0" | "squeezenet1.1") for a square input of `input_size`.
+/* Lays out `model` ("squeezenet1.0" | "squeezenet1.1" | "mobilenetv1" | "mobilenetv2" | "resnet18")
+ * for a square input of `input_size`. Batch norm is folded into each conv's weights and bias.
  * Returns 0, or -1 with a one-line reason (input too small) in err. */
 int cnn_build(cnn_net *net, const char *model, int input_size, char *err, size_t errlen);
 

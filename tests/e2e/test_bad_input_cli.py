@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.farm_cli import REPO, farm_argv, farm_env
 
-BAD_DIR = REPO / "tests" / "unit" / "spec" / "bad"
+BAD_DIR = REPO / "tests" / "unit" / "experiment" / "bad"
 HOSTILE_EXPERIMENTS = (
     "recursive_alias_sweep",
     "billion_laughs",
