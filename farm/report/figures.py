@@ -347,3 +347,26 @@ def render_figure(data: ReportData, spec: FigureSpec) -> RenderedFigure | None:
         if spec.best_of is not None:
             what += f"; star: each line's level of {spec.best_of} with the lowest median"
         return rendered(spec, title, caption(data, spec, runs, title, what), figure)
+
+
+def undrawn_notes(data: ReportData) -> list[str]:
+    """A declared figure of a measured metric that no run can be drawn in says so, and why: a
+    figure that silently vanishes reads as "nothing to see" where the truth is "nothing valid to
+    show" (e.g. energy on runs too short for the fuel gauge). Derived figures (speedups, shares)
+    say their own reasons in their sections."""
+    notes = []
+    for spec in data.figures:
+        if spec.relative_to or spec.share_of or spec.speedup or figure_runs(data, spec):
+            continue
+        y = data.metric_name(spec.y)
+        measured = [r for r in data.done_runs if matches(spec.where, r.factors) and y in r.metrics]
+        title = spec.title or f"{y} vs {spec.x}"
+        if measured:
+            why = (
+                f"{len(measured)} run(s) measured {y}, none validly (see the notes above: charging on, "
+                "too few fuel-gauge readings or below the idle power)"
+            )
+        else:
+            why = f"no finished run has {y}"
+        notes.append(f"Figure '{title}' is not drawn: {why}.")
+    return notes

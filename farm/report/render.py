@@ -22,7 +22,7 @@ from farm.experiment.model import Experiment
 from farm.report import tables
 from farm.report.derived_figures import render_figures
 from farm.report.export import tidy_csv
-from farm.report.figures import RenderedFigure
+from farm.report.figures import RenderedFigure, undrawn_notes
 from farm.report.layers import LayerSection, layer_figures, layer_section
 from farm.report.model import ReportData
 from farm.report.numbers import number
@@ -95,7 +95,7 @@ def _context(data: ReportData, figures: Sequence[RenderedFigure] | None) -> dict
         cells=tables.cells(data),
         pooled=tables.cells(data, by_device=False) if len({r.device_id for r in data.runs}) > 1 else [],
         metrics=tables.table_metrics(data),
-        notes=tables.quality_notes(data),
+        notes=tables.quality_notes(data) + undrawn_notes(data),
         spec_text=_spec_text(data.spec),
         layers=layer_section(data),
         tables=render_tables(data),

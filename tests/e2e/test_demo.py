@@ -109,8 +109,12 @@ def test_demo_ends_by_printing_the_report_path_with_the_declared_figures(tmp_pat
     declared = yaml.safe_load((REPO / "experiments" / "lstm_gpu_load.yaml").read_text())["report"]["figures"]
     for figure in declared:
         assert figure["title"] in html, figure["title"]
+    # A declared figure is drawn, or the report says why it is not (energy on the quick variant's
+    # 2 s runs can miss the fuel gauge's third reading on every run of a phone).
+    undrawn = [f for f in declared if f"Figure &#39;{f['title']}&#39; is not drawn" in html]
     figures = report.parent / "figures"
-    assert len(list(figures.glob("*.svg"))) >= len(declared)
+    assert len(list(figures.glob("*.svg"))) >= len(declared) - len(undrawn)
+    assert all("energy" in f["y"] for f in undrawn), undrawn  # latency is always measured
     assert len(list(figures.glob("*.pdf"))) == len(list(figures.glob("*.svg")))
     assert (report.parent / "report.md").is_file()
 
