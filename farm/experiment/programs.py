@@ -186,8 +186,9 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         Arg(
             "gpu_kernel",
             ArgKind.CHOICE,
-            "gpu: one launch per inference (fused) or per step and layer (step)",
-            choices=("auto", "fused", "step"),
+            "gpu: one launch per inference (fused, or persist: one work-group owns the recurrence), "
+            "per step and layer (step) or per diagonal (wave)",
+            choices=("auto", "fused", "step", "wave", "persist"),
         ),
     ),
     Program.GEMM: (
