@@ -16,8 +16,12 @@ import logging
 import os
 import subprocess
 import threading
+import time
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
+from vphone import keepwarm
 from vphone.errors import EnvironmentProblem
 from vphone.layout import native_binary
 from vphone.profile import Profile
@@ -28,6 +32,10 @@ log = logging.getLogger(__name__)
 CACHE_FILE = "host-calibration.json"
 CALIB_TIMEOUT_S = 120.0  # PoCL compiles the kernel with LLVM on a cold cache: seconds on a busy host
 POCL_LIBRARIES = ("/usr/lib/x86_64-linux-gnu/libpocl.so.2", "/usr/lib/aarch64-linux-gnu/libpocl.so.2")
+
+# How long the host's idle time is measured when a phone starts: a few scheduler ticks of every
+# core, short enough for a phone's start.
+FREE_WINDOW_S = 0.3
 
 _lock = threading.Lock()
 _memo: dict[str, HostCalibration] = {}
@@ -147,6 +155,54 @@ def _write_cache(path: Path, key: str, calib: HostCalibration) -> None:
         log.warning("cannot cache the host calibration in %s: %s", path, exc)
 
 
+def idle_cores(before: str, after: str, cpus: Iterable[int], spun_jiffies: int = 0) -> float:
+    """Host cores idle between two readings of /proc/stat (idle + iowait jiffies of each of
+    `cpus` over all its jiffies), e.g. 1.3 of 2; `spun_jiffies` of keep-warm spinners in between
+    (keepwarm.py: they run only when nothing else wants the CPU) count as idle."""
+
+    def per_cpu(text: str) -> dict[int, tuple[int, int]]:
+        found = {}
+        for line in text.splitlines():
+            name, _, rest = line.partition(" ")
+            if name.startswith("cpu") and name[3:].isdigit():
+                ticks = [int(x) for x in rest.split()]
+                found[int(name[3:])] = (sum(ticks[3:5]), sum(ticks[:8]))  # to steal, not guest
+        return found
+
+    old, new = per_cpu(before), per_cpu(after)
+    idle = 0.0
+    spans = []
+    for cpu in cpus:
+        if cpu in old and cpu in new and new[cpu][1] > old[cpu][1]:
+            idle += (new[cpu][0] - old[cpu][0]) / (new[cpu][1] - old[cpu][1])
+            spans.append(new[cpu][1] - old[cpu][1])
+    if spans:
+        idle = min(float(len(spans)), idle + spun_jiffies / (sum(spans) / len(spans)))
+    return idle
+
+
+def free_host_cores(window_s: float = FREE_WINDOW_S) -> float | None:
+    """The usable host cores idle over the last `window_s` (None: /proc/stat unreadable)."""
+    try:
+        spun_before = keepwarm.SPINNERS.cpu_jiffies()
+        before = Path("/proc/stat").read_text(encoding="ascii")
+        time.sleep(window_s)
+        after = Path("/proc/stat").read_text(encoding="ascii")
+        spun = keepwarm.SPINNERS.cpu_jiffies() - spun_before
+    except OSError:
+        return None
+    return idle_cores(before, after, os.sched_getaffinity(0), max(0, spun))
+
+
+def with_free_cores(calib: HostCalibration) -> HostCalibration:
+    """The calibration with the host cores free now: a phone names the ratios whose parts need
+    more (socspeed._short_of_free_cores)."""
+    free = free_host_cores()
+    if free is not None:
+        log.info("%.2g of %d host cores free at start-up", free, calib.host_cores)
+    return replace(calib, free_cores=free)
+
+
 def speed_plans(profiles: list[Profile]) -> tuple[list[SpeedPlan], list[str]]:
     """Each phone's speed plan on this host and what `vphone up` says about them: the ratios
     this host cannot hold, or why there are no proportions (one line each)."""
@@ -156,6 +212,7 @@ def speed_plans(profiles: list[Profile]) -> tuple[list[SpeedPlan], list[str]]:
         calib = host_calibration()
     except EnvironmentProblem as exc:
         return [legacy_plan(p) for p in profiles], [f"no SoC proportions (profiles' own CPU budgets): {exc}"]
+    calib = with_free_cores(calib)
     plans = [plan_speeds(p, calib) for p in profiles]
     lines: list[str] = []
     for profile, plan in zip(profiles, plans, strict=True):

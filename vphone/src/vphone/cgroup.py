@@ -42,7 +42,9 @@ from vphone.errors import EnvironmentProblem
 from vphone.profiles import load_profile
 
 FARM_GROUP = "farm-virtual"
-CFS_PERIOD_US = 20_000  # finer than the default 100 ms, so ms-scale kernels see an even rate
+# At the top clock: finer than the default 100 ms, so ms-scale kernels see an even rate (a
+# lower clock stretches it, cfs_quota).
+CFS_PERIOD_US = 20_000
 CFS_MIN_QUOTA_US = 1_000  # the kernel's minimum quota
 CFS_MAX_PERIOD_US = 1_000_000
 # Weight per host core of budget: a phone weighs like one busy host process per core it may use,
@@ -139,10 +141,20 @@ def read_host_cgroups() -> HostCgroups:
     return host
 
 
-def cfs_quota(cores: float) -> tuple[int, int]:
-    """(quota_us, period_us) for `cores` host cores; the period grows for tiny budgets so the
+def cfs_quota(cores: float, speed: float = 1.0) -> tuple[int, int]:
+    """(quota_us, period_us) for `cores` host cores, which are a part's top-clock budget times
+    `speed` (0..1], its clock now against its top clock (socmodel.Quotas).
+
+    The period stretches as 1/speed, so a period holds the same quota at every clock. A thread
+    held back by the quota pays a warm-up each time it runs again (its caches, the host core's
+    clock: measured 0.3-1.5 ms of CPU per stall for a 160^3 gemm on a 2-core VM, 20-60% more CPU
+    per iteration at 1.9 ms of quota per 20 ms period than unthrottled). With one period for all
+    clocks that loss was a larger share of a low clock's smaller quota, so a kernel pinned to 38%
+    of the top clock ran 3.4-4.1x slower instead of 2.6x (issue 28). With the stretch a low clock
+    is the top clock's schedule slowed down: as many stalls per unit of work, each costing the
+    same, and time scales with the clock ratio. The period also grows for tiny budgets so the
     quota stays above the kernel's 1 ms minimum."""
-    period = CFS_PERIOD_US
+    period = min(CFS_MAX_PERIOD_US, round(CFS_PERIOD_US / max(speed, CFS_PERIOD_US / CFS_MAX_PERIOD_US)))
     if cores * period < CFS_MIN_QUOTA_US:
         period = min(CFS_MAX_PERIOD_US, math.ceil(CFS_MIN_QUOTA_US / max(cores, 1e-6)))
     return max(CFS_MIN_QUOTA_US, round(cores * period)), period
@@ -461,9 +473,11 @@ class PhoneCgroups:
 
     # -- budgets --------------------------------------------------------------------------------------
 
-    def set_quotas(self, cores_by_group: dict[str, float]) -> None:
-        """Set the CFS quota of several groups. v1 refuses a child quota above its parent's, so
-        a shrinking parent goes last and a growing one first."""
+    def set_quotas(self, cores_by_group: dict[str, float], speeds: dict[str, float] | None = None) -> None:
+        """Set the CFS quota of several groups (`speeds`: each group's clock against its top
+        clock, which stretches its period, `cfs_quota`; 1 where not given). v1 refuses a child
+        quota above its parent's, so a shrinking parent goes last and a growing one first."""
+        speeds = speeds or {}
         current = {g: self.quota_cores(g) for g in cores_by_group}
 
         def order(group: str) -> tuple[int, int]:
@@ -473,10 +487,10 @@ class PhoneCgroups:
             return (0, depth) if growing else (1, -depth)
 
         for group in sorted(cores_by_group, key=order):
-            self._set_quota(group, cores_by_group[group])
+            self._set_quota(group, cores_by_group[group], speeds.get(group, 1.0))
 
-    def _set_quota(self, group: str, cores: float) -> None:
-        quota, period = cfs_quota(cores)
+    def _set_quota(self, group: str, cores: float, speed: float = 1.0) -> None:
+        quota, period = cfs_quota(cores, speed)
         d = self.group_dir(group)
         if self.v2:
             _write(d / "cpu.max", f"{quota} {period}")

@@ -124,12 +124,13 @@ def up(
     later `up` with the same port and profile. Another profile on that port is another phone and
     starts with empty storage, unless --keep-data.
 
-    Each phone runs in its own host cgroups. A profile that states its SoC's throughput gets
-    host budgets in those proportions (fastest core, all cores, GPU), slowed by one factor that
-    this host's calibration sets (the phone's ro.vphone.slowdown); `up` says on stderr which
-    ratio this host cannot hold, and why. Other profiles get cpu.budget_cores + gpu.budget_cores
-    host cores at top clocks. Budgets scale with the clocks a phone is pinned or throttled to.
-    When they add up to more than this host's cores, `up` says so: phones then slow each other.
+    Each phone runs in its own host cgroups, with the profile's cpu.budget_cores +
+    gpu.budget_cores host cores at top clocks. With VPHONE_SOC_SPEEDS=1 a profile that states its
+    SoC's throughput gets host budgets in those proportions instead (fastest core, all cores,
+    GPU), slowed by one factor that this host's calibration sets (the phone's
+    ro.vphone.slowdown); `up` says on stderr which ratio this host cannot hold, and why.
+    Budgets scale with the clocks a phone is pinned or throttled to. When they add up to more
+    than this host's cores, `up` says so: phones then slow each other.
 
     \b
     Example:

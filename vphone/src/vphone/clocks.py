@@ -199,13 +199,11 @@ class SocClocks:
     # -- CPU policies -----------------------------------------------------------------------------
 
     def policy_limits(self, state: ClockState, i: int) -> Limits:
-        """scaling_min_freq / scaling_max_freq as read back: user requests, thermal cap and fixed
-        performance mode combined, resolved to table entries; the max wins over the min."""
+        """scaling_min_freq / scaling_max_freq as read back: the requests written (by root, or by
+        the power HAL: fixed performance mode is its writes, vphone.powerhal) and the thermal
+        cap combined, resolved to table entries; the max wins over the min."""
         d, req = self.policies[i], state.policies[i]
         cap = d.cap_at(state.cpu_cap_steps[i]) if state.cpu_cap_steps else d.top
-        if state.fixed_performance and self.fixed_cpu_khz is not None:
-            high = low = d.resolve_high(min(self.fixed_cpu_khz[i], cap))
-            return Limits(low, high)
         high = d.resolve_high(min(req.max_req, cap))
         low = min(d.resolve_low(req.min_req), high)
         return Limits(low, high)

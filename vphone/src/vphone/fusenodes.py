@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from vphone.layout import native_binary
-
 log = logging.getLogger(__name__)
 
 FUSE_DEVICE = "/dev/fuse"
@@ -92,6 +90,8 @@ ENTRY_OUT = struct.Struct("<QQQQII")  # nodeid generation entry_valid attr_valid
 ATTR_OUT = struct.Struct("<QII")  # attr_valid attr_valid_nsec dummy
 OPEN_OUT = struct.Struct("<QIi")  # fh open_flags backing_id
 IO_IN = struct.Struct("<QQIIQII")  # READ/WRITE: fh offset size flags lock_owner flags padding
+OPEN_IN = struct.Struct("<II")  # flags open_flags
+RELEASE_IN = struct.Struct("<Q")  # fh (then flags, release_flags, lock_owner)
 WRITE_OUT = struct.Struct("<II")
 SETATTR_VALID = struct.Struct("<I")
 STATFS_OUT = struct.Struct("<QQQQQIIII6I")
@@ -169,9 +169,14 @@ class FuseServer:
             raise FuseUnavailable(f"cannot mount FUSE at {mountpoint}: {os.strerror(err)}")
         self._fd, self._mountpoint = fd, mountpoint
         self._born_s = int(time.time())
+        self._start_serving()
+
+    def _start_serving(self) -> None:
+        """Answer the connection's requests from now on: a thread of this process."""
+        assert self._mountpoint is not None
         self._wake = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._thread = threading.Thread(
-            target=self._serve, name=f"fuse-{mountpoint.parent.name}", daemon=True
+            target=self._serve, name=f"fuse-{self._mountpoint.parent.name}", daemon=True
         )
         self._thread.start()
 
@@ -246,7 +251,10 @@ class FuseServer:
             )  # fmt: skip
         if opcode == SETATTR and SETATTR_VALID.unpack_from(body)[0] & (FATTR_MODE | FATTR_UID | FATTR_GID):
             raise OSError(errno.EPERM, "modes and owners are fixed")
-        if opcode in (RELEASE, RELEASEDIR, FSYNC, FSYNCDIR, DESTROY):
+        if opcode == RELEASE:
+            self.release(RELEASE_IN.unpack_from(body)[0])
+            return b""
+        if opcode in (RELEASEDIR, FSYNC, FSYNCDIR, DESTROY):
             return b""
         if opcode == STATFS:
             return STATFS_OUT.pack(0, 0, 0, 0, 0, NODE_SIZE, 255, NODE_SIZE, 0, *([0] * 6))
@@ -259,6 +267,13 @@ class FuseServer:
         WRITE and the name changes; raise OSError(errno) to fail the call."""
         raise OSError(errno.ENOSYS, "not served")
 
+    def release(self, fh: int) -> None:
+        """The last descriptor of an open file handle `fh` was closed."""
+
+    def born_at(self, born_s: int) -> None:
+        """The files' times (the serving process of a connection mounted by another)."""
+        self._born_s = born_s
+
     def attr(self, nodeid: int, mode: int, nlink: int, uid: int, gid: int, size: int) -> bytes:
         """A fuse_attr of this filesystem (times: when it was mounted)."""
         t = self._born_s
@@ -266,16 +281,30 @@ class FuseServer:
 
 
 class NodeServer(FuseServer):
-    """One FUSE connection serving `nodes` as a flat directory (the clock nodes)."""
+    """One FUSE connection serving `nodes` as a flat directory (the clock nodes, or the nodes
+    whose values change by themselves).
+
+    A read is a snapshot, as sysfs's: kernfs fills a page with the attribute's show() at a read at
+    offset 0 of an open file and serves the reads that continue it from that page (seq_read_iter),
+    so a reader never sees two values mixed however the value changes meanwhile, and a reader that
+    keeps the file open and reads at offset 0 again gets the new value. Here the snapshot is kept
+    per open file handle (OPEN hands each its own). A node without write bits cannot be opened for
+    writing (EACCES), as kernfs_fop_open refuses an attribute without a store."""
 
     FS_NAME = "farm-clocknodes"
 
-    def __init__(self, nodes: tuple[ServedNode, ...], read: ReadNode, write: WriteNode) -> None:
+    def __init__(
+        self, nodes: tuple[ServedNode, ...], read: ReadNode, write: WriteNode, *, name: str | None = None
+    ) -> None:
         super().__init__()
+        if name is not None:
+            self.FS_NAME = name
         self.nodes = nodes
         self._read = read
         self._write = write
         self._by_name = {node_name(i): i for i in range(len(nodes))}
+        self._snapshots: dict[int, bytes] = {}  # open file handle -> the text its reads continue
+        self._next_fh = 1
 
     def path_of(self, index: int) -> Path:
         return self.mountpoint / node_name(index)
@@ -290,12 +319,21 @@ class NodeServer(FuseServer):
             return ENTRY_OUT.pack(index + 2, 0, ATTR_VALID_S, ATTR_VALID_S, 0, 0) + self._attr(index + 2)
         if opcode in (GETATTR, SETATTR):
             return ATTR_OUT.pack(ATTR_VALID_S, 0, 0) + self._attr(nodeid)  # size changes: sysfs ignores them
-        if opcode in (OPEN, OPENDIR):
-            self._index(nodeid, directory=opcode == OPENDIR)
-            return OPEN_OUT.pack(0, FOPEN_DIRECT_IO if opcode == OPEN else 0, 0)
+        if opcode == OPENDIR:
+            self._index(nodeid, directory=True)
+            return OPEN_OUT.pack(0, 0, 0)
+        if opcode == OPEN:
+            node = self.nodes[self._index(nodeid)]
+            if OPEN_IN.unpack_from(body)[0] & os.O_ACCMODE != os.O_RDONLY and not node.mode & 0o222:
+                raise OSError(errno.EACCES, "the node has no store")
+            fh, self._next_fh = self._next_fh, self._next_fh + 1
+            return OPEN_OUT.pack(fh, FOPEN_DIRECT_IO, 0)
         if opcode == READ:
-            _fh, offset, size, *_ = IO_IN.unpack_from(body)
-            return self._read(self.nodes[self._index(nodeid)].rel)[offset : offset + size]
+            fh, offset, size, *_ = IO_IN.unpack_from(body)
+            text = self._snapshots.get(fh)
+            if offset == 0 or text is None:
+                text = self._snapshots[fh] = self._read(self.nodes[self._index(nodeid)].rel)
+            return text[offset : offset + size]
         if opcode == WRITE:
             _fh, _offset, size, *_ = IO_IN.unpack_from(body)
             data = bytes(body[IO_IN.size : IO_IN.size + size])
@@ -308,6 +346,9 @@ class NodeServer(FuseServer):
         if opcode in NAME_CHANGES:
             raise OSError(errno.EPERM, "the nodes are fixed")
         raise OSError(errno.ENOSYS, "not served")  # FLUSH, ACCESS, xattrs, locks...: the kernel stops asking
+
+    def release(self, fh: int) -> None:
+        self._snapshots.pop(fh, None)
 
     def _index(self, nodeid: int, *, directory: bool = False) -> int:
         if directory:
@@ -325,6 +366,11 @@ class NodeServer(FuseServer):
         return self.attr(nodeid, stat.S_IFREG | node.mode, 1, node.uid, node.gid, NODE_SIZE)
 
 
+def phone_path(rel: str) -> str:
+    """Where a served node is in the phone: `rel` below /sys, or itself when absolute."""
+    return rel if rel.startswith("/") else f"/sys/{rel}"
+
+
 def unmount_stale(mountpoint: Path) -> None:
     """Detach whatever is mounted at `mountpoint` (a daemon that died left it) and remove it."""
     if _libc.umount2(os.fsencode(mountpoint), MNT_DETACH) != 0:
@@ -336,13 +382,19 @@ def unmount_stale(mountpoint: Path) -> None:
 
 
 async def serve_in_phone(
-    nodes: tuple[ServedNode, ...], read: ReadNode, write: WriteNode, *, mountpoint: Path, init_pid: int
+    nodes: tuple[ServedNode, ...],
+    read: ReadNode,
+    write: WriteNode,
+    *,
+    mountpoint: Path,
+    init_pid: int,
 ) -> NodeServer:
-    """Serve `nodes` over FUSE and bind each over /sys/<rel> in the phone whose init is host pid
-    `init_pid` (one vphone-exec call); the host mount is detached once they are bound. Raises
-    FuseUnavailable (with the reason) when any step fails; nothing is left mounted then."""
+    """Serve `nodes` over FUSE and bind each over its phone path (/sys/<rel>, or <rel> when it
+    is absolute, as /proc/meminfo) in the phone whose init is host pid `init_pid` (one
+    vphone-exec call); the host mount is detached once they are bound. Raises FuseUnavailable
+    (with the reason) when any step fails; nothing is left mounted then."""
     server = NodeServer(nodes, read, write)
-    binds = [(node_name(i), f"/sys/{node.rel}") for i, node in enumerate(nodes)]
+    binds = [(node_name(i), phone_path(node.rel)) for i, node in enumerate(nodes)]
     await mount_in_phone(server, binds, mountpoint=mountpoint, init_pid=init_pid)
     return server
 
@@ -354,6 +406,11 @@ async def mount_in_phone(
     into the phone whose init is host pid `init_pid` (one vphone-exec call, files or
     directories), then detach the host mount. Raises FuseUnavailable (with the reason) when any
     step fails; nothing is left mounted then."""
+    # Here, not at the top: the node mirror's serving process imports this module, and
+    # vphone.layout imports the profile model (pydantic: ~0.3 s of CPU it would add to each
+    # phone's start).
+    from vphone.layout import native_binary
+
     unmount_stale(mountpoint)
     server.mount(mountpoint)
     try:

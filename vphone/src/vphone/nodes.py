@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +99,8 @@ class NodeFiles:
         self.root_owner = root_owner
         self._last: dict[str, str] = {}
         self._refused: set[str] = set()  # nodes the phone replaced: logged once
+        # Told each text written, after its file (vphone.nodemirror serves them over FUSE).
+        self.on_written: Callable[[str, str], None] | None = None
 
     def file(self, rel: str, text: str, mode: int = RO_MODE, *, root_writable: bool = False) -> None:
         path = self.root / rel
@@ -133,6 +136,8 @@ class NodeFiles:
                     continue
                 self._refused.discard(rel)
                 self._last[rel] = text
+                if self.on_written is not None:
+                    self.on_written(rel, text)
                 changed.append(rel)
         return changed
 
@@ -146,6 +151,8 @@ class NodeFiles:
             return False
         write_node(self.root / rel, text, beneath=self.root)
         self._last[rel] = text
+        if self.on_written is not None:
+            self.on_written(rel, text)
         return True
 
     def last(self, rel: str) -> str | None:

@@ -10,7 +10,8 @@ battery (battery.py) -> nodes in the profile's conventions. Adreno's gpubusy is 
 ~1 s window; current_now only at the fuel-gauge interval. No random numbers anywhere.
 
 Between ticks, writes are events: root writing a clock node, a /dev/cpuset group's `cpus`, or
-the tools' power-HAL flags (`cmd power`, `cmd thermalservice`) wakes `on_write` (filewatch.py),
+the tools' power-HAL flags (`cmd power`, `cmd thermalservice`) or power state (`input keyevent`,
+`svc power`) wakes `on_write` (filewatch.py),
 which judges the write like the kernel (clocks.py) and applies it at once. On rooted phones the
 clock nodes are served over FUSE where the host allows it (fusenodes.py): a write is judged in
 the write call itself, whose errno is the kernel's (EINVAL...), on the FUSE thread, under the
@@ -27,13 +28,14 @@ import logging
 import math
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vphone import affinity, beneath, cgroupfs, ctlfiles, daemoncpu
+from vphone import affinity, beneath, cgroupfs, ctlfiles, daemoncpu, keepwarm
 from vphone.battery import BatteryState, battery_current_ma, step_battery, voltage_mv
 from vphone.cgmounts import MOUNT_REQUEST_PREFIX, CgroupMounter
 from vphone.cgroup import GPU_GROUP, SYSTEM_USED_FRACTION, PhoneCgroups
@@ -42,9 +44,18 @@ from vphone.clocks import Knob
 from vphone.cpuinfo import cpuinfo_text
 from vphone.cpusets import CgroupTrees, format_cpulist, parse_cpulist
 from vphone.filewatch import IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_MOVED_TO, FileWatch
-from vphone.fusenodes import FuseUnavailable, NodeServer, ServedNode, serve_in_phone
+from vphone.fusenodes import (
+    FuseUnavailable,
+    NodeServer,
+    ServedNode,
+    mount_in_phone,
+    node_name,
+    phone_path,
+    serve_in_phone,
+)
 from vphone.groundtruth import GroundTruthLog, TruthRow
 from vphone.layout import SHELL_UID
+from vphone.nodemirror import NodeMirror
 from vphone.nodes import RW_MODE, NodeFiles, Telemetry, TelemetryNodes, current_now_raw, write_node
 from vphone.power import power_mw
 from vphone.powerhal import PowerHal
@@ -60,6 +71,11 @@ from vphone.thermalservice import dump_thermalservice
 log = logging.getLogger(__name__)
 
 TICK_S = 0.1
+# A group below full speed (a lowered clock, a cpuset of slower cores) whose CFS quota held its
+# work back keeps the host's CPUs warm (keepwarm.py) this long after its last throttled period:
+# no spinner start and stop per tick, none while the phone rests.
+SLOWED_SPEED = 0.999
+KEEP_WARM_HOLD_NS = 2_000_000_000
 GPU_WINDOW_NS = 1_000_000_000  # kgsl closes a gpubusy window once its total passes 1 s
 SLOW_EVERY_TICKS = 10  # battery state for dumpsys, meminfo, screen state: ~1 Hz
 # /proc/meminfo: the phone's RAM, of which Android itself uses a fixed share (SYSTEM_USED_FRACTION,
@@ -68,6 +84,7 @@ CACHED_FRACTION = 0.25
 # "0": serve the clock nodes as plain files watched by inotify even where FUSE works (to compare
 # the two in benches, or to test the fallback).
 CLOCK_FUSE_ENV = "FARM_VIRTUAL_CLOCK_FUSE"
+MEMINFO = "/proc/meminfo"
 ERRNO_NAMES = {errno.EINVAL: "EINVAL", errno.EBUSY: "EBUSY", errno.ENODEV: "ENODEV"}
 
 
@@ -153,6 +170,7 @@ class Physics:
         self._scanner: ProcScanner | None = None
         self._watch = FileWatch()
         self._fused: NodeServer | None = None  # clock nodes + charging switch over FUSE, while it runs
+        self._shown: NodeMirror | None = None  # the nodes that change by themselves, likewise
         self._cgfs: cgroupfs.CgroupFs | None = None  # the cgroup trees over FUSE, likewise
         self._lock = threading.RLock()  # the model and nodes: the loop's ticks/events, FUSE writes
         # A phone that has been on for a while: at the steady temperature of idle with screen on.
@@ -171,6 +189,10 @@ class Physics:
         self._boot_ns = time.monotonic_ns()  # the last user activity before any input event
         self._tick_count = 0
         self._quotas: dict[str, float] = {}
+        self._quota_speeds: dict[str, float] = {}  # each group's clock speed (stretches its period)
+        self._keeps_warm = False  # holds a reference to keepwarm.SPINNERS
+        self._throttles: dict[str, int] = {}  # slowed group -> cpu.stat nr_throttled, last read
+        self._warm_until_ns = 0
         # What the daemon spends on this phone (vphone.daemoncpu); taken from the task context
         # the phone's server starts the world in, None outside a daemon.
         self.cpu_account: daemoncpu.CpuAccount | None = None
@@ -224,13 +246,40 @@ class Physics:
         self._scanner.scan(time.monotonic(), 0, rss=False)
         self.log.open()
         self._fused = await self._serve_clock_nodes()
+        self._shown = await self._serve_changing_nodes()
         self._cgfs = await self._serve_cgroup_trees()
         self._start_watch()
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"physics-{self.sandbox.serial}"
         )
 
+    def _keep_warm(self, wanted: bool) -> None:
+        """Keep the host's CPUs from halting while work of this phone is held back at a slowed
+        speed (keepwarm.py: a throttled gap on a halted VM CPU costs the work more the longer
+        it is)."""
+        if wanted and not self._keeps_warm:
+            keepwarm.SPINNERS.acquire()
+        elif not wanted and self._keeps_warm:
+            keepwarm.SPINNERS.release()
+        self._keeps_warm = wanted
+
+    def _keep_warm_for(self, speeds: dict[str, float]) -> None:
+        """Warm while a slowed group was throttled within KEEP_WARM_HOLD_NS."""
+        if self.cgroups is None:
+            return
+        counts: dict[str, int] = {}
+        for group, speed in speeds.items():
+            if speed < SLOWED_SPEED:
+                with contextlib.suppress(OSError):  # a group just made or removed
+                    counts[group] = self.cgroups.cpu_stat(group).nr_throttled
+        now_ns = time.monotonic_ns()
+        if keepwarm.throttled_since(self._throttles, counts):
+            self._warm_until_ns = now_ns + KEEP_WARM_HOLD_NS
+        self._throttles = counts
+        self._keep_warm(now_ns < self._warm_until_ns)
+
     async def stop(self) -> None:
+        self._keep_warm(False)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -238,10 +287,11 @@ class Physics:
             self._task = None
         self._watch.close()
         self._watch = FileWatch()
-        for server in (self._fused, self._cgfs):
+        self.files.on_written = None
+        for server in (self._fused, self._shown, self._cgfs):
             if server is not None:
                 server.close()
-        self._fused = self._cgfs = None
+        self._fused = self._shown = self._cgfs = None
         self.log.close()
 
     async def _serve_clock_nodes(self) -> NodeServer | None:
@@ -277,6 +327,49 @@ class Physics:
             len(nodes),
         )
         return server
+
+    async def _serve_changing_nodes(self) -> NodeMirror | None:
+        """The nodes whose values change by themselves over FUSE, each read a snapshot of one
+        value (vphone.nodemirror says why). None: plain files (no FUSE here, or
+        CLOCK_FUSE_ENV=0), where a read between pwrite and ftruncate mixes two values."""
+        if os.environ.get(CLOCK_FUSE_ENV, "1") == "0":
+            return None
+        served = set(self.clock_nodes.writable_paths()) if self._fused is not None else set()
+        if self._fused is not None and (charging := self.nodes.charging_rel()) is not None:
+            served.add(charging)
+        changing = [*self.nodes.dynamic_files(self._telemetry())]
+        changing += self.clock_nodes.render(self.model.state, self.model.readings(self.temp_c))
+        nodes, texts = [], {}
+        for rel in dict.fromkeys(changing):
+            if rel in served:
+                continue
+            try:
+                fd = beneath.open_file(self.files.root, rel, os.O_PATH)
+            except OSError:
+                continue  # not laid out (a node that exists only in some states)
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            nodes.append(ServedNode(rel, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid))
+            texts[rel] = self.files.last(rel) or ""
+        st = os.stat(self.layout.meminfo)
+        nodes.append(ServedNode(MEMINFO, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid))
+        texts[MEMINFO] = self._meminfo_text or ""
+        mirror = NodeMirror(tuple(nodes), texts)
+        binds = [(node_name(i), phone_path(node.rel)) for i, node in enumerate(nodes)]
+        self.files.on_written = mirror.update  # from now on: no write between texts and binds
+        try:
+            await mount_in_phone(
+                mirror, binds, mountpoint=self.layout.root / "nodes.fuse", init_pid=self.sandbox.init_pid
+            )
+        except FuseUnavailable as exc:
+            self.files.on_written = None
+            log.info("%s: changing nodes are plain files (%s)", self.sandbox.serial, exc)
+            return None
+        serial = self.sandbox.serial
+        log.info("%s: %d changing nodes served over FUSE (reads are snapshots)", serial, len(nodes))
+        return mirror
 
     async def _serve_cgroup_trees(self) -> cgroupfs.CgroupFs | None:
         """Root's cgroup trees with cgroupfs semantics over FUSE (cgroupfs.py); None: the plain
@@ -389,6 +482,10 @@ class Physics:
                     self._hal_flags()
                 elif rel == ctlfiles.POWER_HINT:
                     self._power_hint()
+                elif rel == ctlfiles.POWER:
+                    # `input keyevent` or `svc power`: in force now, not at the next state tick
+                    # (PowerManagerService wakes the display before the key's command returns).
+                    self._follow_screen(time.monotonic_ns())
                 elif path.name.startswith(MOUNT_REQUEST_PREFIX) and self.mounter is not None:
                     self.mounter.serve(path, self.sandbox.init_pid)
                 elif path.name.startswith(affinity.REQUEST_PREFIX):
@@ -484,8 +581,10 @@ class Physics:
     def _hal_flags(self) -> None:
         ctl = self.layout.ctl
         fixed = (ctlfiles.read_text(ctl, ctlfiles.FIXED_PERFORMANCE) or "").strip() == "1"
-        if fixed != self.model.state.fixed_performance:
-            self.model.set_fixed_performance(fixed)
+        if fixed != self.model.state.fixed_performance:  # the same request again: no write
+            self.model.set_fixed_performance(fixed)  # the GPU's fixed clock
+            for knob, index, text in self.hal.fixed_performance(fixed):  # the CPU limits
+                self.model.write(knob, index, text)
             self._refresh_clocks()
         # After the nodes: `cmd power` returns once this shows what it asked for.
         in_force = "1\n" if self.model.state.fixed_performance else "0\n"
@@ -502,6 +601,12 @@ class Physics:
             self._hal_writes(self.hal.start(HintTrigger.INTERACTION, time.monotonic_ns()))
         elif words[:1] == [HintTrigger.IDLE.value] and words[1:2] in (["on"], ["off"]):
             self._hal_writes(self.hal.mode(HintTrigger.IDLE, words[1] == "on"))
+
+    def _follow_screen(self, now_ns: int) -> None:
+        """The screen as it is now (its power drawn from then on) and the power HAL's screen-off
+        mode with it (the HAL writes only what changed)."""
+        self._screen_on = self._screen(now_ns)
+        self._hal_writes(self.hal.screen(self._screen_on))
 
     def _hal_writes(self, writes: list[tuple[Knob, int, str]]) -> None:
         """The power HAL writes cpufreq nodes as root (judged like any write), then they show."""
@@ -531,18 +636,20 @@ class Physics:
     def _apply_quotas(self) -> None:
         # Steps of 0.05 threads: the quota follows the demand without a cgroup write per tick.
         threads = math.ceil(self.last_sample.demand_threads * 20 - 0.5) / 20
-        quotas = self.model.quotas({**self._cpuset_cpus, **self._pinned_cpus}, threads).cores
+        planned = self.model.quotas({**self._cpuset_cpus, **self._pinned_cpus}, threads)
+        quotas = planned.cores
+        self._keep_warm_for(planned.speeds)
         if self.cpu_account is not None:
             quotas = daemoncpu.less_daemon_cpu(quotas, self.cpu_account.rate_cores())
-        if self.cgroups is None or quotas == self._quotas:
-            self._quotas = quotas
+        if self.cgroups is None or (quotas == self._quotas and planned.speeds == self._quota_speeds):
+            self._quotas, self._quota_speeds = quotas, planned.speeds
             return
         try:
-            self.cgroups.set_quotas(quotas)
+            self.cgroups.set_quotas(quotas, planned.speeds)
         except OSError as exc:
             log.warning("%s: cannot set CPU quotas: %s", self.sandbox.serial, exc)
             return
-        self._quotas = quotas
+        self._quotas, self._quota_speeds = quotas, planned.speeds
 
     def _kmsg(self, message: str) -> None:
         stamp = time.monotonic()
@@ -594,8 +701,7 @@ class Physics:
         self.temp_c = step_temperature_c(p.thermal, self.temp_c, power, dt_s)
         self.battery = step_battery(p.battery, self.battery, power, charging, dt_s)
         if slow:  # after the battery: the plug state the screen's hold reads is this tick's
-            self._screen_on = self._screen(now_ns)
-            self._hal_writes(self.hal.screen(self._screen_on))
+            self._follow_screen(now_ns)
         self._win_busy_ns += int(sample.gpu_busy * dt_ns)
         self._win_total_ns += dt_ns
         if self._win_total_ns >= GPU_WINDOW_NS:
@@ -722,6 +828,8 @@ class Physics:
         if text != self._meminfo_text:
             write_node(self.layout.meminfo, text)
             self._meminfo_text = text
+            if self._shown is not None:
+                self._shown.update(MEMINFO, text)
 
     def _write_battery_state(self) -> None:
         """What BatteryService would read from the HAL, for `dumpsys battery` inside the phone."""

@@ -1,9 +1,17 @@
 """Find one phone's processes on the host and measure their CPU time, split PoCL / other.
 
 A process belongs to the phone when /proc/PID/ns/pid is the phone's PID namespace. PoCL (our
-"GPU") runs kernels on worker threads of the process that loaded libpocl; this PoCL (3.1) does
-not name them, so GPU time = on-CPU + runqueue-wait time of the non-main threads of processes
-that map libpocl (a kernel is in flight while its worker runs or waits for a host core).
+"GPU") runs kernels on worker threads of the process that loaded libpocl, and GPU time = on-CPU +
+runqueue-wait time of those workers (a kernel is in flight while its worker runs or waits for a
+host core). This PoCL (3.1) does not name them, and a process that loads OpenCL has other
+threads too: llama-bench built with its OpenCL backend maps libpocl at start-up and decodes on
+its CPU threads, which read 72-95% GPU busy when every non-main thread of such a process counted.
+A worker is told by where it waits: between kernels it sleeps in futex(2) on the pthread
+device's scheduler condition, a static of libpocl-devices-pthread.so, so the futex address in
+/proc/PID/task/TID/syscall lies in a pocl mapping (_waits_in_pocl). A thread is a worker from
+the first scan that sees it wait there (workers are created at clGetDeviceIDs and wait for work
+before any kernel); until then its time is CPU time. Where the syscall file cannot be read (it
+needs ptrace access: the daemon is root), every non-main thread of the process counts, as before.
 On-CPU time comes from /proc/PID/task/TID/schedstat (ns resolution), falling back to stat ticks.
 
 Cost (it runs ~10 times a second per phone): the candidates are the pids of the phone's own
@@ -24,6 +32,8 @@ POCL_MARKER = "libpocl"
 # budget at once), then every half second.
 MAPS_RECHECK_S = 0.5
 YOUNG_PROCESS_S = 3.0
+FUTEX_SYSCALL_X86_64 = 202
+FUTEX_SYSCALL_AARCH64 = 98
 _TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
@@ -83,6 +93,35 @@ def _maps_pocl(pid: int) -> bool:
         return False
 
 
+def pocl_ranges(maps_text: str) -> tuple[tuple[int, int], ...]:
+    """Address ranges of every mapping of a pocl library (/proc/PID/maps text)."""
+    ranges = []
+    for line in maps_text.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and POCL_MARKER in fields[5].rsplit("/", 1)[-1]:
+            start, _, end = fields[0].partition("-")
+            ranges.append((int(start, 16), int(end, 16)))
+    return tuple(ranges)
+
+
+def waits_in(syscall_text: str, ranges: tuple[tuple[int, int], ...]) -> bool:
+    """Whether /proc/PID/task/TID/syscall shows a futex wait on an address inside `ranges`
+    ("202 0x7f..128 0x189 ..." on x86_64: the number, then the arguments; "running" or "-1 ..."
+    when not in a system call)."""
+    fields = syscall_text.split()
+    if len(fields) < 2 or not fields[0].isdigit():
+        return False
+    if int(fields[0]) not in (FUTEX_SYSCALL_X86_64, FUTEX_SYSCALL_AARCH64):
+        return False
+    address = int(fields[1], 16)
+    return any(start <= address < end for start, end in ranges)
+
+
+def _read(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read().decode("ascii", "replace")
+
+
 def _rss_kb(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/statm", "rb") as f:
@@ -122,6 +161,9 @@ class ProcScanner:
         self._candidates = candidates
         self._ns_of: dict[int, bool] = {}  # pid -> belongs to this phone (never changes for a pid)
         self._pocl: dict[int, _PoclCheck] = {}
+        self._workers: set[tuple[int, int]] = set()  # (pid, tid) seen waiting in pocl
+        self._ranges: dict[int, tuple[float, tuple[tuple[int, int], ...]]] = {}  # pid -> (read at, ranges)
+        self._unreadable: set[int] = set()  # pids whose syscall files we may not read
         self._prev: dict[tuple[int, int], tuple[int, int]] = {}  # (pid, tid) -> (cpu, wait) ns last scan
 
     def _candidate_pids(self) -> Iterable[int]:
@@ -151,6 +193,9 @@ class ProcScanner:
         for gone in [p for p in self._ns_of if p not in seen]:
             del self._ns_of[gone]
             self._pocl.pop(gone, None)
+            self._ranges.pop(gone, None)
+            self._unreadable.discard(gone)
+            self._workers = {w for w in self._workers if w[0] != gone}
         return pids
 
     def _has_pocl(self, pid: int, now_s: float, cpu_ns: int) -> bool:
@@ -168,6 +213,28 @@ class ProcScanner:
             check.has_pocl = _maps_pocl(pid)
             check.checked_s, check.cpu_ns_at_check = now_s, cpu_ns
         return check.has_pocl
+
+    def _is_worker(self, pid: int, tid: int, now_s: float) -> bool:
+        """Whether a non-main thread of a libpocl process is a PoCL worker (module docstring)."""
+        if (pid, tid) in self._workers or pid in self._unreadable:
+            return True
+        read_s, ranges = self._ranges.get(pid, (-1e9, ()))
+        if now_s - read_s >= MAPS_RECHECK_S:  # the device library is loaded after libpocl
+            try:
+                ranges = pocl_ranges(_read(f"/proc/{pid}/maps"))
+            except OSError:
+                return False
+            self._ranges[pid] = (now_s, ranges)
+        try:
+            waiting = waits_in(_read(f"/proc/{pid}/task/{tid}/syscall"), ranges)
+        except PermissionError:
+            self._unreadable.add(pid)
+            return True
+        except OSError:
+            return False
+        if waiting:
+            self._workers.add((pid, tid))
+        return waiting
 
     def scan(self, now_s: float, max_new_ns: int, interval_ns: int = 0, *, rss: bool = True) -> CpuSample:
         """CPU time since the last scan. A thread seen for the first time counts at most
@@ -190,9 +257,9 @@ class ProcScanner:
             if rss:
                 rss_kb += _rss_kb(pid)
             for tid, times in times_of.items():
-                is_pocl = has_pocl and tid != pid
                 if times is None:
                     continue
+                is_pocl = has_pocl and tid != pid and self._is_worker(pid, tid, now_s)
                 key = (pid, tid)
                 current[key] = times
                 prev = self._prev.get(key)

@@ -17,7 +17,7 @@ plan.gpu_cores, so that the phone keeps its SoC's proportions in slow motion.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vphone.clocknodes import ClockReadings
 from vphone.clocks import Knob, SocClocks, WriteResult
@@ -54,9 +54,12 @@ def cooling_devices(profile: Profile, soc: SocClocks) -> tuple[CoolingDevice, ..
 
 @dataclass(frozen=True)
 class Quotas:
-    """Host cores per host cgroup of the phone (cgroup.py names: cpu, cpu/<cpuset>, gpu)."""
+    """Host cores per host cgroup of the phone (cgroup.py names: cpu, cpu/<cpuset>, gpu), and
+    the speed (0..1] each group's cores were scaled by: its CFS period stretches by 1/speed, so
+    that work slows by the clock ratio (cgroup.cfs_quota says why)."""
 
     cores: dict[str, float]
+    speeds: dict[str, float] = field(default_factory=dict)
 
     @property
     def cpu(self) -> float:
@@ -165,7 +168,8 @@ class SocModel:
         plan = self.plan
         cores_wanted = min(plan.cpu_units, max(1.0, threads))  # in units of the fastest core
         per_core = plan.core_cores
-        cores = {"cpu": cores_wanted * per_core * max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state))}
+        speeds = {"cpu": max(MIN_GROUP_SPEED, self.soc.cpu_speed(self.state))}
+        cores = {"cpu": cores_wanted * per_core * speeds["cpu"]}
         # Parents first: a group gets no more than its parent (cgroup v1 refuses more). A group
         # without CPUs (just made) runs at its parent's speed.
         for name, cpus in sorted(cpuset_cpus.items(), key=lambda item: item[0].count("/")):
@@ -177,9 +181,11 @@ class SocModel:
                 # A thread runs on one CPU at a time: a group of n CPUs uses at most n cores.
                 wanted = min(cores_wanted, float(len(within))) if within else cores_wanted
                 cores[f"cpu/{name}"] = min(cap, wanted * per_core * speed)
+                speeds[f"cpu/{name}"] = speed
         if self.profile.gpu is not None:
-            cores["gpu"] = plan.gpu_cores * self.soc.gpu_speed(self.state)
-        return Quotas(cores)
+            speeds["gpu"] = self.soc.gpu_speed(self.state)
+            cores["gpu"] = plan.gpu_cores * speeds["gpu"]
+        return Quotas(cores, speeds)
 
     def speeds(self) -> tuple[float, float]:
         """(CPU speed, GPU speed) in force, 0..1 (cached with the quotas)."""

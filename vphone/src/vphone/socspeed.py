@@ -47,6 +47,9 @@ class HostCalibration:
     host_cores: int
     c_gflops: float  # the C loop, one thread
     pocl_gflops: float  # PoCL, one worker thread; 0 when PoCL cannot run here
+    # Host cores idle when the phone started (the host's other work has the rest); None: not
+    # measured (all host_cores). Not cached with the speeds: it is the host's load of the moment.
+    free_cores: float | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,7 @@ def plan_speeds(profile: Profile, host: HostCalibration) -> SpeedPlan:
     unheld += _shared_quota(
         profile, host, speeds, cpu_units, gpu_cores / share * pocl / host.c_gflops, unheld
     )
+    unheld += _short_of_free_cores(host, speeds, share, cpu_units * share, gpu_cores, pocl, unheld)
     return SpeedPlan(
         core_cores=share,
         cpu_units=cpu_units,
@@ -200,6 +204,52 @@ def _shared_quota(
         found.append(
             UnheldRatio(Ratio.GPU_PER_ALL_CORES, speeds.gpu / speeds.all_cores, gpu_units / cpu_units, why)
         )
+    return found
+
+
+def _short_of_free_cores(
+    host: HostCalibration,
+    speeds: ProfileSpeeds,
+    core_cores: float,
+    cpu_cores: float,
+    gpu_cores: float,
+    pocl_gflops: float,
+    unheld: list[UnheldRatio],
+) -> list[UnheldRatio]:
+    """The ratios whose parts need more host cores than were free when the phone started. The
+    budgets are caps: a part whose cap is more than the host's idle cores runs at what the
+    host's other work leaves it (bench_socspeed measured GPU / 1 big core 40-55% under the
+    profile on the phones whose GPU needs 1.0-1.4 host cores, on a 2-core host at load 9-13)."""
+    free = host.free_cores
+    if free is None or free >= host.host_cores - 1e-9:
+        return []
+    budgets = {"big": core_cores, "all": cpu_cores, "gpu": gpu_cores}
+    # A part gets what is free, and a sliver however busy the host (its weight wins that).
+    held = {part: min(cores, max(free, MIN_CORE_SHARE)) for part, cores in budgets.items()}
+    gflops = {
+        "big": held["big"] * host.c_gflops,
+        "all": held["all"] * host.c_gflops,
+        "gpu": held["gpu"] * pocl_gflops,
+    }
+    parts = {
+        Ratio.GPU_PER_BIG_CORE: ("gpu", "big"),
+        Ratio.GPU_PER_ALL_CORES: ("gpu", "all"),
+        Ratio.ALL_CORES_PER_BIG_CORE: ("all", "big"),
+    }
+    names = {"big": "the fastest core", "all": "all CPU cores", "gpu": "the GPU"}
+    named = {u.ratio for u in unheld}
+    found = []
+    for ratio, (top, bottom) in parts.items():
+        profile_ratio = speeds.ratio(ratio)
+        short = [p for p in (top, bottom) if budgets[p] > free + 1e-9]
+        if ratio in named or profile_ratio is None or not short:
+            continue
+        needs = " and ".join(f"{names[p]} needs {budgets[p]:.3g} host cores" for p in short)
+        why = (
+            f"{needs}, and {free:.2g} of this host's {host.host_cores} cores were free when the "
+            "phone started (the host's other work had the rest; a quieter host holds it)"
+        )
+        found.append(UnheldRatio(ratio, profile_ratio, gflops[top] / gflops[bottom], why))
     return found
 
 

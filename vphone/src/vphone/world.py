@@ -21,7 +21,7 @@ from pathlib import Path
 from vphone import ctlfiles
 from vphone.adb.link import PRESETS, LinkModel
 from vphone.buildprops import build_props
-from vphone.calibration import host_calibration
+from vphone.calibration import host_calibration, with_free_cores
 from vphone.cgroup import (
     CPU_GROUP,
     CgroupsUnavailable,
@@ -150,7 +150,7 @@ class SandboxWorld:
         if self.profile.throughput is None or not soc_speeds_enabled(os.environ):
             return legacy_plan(self.profile)
         try:
-            plan = plan_speeds(self.profile, host_calibration())
+            plan = plan_speeds(self.profile, with_free_cores(host_calibration()))
         except EnvironmentProblem as exc:
             log.warning("%s: the profile's own CPU budgets, no proportions: %s", self.serial, exc)
             return legacy_plan(self.profile)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import adbutils
 import pytest
-from vphone.testing.phones import AdbServer, free_tcp_port, kill_adb_server, start_adb_server
+from vphone.testing.phones import AdbServer, kill_adb_server, start_adb_server
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def test_wheel_adb_platform_tools_36_basic_set(tmp_path: Path, virtual_phones) -
         pytest.skip("adbutils wheel has no adb binary")
     phones = virtual_phones(count=1)
     phone = phones[0]
-    server = start_adb_server(free_tcp_port(), adb_binary=str(WHEEL_ADB))
+    server = start_adb_server(adb_binary=str(WHEEL_ADB))
     try:
         connected = server.adb("connect", phone.adb_serial)
         assert "connected to" in connected.stdout

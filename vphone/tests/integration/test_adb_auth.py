@@ -24,7 +24,6 @@ from vphone.testing.phones import (
     AdbServer,
     PhoneFactory,
     PhoneSet,
-    free_tcp_port,
     kill_adb_server,
     phone_factory,
     start_adb_server,
@@ -48,7 +47,7 @@ def phones(module_virtual_phones: PhoneFactory) -> PhoneSet:
 @pytest.fixture
 def stranger(tmp_path: Path) -> Iterator[AdbServer]:
     """An adb server with a key of its own, which no phone was told to trust."""
-    server = start_adb_server(free_tcp_port(), home=tmp_path)
+    server = start_adb_server(home=tmp_path)
     try:
         yield server
     finally:
@@ -98,7 +97,7 @@ def test_adb_key_trusts_the_given_key_only(
     private = home / ".android" / "adbkey"
     subprocess.run(["adb", "keygen", str(private)], check=True, capture_output=True, timeout=60)
     lines = control.adb_key_lines([private.with_name("adbkey.pub")])  # what `up --adb-key` reads
-    lab = start_adb_server(free_tcp_port(), home=home)
+    lab = start_adb_server(home=home)
     try:
         with phone_factory(lab, tmp_path_factory) as start:  # waits for `device` on the lab server
             phone = start(count=1, profiles=[SECURE], adb_keys=lines)[0]

@@ -68,6 +68,31 @@ def test_the_kernel_sees_the_nodes_and_the_refusals(served: tuple[NodeServer, di
         assert os.pread(keeper.fileno(), 64, 0) == b"powersave\n"
 
 
+def test_a_read_continues_its_own_snapshot_and_a_node_without_store_refuses_writers(
+    tmp_path: Path,
+) -> None:
+    """As kernfs: reads that continue an open file's read at offset 0 come from the page that
+    read filled (old code: each READ took the value anew, so a byte-wise reader mixed two values);
+    a read-only attribute cannot be opened for writing (old code: the open succeeded)."""
+    values = {"temp": b"41500\n"}
+    server = NodeServer((ServedNode("temp", 0o444, 0, 0),), lambda rel: values[rel], lambda _r, _d: None)
+    try:
+        server.mount(tmp_path / "mnt")
+    except FuseUnavailable as exc:
+        pytest.skip(str(exc))
+    with server:
+        fd = os.open(server.path_of(0), os.O_RDONLY)
+        try:
+            first = os.read(fd, 2)
+            values["temp"] = b"9\n"
+            assert first + os.read(fd, 4096) == b"41500\n"
+            assert os.pread(fd, 4096, 0) == b"9\n"  # offset 0 again: a new snapshot
+        finally:
+            os.close(fd)
+        with pytest.raises(PermissionError):
+            os.open(server.path_of(0), os.O_WRONLY)
+
+
 def test_nothing_beyond_the_nodes_can_be_named_made_or_changed(
     served: tuple[NodeServer, dict[str, bytes]], tmp_path: Path
 ) -> None:

@@ -101,8 +101,9 @@ def test_fifo_named_like_a_taskset_request_does_not_freeze_the_daemon(
 
 @pytest.fixture
 def rooted_plain_nodes(monkeypatch: pytest.MonkeyPatch, virtual_phones: PhoneFactory) -> PhoneSet:
-    """Phones whose writable nodes are plain files, as on a host without FUSE: there the phone's
-    root can replace the charging node (over FUSE it is a bound file it cannot remove)."""
+    """Phones whose nodes are plain files, as on a host without FUSE: there the phone's root can
+    replace the charging node or a telemetry node (over FUSE each is a bound file it cannot
+    remove)."""
     monkeypatch.setenv(CLOCK_FUSE_ENV, "0")
     return virtual_phones(count=2, profiles=[ROOTED, UNROOTED])
 
@@ -120,9 +121,11 @@ def test_charging_node_replaced_by_a_link_to_a_host_fifo_is_not_read(
 
 
 def test_telemetry_node_replaced_by_a_fifo_does_not_freeze_the_write_path(
-    adb_server: AdbServer, rooted: PhoneSet
+    adb_server: AdbServer, rooted_plain_nodes: PhoneSet
 ) -> None:
-    # current_now changes every fuel-gauge interval, so the physics rewrites it
+    # current_now changes every fuel-gauge interval, so the physics rewrites it. Plain nodes: over
+    # FUSE it is a bound file the phone's root cannot remove (a kernel's sysfs refuses too).
+    rooted = rooted_plain_nodes
     node = "/sys/class/power_supply/battery/current_now"
     out = shell(adb_server, rooted[0], f"su -c 'rm -f {node} && mkfifo {node} && echo made'")
     assert out == "made\n", out
@@ -306,13 +309,16 @@ def test_a_phone_flooding_the_daemon_is_charged_its_cpu(
     flooding.start()
     # The phone's own CPU quota pays for the daemon's work too, while the flood lasts.
     seen: list[float] = []
+    # A step down at least (0.85 - 0.05 is 0.7999... in floats: compared with a tolerance, as a
+    # quota read back as 0.8 failed once).
+    lowered_to = quota_before - daemoncpu.QUOTA_STEP_CORES + 1e-9
 
     def lowered() -> bool:
         seen.append(cpu_quota_cores(loud))
-        return seen[-1] <= quota_before - daemoncpu.QUOTA_STEP_CORES or not flooding.is_alive()
+        return seen[-1] <= lowered_to or not flooding.is_alive()
 
     assert eventually(lowered)
-    assert min(seen) <= quota_before - daemoncpu.QUOTA_STEP_CORES, (quota_before, sorted(set(seen)))
+    assert min(seen) <= lowered_to, (quota_before, sorted(set(seen)))
     assert answers(adb_server, quiet)
     flooding.join(timeout=300)
     assert results == [FLOOD_OPENS]

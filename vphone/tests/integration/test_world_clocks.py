@@ -33,12 +33,6 @@ BUDGET_CORES = 0.25
 # The top-clock run must have hit its quota in most CFS periods for its speed to be the profile's.
 MIN_QUOTA_BOUND_PERIODS = 0.5
 
-# The measured clock ratio is sometimes 30-50% off the profile's: on a clean clone with nothing
-# else running (2026-12-07) the pinned-min kernel ran 3.83x slower where 2.61x was expected, while
-# the run's own records showed the pin held. Root cause open (issue 28 note); not silenced:
-# strict=False reports a pass as XPASS.
-RATIO_OFF = "clock ratio sometimes 30-50% off the profile's, cause open (issue 28 note)"
-
 
 @pytest.fixture
 def rooted(tmp_path: Path) -> Iterator[WorldThread]:
@@ -85,7 +79,6 @@ def _wait_quota(w: WorldThread, cores: float) -> None:
 
 
 @pytest.mark.serial  # a speed ratio: needs the host's cores
-@pytest.mark.xfail(strict=False, reason=RATIO_OFF)
 def test_pinned_clock_slows_a_kernel_by_the_expected_ratio(rooted: WorldThread) -> None:
     w = rooted
     gemm = install(w, kernel_binary("gemm"))

@@ -7,7 +7,9 @@ import errno
 import math
 
 import pytest
+from vphone.cgroup import cfs_quota
 from vphone.clocks import Knob, Limits, SocClocks
+from vphone.powerhal import PowerHal
 from vphone.profiles import load_profile
 from vphone.socmodel import SocModel
 
@@ -52,10 +54,10 @@ def test_frequency_writes_resolve_to_the_table_and_max_wins() -> None:
     soc = SocClocks(SD865)
     m = SocModel(SD865)
     assert _write(m, Knob.SCALING_MAX, PRIME, "1500000\n") is None  # not in the table: accepted, resolved
-    assert soc.policy_limits(m.state, PRIME).high == 1420800  # RELATION_H: highest entry <= 1500000
+    assert soc.policy_limits(m.state, PRIME).high == 1401600  # RELATION_H: highest entry <= 1500000
     assert _write(m, Knob.SCALING_MIN, PRIME, "2000000") is None  # min above max: the max wins
     lim = soc.policy_limits(m.state, PRIME)
-    assert lim.low == lim.high == 1420800
+    assert lim.low == lim.high == 1401600
     assert _write(m, Knob.SCALING_MAX, PRIME, "-1") is None  # %u wraps: the top frequency
     assert soc.policy_limits(m.state, PRIME).high == 2841600
     assert _write(m, Knob.SCALING_MAX, PRIME, "99999999999") is None
@@ -70,7 +72,7 @@ def test_crossed_limits_are_refused_by_kernels_before_pm_qos() -> None:
     assert _write(m, Knob.SCALING_MAX, PRIME, "1500000\n") is None
     assert _write(m, Knob.SCALING_MIN, PRIME, "2000000") == errno.EINVAL
     assert _write(m, Knob.SCALING_MIN, PRIME, "1500000") is None  # equal to the request: fine
-    assert soc.policy_limits(m.state, PRIME) == Limits(1420800, 1420800)
+    assert soc.policy_limits(m.state, PRIME) == Limits(1401600, 1401600)
     assert _write(m, Knob.SCALING_MAX, PRIME, "1400000") == errno.EINVAL  # below the min's request
     assert m.state.policies[PRIME].max_req == 1500000  # unchanged
     assert _write(m, Knob.SCALING_MAX, LITTLE, "0") == errno.EINVAL  # below the boot min
@@ -115,31 +117,34 @@ def test_hotplug_refuses_the_last_cpu_and_bad_booleans() -> None:
 
 
 def test_gpu_devfreq_and_kgsl_levels() -> None:
-    m = SocModel(SD865)  # 257, 342, 414, 490, 587 MHz
+    m = SocModel(SD865)  # 305, 400, 441.6, 490, 525, 587 MHz
     soc = m.soc
     assert _write(m, Knob.GPU_GOVERNOR, 0, "userspace-not-here") == errno.EINVAL
     assert _write(m, Knob.GPU_MAX, 0, "450000000\n") is None
     assert soc.gpu_limits(m.state).high == 450_000_000  # devfreq shows the request, clamped to OPPs
-    assert soc.gpu_work_hz(m.state) == 414_000_000  # the work runs at the OPP below it
+    assert soc.gpu_work_hz(m.state) == 441_600_000  # the work runs at the OPP below it
     assert _write(m, Knob.GPU_MAX, 0, "0x10") is None  # sscanf %lu reads the 0: no limit, the top OPP
     assert soc.gpu_limits(m.state).high == 587_000_000
     assert _write(m, Knob.GPU_MAX, 0, "1") is None  # below the table: clamped to the lowest OPP
-    assert soc.gpu_limits(m.state).high == 257_000_000
+    assert soc.gpu_limits(m.state).high == 305_000_000
     assert _write(m, Knob.GPU_MAX, 0, "4294967295") is None
-    assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "2\n") is None  # level 2 of 0..4 = 414 MHz
-    assert soc.gpu_work_hz(m.state) == 414_000_000
-    assert math.isclose(m.quotas({}).gpu, 414 / 587)
+    assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "2\n") is None  # level 2 of 0..5 = 490 MHz
+    assert soc.gpu_work_hz(m.state) == 490_000_000
+    assert math.isclose(m.quotas({}).gpu, 490 / 587)
     assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "2x") == errno.EINVAL  # kstrtouint: whole word
     assert _write(m, Knob.KGSL_MIN_PWRLEVEL, 0, "1") is None  # min below max pulls max along
     assert m.state.kgsl is not None and m.state.kgsl.max_pwrlevel == 1
-    assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "99") is None and m.state.kgsl.max_pwrlevel == 4
+    assert _write(m, Knob.KGSL_MAX_PWRLEVEL, 0, "99") is None and m.state.kgsl.max_pwrlevel == 5
     assert _write(m, Knob.GPU_GOVERNOR, 0, "powersave") is None
-    assert soc.gpu_work_hz(m.state) == 257_000_000
+    assert soc.gpu_work_hz(m.state) == 305_000_000
 
 
 def test_fixed_performance_holds_every_policy_and_the_gpu() -> None:
     m = SocModel(MALI)
-    m.set_fixed_performance(True)
+    hal = PowerHal(MALI)
+    m.set_fixed_performance(True)  # the GPU's clock; the CPU limits are the power HAL's writes
+    for knob, index, text in hal.fixed_performance(True):
+        m.write(knob, index, text)
     soc = m.soc
     fixed = MALI.fixed_performance
     assert fixed is not None
@@ -149,6 +154,8 @@ def test_fixed_performance_holds_every_policy_and_the_gpu() -> None:
     assert soc.gpu_work_hz(m.state) == fixed.gpu_hz
     assert math.isclose(soc.cpu_speed(m.state), fixed.cpu_khz[-1] / 2_802_000)
     m.set_fixed_performance(False)
+    for knob, index, text in hal.fixed_performance(False):  # EndHint: the defaults
+        m.write(knob, index, text)
     assert soc.cpu_speed(m.state) == 1.0
     plain = SocModel(load_profile("adreno-sd8gen2"))  # its power HAL has no such mode
     plain.set_fixed_performance(True)
@@ -171,3 +178,25 @@ def test_quotas_follow_the_threads_that_want_a_core_up_to_the_budget(name: str) 
     assert math.isclose(m.quotas(groups, threads=1.0).cpu, speed)
     assert math.isclose(m.quotas(groups, threads=3.0).cpu, budget * speed)
     assert profile.gpu is not None and m.quotas(groups).gpu == profile.gpu.host_budget_cores
+
+
+@pytest.mark.parametrize("threads", [1.0, 8.0])
+def test_a_pinned_clock_keeps_each_cfs_period_s_quota_and_stretches_the_period(threads: float) -> None:
+    """Time must scale with the clock ratio. A throttled thread pays a warm-up each time it runs
+    again, so the quota per period must not shrink with the clock: a 20 ms period at every clock
+    left a kernel pinned to 38% of the top clock 3.4-4.1x slower instead of 2.6x (issue 28).
+    At any clock each group's period holds its top-clock quota, stretched by the clock ratio."""
+    m = SocModel(SD865)
+    groups = {"": tuple(range(8)), "background": (0, 1, 2, 3)}
+    top = m.quotas(groups, threads=threads)
+    for policy in (LITTLE, BIG, PRIME):
+        _write(m, Knob.SCALING_MAX, policy, "1075200")
+    _write(m, Knob.GPU_MAX, 0, "305000000")
+    pinned = m.quotas(groups, threads=threads)
+    for group in ("cpu", "cpu/background", "gpu"):
+        ratio = top.cores[group] / pinned.cores[group]
+        assert ratio > 1.5, group  # the pin slowed this group
+        top_quota_us, top_period_us = cfs_quota(top.cores[group], top.speeds.get(group, 1.0))
+        quota_us, period_us = cfs_quota(pinned.cores[group], pinned.speeds[group])
+        assert abs(quota_us - top_quota_us) <= 1, (group, quota_us, top_quota_us)
+        assert math.isclose(period_us / top_period_us, ratio, rel_tol=1e-3), group

@@ -37,3 +37,35 @@ def test_the_screen_off_and_idle_modes_cap_while_they_last_only() -> None:
     idle = hal.mode(HintTrigger.IDLE, True)
     assert idle and idle != off and hal.mode(HintTrigger.IDLE, True) == []
     assert hal.mode(HintTrigger.IDLE, False) == top
+
+
+def test_fixed_performance_asked_again_writes_nothing_and_off_then_on_writes_it_again() -> None:
+    """libperfmgr writes a node only when its value changes (FileNode::Update), so a second
+    `set-fixed-performance-mode-enabled true` leaves a node root rewrote meanwhile as it is
+    (old model: the mode was a state no write could break, so asking again was never needed);
+    off then on writes the defaults, then the fixed clocks again."""
+    profile = load_profile("mali-tensor")
+    fixed = profile.fixed_performance
+    assert fixed is not None
+    hal = PowerHal(profile)
+    pinned = {(Knob.SCALING_MAX, i, str(khz)) for i, khz in enumerate(fixed.cpu_khz)}
+    pinned |= {(Knob.SCALING_MIN, i, str(khz)) for i, khz in enumerate(fixed.cpu_khz)}
+    assert set(hal.fixed_performance(True)) == pinned
+    assert hal.fixed_performance(True) == []  # asked again: nothing is written
+    defaults = {(Knob.SCALING_MAX, i, str(c.freqs_khz[-1])) for i, c in enumerate(profile.cpu.clusters)}
+    defaults |= {(Knob.SCALING_MIN, i, str(c.freqs_khz[0])) for i, c in enumerate(profile.cpu.clusters)}
+    assert set(hal.fixed_performance(False)) == defaults
+    assert set(hal.fixed_performance(True)) == pinned
+
+
+def test_a_boost_that_ends_under_fixed_performance_leaves_the_fixed_clocks() -> None:
+    """EndHint gives a node the highest request still outstanding, not its default: a touch
+    under fixed performance mode ends with the fixed floor (old model: the default floor)."""
+    profile = load_profile("pixel7")
+    fixed = profile.fixed_performance
+    assert fixed is not None
+    hal = PowerHal(profile)
+    hal.fixed_performance(True)
+    hal.start(HintTrigger.INTERACTION, 0)
+    ended = hal.due(10**12)
+    assert all(text == str(fixed.cpu_khz[i]) for _knob, i, text in ended), ended

@@ -1,6 +1,8 @@
 """The profiles' device facts against the spec sources checked with the search tool (issue 28,
-item 3): RAM and battery are configurations the named device was sold with, and every RAM and
-storage figure carries its source or says "unverified" right there.
+item 3): RAM and battery are configurations the named device was sold with, every RAM and
+storage figure carries its source or says "unverified" right there, cpufreq tables and GPU OPPs
+are the SoC's (its device tree's power_profile.xml, its kernel's GPU power levels), and identity
+props are what a real device of the model reports.
 
 The table is the independent truth: each row names where it was read."""
 
@@ -23,6 +25,116 @@ SOLD = {
     "Pixel 7": ((8192,), 4355, "makeoverarena.com/google-pixel-7-2"),
     "IN2013": ((8192, 12288), 4300, "toptech.news after GSMArena; bgr.in"),
     "V2241A": ((12288,), 4810, "voonze.com Geekbench V2241A; livemint.com 2022-11-19"),
+    "Mi 10": (
+        (8192, 12288),
+        4780,
+        "chaptsand/android_device_xiaomi_umi power_profile.xml battery.capacity and README",
+    ),
+}
+
+
+# ro.board.platform -> (cpufreq tables in kHz per cluster or None where no source lists them,
+# GPU OPPs in Hz the source's table holds, where read). A profile may leave OPPs out (a subset of
+# the GPU table); every frequency it lists must be one the SoC has.
+def _khz(*clusters: str) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(f) for f in cluster.split()) for cluster in clusters)
+
+
+def _mhz(text: str) -> frozenset[int]:
+    return frozenset(round(float(f) * 1_000_000) for f in text.split())
+
+
+SOC_CLOCKS: dict[str, tuple[tuple[tuple[int, ...], ...] | None, frozenset[int], str]] = {
+    "kona": (
+        _khz(
+            "300000 403200 518400 614400 691200 787200 883200 979200 1075200 1171200 1248000 1344000"
+            " 1420800 1516800 1612800 1708800 1804800",
+            "710400 825600 940800 1056000 1171200 1286400 1382400 1478400 1574400 1670400 1766400"
+            " 1862400 1958400 2054400 2150400 2246400 2342400 2419200",
+            "844800 960000 1075200 1190400 1305600 1401600 1516800 1632000 1747200 1862400 1977600"
+            " 2073600 2169600 2265600 2361600 2457600 2553600 2649600 2745600 2841600",
+        ),
+        _mhz("587 525 490 441.6 400 305"),
+        "umi power_profile.xml cpu.core_speeds; kona-v2-gpu.dtsi speed bin 0",
+    ),
+    "bengal": (
+        _khz(
+            "300000 614400 864000 1017600 1305600 1420800 1612800 1804800",
+            "300000 652800 902400 1056000 1401600 1536000 1804800 2016000",
+        ),
+        _mhz("980 950 900 820 745 600 465 320"),
+        "caprip power_profile.xml cpu.core_speeds; caprip kernel bengal-gpu.dtsi, all speed bins",
+    ),
+    "msm8994": (
+        _khz(
+            "384000 460800 600000 672000 768000 864000 960000 1248000 1344000 1478400 1555200",
+            "384000 480000 633600 768000 864000 960000 1248000 1344000 1440000 1536000 1632000"
+            " 1728000 1824000 1958400",
+        ),
+        _mhz("600 510 450 390 305 180"),
+        "angler power_profile.xml cpu.speeds; angler kernel msm8994-v2.dtsi qcom,gpu-pwrlevels",
+    ),
+    "lahaina": (
+        _khz(
+            "300000 403200 499200 595200 691200 806400 902400 998400 1094400 1209600 1305600 1401600"
+            " 1497600 1612800 1708800 1804800",
+            "710400 844800 960000 1075200 1209600 1324800 1440000 1555200 1670400 1766400 1881600"
+            " 1996800 2112000 2227200 2342400 2419200",
+            "844800 960000 1075200 1190400 1305600 1420800 1555200 1670400 1785600 1900800 2035200"
+            " 2150400 2265600 2380800 2496000 2592000 2688000 2764800 2841600",
+        ),
+        _mhz("840 778 738 676 608 540 491 443 379 315"),
+        "Mi 11 (venus, SM8350) power_profile.xml cpu.core_speeds; lahaina-v2-gpu.dtsi speed bin 0",
+    ),
+    "kalama": (
+        _khz(
+            "307200 441600 556800 672000 787200 902400 1017600 1113600 1228800 1344000 1459200 1555200"
+            " 1670400 1785600 1900800 2016000",
+            "499200 614400 729600 844800 940800 1056000 1171200 1286400 1401600 1536000 1651200 1785600"
+            " 1920000 2054400 2188800 2323200 2457600 2592000 2707200 2803200",
+            "595200 729600 864000 998400 1132800 1248000 1363200 1478400 1593600 1708800 1843200 1977600"
+            " 2092800 2227200 2342400 2476800 2592000 2726400 2841600 2956800 3187200",
+        ),
+        _mhz("719 680 615 550 475 401 348 295 220"),
+        "Xperia 1 V (SM8550-AB) power_profile.xml; mainline sm8550.dtsi gpu_opp_table",
+    ),
+    "mt6985": (
+        None,  # MediaTek's CPU OPPs live in the firmware's CSRAM table (mtk-cpufreq-hw): none read
+        _mhz(
+            "981 965 949 934 918 903 887 872 856 841 825 809 794 778 763 747 732 716 701 685 670 652"
+            " 635 617 600 582 565 547 530 512 495 477 460 442 425 407 390 376 362 348 334 320 307"
+            " 293 279 265 251 237 224"
+        ),
+        "MediaTek gpufreq_mt6985.h g_stack_default_opp_table (MiCode/Xiaomi_Kernel_OpenSource)",
+    ),
+    "gs201": (
+        _khz(
+            "300000 574000 738000 930000 1098000 1197000 1328000 1401000 1598000 1704000 1803000",
+            "400000 553000 696000 799000 910000 1024000 1197000 1328000 1491000 1663000 1836000 1999000"
+            " 2130000 2253000 2348000",
+            "500000 851000 984000 1106000 1277000 1426000 1582000 1745000 1826000 2048000 2188000 2252000"
+            " 2401000 2507000 2630000 2704000 2802000 2850000",
+        ),
+        _mhz("848 762 701 572 510 471 400 351 302 251 202 151"),
+        "panther power_profile.xml cpu.core_speeds; gs201-gpu.dtsi gpu_dvfs_table_v2 shader clocks",
+    ),
+}
+# Profiles that keep only part of their SoC's cpufreq tables, and why (every point they list must
+# still be the SoC's).
+PARTIAL_TABLES = {"mali-tensor": "Pixel 7 class: the two big clusters' top points are left out"}
+# Profiles whose SoC variant adds points above its platform's tables, and why.
+EXTRA_TOP = {"galaxy-s23": (3360000, "Snapdragon 8 Gen 2 for Galaxy: prime core at 3.36 GHz")}
+
+# ro.product.model -> (storage configurations in MB it was sold with beside the profile's RAM, where read)
+STORAGE = {
+    "moto g(30)": ((65536, 131072), "rpp.pe spec table"),
+    "Nexus 6P": ((32768, 65536, 131072), "techspot.com/review/1109-google-nexus-6p"),
+    "SM-G991U": ((131072, 262144), "androidheadlines.com 2020-07"),
+    "SM-S911B": ((131072, 262144, 524288), "sammobile.com, moneycontrol.com 2023-01-30; helpmax.net"),
+    "Pixel 7": ((131072, 262144), "makeoverarena.com/google-pixel-7-2"),
+    "IN2013": ((131072, 262144), "bgr.in; financialexpress.com 2020-04-09"),
+    "V2241A": ((262144,), "gadgets360.com: the sole 12 GB + 256 GB variant"),
+    "Mi 10": ((131072, 262144), "chaptsand/android_device_xiaomi_umi README; themobileindian.com"),
 }
 # A Snapdragon-only model number must not be an Exynos one (SM-G99xB: Exynos 2100, phonearena.com).
 EXYNOS_MODELS = ("SM-G991B", "SM-G996B", "SM-G998B")
@@ -30,7 +142,7 @@ SOURCE = re.compile(r"\[\w+\]|\b[\w-]+\.(com|net|in|pk|pe|mx|news|it|dev|org)\b|
 
 
 @pytest.mark.parametrize("path", PROFILES, ids=[p.stem for p in PROFILES])
-def test_ram_and_battery_are_what_the_device_was_sold_with(path: Path) -> None:
+def test_ram_battery_and_storage_are_what_the_device_was_sold_with(path: Path) -> None:
     profile = load_profile_file(path)
     model = profile.props["ro.product.model"]
     assert model not in EXYNOS_MODELS or profile.props.get("ro.soc.manufacturer") != "QTI", model
@@ -40,6 +152,10 @@ def test_ram_and_battery_are_what_the_device_was_sold_with(path: Path) -> None:
     assert profile.ram_mb == min(ram_options), f"{path.name}: {model} ships {ram_options} MB ({where})"
     assert profile.battery.capacity_mah == battery_mah, (
         f"{path.name}: {model} has {battery_mah} mAh ({where})"
+    )
+    storage_options, where = STORAGE[model]
+    assert profile.storage_mb == min(storage_options), (
+        f"{path.name}: {model} ships {storage_options} MB ({where})"
     )
 
 
@@ -58,3 +174,78 @@ def test_ram_and_storage_lines_carry_a_source(path: Path) -> None:
         assert any(SOURCE.search(line.partition("#")[2]) for line in block), (
             f"{path.name}: {key} cites nothing"
         )
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=[p.stem for p in PROFILES])
+def test_clock_tables_are_the_socs(path: Path) -> None:
+    profile = load_profile_file(path)
+    platform = profile.props["ro.board.platform"]
+    if platform not in SOC_CLOCKS:
+        pytest.skip(f"{platform}: no clock table source checked")
+    cpu_tables, gpu_opps_hz, where = SOC_CLOCKS[platform]
+    if cpu_tables is not None:
+        tables = tuple(cluster.freqs_khz for cluster in profile.cpu.clusters)
+        if path.stem in EXTRA_TOP:
+            extra_khz, _why = EXTRA_TOP[path.stem]
+            assert tables[-1][-1] == extra_khz, path.name
+            tables = (*tables[:-1], tables[-1][:-1])
+        if path.stem in PARTIAL_TABLES:
+            assert len(tables) == len(cpu_tables), path.name
+            for own, soc in zip(tables, cpu_tables, strict=True):
+                assert set(own) <= set(soc), f"{path.name}: {sorted(set(own) - set(soc))} kHz ({where})"
+        else:
+            assert tables == cpu_tables, f"{path.name}: {platform}'s cpufreq tables ({where})"
+    assert profile.gpu is not None
+    extra = set(profile.gpu.freqs_hz) - gpu_opps_hz
+    assert not extra, f"{path.name}: {sorted(extra)} Hz are no {platform} GPU OPP ({where})"
+
+
+# profile -> (identity props as a real device of that model reports them, where read)
+IDENTITY = {
+    "adreno-sd865-idle": (
+        {
+            "ro.product.model": "IN2013",
+            "ro.product.name": "OnePlus8_EEA",
+            "ro.product.device": "OnePlus8",
+            "ro.product.brand": "OnePlus",
+            "ro.product.manufacturer": "OnePlus",
+            "ro.board.platform": "kona",
+            "ro.hardware": "qcom",
+        },
+        "oxygen-updater/build-props op8/eea/10.5.1.IN21BA.getprop",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IDENTITY))
+def test_identity_props_are_the_devices(name: str) -> None:
+    path = next(p for p in PROFILES if p.stem == name)
+    props = load_profile_file(path).props
+    expected, where = IDENTITY[name]
+    wrong = {key: props.get(key) for key, value in expected.items() if props.get(key) != value}
+    assert not wrong, f"{path.name}: {wrong} differ from the device ({where})"
+
+
+PER_CORE = re.compile(r"(\d+) fp(?:32|16) FLOP/cycle.*? x (\d+\.\d+) GHz")
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=[p.stem for p in PROFILES])
+def test_per_core_throughput_is_its_flop_per_cycle_at_the_clusters_top_clock(path: Path) -> None:
+    """A per-core GFLOP/s is FLOP/cycle (the core's optimization guide) x the cluster's top clock:
+    a clock table corrected without its throughput line would leave the SoC's proportions stale."""
+    profile = load_profile_file(path)
+    if profile.throughput is None:
+        pytest.skip(f"{path.name}: no throughput block")
+    for cluster in profile.cpu.clusters:
+        top_ghz = max(cluster.freqs_khz) / 1_000_000
+        per_core = profile.throughput.clusters[cluster.name]
+        for cited in (per_core.fp32_gflops_per_core, per_core.fp16_gflops_per_core):
+            if cited is None:
+                continue
+            found = PER_CORE.search(cited.source)
+            assert found, f"{path.name}: {cluster.name}: no 'N FLOP/cycle x G GHz' in {cited.source!r}"
+            flops, ghz = int(found[1]), float(found[2])
+            assert abs(ghz - top_ghz) < 0.0005, (
+                f"{path.name}: {cluster.name} tops at {top_ghz} GHz, not {ghz}"
+            )
+            assert abs(cited.value - flops * ghz) < 0.01, f"{path.name}: {cluster.name}: {flops} x {ghz}"

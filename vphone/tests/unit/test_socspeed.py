@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from vphone.calibration import idle_cores
 from vphone.errors import ConfigError
 from vphone.profile import Profile, load_profile_file
 from vphone.profiles import PROFILES_DIR, load_profile
@@ -147,3 +148,36 @@ def test_a_throughput_block_must_name_every_cluster(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_profile_file(bad)
     assert f"{bad}:{line}" in str(err.value.location) and "throughput.clusters" in str(err.value)
+
+
+def test_a_gpu_that_needs_more_host_cores_than_were_free_is_named() -> None:
+    """bench_socspeed on a 2-core host at load 9-13: GPU / 1 big core 40-55% under the profile
+    on the phones whose GPU needs more than one host core, and the phone did not say so. With
+    the host's free cores measured at start-up, it names the ratio, with what was free."""
+    profile = load_profile("adreno-sd8gen2")
+    big, _every, gpu = _published(profile)
+    quiet = plan_speeds(profile, HostCalibration(2, 20.0, 30.0, free_cores=2.0))
+    assert Ratio.GPU_PER_BIG_CORE not in {u.ratio for u in quiet.unheld}
+    assert quiet.gpu_cores > 1.0  # the GPU's budget: more than one host core
+    busy = plan_speeds(profile, HostCalibration(2, 20.0, 30.0, free_cores=0.6))
+    assert busy.gpu_cores == quiet.gpu_cores  # the budgets stay; the phone says what it cannot hold
+    named = {u.ratio: u for u in busy.unheld}
+    unheld = named[Ratio.GPU_PER_BIG_CORE]
+    assert unheld.profile == pytest.approx(gpu / big)
+    # What the host can give: the GPU 0.6 host cores, the fastest core its whole share.
+    assert unheld.held == pytest.approx(0.6 * 30.0 / (busy.core_cores * 20.0))
+    line = unheld.line(profile.name)
+    assert f"the GPU needs {busy.gpu_cores:.3g} host cores" in line and "0.6 of this host's 2 cores" in line
+    assert "gpu_per_big_core" in plan_props(busy)["ro.vphone.unheld_ratios"].split(",")
+    # A host with no idle core at all: named too (every part gets a sliver).
+    saturated = plan_speeds(profile, HostCalibration(2, 20.0, 30.0, free_cores=0.0))
+    assert Ratio.GPU_PER_BIG_CORE in {u.ratio for u in saturated.unheld}
+
+
+def test_idle_cores_from_two_readings_of_proc_stat() -> None:
+    before = "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 5 0 5 50 0 0 0 0 0 0\ncpu1 5 0 5 50 0 0 0 0 0 0\n"
+    # cpu0 idle 75 of 100 jiffies (iowait counts as idle), cpu1 busy throughout.
+    after = "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 20 0 15 110 15 0 0 0 0 0\ncpu1 105 0 5 50 0 0 0 0 0 0\n"
+    assert idle_cores(before, after, (0, 1)) == pytest.approx(0.75)
+    assert idle_cores(before, after, (0,)) == pytest.approx(0.75)
+    assert idle_cores(before, before, (0, 1)) == 0.0

@@ -42,8 +42,8 @@ def _line_of(text: str, needle: str) -> int:
         ("  ro.board.platform: kalama\n", "", "props:", "ro.board.platform"),
         ("  cores: 1", "  cores: 1\n  bogus: 2", "bogus: 2", "gpu.bogus"),
         (
-            "freqs_hz: [220000000, 285000000",
-            "freqs_hz: [285000000, 220000000",
+            "freqs_hz: [220000000, 295000000",
+            "freqs_hz: [295000000, 220000000",
             "freqs_hz:",
             "ascending",
         ),
@@ -102,13 +102,13 @@ def _sd865_with(old: str, new: str) -> str:
         ),
         ("status_c: [45, 47, 49", "status_c: [45, 44, 49", "status_c: [45, 44", "thresholds must rise"),
         (
-            "  cpu_khz: [1171200, 1401600, 1536000]",
-            "  cpu_khz: [1171200, 1401600, 1536001]",
+            "  cpu_khz: [1171200, 1382400, 1516800]",
+            "  cpu_khz: [1171200, 1382400, 1516801]",
             "cpu_khz:",
             "not in cluster prime's table",
         ),
         (
-            "  cpu_khz: [1171200, 1401600, 1536000]",
+            "  cpu_khz: [1171200, 1382400, 1516800]",
             "  cpu_khz: [1171200]",
             "cpu_khz:",
             "one frequency per cluster",

@@ -47,6 +47,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -116,20 +117,35 @@ def _adb_env(home: Path | None = None) -> dict[str, str]:
     return env
 
 
-def start_adb_server(port: int, adb_binary: str = "adb", home: Path | None = None) -> AdbServer:
-    """`adb start-server` on `port`; with `home`, a server whose key is HOME/.android/adbkey."""
+# Free ports come from the ephemeral range the suite's own outgoing connections draw from, so one
+# can be taken between choosing it and adb's bind (adb exits 255: "cannot bind"): choose again.
+PORT_ATTEMPTS = 5
+
+
+def start_adb_server(port: int | None = None, adb_binary: str = "adb", home: Path | None = None) -> AdbServer:
+    """`adb start-server` on `port`, else on a free port (another one when it was taken meanwhile);
+    with `home`, a server whose key is HOME/.android/adbkey."""
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [adb_binary, "-P", str(port), "start-server"],
-        env=_adb_env(home),
-        check=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    return AdbServer(port, adb_binary)
+    attempts = 1 if port is not None else PORT_ATTEMPTS
+    for _ in range(attempts):
+        chosen = port if port is not None else free_tcp_port()
+        # The server adb forks keeps whatever stdout/stderr it inherits: a file, never a pipe
+        # (a pipe would not reach EOF while the server runs).
+        with tempfile.TemporaryFile() as stderr:
+            result = subprocess.run(
+                [adb_binary, "-P", str(chosen), "start-server"],
+                env=_adb_env(home),
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+            stderr.seek(0)
+            said = stderr.read().decode(errors="replace")
+        if result.returncode == 0:
+            return AdbServer(chosen, adb_binary)
+    raise subprocess.CalledProcessError(result.returncode, result.args, stderr=said)
 
 
 def kill_adb_server(server: AdbServer) -> None:
@@ -186,7 +202,7 @@ PhoneFactory = Callable[..., PhoneSet]
 
 @contextmanager
 def running_adb_server() -> Iterator[AdbServer]:
-    server = start_adb_server(free_tcp_port())
+    server = start_adb_server()
     try:
         yield server
     finally:
