@@ -4,6 +4,10 @@
 #
 #   bash kernels/bench/h200.sh --sections=gather --out=$OUT/gather.json
 #   BASELINE=/tmp/cnn_base bash kernels/bench/h200.sh --sections=gather --baseline-cnn=/tmp/cnn_base
+#   H200_EXEC='python3 kernels/bench/lstm_variants.py --device=gpu' bash kernels/bench/h200.sh
+#
+# H200_EXEC: a shell command run after the build instead of gpu_bench.py (the OpenCL library path
+# and the kernel cache exported as for gpu_bench), e.g. several bench scripts in one call.
 #
 # The machine runs the session's checkout, not a helper's worktree: a helper copies its kernels/
 # (without build/) into the checkout's ignored .gpu/ (`carry: [.gpu]`); this script overlays it
@@ -46,7 +50,12 @@ CFLAGS="-O2 -I/usr/local/cuda/include" LDFLAGS="-L$LIBDIR" make -s -C kernels -j
     >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 5; }
 kernels/build/x86_64/gemm --list-devices 2>&1 | tee -a "$OUT/env.txt"
 export FARM_CL_CACHE=/tmp/farm-cl-cache PYTHONUNBUFFERED=1
-python3 kernels/bench/gpu_bench.py "$@" 2>&1 | tee "$OUT/bench.log"
-rc=${PIPESTATUS[0]}
+if [ -n "${H200_EXEC:-}" ]; then
+    bash -c "$H200_EXEC"
+    rc=$?
+else
+    python3 kernels/bench/gpu_bench.py "$@" 2>&1 | tee "$OUT/bench.log"
+    rc=${PIPESTATUS[0]}
+fi
 uptime | tee -a "$OUT/env.txt"
 exit "$rc"

@@ -23,6 +23,13 @@ VARIANTS = {
     "persist 32x1": ["--gpu-kernel=persist", "--wg=32", "--ks=1"],
     "persist 32x4": ["--gpu-kernel=persist", "--wg=32", "--ks=4"],
     "persist 32x32": ["--gpu-kernel=persist", "--wg=32", "--ks=32"],
+    "persist 64x16": ["--gpu-kernel=persist", "--wg=64", "--ks=16"],
+    "persist 128x8": ["--gpu-kernel=persist", "--wg=128", "--ks=8"],
+    "grid 8x32": ["--gpu-kernel=grid", "--wg=8", "--ks=32"],
+    "grid 4x32": ["--gpu-kernel=grid", "--wg=4", "--ks=32"],
+    "grid 4x64": ["--gpu-kernel=grid", "--wg=4", "--ks=64"],
+    "grid 2x64": ["--gpu-kernel=grid", "--wg=2", "--ks=64"],
+    "grid 16x16": ["--gpu-kernel=grid", "--wg=16", "--ks=16"],
 }
 
 

@@ -296,12 +296,15 @@ int main(int argc, char **argv)
     const char *gather = "auto";
     const char *model = "squeezenet1.0", *weights_dir = NULL, *input_path = NULL, *g_spec = "1";
     long input_size = 0, layers_limit = 0, wg = 64, flush_every = 0;
-    int fuse_expand = 1;
+    int fuse_expand = 1, list_layers = 0;
     farm_opt opts[] = {
         FARM_OPTS_BENCH(&common),
         FARM_OPTS_CL(&common),
         FARM_OPTS_TUNE(&common),
         {"model", FARM_OPT_CHOICE, &model, "network", 0, 0, models},
+        {"list-layers", FARM_OPT_FLAG, &list_layers,
+         "print the network's layers as farm's descriptor (YAML: shapes, kernel, stride, pad, groups) and exit",
+         0, 0, NULL},
         {"layer", FARM_OPT_CHOICE, &layer_kind,
          "--model=layer: the one kernel to run (fc: a conv whose window is the whole input; add: input + a "
          "copy of it in a second buffer)",
@@ -361,6 +364,10 @@ int main(int argc, char **argv)
                              : cnn_build(&net, model, (int)input_size, err, sizeof err);
     if (built)
         farm_die(FARM_EXIT_USAGE, "%s", err);
+    if (list_layers) {
+        cnn_print_descriptor(&net, model, stdout);
+        return 0;
+    }
     if (layers_limit && layers_limit < net.total_layers)
         net.nlayers = (int)layers_limit;
     if (cnn_apply_g(&net, g_spec, err, sizeof err))

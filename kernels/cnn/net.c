@@ -549,3 +549,53 @@ size_t cnn_result_count(const cnn_net *net)
     const cnn_layer *l = &net->layer[net->nlayers - 1];
     return (size_t)(l->out_c_offset + l->cout) * (size_t)l->hout * (size_t)l->wout;
 }
+
+/* The layer that last wrote tensor t before layer `before` ("input" for the image). */
+static const char *producer(const cnn_net *net, int t, int before)
+{
+    for (int i = before - 1; i >= 0; --i)
+        if (net->layer[i].out == t)
+            return net->layer[i].name;
+    return "input";
+}
+
+static const char *kind_name(const cnn_layer *l)
+{
+    switch (l->kind) {
+    case CNN_CONV:
+        return "conv";
+    case CNN_DWCONV:
+        return "dwconv";
+    case CNN_MAXPOOL:
+        return "maxpool";
+    case CNN_AVGPOOL:
+        return "avgpool";
+    case CNN_ADD:
+        return "add";
+    }
+    return "?";
+}
+
+void cnn_print_descriptor(const cnn_net *net, const char *model, FILE *out)
+{
+    const cnn_dims in = net->tensor[0];
+    fprintf(out, "# cnn --model=%s --input-size=%d --list-layers (kernels/cnn/net.c)\n", model, in.h);
+    fprintf(out, "network: %s\ninput: [%d, %d, %d]\nlayers:\n", model, in.c, in.h, in.w);
+    for (int i = 0; i < net->total_layers; ++i) {
+        const cnn_layer *l = &net->layer[i];
+        fprintf(out, "  - {name: %s, kind: %s, from: ", l->name, kind_name(l));
+        if (l->kind == CNN_ADD)
+            fprintf(out, "[%s, %s]", producer(net, l->in, i), producer(net, l->in2, i));
+        else
+            fprintf(out, "%s", producer(net, l->in, i));
+        fprintf(out, ", in: [%d, %d, %d], out: [%d, %d, %d], kernel: %d, stride: %d, pad: %d, groups: %d",
+                l->cin, l->hin, l->win, l->cout, l->hout, l->wout, l->k, l->stride, l->pad,
+                l->kind == CNN_DWCONV ? l->cin : 1);
+        if (l->kind == CNN_CONV || l->kind == CNN_DWCONV || l->kind == CNN_ADD)
+            fprintf(out, ", act: %s", l->relu == CNN_RELU6 ? "relu6" : l->relu ? "relu" : "none");
+        const int buffer = net->tensor[l->out].c;
+        if (buffer != l->cout)
+            fprintf(out, ", out_buffer: %d", buffer);
+        fprintf(out, "}\n");
+    }
+}

@@ -8,6 +8,7 @@
 #define FARM_CNN_NET_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* CNN_DWCONV: depthwise (one k x k filter per channel, cout == cin); CNN_ADD: element-wise sum of
@@ -86,6 +87,11 @@ double cnn_layer_bytes(const cnn_layer *l, int elem_bytes);
 /* The result tensor of the layers that run: the last layer's output tensor, channels
  * [0, out_c_offset + cout) (so stopping after a fire module's expand3x3 gives the concat). */
 size_t cnn_result_count(const cnn_net *net);
+
+/* Prints every layer of `net` as farm's network descriptor (YAML, farm/analysis/networks/README.md):
+ * name, kind, the layer each input comes from, shapes [c, h, w], kernel, stride, pad, groups and
+ * activation; the descriptor farm prices a network by, so it cannot drift from what runs. */
+void cnn_print_descriptor(const cnn_net *net, const char *model, FILE *out);
 size_t cnn_tensor_count(const cnn_net *net, int t);
 
 #endif

@@ -126,6 +126,10 @@ static const char *const CANDIDATES[] = {
       (cl_command_queue a, cl_mem b, cl_bool c, const size_t *d, const size_t *e, const size_t *f,      \
        size_t g, size_t h, size_t i, size_t j, const void *k, cl_uint l, const cl_event *m, cl_event *n), \
       (a, b, c, d, e, f, g, h, i, j, k, l, m, n))                                                       \
+    X(cl_int, clEnqueueCopyBuffer,                                                                      \
+      (cl_command_queue a, cl_mem b, cl_mem c, size_t d, size_t e, size_t f, cl_uint g, const cl_event *h, \
+       cl_event *i),                                                                                    \
+      (a, b, c, d, e, f, g, h, i))                                                                      \
     X(cl_int, clEnqueueFillBuffer,                                                                      \
       (cl_command_queue a, cl_mem b, const void *c, size_t d, size_t e, size_t f, cl_uint g,            \
        const cl_event *h, cl_event *i),                                                                 \

@@ -236,6 +236,8 @@ void farm_cl_info_fields(farm_json *j, const farm_cl *cl, const farm_cl_program 
     farm_json_str(j, "device_version", cl->device_version);
     farm_json_str(j, "driver_version", cl->driver_version);
     farm_json_str(j, "opencl_library", farm_cl_library());
+    /* whether half arithmetic can run at all (--precision=fp16 falls back to half storage without) */
+    farm_json_bool(j, "cl_khr_fp16", cl->has_fp16);
     if (p) {
         farm_json_num(j, "build_ms", p->build_ms);
         farm_json_bool(j, "cache_hit", p->cache_hit);

@@ -17,6 +17,11 @@
 //                           N (A and B readable up to the next tile, what the padding computes is
 //                           dropped): stores clipped to M x N; loads zero-filled past K (a K that is
 //                           not a multiple of TSK)
+//   -DTILED_GVEC4           global loads as float4 (16 bytes: a quarter of the load instructions),
+//                           for a host whose operands are fp32, padded to whole tiles, lda and ldb
+//                           multiples of 4 and 16-byte aligned, with neither operand transposed
+//                           and no load hook (the gemm program); TSK and TSN multiples of 4 and
+//                           the tiles' float4 counts multiples of the work-group size
 //   -DFARM_FP16             half storage (vload_half/vstore_half, fp32 arithmetic)
 //   -DFARM_FP16 -DFARM_HALF_ARITH   half storage and half arithmetic (needs cl_khr_fp16)
 // Hooks (a program that includes this file after its own definitions may replace them):
@@ -65,6 +70,7 @@
 #define TILED_LOAD_B(k, n) T_LD(B, (n) * ldb + (k))
 #else
 #define TILED_LOAD_B(k, n) T_LD(B, (k) * ldb + (n))
+#define TILED_B4_AT(k, n) (B + (k) * ldb + (n))
 #endif
 #endif
 #ifndef TILED_STORE
@@ -173,6 +179,45 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
             rb[e] = B_OK(gk, gn) ? B_LOAD(e, gk, gn) : (tacc_t)0;                                   \
         }                                                                                          \
     }
+#ifdef TILED_GVEC4
+#if defined(BOUNDS) || defined(BOUNDS_K) || defined(TRANS_A) || defined(TRANS_B) || defined(FARM_FP16) ||      \
+    defined(TILED_B_STATE_T) || !defined(TILED_B4_AT) || (TSK % 4) || (TSN % 4) || ((TSM * TSK / 4) % NT) || ((TSK * TSN / 4) % NT)
+#error "TILED_GVEC4 needs fp32 operands padded to whole tiles, untransposed, TSK and TSN multiples of 4"
+#endif
+#define LPT_A4 (TSM * TSK / 4 / NT)
+#define LPT_B4 (TSK * TSN / 4 / NT)
+#undef FETCH
+    // Work-item lid's e-th float4 of the A tile: row (lid + e NT) / (TSK / 4), k 4 ((lid + e NT) %
+    // (TSK / 4)); of the B tile: k row (lid + e NT) / (TSN / 4), columns 4 ((lid + e NT) % (TSN / 4)).
+    float4 ra4[LPT_A4], rb4[LPT_B4];
+#define FETCH(t0)                                                                                  \
+    {                                                                                              \
+        _Pragma("unroll") for (int e = 0; e < LPT_A4; e++) {                                       \
+            const int l_ = lid + e * NT, r = l_ / (TSK / 4), c = 4 * (l_ % (TSK / 4));              \
+            ra4[e] = *(__global const float4 *)(A + (gm0 + r) * lda + (t0) + c);                   \
+        }                                                                                          \
+        _Pragma("unroll") for (int e = 0; e < LPT_B4; e++) {                                       \
+            const int l_ = lid + e * NT, r = l_ / (TSN / 4), c = 4 * (l_ % (TSN / 4));              \
+            rb4[e] = *(__global const float4 *)(TILED_B4_AT((t0) + r, gn0 + c));                    \
+        }                                                                                          \
+    }
+#define STASH(buf)                                                                                 \
+    {                                                                                              \
+        __local float *as = (__local float *)As[buf];                                              \
+        __local float *bs = (__local float *)Bs[buf];                                              \
+        _Pragma("unroll") for (int e = 0; e < LPT_A4; e++) {                                       \
+            const int l_ = lid + e * NT, r = l_ / (TSK / 4), c = 4 * (l_ % (TSK / 4));              \
+            as[(c + 0) * (LDA_L * VW) + r] = ra4[e].s0;                                            \
+            as[(c + 1) * (LDA_L * VW) + r] = ra4[e].s1;                                            \
+            as[(c + 2) * (LDA_L * VW) + r] = ra4[e].s2;                                            \
+            as[(c + 3) * (LDA_L * VW) + r] = ra4[e].s3;                                            \
+        }                                                                                          \
+        _Pragma("unroll") for (int e = 0; e < LPT_B4; e++) {                                       \
+            const int l_ = lid + e * NT, r = l_ / (TSN / 4), c = 4 * (l_ % (TSN / 4));              \
+            vstore4(rb4[e], 0, bs + r * (LDB_L * VW) + c);                                         \
+        }                                                                                          \
+    }
+#else
 #define STASH(buf)                                                                                 \
     {                                                                                              \
         __local tacc_t *as = (__local tacc_t *)As[buf];                                            \
@@ -188,6 +233,7 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
             bs[r * (LDB_L * VW) + c] = rb[e];                                                      \
         }                                                                                          \
     }
+#endif
 
     FETCH(0);
     STASH(0);
@@ -257,3 +303,6 @@ __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1))) void TILED_NAME(
 #undef B_OK
 #undef FETCH
 #undef STASH
+#undef LPT_A4
+#undef TILED_B4_AT
+#undef LPT_B4

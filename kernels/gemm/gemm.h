@@ -26,6 +26,8 @@ typedef struct {
     int transfers_each; /* copy A, B in and C out on every iteration (else once) */
     farm_tiled_cfg tiled; /* local: tile configuration (common/gemm_tiled.cl) */
     int half_arith;     /* local, fp16: half arithmetic (the device has cl_khr_fp16) */
+    int global_vec;     /* local, fp32: 4 loads the operand tiles as float4 where the tile allows it
+                           (gemm_tiled.cl's TILED_GVEC4), 1 as scalars */
 } gemm_gpu_opts;
 
 /* Hash of every OpenCL source the gemm program builds from (the tuning cache's source key). */

@@ -21,6 +21,7 @@ struct gemm_gpu {
     size_t mp, np, kp, esize;
     size_t global[2], local[2];
     int use_local;
+    int gvec4; /* local: built with TILED_GVEC4 */
     void *ha, *hb, *hc; /* host-side inputs/outputs in storage format */
     int copied;
     farm_evlist evs;
@@ -41,6 +42,15 @@ static void *to_storage(const float *x, size_t n, int fp16)
     return h;
 }
 
+/* float4 global loads: fp32, asked for, and tiles that split into whole float4s per work-item (the
+ * operands are padded to whole tiles, so rows stay 16-byte aligned). */
+static int gemm_gvec4_fits(const farm_tiled_cfg *t, int fp16, int global_vec)
+{
+    const int nt = (int)farm_tiled_threads(t);
+    return global_vec == 4 && !fp16 && t->tsk % 4 == 0 && t->tsn % 4 == 0 && (t->tsm * t->tsk / 4) % nt == 0 &&
+           (t->tsk * t->tsn / 4) % nt == 0;
+}
+
 gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opts *o, const char *cache_dir)
 {
     gemm_gpu *g = farm_alloc(sizeof *g);
@@ -59,8 +69,9 @@ gemm_gpu *gemm_gpu_create(farm_cl *cl, const gemm_problem *p, const gemm_gpu_opt
         farm_tiled_ranges(t, g->mp, g->np, g->global, g->local);
         char topts[256];
         farm_tiled_options(t, topts, sizeof topts);
-        snprintf(opts, sizeof opts, "%s%s %s", p->fp16 ? "-DFARM_FP16" : "", o->half_arith ? " -DFARM_HALF_ARITH" : "",
-                 topts);
+        g->gvec4 = gemm_gvec4_fits(t, p->fp16, o->global_vec);
+        snprintf(opts, sizeof opts, "%s%s%s %s", p->fp16 ? "-DFARM_FP16" : "", o->half_arith ? " -DFARM_HALF_ARITH" : "",
+                 g->gvec4 ? " -DTILED_GVEC4" : "", topts);
     } else {
         size_t wm = o->wg_m > 0 ? (size_t)o->wg_m : 1, wn = o->wg_n > 0 ? (size_t)o->wg_n : 1;
         const size_t vn = g->packed ? (size_t)o->vecs : 1, cols = (size_t)o->vec * vn;
@@ -152,6 +163,7 @@ void gemm_gpu_describe(const gemm_gpu *g, farm_json *j)
         farm_json_int(j, "wptm", t->wptm);
         farm_json_int(j, "wptn", t->wptn);
         farm_json_int(j, "lvw", t->vw);
+        farm_json_int(j, "global_vec", g->gvec4 ? 4 : 1);
     } else {
         farm_json_int(j, "tile_m", g->o.tile_m);
         farm_json_int(j, "vec", g->o.vec);

@@ -14,11 +14,14 @@ struct lstm_gpu {
     cl_kernel cell[LSTM_MAX_LAYERS], dense;
     cl_mem w[LSTM_MAX_LAYERS], b[LSTM_MAX_LAYERS], h[LSTM_MAX_LAYERS][2], c[LSTM_MAX_LAYERS];
     cl_mem wd, bd, x, logits;
-    int fused, wave, persist;
+    int fused, wave, persist, grid;
     int ks, ju; /* wave: reduction split (ks > 1: lstm_wave_split with JU x KS work-groups) */
     cl_kernel fused_k, wave_k;
     cl_mem h_all, c_all;
     cl_mem w_all, b_all, cstate;
+    cl_mem bar;      /* grid: the barrier counter, only ever incremented */
+    cl_uint bar_base; /* grid: what the counter holds before the next launch */
+    int groups;      /* grid: work-groups per batch element */
     size_t fused_global, fused_local;
     size_t persist_global[2], persist_local[2];
     void *hx; /* inputs in storage format */
@@ -126,6 +129,44 @@ static void create_persist(lstm_gpu *g, farm_cl *cl, const lstm_model *m)
     arg(k, 12, (size_t)s->layers * H * sizeof(float), NULL);
 }
 
+/* grid: lstm_grid, G work-groups of ju x ks per batch element, at most one per compute unit in all
+ * (the kernel's barrier across work-groups needs every one of them resident at once). */
+static void create_grid(lstm_gpu *g, farm_cl *cl, const lstm_model *m)
+{
+    const lstm_shape *s = &m->s;
+    const size_t H = (size_t)s->hidden, bh = (size_t)(s->batch * s->hidden);
+    const size_t cu = cl->compute_units ? cl->compute_units : 1;
+    size_t groups = (H + (size_t)g->ju - 1) / (size_t)g->ju;
+    if (groups * (size_t)s->batch > cu)
+        groups = cu / (size_t)s->batch; /* main.c refuses a batch over the compute units */
+    g->groups = (int)(groups ? groups : 1);
+    concat_weights(g, cl, m);
+    g->h_all = farm_cl_buffer(cl, CL_MEM_READ_WRITE, (size_t)s->layers * 2 * bh * 4, NULL);
+    g->c_all = farm_cl_buffer(cl, CL_MEM_READ_WRITE, (size_t)s->layers * bh * 4, NULL);
+    const cl_uint zero = 0;
+    g->bar = farm_cl_buffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, (void *)&zero);
+    g->bar_base = 0;
+    const float ok = 0.0f; /* the status word after the logits */
+    farm_cl_check(clEnqueueWriteBuffer(cl->queue, g->logits, CL_TRUE, (size_t)(s->batch * s->classes) * 4, 4, &ok, 0,
+                                       NULL, NULL),
+                  "clEnqueueWriteBuffer(status)");
+    g->persist_local[0] = (size_t)g->ju;
+    g->persist_local[1] = (size_t)g->ks;
+    g->persist_global[0] = (size_t)g->ju * (size_t)g->groups;
+    g->persist_global[1] = (size_t)g->ks * (size_t)s->batch;
+    cl_kernel k = g->fused_k = farm_cl_kernel(&g->prog, "lstm_grid");
+    whole_inference_args(g, k, s);
+    /* far beyond any diagonal's work: about 10 s of L2 reads on a GPU; on a CPU device a second or
+     * more of cached reads, since a loaded host may park the other work-group's thread for tens of
+     * milliseconds (2^24 reads timed out on the 2-core development host at load 4) */
+    const cl_uint spin_max = (cl->device_type & CL_DEVICE_TYPE_GPU) ? 1u << 24 : 1u << 30;
+    arg(k, 10, sizeof(cl_mem), &g->logits);
+    arg(k, 11, sizeof(cl_mem), &g->h_all);
+    arg(k, 12, sizeof(cl_mem), &g->c_all);
+    arg(k, 13, sizeof(cl_mem), &g->bar);
+    arg(k, 15, sizeof spin_max, &spin_max);
+}
+
 static void create_wave(lstm_gpu *g, farm_cl *cl, const lstm_model *m, long wg)
 {
     const lstm_shape *s = &m->s;
@@ -168,8 +209,8 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long w
     g->cl = cl;
     g->m = m;
     g->esize = s->fp16 ? 2 : 4;
-    const int persist = strategy == LSTM_PERSIST;
-    const int split = (strategy == LSTM_WAVE && ks > 1) || persist;
+    const int persist = strategy == LSTM_PERSIST, grid = strategy == LSTM_GRID;
+    const int split = (strategy == LSTM_WAVE && ks > 1) || persist || grid;
     g->ks = split ? (int)(ks > 0 ? ks : 1) : 1;
     g->ju = split ? (int)(wg > 0 ? wg : 32) : 0;
     char opts[96];
@@ -189,7 +230,9 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long w
     g->xbytes = (size_t)(s->batch * s->seq_len * s->input_dim) * g->esize;
     g->hx = storage(m->x, (size_t)(s->batch * s->seq_len * s->input_dim), s->fp16);
     g->x = farm_cl_buffer(cl, CL_MEM_READ_ONLY, g->xbytes, NULL);
-    g->logits = farm_cl_buffer(cl, CL_MEM_WRITE_ONLY, (size_t)s->batch * C * 4, NULL);
+    /* grid: one more float, the status word (lstm_grid sets it when its work-groups were not all
+     * resident) */
+    g->logits = farm_cl_buffer(cl, CL_MEM_READ_WRITE, ((size_t)s->batch * C + (size_t)grid) * 4, NULL);
     const cl_int zero_off = 0;
     g->dense = farm_cl_kernel(&g->prog, "lstm_dense");
     arg(g->dense, 0, sizeof Hi, &Hi);
@@ -203,6 +246,11 @@ lstm_gpu *lstm_gpu_create(farm_cl *cl, const lstm_model *m, int strategy, long w
         return g;
     }
     g->persist = persist;
+    g->grid = grid;
+    if (grid) {
+        create_grid(g, cl, m);
+        return g;
+    }
     if (persist) {
         create_persist(g, cl, m);
         return g;
@@ -251,10 +299,11 @@ uint64_t lstm_gpu_source_key(void)
 
 int lstm_gpu_ks(const lstm_gpu *g) { return g->ks; }
 int lstm_gpu_ju(const lstm_gpu *g) { return g->ju; }
+int lstm_gpu_groups(const lstm_gpu *g) { return g->grid ? g->groups : 1; }
 
 long lstm_gpu_launches(const lstm_gpu *g)
 {
-    if (g->fused || g->persist)
+    if (g->fused || g->persist || g->grid)
         return 1;
     return (g->wave ? g->m->s.seq_len + g->m->s.layers - 1 : g->m->s.seq_len * g->m->s.layers) + 1;
 }
@@ -277,6 +326,34 @@ static int run_fused(lstm_gpu *g, float *logits, farm_split *split)
                                       farm_ev_slot(&g->evs, FARM_D2H)),
                   "clEnqueueReadBuffer(logits)");
     farm_ev_collect(&g->evs, split);
+    return FARM_EXIT_OK;
+}
+
+static int run_grid(lstm_gpu *g, float *logits, farm_split *split)
+{
+    const lstm_shape *s = &g->m->s;
+    cl_command_queue q = g->cl->queue;
+    const size_t n = (size_t)(s->batch * s->classes);
+    float *out = farm_alloc((n + 1) * sizeof(float));
+    farm_cl_check(clEnqueueWriteBuffer(q, g->x, CL_FALSE, 0, g->xbytes, g->hx, 0, NULL, farm_ev_slot(&g->evs, FARM_H2D)),
+                  "clEnqueueWriteBuffer(x)");
+    arg(g->fused_k, 14, sizeof g->bar_base, &g->bar_base);
+    farm_cl_check(clEnqueueNDRangeKernel(q, g->fused_k, 2, NULL, g->persist_global, g->persist_local, 0, NULL,
+                                         farm_ev_slot(&g->evs, FARM_KERNEL)),
+                  "clEnqueueNDRangeKernel(lstm_grid)");
+    farm_cl_check(clEnqueueReadBuffer(q, g->logits, CL_TRUE, 0, (n + 1) * 4, out, 0, NULL, farm_ev_slot(&g->evs, FARM_D2H)),
+                  "clEnqueueReadBuffer(logits)");
+    farm_ev_collect(&g->evs, split);
+    /* every work-group arrives once per diagonal */
+    g->bar_base += (cl_uint)((s->seq_len + s->layers - 1) * (long)g->groups * s->batch);
+    memcpy(logits, out, n * sizeof(float));
+    const int resident = out[n] == 0.0f;
+    free(out);
+    if (!resident)
+        farm_die(FARM_EXIT_ERROR,
+                 "--gpu-kernel=grid: the device did not run its %d work-groups at once (a barrier across them timed "
+                 "out), so the result is void; use --gpu-kernel=persist or wave on this device",
+                 g->groups * (int)s->batch);
     return FARM_EXIT_OK;
 }
 
@@ -316,6 +393,8 @@ static int run_wave(lstm_gpu *g, float *logits, farm_split *split)
 
 int lstm_gpu_run(lstm_gpu *g, float *logits, farm_split *split)
 {
+    if (g->grid)
+        return run_grid(g, logits, split);
     if (g->fused || g->persist)
         return run_fused(g, logits, split);
     if (g->wave)
@@ -377,16 +456,20 @@ void lstm_gpu_destroy(lstm_gpu *g)
     }
     if (g->persist)
         clReleaseKernel(g->fused_k);
-    if (g->wave) {
+    if (g->grid) {
+        clReleaseKernel(g->fused_k);
+        clReleaseMemObject(g->bar);
+    }
+    if (g->wave || g->grid) {
         clReleaseKernel(g->wave_k);
         clReleaseMemObject(g->h_all);
         clReleaseMemObject(g->c_all);
     }
-    if (g->fused || g->wave || g->persist) {
+    if (g->fused || g->wave || g->persist || g->grid) {
         clReleaseMemObject(g->w_all);
         clReleaseMemObject(g->b_all);
     }
-    for (long l = 0; l < g->m->s.layers && !g->fused && !g->wave && !g->persist; l++) {
+    for (long l = 0; l < g->m->s.layers && !g->fused && !g->wave && !g->persist && !g->grid; l++) {
         clReleaseKernel(g->cell[l]);
         clReleaseMemObject(g->w[l]);
         clReleaseMemObject(g->b[l]);

@@ -346,3 +346,120 @@ __kernel __attribute__((reqd_work_group_size(JU, KS, 1))) void lstm_persist(
     }
 }
 #endif
+
+#ifdef KS
+// Grid path: ONE launch per inference with the units of every layer spread over G work-groups per
+// batch element (global (JU * G, KS * batch)), the layers pipelined along diagonals as in the wave
+// (layer l runs step d - l at diagonal d) and the diagonals separated by a barrier across the
+// whole grid instead of a launch. Work-group g owns units [g * P, (g + 1) * P), P = ceil(H / G),
+// in chunks of JU lanes, with each unit's reduction split over KS slices as in lstm_wave_split;
+// h lives in h_all (double-buffered by step parity, as the wave's) and c in c_all, each unit's c
+// touched only by its owner.
+// OpenCL 1.2 has no grid-wide barrier and promises no forward progress between work-groups: the
+// barrier below (a counter every work-group increments once per diagonal, work-item 0 spinning
+// until all have) needs every work-group resident at once. The host launches at most one
+// work-group per compute unit, which NVIDIA GPUs run at once; where they do not (a CPU device
+// running work-groups one after another), the spin gives up after spin_max reads, the work-group
+// sets the status word logits[batch * C] and returns: a wrong result reported, never a hang.
+// Other work-groups' h is read through volatile pointers: a GPU's L1 is not coherent across
+// compute units, so a plain load could see the value of an earlier diagonal. The counter only
+// grows: this launch's barriers wait for base + (d + 1) * (G * batch) (mod 2^32, compared as a
+// signed difference), base being what the counter held before the launch (host-tracked).
+static int grid_sync(volatile __global uint *bar, const uint target, const uint spin_max, __local int *ok)
+{
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0 && get_local_id(1) == 0) {
+        mem_fence(CLK_GLOBAL_MEM_FENCE); // this group's h stores before its arrival
+        atomic_inc(bar);
+        uint n = 0;
+        while ((int)(*bar - target) < 0 && ++n < spin_max)
+            ;
+        *ok = (int)(*bar - target) >= 0;
+        mem_fence(CLK_GLOBAL_MEM_FENCE); // the others' stores before this group's reads
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    return *ok;
+}
+
+__kernel __attribute__((reqd_work_group_size(JU, KS, 1))) void lstm_grid(
+    const int T, const int D0, const int H, const int L, const int C, __global const store_t *x,
+    __global const store_t *W, __global const store_t *bias, __global const store_t *Wd,
+    __global const store_t *bd, __global float *logits, __global float *h_all, __global float *c_all,
+    volatile __global uint *bar, const uint base, const uint spin_max)
+{
+    const int u = get_local_id(0), s = get_local_id(1);
+    const int g = get_group_id(0), G = get_num_groups(0), b = get_group_id(1), B = get_num_groups(1);
+    const int H4 = 4 * H, P = (H + G - 1) / G;
+    const int j_lo = g * P, j_hi = min(H, j_lo + P);
+    const uint nwg = (uint)(G * B);
+    __local float part[4][KS][JU];
+    __local float sum[4][JU];
+    __local int ok;
+    uint target = base;
+    for (int d = 0; d < T + L - 1; d++) {
+        int woff = 0;
+        for (int l = 0; l < L; l++) {
+            const int t = d - l, D = l == 0 ? D0 : H;
+            __global const store_t *Wl = W + woff;
+            woff += (D + H) * H4;
+            if (t < 0 || t >= T) // the same for the whole work-group
+                continue;
+            const int slot_in = t % 2, slot_out = (t + 1) % 2;
+            volatile __global const float *hp = h_all + ((l * 2 + slot_in) * B + b) * H;
+            __global const store_t *bl = bias + l * H4;
+            for (int j0 = j_lo; j0 < j_hi; j0 += JU) {
+                const int j = j0 + u;
+                float zi = 0.0f, zf = 0.0f, zg = 0.0f, zo = 0.0f;
+                if (j < j_hi) {
+                    if (l == 0) {
+                        __global const store_t *xt = x + (b * T + t) * D0;
+                        for (int r = s; r < D0; r += KS) {
+                            const float v = LD(xt, r);
+                            GATES_MAD(z, v, Wl, r * H4 + j, H)
+                        }
+                    } else {
+                        volatile __global const float *below = h_all + (((l - 1) * 2 + slot_out) * B + b) * H;
+#pragma unroll 4
+                        for (int r = s; r < H; r += KS) {
+                            const float v = below[r];
+                            GATES_MAD(z, v, Wl, r * H4 + j, H)
+                        }
+                    }
+                    if (t > 0) {
+#pragma unroll 4
+                        for (int r = s; r < H; r += KS) {
+                            const float v = hp[r];
+                            GATES_MAD(z, v, Wl, (D + r) * H4 + j, H)
+                        }
+                    }
+                }
+                SPLIT_SUM(part, sum, z, s, u)
+                if (s == 0 && j < j_hi) {
+                    const float gi = sum[0][u] + LD(bl, j), gf = sum[1][u] + LD(bl, H + j);
+                    const float gg = sum[2][u] + LD(bl, 2 * H + j), go = sum[3][u] + LD(bl, 3 * H + j);
+                    const int st = (l * B + b) * H + j;
+                    const float cn = sigmoid_(gf) * (t > 0 ? c_all[st] : 0.0f) + sigmoid_(gi) * tanh(gg);
+                    c_all[st] = cn;
+                    h_all[((l * 2 + slot_out) * B + b) * H + j] = sigmoid_(go) * tanh(cn);
+                }
+            }
+        }
+        target += nwg;
+        if (!grid_sync(bar, target, spin_max, &ok)) {
+            if (u == 0 && s == 0)
+                logits[B * C] = 1.0f;
+            return; // the whole work-group: ok is the same for all of it
+        }
+    }
+    if (g != 0)
+        return;
+    volatile __global const float *h = h_all + (((L - 1) * 2 + T % 2) * B + b) * H;
+    for (int k = s * JU + u; k < C; k += JU * KS) {
+        float acc = LD(bd, k);
+        for (int j = 0; j < H; j++)
+            acc = mad(h[j], LD(Wd, j * C + k), acc);
+        logits[b * C + k] = acc;
+    }
+}
+#endif
+

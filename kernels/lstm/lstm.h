@@ -49,9 +49,13 @@ void lstm_cpu_destroy(lstm_cpu *c);
  *          layers - 1 cell launches plus one dense launch;
  *   persist: ONE launch per inference as fused, each unit's gate reduction split over ks work-items
  *          (lstm_persist: a work-group of wg x ks per batch element, h and c in local memory).
+ *   grid:  ONE launch per inference, each layer's units spread over several work-groups per batch
+ *          element (lstm_grid: wg x ks each, at most one per compute unit), the layers pipelined
+ *          along diagonals as in wave and a barrier across work-groups between diagonals; needs a
+ *          device that runs all of them at once (GPUs), else it fails with exit 5, never hangs.
  * Neither launches a kernel per gate or per element. */
 typedef struct lstm_gpu lstm_gpu;
-enum { LSTM_STEP = 0, LSTM_FUSED = 1, LSTM_WAVE = 2, LSTM_PERSIST = 3 };
+enum { LSTM_STEP = 0, LSTM_FUSED = 1, LSTM_WAVE = 2, LSTM_PERSIST = 3, LSTM_GRID = 4 };
 /* persist: wg unit lanes (0: 32) x ks reduction slices (0: 1; main.c passes 32 on GPUs, 4 on CPU
  * devices). wave with ks > 1: the reduction of each unit split over ks work-items (lstm_wave_split), wg units
  * per work-group (0: 32); ks <= 1: one work-item per unit (lstm_wave). */
@@ -61,6 +65,8 @@ uint64_t lstm_gpu_source_key(void);
 /* wave: the reduction split and units per work-group that ran (1 and 0 without a split). */
 int lstm_gpu_ks(const lstm_gpu *g);
 int lstm_gpu_ju(const lstm_gpu *g);
+/* grid: work-groups per batch element (1 for the other strategies). */
+int lstm_gpu_groups(const lstm_gpu *g);
 /* Kernel launches per inference. */
 long lstm_gpu_launches(const lstm_gpu *g);
 const farm_cl_program *lstm_gpu_program(const lstm_gpu *g);

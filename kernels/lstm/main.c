@@ -6,7 +6,7 @@
 #include "lstm.h"
 #include "tune.h"
 
-static const char *const gpu_kernel_choices[] = {"auto", "fused", "step", "wave", "persist", NULL};
+static const char *const gpu_kernel_choices[] = {"auto", "fused", "step", "wave", "persist", "grid", NULL};
 
 typedef struct {
     lstm_cpu *cpu;
@@ -21,7 +21,7 @@ typedef struct {
     long wg, ks;
 } lstm_cfg;
 
-static const char *const strategy_names[] = {"step", "fused", "wave", "persist"};
+static const char *const strategy_names[] = {"step", "fused", "wave", "persist", "grid"};
 
 static void cfg_format(const lstm_cfg *c, char *out, size_t outlen)
 {
@@ -35,7 +35,7 @@ static int cfg_parse(const char *text, lstm_cfg *c)
     if (sscanf(text, "kernel=%15[a-z],wg=%ld,ks=%ld%c", name, &wg, &ks, &tail) != 3 || wg < 0 || wg > 4096 || ks < 1 ||
         ks > 256)
         return -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (!strcmp(name, strategy_names[i])) {
             c->strategy = i, c->wg = wg, c->ks = ks;
             return 0;
@@ -58,7 +58,7 @@ static int cfg_valid(const lstm_cfg *c, const lstm_shape *s, const farm_cl *cl)
         return -1;
     if (c->strategy == LSTM_PERSIST && persist_local_bytes(s, c->wg, c->ks) > cl->local_mem_bytes)
         return -1;
-    const size_t wg = (c->strategy == LSTM_WAVE && c->ks > 1) || c->strategy == LSTM_PERSIST ? (size_t)c->ks * (size_t)(c->wg ? c->wg : 32)
+    const size_t wg = (c->strategy == LSTM_WAVE && c->ks > 1) || c->strategy == LSTM_PERSIST || c->strategy == LSTM_GRID ? (size_t)c->ks * (size_t)(c->wg ? c->wg : 32)
                                                              : (size_t)c->wg;
     return wg <= cl->max_wg_size ? 0 : -1;
 }
@@ -161,7 +161,8 @@ int main(int argc, char **argv)
          "gpu strategy: fused (one launch per inference, a work-group per batch element), step (one launch "
          "per step and layer, all units in parallel), wave (one launch per step for all layers along "
          "diagonals), persist (one launch per inference, a work-group of wg x ks per batch element splitting "
-         "each unit's gate reduction); auto: fused on CPU devices when hidden <= 64 or batch >= compute units (launches "
+         "each unit's gate reduction), grid (one launch per inference, each layer's units over several work-groups "
+         "of wg x ks per batch element, at most one per compute unit, a barrier across them per diagonal: GPUs); auto: fused on CPU devices when hidden <= 64 or batch >= compute units (launches "
          "dominate), else step on CPU devices and wave on GPUs", 0, 0,
          gpu_kernel_choices},
         {"wg", FARM_OPT_INT, &wg,
@@ -209,6 +210,7 @@ int main(int argc, char **argv)
         lstm_cfg run = {!strcmp(gpu_kernel, "fused")     ? LSTM_FUSED
                         : !strcmp(gpu_kernel, "wave")    ? LSTM_WAVE
                         : !strcmp(gpu_kernel, "persist") ? LSTM_PERSIST
+                        : !strcmp(gpu_kernel, "grid")    ? LSTM_GRID
                                                          : LSTM_STEP,
                         wg, 1};
         if (run.strategy == LSTM_PERSIST) {
@@ -225,6 +227,22 @@ int main(int argc, char **argv)
                          "the device (limits %zu work-items, %llu bytes): lower --wg or --ks, or use --gpu-kernel=wave",
                          run.wg, run.ks, (unsigned long long)persist_local_bytes(&s, run.wg, run.ks), cl.max_wg_size,
                          (unsigned long long)cl.local_mem_bytes);
+        }
+        if (run.strategy == LSTM_GRID) {
+            /* 8 units x 32 slices per work-group: H=128 spreads over 16 work-groups, H=512 over as many
+             * as there are compute units per batch element */
+            run.wg = wg ? wg : 8;
+            run.ks = ks ? ks : (cl.device_type & CL_DEVICE_TYPE_GPU) ? 32 : 4;
+            while (!ks && run.ks > 1 && (size_t)(run.ks * run.wg) > cl.max_wg_size)
+                run.ks /= 2;
+            if ((size_t)(run.ks * run.wg) > cl.max_wg_size)
+                farm_die(FARM_EXIT_USAGE, "--gpu-kernel=grid: --ks=%ld x --wg=%ld work-items exceed the device's "
+                         "work-group limit %zu", run.ks, run.wg, cl.max_wg_size);
+            if (s.batch > (long)(cl.compute_units ? cl.compute_units : 1))
+                farm_die(FARM_EXIT_USAGE,
+                         "--gpu-kernel=grid: --batch=%ld needs at least %ld work-groups resident at once, the device "
+                         "has %u compute units (use --gpu-kernel=persist or wave)",
+                         s.batch, s.batch, cl.compute_units);
         }
         /* the split wave on GPUs: 32 units x 32 slices (H200: 1.8 ms per 2-layer H=128 window where one
          * work-item per unit took 6.6; H=512 2.4 vs 22.9), fewer slices where groups are smaller */
@@ -301,9 +319,13 @@ int main(int argc, char **argv)
     if (gpu) {
         farm_cl_info_fields(&j, &cl, lstm_gpu_program(r.gpu));
         farm_json_str(&j, "gpu_kernel", gpu_kernel);
+        /* lstm computes in fp32 on every device: fp16 is half storage of weights and inputs */
+        farm_json_str(&j, "precision_mode", s.fp16 ? "fp16-storage" : "fp32");
         farm_json_int(&j, "wg", wg);
         farm_json_int(&j, "ks", lstm_gpu_ks(r.gpu));
         farm_json_int(&j, "ju", lstm_gpu_ju(r.gpu));
+        farm_json_int(&j, "groups_per_batch_element", lstm_gpu_groups(r.gpu));
+        farm_json_int(&j, "compute_units", (long)cl.compute_units);
         farm_json_int(&j, "launches_per_inference", lstm_gpu_launches(r.gpu));
         farm_tune_info_fields(&j, &ts);
         farm_json_str(&j, "tune_metric", "wall");

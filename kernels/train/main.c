@@ -364,7 +364,7 @@ int main(int argc, char **argv)
 {
     farm_common common;
     farm_common_defaults(&common);
-    static const char *const buffer_modes[] = {"copy", "resident", "mapped", NULL};
+    static const char *const buffer_modes[] = {"copy", "resident", "mapped", "device", NULL};
     static const char *const fc_kernels[] = {"auto", "tiled", "simple", NULL};
     const char *fc_kernel = "auto";
     static const char *const corrupt_choices[] = {"none", "weight", "activation", NULL};
@@ -441,7 +441,10 @@ int main(int argc, char **argv)
     a.data = &data;
     a.lr = (float)lr;
     a.gpu = strcmp(common.backend, "gpu") == 0;
-    const mlp_buffers mode = !strcmp(buffers, "copy") ? MLP_COPY : !strcmp(buffers, "resident") ? MLP_RESIDENT : MLP_MAPPED;
+    const mlp_buffers mode = !strcmp(buffers, "copy")       ? MLP_COPY
+                             : !strcmp(buffers, "resident") ? MLP_RESIDENT
+                             : !strcmp(buffers, "device")   ? MLP_DEVICE
+                                                            : MLP_MAPPED;
     farm_cl cl;
     farm_pool *pool = NULL;
     void *x_storage = NULL;
@@ -460,12 +463,14 @@ int main(int argc, char **argv)
             mlp_gemm_defaults(&cl, &m, a.gpu_state.half_arith, cfg);
             mlp_gpu_use_tiled(&a.gpu_state, cfg, farm_cl_cache_dir(common.cl_cache));
             a.x_storage = x_storage_of(&a.gpu_state, &data, &m, &x_storage);
+            mlp_gpu_set_dataset(&a.gpu_state, a.x_storage, data.y, data.n);
             fc_choose(&a, &init, &common, farm_cl_cache_dir(common.cl_cache), vtol, cfg, tune_st);
         } else if (common.tune) {
             fprintf(stderr, "train: warning: --tune: --fc-kernel=simple has no tuned parameters (use "
                             "--fc-kernel=tiled)\n");
         }
         a.x_storage = x_storage_of(&a.gpu_state, &data, &m, &x_storage);
+        mlp_gpu_set_dataset(&a.gpu_state, a.x_storage, data.y, data.n);
     } else {
         pool = strcmp(common.backend, "cpu-mt") == 0 ? farm_pool_create((int)common.threads) : NULL;
         mlp_cpu_init(&a.cpu, &m, fp16, pool);

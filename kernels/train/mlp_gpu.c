@@ -246,6 +246,35 @@ static uint64_t mapped_copy(mlp_gpu *g, cl_mem buf, void *host, size_t bytes, in
     return dt;
 }
 
+void mlp_gpu_set_dataset(mlp_gpu *g, const void *x, const int32_t *y, size_t rows)
+{
+    if (g->mode != MLP_DEVICE || g->data_x_host)
+        return;
+    const size_t xbytes = rows * (size_t)g->m->sizes[0] * g->elem_bytes;
+    g->data_x = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, xbytes, (void *)x);
+    g->data_y = farm_cl_buffer(g->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, rows * sizeof(int32_t), (void *)y);
+    g->data_x_host = x;
+    g->data_y_host = y;
+    g->data_rows = rows;
+}
+
+/* device mode: the batch starting at row y - data_y_host, copied on the device. */
+static void copy_batch_on_device(mlp_gpu *g, const void *x, const int32_t *y, farm_evlist *evs)
+{
+    const size_t batch = (size_t)g->m->batch, row_bytes = (size_t)g->m->sizes[0] * g->elem_bytes;
+    if (!g->data_y_host)
+        farm_die(FARM_EXIT_ERROR, "train: --buffers=device: no dataset on the device (mlp_gpu_set_dataset)");
+    const size_t row = (size_t)(y - g->data_y_host);
+    if (y < g->data_y_host || row + batch > g->data_rows || (const char *)x != (const char *)g->data_x_host + row * row_bytes)
+        farm_die(FARM_EXIT_ERROR, "train: --buffers=device: a step's batch is not a row range of the uploaded dataset");
+    farm_cl_check(clEnqueueCopyBuffer(g->cl->queue, g->data_x, g->act[0], row * row_bytes, 0, batch * row_bytes, 0,
+                                      NULL, farm_ev_slot(evs, FARM_KERNEL)),
+                  "clEnqueueCopyBuffer(batch)");
+    farm_cl_check(clEnqueueCopyBuffer(g->cl->queue, g->data_y, g->labels, row * sizeof(int32_t), 0,
+                                      batch * sizeof(int32_t), 0, NULL, farm_ev_slot(evs, FARM_KERNEL)),
+                  "clEnqueueCopyBuffer(labels)");
+}
+
 double mlp_gpu_step(mlp_gpu *g, const void *x, const int32_t *y, float lr, farm_split *split)
 {
     const mlp *m = g->m;
@@ -258,7 +287,9 @@ double mlp_gpu_step(mlp_gpu *g, const void *x, const int32_t *y, float lr, farm_
             write_buf(g, g->w[l], g->w_host[l], mlp_weight_count(m, l) * g->elem_bytes, &evs);
             write_buf(g, g->b[l], g->b_host[l], (size_t)m->sizes[l + 1] * g->elem_bytes, &evs);
         }
-    if (g->mode == MLP_MAPPED) {
+    if (g->mode == MLP_DEVICE) {
+        copy_batch_on_device(g, x, y, &evs);
+    } else if (g->mode == MLP_MAPPED) {
         host_h2d += mapped_copy(g, g->act[0], (void *)x, xbytes, 1, &evs);
         host_h2d += mapped_copy(g, g->labels, (void *)y, batch * sizeof(int32_t), 1, &evs);
     } else {
@@ -347,6 +378,10 @@ void mlp_gpu_free(mlp_gpu *g)
     }
     clReleaseMemObject(g->labels);
     clReleaseMemObject(g->loss);
+    if (g->data_x_host) {
+        clReleaseMemObject(g->data_x);
+        clReleaseMemObject(g->data_y);
+    }
     clReleaseKernel(g->forward);
     clReleaseKernel(g->xent);
     clReleaseKernel(g->backward_input);

@@ -4,6 +4,10 @@
  *   resident  weights stay on the device; only the batch goes up and the per-sample losses come back
  *   mapped    like resident, but batch and losses move through mapped host-visible buffers
  *             (CL_MEM_ALLOC_HOST_PTR, map/unmap: zero-copy where memory is shared, as on phones)
+ *   device    like resident, with the whole dataset uploaded once before the measured steps: a
+ *             step copies its batch on the device (kernel time) and only the losses come back, so
+ *             nothing goes from host to device inside a step (what a framework's training loop
+ *             with its data already on the GPU does)
  * h2d_ns / d2h_ns are the profiled transfer (or map/unmap) commands plus, for mapped, the host
  * copies into and out of the mapped pointers. */
 #ifndef FARM_TRAIN_MLP_GPU_H
@@ -12,7 +16,7 @@
 #include "../common/tiled.h"
 #include "mlp.h"
 
-typedef enum { MLP_COPY = 0, MLP_RESIDENT = 1, MLP_MAPPED = 2 } mlp_buffers;
+typedef enum { MLP_COPY = 0, MLP_RESIDENT = 1, MLP_MAPPED = 2, MLP_DEVICE = 3 } mlp_buffers;
 
 #define MLP_MAX_PROGS 64 /* tiled programs, one per configuration (--tune tries many) */
 
@@ -42,6 +46,11 @@ typedef struct {
     farm_cl_program tprog[MLP_MAX_PROGS];
     cl_kernel tk[MLP_MAX_PROGS][3]; /* [program][gemm kind] */
     cl_kernel bias_update;
+    /* device mode: the dataset on the device, and the host arrays whose rows the steps name */
+    cl_mem data_x, data_y;
+    const void *data_x_host;
+    const int32_t *data_y_host;
+    size_t data_rows;
 } mlp_gpu;
 
 enum { FC_FWD = 0, FC_BWD = 1, FC_UPD = 2 };
@@ -60,6 +69,9 @@ uint64_t mlp_gpu_source_key(void);
 
 /* Builds the program, creates buffers and uploads the initial weights (not timed). */
 void mlp_gpu_init(mlp_gpu *g, farm_cl *cl, mlp *m, int fp16, mlp_buffers mode, const char *cache_dir);
+/* device mode: uploads the dataset (x: rows x sizes[0] in storage precision, y: rows labels) once;
+ * later steps must pass rows of these same arrays. A no-op in the other modes or once done. */
+void mlp_gpu_set_dataset(mlp_gpu *g, const void *x, const int32_t *y, size_t rows);
 /* One step on a batch already in storage precision (x: batch rows, half or float). Returns the
  * mean loss and fills the split. */
 double mlp_gpu_step(mlp_gpu *g, const void *x, const int32_t *y, float lr, farm_split *split);

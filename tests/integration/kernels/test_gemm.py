@@ -92,6 +92,40 @@ def test_register_blocking_knobs_keep_results_exact(kernel_program, tmp_path, ke
         assert (run.one("info")["wg_m"], run.one("info")["wg_n"]) == (wg, wg)
 
 
+# --global-vec=4: the local kernel's operand tiles loaded as float4 (gemm_tiled.cl TILED_GVEC4).
+# Sizes off every tile and every multiple of 4 (the host pads to whole tiles); tiles where each
+# work-item loads one or several float4s of each operand, and one whose B tile (8 x 4 = 8 float4s
+# for 16 work-items) does not split into whole float4s, which falls back to scalar loads.
+@pytest.mark.parametrize(
+    ("tile", "vec_loads"),
+    [
+        (["--tsm=32", "--tsn=32", "--tsk=8", "--wptm=4", "--wptn=4", "--lvw=4"], 4),
+        (["--tsm=64", "--tsn=64", "--tsk=16", "--wptm=4", "--wptn=4", "--lvw=4"], 4),
+        (["--tsm=64", "--tsn=32", "--tsk=16", "--wptm=4", "--wptn=4", "--lvw=2"], 4),
+        (["--tsm=16", "--tsn=4", "--tsk=8", "--wptm=1", "--wptn=4", "--lvw=1"], 1),
+    ],
+    ids=["32x32x8", "64x64x16", "64x32x16-lvw2", "no-fit"],
+)
+def test_float4_global_loads_match_numpy(kernel_program, tmp_path, tile, vec_loads):
+    m, n, k = 77, 45, 70
+    a, b, args = write_inputs(tmp_path, m, n, k, seed=len(tile) + vec_loads)
+    out = tmp_path / "c.npy"
+    run = kernel_program("gemm").run(
+        *args, "--backend=gpu", "--kernel=local", "--global-vec=4", *tile, "--iters=1", "--warmup=0",
+        f"--dump-output={out}",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.one("info")["global_vec"] == vec_loads
+    np.testing.assert_allclose(np.load(out), a @ b, rtol=1e-4, atol=1e-5 * k)
+
+
+def test_global_vec_other_than_1_or_4_is_refused(kernel_program):
+    run = kernel_program("gemm").run("--backend=gpu", "--kernel=local", "--global-vec=2", "--iters=1")
+    assert run.returncode == 2
+    expected = "gemm: --global-vec=2: use 1 (scalar loads) or 4 (float4 loads)"
+    assert run.stderr.strip().splitlines() == [expected]
+
+
 def test_verification_failure_exits_4_with_one_line(kernel_program):
     run = kernel_program("gemm").run("--backend=gpu", "--m=16", "--iters=1", "--verify", "--corrupt-output")
     assert run.returncode == 4

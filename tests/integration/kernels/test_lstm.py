@@ -149,6 +149,38 @@ def test_seeded_runs_are_reproducible_across_backends(kernel_program, tmp_path):
     assert not np.allclose(np.load(different_seed), outs[0])
 
 
+# grid spreads each layer's units over work-groups that meet at a barrier across the grid, one
+# per compute unit at most (PoCL here: 2). (45, 3, 1): a 3-layer pipeline over 2 groups of 23 and
+# 22 units; (45, 2, 2): one group per batch element; --wg=16 --ks=3 at hidden 64: 32 units per
+# group in two chunks of 16 lanes, 3 slices sharing the 4 gates' sums.
+@pytest.mark.parametrize(
+    ("hidden", "layers", "batch", "extra"),
+    [(45, 3, 1, []), (45, 2, 2, []), (64, 2, 1, ["--wg=16", "--ks=3"])],
+    ids=["3-layers", "batch-2", "chunks"],
+)
+def test_grid_logits_match_numpy_lstm(kernel_program, tmp_path, hidden, layers, batch, extra):
+    weights, x, args = write_model(
+        tmp_path, input_dim=9, hidden=hidden, layers=layers, classes=6, batch=batch, seq_len=24, seed=hidden
+    )
+    out = tmp_path / "logits.npy"
+    run = kernel_program("lstm").run(
+        *args, "--backend=gpu", "--gpu-kernel=grid", *extra, "--iters=2", "--warmup=0", f"--dump-output={out}"
+    )
+    assert run.returncode == 0, run.stderr
+    info = run.one("info")
+    assert info["launches_per_inference"] == 1
+    # as many groups as chunks of wg units, at most one per compute unit over the batch
+    assert info["groups_per_batch_element"] == min(-(-hidden // info["ju"]), info["compute_units"] // batch)
+    np.testing.assert_allclose(np.load(out), numpy_lstm(weights, x, layers), rtol=1e-3, atol=1e-4)
+
+
+def test_grid_refuses_more_batch_elements_than_compute_units(kernel_program):
+    run = kernel_program("lstm").run("--backend=gpu", "--iters=1", "--gpu-kernel=grid", "--batch=100000")
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert "--gpu-kernel=grid: --batch=100000" in run.stderr and "compute units" in run.stderr
+
+
 def test_persist_beyond_the_work_group_limit_says_what_to_lower(kernel_program):
     too_big = ("--gpu-kernel=persist", "--wg=4096", "--ks=256")
     run = kernel_program("lstm").run("--backend=gpu", "--iters=1", *too_big)
@@ -166,3 +198,14 @@ def test_weight_file_with_wrong_shape_names_the_file(kernel_program, tmp_path):
     line = run.stderr.strip()
     assert len(line.splitlines()) == 1
     assert "lstm0_kernel.npy" in line and "expected shape (26, 68)" in line
+
+
+def test_fp16_reports_half_storage_and_whether_the_device_has_half_arithmetic(kernel_program):
+    prog = kernel_program("lstm")
+    devices = {d["name"]: d["fp16"] for d in prog.run("--list-devices").of("device")}
+    run = prog.run("--backend=gpu", "--precision=fp16", "--iters=1", "--warmup=0", "--seq-len=4")
+    assert run.returncode == 0, run.stderr
+    info = run.one("info")
+    # the same answer as the device list's (clGetDeviceInfo's extension string)
+    assert info["cl_khr_fp16"] is devices[info["device"]]
+    assert info["precision_mode"] == "fp16-storage"

@@ -194,6 +194,22 @@ def test_buffer_strategies_split_time_and_agree(train, buffers: str) -> None:
     assert result["checksum"] == ref.of("result")[0]["checksum"]
 
 
+def test_device_buffers_move_nothing_host_to_device_inside_a_step(train) -> None:
+    # --samples=96, batch 32: three batches, so 7 steps wrap around the dataset twice
+    common = ["--backend=gpu", "--layers=64,32,8", "--batch=32", "--samples=96", "--steps=6", "--warmup=1"]
+    r = train(*common, "--buffers=device", "--verify")
+    assert r.returncode == 0, r.stderr
+    iters = r.of("iter")
+    assert len(iters) == 6
+    # the dataset went up once, before the steps: inside a step only the losses come back
+    assert all(e["h2d_ns"] == 0 and e["kernel_ns"] > 0 and e["d2h_ns"] > 0 for e in iters)
+    (result,) = r.of("result")
+    assert result["buffers"] == "device" and result["verified"] is True
+    # the same batches in the same order as when the host uploads each one
+    ref = train(*common, "--buffers=resident")
+    assert result["checksum"] == ref.of("result")[0]["checksum"]
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
