@@ -30,9 +30,33 @@ def is_sampling(runs: Iterable[StoredResult], params: Mapping[str, Any]) -> bool
     return any(str({**params, **run.factors}.get("model", "")) == SINGLE_LAYER_MODEL for run in runs)
 
 
-def run_clock_mhz(run: StoredResult, backend: str) -> float | None:
-    """The clock the run's kernel ran at: the GPU's mean for gpu, else the fastest CPU policy's
-    mean (the big cluster, where farm pins the cpu backends); None where not recorded."""
+def pinned_clock_mhz(env: Mapping[str, Any], backend: str) -> float | None:
+    """The clock a run was pinned at, from its env.json's clock readback (farm.engine.clocks): the
+    GPU's devfreq min = max for gpu, else the fastest CPU policy's scaling min = max; None where
+    the run was not pinned as requested (a governor's clock is no one number)."""
+    clocks = env.get("clocks")
+    if not isinstance(clocks, Mapping) or clocks.get("mode") != "pin" or clocks.get("as_requested") is False:
+        return None
+    readback = clocks.get("readback")
+    if not isinstance(readback, Mapping):
+        return None
+    found = []
+    for path, value in readback.items():
+        gpu = "devfreq" in str(path) and str(path).endswith("/max_freq")  # kgsl's or a Mali's
+        cpu = str(path).endswith("/scaling_max_freq")
+        floor = readback.get(str(path).replace("max_freq", "min_freq"))
+        if (gpu if backend == "gpu" else cpu) and floor == value and str(value).isdigit():
+            found.append(int(value) / (1e6 if gpu else 1e3))  # devfreq in Hz, cpufreq in kHz
+    return max(found) if found else None
+
+
+def run_clock_mhz(run: StoredResult, backend: str, env: Mapping[str, Any] | None = None) -> float | None:
+    """The clock the run's kernel ran at: the clock it was pinned at (`env`: its env.json), else
+    the GPU's mean for gpu, else the fastest CPU policy's mean (the big cluster, where farm pins
+    the cpu backends); None where not recorded (a short run may end between two clock samples)."""
+    pinned = pinned_clock_mhz(env or {}, backend)
+    if pinned is not None:
+        return pinned
     if backend == "gpu":
         return run.metrics.get("gpu_freq_mean_mhz")
     cpu = [value for name, value in run.metrics.items() if _CPU_CLOCK.match(name)]
@@ -60,8 +84,10 @@ def kernel_samples(
     params: Mapping[str, Any],
     layers: Mapping[str, Sequence[LayerResult]],
     statistic: LayerStatistic = LayerStatistic.MEDIAN,
+    envs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[ModelKey, list[KernelSample]]:
-    """Every finished single-layer run as a sample, per phone, backend and precision."""
+    """Every finished single-layer run as a sample, per phone, backend and precision; `envs`: the
+    runs' env.json by run_id, for the clock they were pinned at."""
     groups: dict[ModelKey, list[KernelSample]] = {}
     for run in runs:
         factors = {**params, **run.factors}
@@ -73,9 +99,31 @@ def kernel_samples(
         key = ModelKey(
             run.device_id, str(factors.get("backend", "cpu")), str(factors.get("precision", "fp32"))
         )
-        sample = KernelSample(config_of(factors), float(time_ms), run_clock_mhz(run, key.backend))
+        clock = run_clock_mhz(run, key.backend, (envs or {}).get(run.run_id))
+        sample = KernelSample(config_of(factors), float(time_ms), clock)
         groups.setdefault(key, []).append(sample)
     return groups
+
+
+def network_clocks(
+    runs: Iterable[StoredResult],
+    params: Mapping[str, Any],
+    network: str,
+    envs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[ModelKey, float]:
+    """The median clock the finished runs of `network` ran at, per phone, backend and precision."""
+    found: dict[ModelKey, list[float]] = {}
+    for run in runs:
+        factors = {**params, **run.factors}
+        if run.state is not RunState.DONE or not run.device_id or str(factors.get("model")) != network:
+            continue
+        key = ModelKey(
+            run.device_id, str(factors.get("backend", "cpu")), str(factors.get("precision", "fp32"))
+        )
+        clock = run_clock_mhz(run, key.backend, (envs or {}).get(run.run_id))
+        if clock:
+            found.setdefault(key, []).append(clock)
+    return {key: sorted(values)[len(values) // 2] for key, values in found.items()}
 
 
 def model_file(experiment: str, predictors: Mapping[ModelKey, KernelPredictor]) -> dict[str, Any]:

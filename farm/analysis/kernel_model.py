@@ -41,8 +41,10 @@ class KernelType(enum.StrEnum):
 
     CONV_1X1 = "conv1x1"
     CONV_KXK = "convkxk"
+    DWCONV = "dwconv"
     MAXPOOL = "maxpool"
     AVGPOOL = "avgpool"
+    ADD = "add"
 
 
 def kernel_type(layer: Layer) -> KernelType:
@@ -50,6 +52,10 @@ def kernel_type(layer: Layer) -> KernelType:
         return KernelType.MAXPOOL
     if layer.kind is LayerKind.AVGPOOL:
         return KernelType.AVGPOOL
+    if layer.kind is LayerKind.DWCONV:
+        return KernelType.DWCONV
+    if layer.kind is LayerKind.ADD:
+        return KernelType.ADD
     return KernelType.CONV_1X1 if layer.kernel == 1 and layer.stride == 1 else KernelType.CONV_KXK
 
 

@@ -91,16 +91,24 @@ class KernelConfig:
 
 
 def kernel_of_layer(layer: Layer) -> KernelConfig:
-    """A descriptor layer as the kernel the single-layer mode would run (padding from the sizes)."""
-    if layer.kind is LayerKind.MAXPOOL:
-        return KernelConfig(
-            KernelKind.MAXPOOL, layer.in_maps, layer.in_size, layer.out_maps, layer.kernel, layer.stride
-        )
-    if layer.kind is LayerKind.AVGPOOL:
-        return KernelConfig(KernelKind.AVGPOOL, layer.in_maps, layer.in_size, layer.out_maps)
-    pad = max(0, -(-((layer.out_size - 1) * layer.stride + layer.kernel - layer.in_size) // 2))
-    kind = KernelKind.POINTWISE if layer.kernel == 1 and layer.stride == 1 else KernelKind.CONV
-    return KernelConfig(kind, layer.in_maps, layer.in_size, layer.out_maps, layer.kernel, layer.stride, pad)
+    """A descriptor layer as the kernel the single-layer mode would run: a conv whose window is its
+    whole input (a classifier after the global pool) is the fc kernel, a 1x1 stride-1 conv the
+    pointwise one."""
+    if layer.kind in (LayerKind.AVGPOOL, LayerKind.ADD):
+        return KernelConfig(KernelKind(layer.kind.value), layer.in_maps, layer.in_size, layer.out_maps)
+    if (
+        layer.kind is LayerKind.CONV
+        and layer.kernel == layer.in_size
+        and layer.out_size == 1
+        and not layer.pad
+    ):
+        return KernelConfig(KernelKind.FC, layer.in_maps, layer.in_size, layer.out_maps, layer.kernel)
+    if layer.kind is LayerKind.CONV:
+        kind = KernelKind.POINTWISE if layer.kernel == 1 and layer.stride == 1 else KernelKind.CONV
+    else:  # maxpool, dwconv: the same names
+        kind = KernelKind(layer.kind.value)
+    shape = (layer.in_maps, layer.in_size, layer.out_maps, layer.kernel, layer.stride, layer.pad)
+    return KernelConfig(kind, *shape)
 
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -144,6 +152,13 @@ def _target(sample: KernelSample) -> float:
     return math.log(sample.time_ms * (sample.clock_mhz or 1.0))
 
 
+class Estimator(enum.StrEnum):
+    """The regressor per kernel type (both scikit-learn tree ensembles over the same features)."""
+
+    BOOSTING = "boosting"  # GradientBoostingRegressor
+    FOREST = "forest"  # RandomForestRegressor
+
+
 @dataclass(frozen=True)
 class KernelPredictor:
     """The samples of one phone, backend and precision; `predict_ms` refits per type (seeded) on
@@ -151,17 +166,21 @@ class KernelPredictor:
 
     precision: str
     samples: tuple[KernelSample, ...]
+    estimator: Estimator = Estimator.BOOSTING
 
     def kinds(self) -> tuple[KernelKind, ...]:
         return tuple(sorted({s.config.kind for s in self.samples}))
 
 
-def _ensemble(samples: Sequence[KernelSample], precision: str) -> Any:  # a GradientBoostingRegressor
+def _ensemble(samples: Sequence[KernelSample], precision: str, estimator: Estimator) -> Any:
     # Imported here: scikit-learn loads in ~1 s, and only fitting needs it.
-    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
     x = np.array([features(s.config, s.clock_mhz, precision) for s in samples])
     y = np.array([_target(s) for s in samples])
+    if estimator is Estimator.FOREST:
+        forest = RandomForestRegressor(n_estimators=300, min_samples_leaf=1, random_state=SEED)
+        return forest.fit(x, y)
     model = GradientBoostingRegressor(
         n_estimators=300, learning_rate=0.05, max_depth=3, subsample=0.8, random_state=SEED
     )
@@ -174,7 +193,11 @@ class _Fitted:
     def __init__(self, predictor: KernelPredictor) -> None:
         self.predictor = predictor
         self.models = {
-            kind: _ensemble([s for s in predictor.samples if s.config.kind is kind], predictor.precision)
+            kind: _ensemble(
+                [s for s in predictor.samples if s.config.kind is kind],
+                predictor.precision,
+                predictor.estimator,
+            )
             for kind in predictor.kinds()
         }
 
@@ -207,9 +230,35 @@ def check_samples(samples: Iterable[KernelSample]) -> None:
         )
 
 
-def fit(samples: Sequence[KernelSample], precision: str = "fp32") -> KernelPredictor:
+def fit(
+    samples: Sequence[KernelSample], precision: str = "fp32", estimator: Estimator = Estimator.BOOSTING
+) -> KernelPredictor:
     check_samples(samples)
-    return KernelPredictor(precision, tuple(samples))
+    return KernelPredictor(precision, tuple(samples), estimator)
+
+
+FOLDS = 5
+
+
+def held_out_errors(predictor: KernelPredictor) -> list[tuple[KernelSample, float]]:
+    """Each sample's relative error |predicted / measured - 1| from a fit without it (FOLDS-fold
+    per kernel type, seeded): where the predictor errs, for the adaptive sampling round."""
+    found: list[tuple[KernelSample, float]] = []
+    for kind in predictor.kinds():
+        group = [s for s in predictor.samples if s.config.kind is kind]
+        order = np.random.default_rng(SEED).permutation(len(group))
+        for fold in range(min(FOLDS, len(group))):
+            held_out = set(order[fold::FOLDS].tolist())
+            held = [group[i] for i in sorted(held_out)]
+            kept = [group[i] for i in range(len(group)) if i not in held_out]
+            if len(kept) < 2:
+                continue
+            model = _ensemble(kept, predictor.precision, predictor.estimator)
+            x = np.array([features(s.config, s.clock_mhz, predictor.precision) for s in held])
+            for sample, log_cycles in zip(held, model.predict(x), strict=True):
+                predicted = math.exp(log_cycles) / (sample.clock_mhz or 1.0)
+                found.append((sample, abs(predicted / sample.time_ms - 1.0)))
+    return found
 
 
 def predict_many(

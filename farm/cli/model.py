@@ -17,11 +17,20 @@ from typing import Any
 import click
 
 from farm.analysis import kernel_data, resource_data
-from farm.analysis.cnn_descriptor import NETWORKS, Network
-from farm.analysis.cnn_descriptor import network as network_descriptor
+from farm.analysis.cnn_descriptor import NETWORKS, Network, network_or_file
 from farm.analysis.kernel_model import LayerSample, fit_layer_model
-from farm.analysis.kernel_predictor import Accuracy, KernelPredictor, accuracy, kernel_of_layer, predict_many
+from farm.analysis.kernel_predictor import (
+    Accuracy,
+    Estimator,
+    KernelPredictor,
+    KernelSample,
+    accuracy,
+    held_out_errors,
+    kernel_of_layer,
+    predict_many,
+)
 from farm.analysis.kernel_predictor import fit as fit_kernels
+from farm.analysis.kernel_sampling import PER_KIND, refine, refinement_text
 from farm.analysis.network_model import (
     NetworkPrediction,
     pool_rate,
@@ -36,6 +45,7 @@ from farm.errors import ConfigError
 from farm.report.model import ReportData
 from farm.report.query import load_report_data
 from farm.store import Store
+from farm.store.views import last_done_env
 
 
 def _load(results: str | None, experiment: str) -> ReportData:
@@ -57,7 +67,9 @@ class Predictor(enum.StrEnum):
 
 @click.group("model")
 def model() -> None:
-    """Resource model (Augur): predict latency and memory of configurations never measured.
+    """Latency and memory predictors, fitted per phone: on sampled kernels (kernel_sampling.yaml,
+    nn-Meter's way) or on a GEMM sweep (Augur's), they predict networks and configurations never
+    measured.
 
     \b
     Example:
@@ -74,6 +86,7 @@ def _term(name: str) -> str:
 
 @model.command("fit")
 @click.argument("experiment")
+@click.argument("more", nargs=-1)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -92,13 +105,31 @@ def _term(name: str) -> str:
     type=click.Choice(NETWORKS),
     help="cnn experiments: fit only the convolutions of this network (repeatable).",
 )
+@click.option(
+    "--refine",
+    "refine_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Sampling experiments: write the adaptive round here, an experiment of configurations around "
+    "those the predictors got most wrong held out; run it, then fit on both.",
+)
+@click.option(
+    "--estimator",
+    type=click.Choice([e.value for e in Estimator]),
+    default=Estimator.BOOSTING.value,
+    show_default=True,
+    help="Sampling experiments: the regressor per kernel type (tests/bench/bench_predict.py compares them).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the model file's JSON.")
 @results_option
 def fit(
     experiment: str,
+    more: tuple[str, ...],
     out: Path | None,
     all_repetitions: bool,
     networks: tuple[str, ...],
+    refine_path: Path | None,
+    estimator: str,
     as_json: bool,
     results: str | None,
 ) -> None:
@@ -111,11 +142,21 @@ def fit(
       farm model fit gemm
       farm model fit gemm --json --out gemm_model.json
       farm model fit squeezenet_precision --network squeezenet1.0   # then predict squeezenet1.1
+      farm model fit kernel_sampling --refine round2.yaml   # sampled kernels; then the adaptive round:
+      farm run round2.yaml && farm model fit kernel_sampling kernel_sampling_refine
     """
     data = _load(results, experiment)
     if data.benchmark == "cnn" and kernel_data.is_sampling(data.runs, _params(data)):
-        _fit_kernels(experiment, data, out, as_json, results)
+        rounds = [data, *(_load(results, name) for name in more)]
+        for extra in rounds[1:]:
+            if not kernel_data.is_sampling(extra.runs, _params(extra)):
+                raise ConfigError(f"experiment {extra.experiment!r} is no kernel sampling experiment")
+        _fit_kernels(rounds, out, refine_path, Estimator(estimator), as_json, results)
         return
+    if more:
+        raise ConfigError(
+            "one experiment at a time, except kernel sampling rounds", hint=f"fit {experiment} alone"
+        )
     inputs = _inputs(data, networks)
     groups = inputs.samples
     if not groups:
@@ -187,7 +228,8 @@ def _inputs(data: ReportData, networks: tuple[str, ...]) -> _Inputs:
         samples = resource_data.gemm_samples(data.runs, _params(data))
         return _Inputs(samples, {}, "gemm", resource_data.TIME_METRIC)
     if data.benchmark == "cnn":
-        chosen = networks or NETWORKS
+        ran = {name for name, _ in resource_data.measured_inputs(data.runs, _params(data))}
+        chosen = networks or tuple(name for name in NETWORKS if name in ran) or NETWORKS
         layers = resource_data.cnn_layer_samples(data.runs, _params(data), chosen, data.layers)
         return _Inputs(
             {key: group.convs for key, group in layers.items() if group.convs},
@@ -277,7 +319,12 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction, used: str) -
     type=click.Path(path_type=Path),
     help="Model file from `farm model fit`.",
 )
-@click.option("--network", required=True, help=f"CNN descriptor: {', '.join(NETWORKS)}.")
+@click.option(
+    "--network",
+    required=True,
+    help=f"A shipped network ({', '.join(NETWORKS)}) or a descriptor file you wrote "
+    "(YAML, farm/analysis/networks/README.md).",
+)
 @click.option(
     "--input-size",
     type=click.IntRange(16, 4096),
@@ -312,6 +359,13 @@ def _print_prediction(key: ModelKey, prediction: NetworkPrediction, used: str) -
     help="augur: the GEMM-only baseline (a model file fitted on a gemm sweep) instead of the "
     "kernel predictor of a sampling experiment's file.",
 )
+@click.option(
+    "--clock-mhz",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="Kernel predictors: the clock to predict at (cpu: the fastest policy's, gpu: the GPU's); "
+    "default the clock the --compare runs ran at, else the sampled kernels'.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @results_option
 def predict(
@@ -324,6 +378,7 @@ def predict(
     predictor: str,
     figure: Path | None,
     baseline: str | None,
+    clock_mhz: float | None,
     as_json: bool,
     results: str | None,
 ) -> None:
@@ -335,8 +390,9 @@ def predict(
       farm model predict --model results/gemm/resource_model.json --network squeezenet1.0
       farm model predict --model m.json --network squeezenet1.1 --backend gpu --compare squeezenet_precision
       farm model predict --model m.json --network squeezenet1.1 --compare cnn_runs --figure pred.svg
+      farm model predict --model m.json --network my_net.yaml
     """
-    descriptor = network_descriptor(network, input_size)
+    descriptor = network_or_file(network, input_size)
     kernels = _read_kernel_predictors(model_path)
     if kernels is not None and baseline == "augur":
         raise ConfigError(
@@ -344,7 +400,7 @@ def predict(
             hint="fit one with `farm run experiments/gemm.yaml --variant model` and `farm model fit gemm`",
         )
     if kernels is not None:
-        _predict_kernels(kernels, descriptor, devices, backends, compare, as_json, results)
+        _predict_kernels(kernels, descriptor, devices, backends, compare, clock_mhz, as_json, results)
         return
     models = _read_models(model_path)
     chosen = [
@@ -452,10 +508,24 @@ def _read_models(path: Path) -> list[PhoneModel]:
 
 
 def _fit_kernels(
-    experiment: str, data: ReportData, out: Path | None, as_json: bool, results: str | None
+    rounds: list[ReportData],
+    out: Path | None,
+    refine_path: Path | None,
+    estimator: Estimator,
+    as_json: bool,
+    results: str | None,
 ) -> None:
-    """fit on a kernel sampling experiment: one kernel predictor per phone, backend and precision."""
-    groups = kernel_data.kernel_samples(data.runs, _params(data), data.layers)
+    """fit on kernel sampling experiments (a first round and adaptive ones): one kernel predictor
+    per phone, backend and precision; with `refine_path`, the next adaptive round's experiment."""
+    experiment = rounds[0].experiment
+    groups: dict[ModelKey, list[KernelSample]] = {}
+    with Store(store_location(results), read_only=True) as store:
+        for data in rounds:
+            envs = {run.run_id: last_done_env(store, run.run_id) for run in data.runs}
+            for key, found in kernel_data.kernel_samples(
+                data.runs, _params(data), data.layers, envs=envs
+            ).items():
+                groups.setdefault(key, []).extend(found)
     if not groups:
         raise ConfigError(
             f"experiment {experiment!r} has no finished single-layer cnn runs with a layer time",
@@ -464,13 +534,14 @@ def _fit_kernels(
     predictors: dict[ModelKey, KernelPredictor] = {}
     for key, samples in sorted(groups.items()):
         try:
-            predictors[key] = fit_kernels(samples, key.precision)
+            predictors[key] = fit_kernels(samples, key.precision, estimator)
         except ConfigError as error:
             raise ConfigError(f"{key.label()}: {error}") from None
     document = kernel_data.model_file(experiment, predictors)
     path = out or store_location(results).artifacts / experiment / "kernel_predictor.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
+    refine_note = _write_refinement(refine_path, experiment, predictors) if refine_path is not None else None
     if as_json:
         echo_json(document)
         return
@@ -478,8 +549,32 @@ def _fit_kernels(
         kinds = ", ".join(
             f"{kind} ({sum(s.config.kind is kind for s in predictor.samples)})" for kind in predictor.kinds()
         )
-        click.echo(f"{key.label()}: kernel predictors for {kinds}")
+        click.echo(f"{key.label()}: kernel predictors ({estimator}) for {kinds}")
     click.echo(f"model written to {path}")
+    if refine_note:
+        click.echo(refine_note)
+
+
+def _write_refinement(path: Path, experiment: str, predictors: Mapping[ModelKey, KernelPredictor]) -> str:
+    """The adaptive round: per kind, a quarter of the first round's count around the sampled
+    configurations with the largest held-out error (pooled over phones and backends)."""
+    errors = [(s.config, err) for p in predictors.values() for s, err in held_out_errors(p)]
+    sampled = {s.config for p in predictors.values() for s in p.samples}
+    counts = {kind: max(2, n // 4) for kind, n in PER_KIND.items()}
+    name = f"{experiment}_refine"
+    configs = refine(errors, counts, seed=len(sampled), avoid=sampled)
+    try:
+        backends = sorted({key.backend for key in predictors})
+        precisions = sorted({key.precision for key in predictors})
+        path.write_text(refinement_text(name, configs, experiment, backends, precisions), encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot write the adaptive round ({error.strerror})") from None
+    worst = sorted(errors, key=lambda e: -e[1])[:1]
+    at = f" (worst held out: {worst[0][0].kind} {worst[0][1]:.0%} off)" if worst else ""
+    return (
+        f"adaptive round: {len(configs)} configurations written to {path}{at}; "
+        f"`farm run {path}`, then `farm model fit {experiment} {name}`"
+    )
 
 
 def _read_kernel_predictors(path: Path) -> dict[ModelKey, KernelPredictor] | None:
@@ -497,10 +592,12 @@ def _predict_kernels(
     devices: tuple[str, ...],
     backends: tuple[str, ...],
     compare: str | None,
+    clock_mhz: float | None,
     as_json: bool,
     results: str | None,
 ) -> None:
-    """Every layer of `descriptor` as the kernel it runs, priced by the phone's learned predictors."""
+    """Every layer of `descriptor` as the kernel it runs, priced by the phone's learned predictors
+    at `clock_mhz`, else the clock the compared runs ran at, else the sampled kernels' median."""
     chosen = {
         key: p
         for key, p in predictors.items()
@@ -510,14 +607,19 @@ def _predict_kernels(
         known = ", ".join(sorted(k.label() for k in predictors))
         raise ConfigError("no kernel predictor matches --device/--backend", hint=f"the file has: {known}")
     measured: dict[ModelKey, dict[str, float]] = {}
+    ran_at: dict[ModelKey, float] = {}
     if compare is not None:
         data = _load(results, compare)
         if data.benchmark != "cnn":
             raise ConfigError(f"experiment {compare!r} ran {data.benchmark or 'no benchmark'}, not cnn")
+        refuse_unlike(compare, resource_data.measured_inputs(data.runs, _params(data)), descriptor)
         measured = resource_data.measured_layers(data.runs, _params(data), descriptor.name, data.layers)
+        with Store(store_location(results), read_only=True) as store:
+            envs = {run.run_id: last_done_env(store, run.run_id) for run in data.runs}
+        ran_at = kernel_data.network_clocks(data.runs, _params(data), descriptor.name, envs)
     reports = []
     for key, predictor in sorted(chosen.items()):
-        clock = _median_clock(predictor)
+        clock = clock_mhz or ran_at.get(key) or _median_clock(predictor)
         times = predict_many(predictor, [kernel_of_layer(layer) for layer in descriptor.layers], clock)
         meas = measured.get(key, {})
         rows = [

@@ -2,8 +2,9 @@
 per phone and cell, a stacked bar of it per phone, the best g per layer and phone (Motamedi et
 al.'s device-specific tuning) and, when an experiment measured both SqueezeNet versions, the
 per-kernel-type model fitted on v1.0 against v1.1's measured layers with +-10 % bands (Augur's
-predicted-vs-measured figure; farm.analysis.kernel_model). Pure: ReportData in, values and figures
-out; render.py places them.
+predicted-vs-measured figure; farm.analysis.kernel_model); with a kernel predictor file (`farm
+report --model`), one such figure per network measured (farm.analysis.prediction_check). Pure:
+ReportData in, values and figures out; render.py places them.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from farm.analysis.cnn_descriptor import network
 from farm.analysis.kernel_model import fit_layer_model
 from farm.analysis.layers import BestG, LayerRow, RunLayers, best_g_per_layer, layer_table, tuned_total_ms
 from farm.analysis.network_model import NetworkPrediction, predict_network_by_kernel
+from farm.analysis.prediction_check import NetworkCheck, networks_of
 from farm.analysis.resource_model import WITHIN_FRACTION
 from farm.errors import ConfigError
 from farm.experiment.sections import FigureKind
 from farm.report.figures import _RC, RenderedFigure, _label, rendered
-from farm.report.model import FigureSpec, ReportData
+from farm.report.model import FigureSpec, ReportData, Where
 from farm.store.results import DEVICE
 
 # The transfer the report checks: fitted on the first network, predicting the second.
@@ -129,20 +131,65 @@ def stacked_figure(section: LayerSection) -> RenderedFigure:
         return rendered(spec, title, caption, figure)
 
 
+# A panel of a predicted-vs-measured figure: its label and (measured ms, predicted ms, kind) per layer.
+Panel = tuple[str, Sequence[tuple[float, float, str]]]
+
+
 def prediction_figure(predictions: Sequence[tuple[str, NetworkPrediction]]) -> RenderedFigure | None:
     """Predicted against measured time per layer, log-log, with the y = x line and the +-10 %
     band: one panel per (phone backend precision). None without measured layers."""
-    panels = [(label, p) for label, p in predictions if any(x.measured_ms for x in p.layers)]
+    panels: list[Panel] = [
+        (label, [(x.measured_ms, x.predicted_ms, str(x.kind)) for x in p.layers if x.measured_ms])
+        for label, p in predictions
+    ]
+    panels = [(label, pairs) for label, pairs in panels if pairs]
     if not panels:
         return None
-    network = panels[0][1].network
-    title = f"{network}: predicted vs measured time per layer (band: +-{WITHIN_FRACTION:.0%})"
-    spec = FigureSpec(x="measured_ms", y="predicted_ms", facet=DEVICE, kind=FigureKind.LINE, title=title)
+    title = (
+        f"{predictions[0][1].network}: predicted vs measured time per layer (band: +-{WITHIN_FRACTION:.0%})"
+    )
+    return band_figure(
+        title, panels, f"{title}: one point per layer, measured against predicted; the band is +-10 %."
+    )
+
+
+def check_figures(checks: Sequence[NetworkCheck], source: str) -> list[RenderedFigure]:
+    """One predicted-vs-measured figure per network the kernel predictor file was held against,
+    a panel per phone, backend and precision (its accuracy in nn-Meter's terms in the title)."""
+    figures = []
+    for name in networks_of(checks):
+        mine = [c for c in checks if c.network == name]
+        panels: list[Panel] = [
+            (
+                f"{c.key.label()} @ {c.clock_mhz or 0:.0f} MHz: RMSPE {c.accuracy.rmspe_pct:.0f}%, "
+                f"total {c.accuracy.total_error_pct:+.0f}%",
+                [(x.measured_ms, x.predicted_ms, x.kind) for x in c.layers],
+            )
+            for c in mine
+        ]
+        title = (
+            f"{name} at {mine[0].input_size} px: kernel predictor vs measured time per layer "
+            f"(band: +-{WITHIN_FRACTION:.0%})"
+        )
+        caption = (
+            f"{title}: one point per layer, measured against predicted by {source or 'the kernel predictor'} "
+            "(fitted on sampled kernels, not on this network) at the clock the runs ran at; "
+            "the band is +-10 %."
+        )
+        figures.append(band_figure(title, panels, caption, where=(("model", (name,)),)))
+    return figures
+
+
+def band_figure(title: str, panels: Sequence[Panel], caption: str, where: Where = ()) -> RenderedFigure:
+    """Log-log predicted against measured, the y = x line and the +-10 % band, a panel each;
+    `where` (the network drawn) makes the figure's file name its own."""
+    spec = FigureSpec(
+        x="measured_ms", y="predicted_ms", facet=DEVICE, kind=FigureKind.LINE, title=title, where=where
+    )
     with rc_context(_RC):  # type: ignore[arg-type]  # keys are valid rcParams
         figure = Figure(figsize=(min(4.0 * len(panels) + 1.0, 16.0), 4.0), layout="constrained")
         axes = figure.subplots(1, len(panels), squeeze=False)[0]
-        for ax, (label, prediction) in zip(axes, panels, strict=True):
-            pairs = [(x.measured_ms, x.predicted_ms, x) for x in prediction.layers if x.measured_ms]
+        for ax, (label, pairs) in zip(axes, panels, strict=True):
             low = min(min(m, p) for m, p, _ in pairs) * 0.7
             high = max(max(m, p) for m, p, _ in pairs) * 1.4
             line = [low, high]
@@ -154,9 +201,10 @@ def prediction_figure(predictions: Sequence[tuple[str, NetworkPrediction]]) -> R
                 color="C2",
                 alpha=0.2,
                 label=f"+-{WITHIN_FRACTION:.0%}",
+                gid="farm-band-10pct",
             )
-            for kind in dict.fromkeys(str(x.kind) for _, _, x in pairs):
-                chosen = [(m, p) for m, p, x in pairs if str(x.kind) == kind]
+            for kind in dict.fromkeys(kind for _, _, kind in pairs):
+                chosen = [(m, p) for m, p, k in pairs if k == kind]
                 ax.scatter([m for m, _ in chosen], [p for _, p in chosen], s=14, label=kind)
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -165,17 +213,15 @@ def prediction_figure(predictions: Sequence[tuple[str, NetworkPrediction]]) -> R
             for axis in (ax.xaxis, ax.yaxis):  # plain numbers: mathtext is off in farm's figures
                 axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
                 axis.set_minor_formatter(ticker.NullFormatter())
-            errors = prediction.layer_errors()
-            if errors:
-                ax.text(0.97, 0.03, f"{errors[1]:.0%} of layers within the band", transform=ax.transAxes,
-                        ha="right", va="bottom", fontsize=7)  # fmt: skip
+            within = sum(abs(p / m - 1) <= WITHIN_FRACTION for m, p, _ in pairs) / len(pairs)
+            ax.text(0.97, 0.03, f"{within:.0%} of layers within the band", transform=ax.transAxes,
+                    ha="right", va="bottom", fontsize=7)  # fmt: skip
             ax.set_title(_label(label), fontsize=8)
             ax.set_xlabel("measured [ms]")
             ax.grid(True, alpha=0.3, which="both")
             ax.legend(fontsize=7)
         axes[0].set_ylabel("predicted [ms]")
         figure.suptitle(_label(title))
-        caption = f"{title}: one point per layer, measured against predicted; the band is +-10 %."
         return rendered(spec, title, caption, figure)
 
 
@@ -187,4 +233,4 @@ def layer_figures(data: ReportData, section: LayerSection | None = None) -> list
     transfer = prediction_figure([(t.label, t.prediction) for t in section.transfers])
     if transfer is not None:
         figures.append(transfer)
-    return figures
+    return figures + check_figures(data.predictions, data.predictor_source)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from farm.analysis.prediction_check import NetworkCheck
 from farm.analysis.sustained import SustainedSeries
 from farm.analysis.validity import Validity, below_zero, usable
 from farm.experiment.expand import same_level
@@ -168,6 +169,10 @@ class ReportData:
     # run_id -> its latency, clocks and temperature over time, for sustained runs whose folder is
     # readable here (farm.report.run_files; the store holds only their summary metrics).
     sustained: Mapping[str, SustainedSeries] = field(default_factory=dict)
+    # A kernel predictor file (`farm report --model`) held against the networks the runs measured
+    # (farm.analysis.prediction_check), and the file's name for the captions.
+    predictions: tuple[NetworkCheck, ...] = ()
+    predictor_source: str = ""
 
     def metric_name(self, name: str) -> str:
         """A figure's y as stored: the name itself if some run has it, else its alias."""

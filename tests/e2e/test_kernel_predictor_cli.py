@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from vphone.testing.phones import PhoneFactory
 
+from farm.experiment.files import load
 from tests.e2e.farm_cli import run_farm, write_experiment
 from tests.e2e.test_model_cli import FAST
 
@@ -64,6 +65,19 @@ def test_fit_on_sampled_kernels_then_predict_an_unseen_network(
     assert all(layer["predicted_ms"] > 0 and layer["measured_ms"] > 0 for layer in layers)
     assert prediction["total_ms"] == pytest.approx(sum(layer["predicted_ms"] for layer in layers))
     assert prediction["accuracy"]["rmspe_pct"] >= 0
+
+    # the adaptive round: an experiment farm can load, around the worst held-out configurations
+    round2 = tmp_path / "round2.yaml"
+    refined = run_farm(port, results, "model", "fit", "sampling_tiny", "--refine", str(round2))
+    assert refined.returncode == 0, refined.stderr
+    assert (
+        f"written to {round2}" in refined.stdout
+        and "farm model fit sampling_tiny sampling_tiny_refine" in refined.stdout
+    )
+    spec = load(round2)
+    assert spec.name == "sampling_tiny_refine" and len(spec.sweep["layer"]) >= 4
+    mixed = run_farm(port, results, "model", "fit", "sampling_tiny", "cnn_tiny")
+    assert mixed.returncode == 2 and "'cnn_tiny' is no kernel sampling experiment" in mixed.stderr
 
     refused = run_farm(
         port, results, "model", "predict", "--model", str(model_file), "--network", "squeezenet1.1",
