@@ -7,11 +7,12 @@
 # answers where it asks. POSIX sh only (Android's mksh and Debian's dash both run it) and toybox
 # tools. Values arrive verbatim: KEY=VALUE parameters are split at the first "=" and only ever
 # expanded in double quotes; the benchmark argv is "$@" after "--"; the list parameters (temps,
-# policies, files, sampler, load, mem) are argv blocks the host quoted with shlex.quote, read back
-# with `eval "set -- $block"` inside a function (so the benchmark's "$@" is kept).
+# policies, files, sampler, load, mem, cold, cold_end) are argv blocks the host quoted with
+# shlex.quote, read back with `eval "set -- $block"` inside a function (so the benchmark's "$@" is kept).
 #
 # Steps: run folder; battery (the power_supply node; the host answers go|wait|stop); the screen
 # held on; charging off as root, read back (the battery's status and level after it); cooldown (thermal nodes; go|wait|stop); sampler; gpuload until the host says it settled;
+# the cold files' pages dropped from the page cache and counted (farm-pagecache: cold, cold_end);
 # benchmark behind the memory gate (lifecycle.gated_argv) and its pid's memory sampler; its CPU
 # mask, cpuset and cgroups read back; wait with
 # the run timeout, a stop file and heartbeats, throttle samples (the caps and the pinned clock
@@ -26,7 +27,7 @@
 PROTO=1
 dir= cache= battery=0 bat_dir= screen=0 charge_node= charge_off= charge_on= root_way=direct
 cool=0 temps= policies= kgsl= clock_nodes= throttle_ms=1000 status_ms=5000 sampler= load= mem= files= env=1
-max_bytes=0 affinity= gated=0 screen_restore= hal_first=0 repin= clock_pins=
+max_bytes=0 affinity= gated=0 screen_restore= hal_first=0 repin= clock_pins= cold= cold_end=
 battery_min= temp_limit_mc= idle_node= idle_fmt= idle_max_pct= idle_wait_ms=0
 timeout_ms=600000 beat_s=1 beat_ms=1000 battery_poll_s=5 cool_poll_s=1 settle_poll_s=0.25
 
@@ -40,7 +41,7 @@ while [ "$#" -gt 0 ]; do
         battery_min|temp_limit_mc|idle_node|idle_fmt|idle_max_pct|idle_wait_ms|\
         kgsl|clock_nodes|throttle_ms|status_ms|sampler|load|mem|files|env|timeout_ms|beat_s|beat_ms|\
         battery_poll_s|cool_poll_s|settle_poll_s|max_bytes|affinity|gated|screen_restore|hal_first|\
-        repin|clock_pins)
+        repin|clock_pins|cold|cold_end)
           eval "$key=\${1#*=}" ;;  # the name is one of the above; the value is not parsed
         *) printf 'error unknown parameter %s\n' "$key"; exit 2 ;;
       esac ;;
@@ -218,23 +219,53 @@ throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status:
 }
 
 repinned=0
+any_changed() {  # true when some node of $broken_was (" node=value ...") reads another value
+  for pair in $broken_was; do
+    val "${pair%%=*}"
+    [ "$v" = "${pair#*=}" ] || return 0
+  done
+  return 1
+}
+
+all_pinned() {  # true when every node of $broken reads its pin (clock_pins)
+  eval "set -- $clock_pins"
+  while [ "$#" -ge 2 ]; do
+    case "$broken " in *" $1 "*) val "$1"; [ "$v" = "$2" ] || return 1 ;; esac
+    shift 2
+  done
+}
+
 repin_once() {  # $1: ms since the benchmark began. A pinned node that no longer reads its pin
   # (a power HAL's hint rewrote it: farm.engine.clockhold) is written again, once a run: every
-  # broken node as root (repin=pin), or fixed performance mode asked again (repin=fixed). The
-  # run stays flagged (the drift was seen while it measured); the host records when.
+  # broken node as root (repin=pin), or fixed performance mode turned off and on (repin=fixed).
+  # The run stays flagged (the drift was seen while it measured); the host records when.
   [ "$repinned" = 0 ] && [ -n "$repin" ] && [ -n "$clock_pins" ] || return 0
   at=$1
   eval "set -- $clock_pins"  # node pin node pin ...
-  broken=
+  broken= broken_was=
   while [ "$#" -ge 2 ]; do
     val "$1"
-    [ "$v" = "$2" ] || broken="$broken $1"
+    [ "$v" = "$2" ] || { broken="$broken $1"; broken_was="$broken_was $1=$v"; }
     shift 2
   done
   [ -n "$broken" ] || return 0
   repinned=1
   if [ "$repin" = fixed ]; then
-    cmd power set-fixed-performance-mode-enabled true > /dev/null 2>&1 && how=fixed || how=failed
+    # Off, then on: asked again while on, Pixel's power HAL writes nothing (libperfmgr writes a
+    # node only when its request changes: FileNode::Update); EndHint writes the defaults, then
+    # DoHint the fixed clocks. The HAL writes from its looper thread after `cmd power` returned
+    # (NodeLooperThread), and an off and an on it takes in one wake-up change no request: so
+    # each step is awaited (1 s at most) on the broken nodes themselves, and success is judged
+    # by reading them back.
+    how=failed
+    if cmd power set-fixed-performance-mode-enabled false > /dev/null 2>&1; then
+      i=0
+      while [ "$i" -lt 20 ] && ! any_changed; do sleep 0.05; i=$((i + 1)); done
+      cmd power set-fixed-performance-mode-enabled true > /dev/null 2>&1 && how=fixed
+      i=0
+      while [ "$i" -lt 20 ] && ! all_pinned; do sleep 0.05; i=$((i + 1)); done
+      all_pinned || how=failed
+    fi
   else
     how=
     eval "set -- $clock_pins"
@@ -247,6 +278,12 @@ repin_once() {  # $1: ms since the benchmark began. A pinned node that no longer
     [ "${failed:-0}" = 1 ] && how=failed
   fi
   say "repin $at ${how:-failed}$broken"
+}
+
+agent_block() {  # $1 block name, $2 argv block: the program's output (and errors) as that block
+  n=$1
+  eval "set -- $2"
+  "$@" 2>&1 | block "$n"
 }
 
 start_mem() {  # the memory sampler on the benchmark's pid; without it the benchmark is told to go
@@ -359,11 +396,24 @@ hold_screen() {  # the screen on for the whole run, explicitly: the user-activit
   screen_timeout=${screen_restore:-$(settings get system screen_off_timeout 2> /dev/null)}
   settings put system screen_off_timeout 2147483647 > /dev/null 2>&1 && screen_held=1
   input keyevent KEYCODE_WAKEUP > /dev/null 2>&1
+  # The key is queued (InputManager, then PowerManagerService): wait, 2 s at most, until the
+  # phone says Awake, so that charging goes off and the run measures with the screen on.
+  n=0
+  while [ "$n" -lt 20 ]; do
+    wakefulness
+    case $w in Awake*) break ;; esac
+    sleep 0.1
+    n=$((n + 1))
+  done
 }
 
-screen_state() {  # $1 start|end: PowerManagerService's wakefulness (Awake | Asleep | Dozing ...)
+wakefulness() {  # PowerManagerService's wakefulness (Awake | Asleep | Dozing ...) -> $w, '' unknown
   w=$(dumpsys power 2> /dev/null | grep -m 1 'mWakefulness=')
   w=${w#*mWakefulness=}
+}
+
+screen_state() {  # $1 start|end
+  wakefulness
   say "screen $1 ${w:--}"
 }
 
@@ -505,6 +555,8 @@ fi
 if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
   [ "$charging_off" = 1 ] && battery_state start  # after the gates: the charger has settled
   [ "$screen" = 1 ] && screen_state start
+  # Last before the benchmark: nothing of ours reads the cold files between the drop and it.
+  [ -n "$cold" ] && agent_block pagecache "$cold"
   spawn bench 1 "$@"
   pid_of bench
   bpid=$bg_pid
@@ -513,6 +565,7 @@ if [ "$reply" != stop ] && [ "$#" -gt 0 ]; then
   start_mem
   say "memsampler -"
   wait_bench
+  [ -n "$cold_end" ] && agent_block pagecache-end "$cold_end"
   [ "$charging_off" = 1 ] && battery_state end
   [ "$screen" = 1 ] && screen_state end
   throttle_sample status

@@ -8,11 +8,16 @@ stdout, after the test's repetitions:
      "avg_ns": 5432100, ..., "samples_ns": [ 5401000, 5463200 ], "samples_ts": [ 5924.8, 5857.4 ]}
 
 With `-v` its log goes to stderr, including llama.cpp's `llama_perf_context_print: load time =
-  12.34 ms` after each test; the first is the model's load (farm.analysis.llm says what it spans).
-It is a warm load: llama-bench keeps the model between tests, and the file farm just pushed is in
-the page cache. A cold load needs the file's pages dropped (posix_fadvise DONTNEED, no root
-needed) and checked (mincore) on the phone just before the program starts, which farm's external
-programs cannot do yet (kernels/llama/README.md, "Model load time").
+  12.34 ms` after each test (one per test, in order). llama-bench loads a model for a test whose
+model parameters differ from the previous test's (`equal_mparams`: path, GPU layers, split, mmap,
+...) and keeps it otherwise, so a test's load time is a load only where the model was loaded for
+it; later tests' figures run from that load's start. `model_load_ms` is the run's first load;
+`model_load_warm_ms` a later load of the same file with the same parameters: the experiment names
+the model twice under two spellings of one path (`-m F -m /.F`), so llama-bench loads it again
+from the page cache the first load filled. The first load is cold when farm dropped the file's
+pages just before the program started (benchmark.cold_files, farm.engine.pagecache, which adds
+`model_load_cold_ms`); else it is warm too (the file farm just pushed is in the page cache).
+Tests of one shape measured after each load are one test with both loads' samples.
 Metrics are farm.analysis.llm's, recomputed from every repetition's `samples_ns`; the raw lines
 stay in the run's stdout.jsonl. The result is a SUMMARY (a repetition is a whole test, not an
 iteration of one workload), with `iterations_measured` the number of repetitions.
@@ -24,7 +29,10 @@ device ran on the CPU without saying so; that is a failure (PROGRAM_ERROR), not 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from farm.adapters.output import (
@@ -41,6 +49,46 @@ from farm.metric import Metric
 ADAPTER = "llama_bench"
 _LOAD_TIME = re.compile(r"\bload time\s*=\s*([0-9.]+)\s*ms")
 _INT_FIELDS = ("n_prompt", "n_gen", "model_size", "n_gpu_layers", "n_threads")
+# The model parameters llama-bench compares to decide whether a test needs a new load (the
+# jsonl names of cmd_params_instance::equal_mparams' fields, the path aside).
+_LOAD_FIELDS = ("n_gpu_layers", "split_mode", "main_gpu", "use_mmap", "tensor_split", "tensor_buft_overrides")
+
+
+def _load_key(record: dict[str, Any]) -> tuple[str, ...]:
+    """What makes a test load its model: the file (its path normalised: `/./a` is `/a`) and the
+    other model parameters."""
+    path = posixpath.normpath(str(record.get("model_filename", "")))
+    return (path, *(str(record.get(name)) for name in _LOAD_FIELDS))
+
+
+def load_times(
+    records: Sequence[dict[str, Any]], loads_ms: Sequence[float]
+) -> tuple[float | None, float | None]:
+    """(first load, a later load of the same file with the same parameters) of a run's tests in
+    order, given one stderr load time per test; None where there is none."""
+    first: float | None = loads_ms[0] if loads_ms else None
+    again: float | None = None
+    for index in range(1, min(len(records), len(loads_ms))):
+        previous, record = records[index - 1], records[index]
+        reloaded = record.get("model_filename") != previous.get("model_filename") or any(
+            record.get(name) != previous.get(name) for name in _LOAD_FIELDS
+        )
+        if reloaded and _load_key(record) == _load_key(records[0]):
+            again = loads_ms[index]
+            break
+    return first, again
+
+
+def _pooled(tests: Sequence[tuple[tuple[str, ...], BenchTest]]) -> list[BenchTest]:
+    """Tests of one shape on one model (its two loads) as one test with all their samples."""
+    merged: dict[tuple[object, ...], BenchTest] = {}
+    for key, test in tests:
+        shape = (key, test.n_prompt, test.n_gen, test.n_threads)
+        known = merged.get(shape)
+        merged[shape] = (
+            test if known is None else replace(known, samples_ns=known.samples_ns + test.samples_ns)
+        )
+    return list(merged.values())
 
 
 def _test_of(record: Any, place: str) -> BenchTest:
@@ -76,7 +124,8 @@ def _test_of(record: Any, place: str) -> BenchTest:
 
 def parse_llama_bench(stdout: str, stderr: str = "") -> ProgramOutput:
     require_text(ADAPTER, stdout, stderr)
-    tests: list[BenchTest] = []
+    tests: list[tuple[tuple[str, ...], BenchTest]] = []
+    records: list[dict[str, Any]] = []
     notes: list[str] = []
     for number, line in enumerate(stdout.splitlines(), 1):
         text = line.strip()
@@ -93,16 +142,19 @@ def parse_llama_bench(stdout: str, stderr: str = "") -> ProgramOutput:
             raise OutputError(
                 ADAPTER, FailureReason.TRUNCATED, f"{place}: {error.msg} ({stderr_tail(stderr)})"
             ) from None
-        tests.append(_test_of(record, place))
+        test = _test_of(record, place)
+        records.append(record)
+        tests.append((_load_key(record), test))
     if not tests:
         raise OutputError(
             ADAPTER, FailureReason.NO_METRIC, f"no test record on stdout ({stderr_tail(stderr)})"
         )
-    loads = _LOAD_TIME.findall(stderr)
-    metrics = bench_metrics(tests, float(loads[0]) if loads else None)
-    repetitions = sum(len(t.samples_ns) for t in tests)
+    first_ms, warm_ms = load_times(records, [float(ms) for ms in _LOAD_TIME.findall(stderr)])
+    pooled = _pooled(tests)
+    metrics = bench_metrics(pooled, first_ms, warm_ms)
+    repetitions = sum(len(t.samples_ns) for t in pooled)
     metrics.append(Metric("iterations_measured", float(repetitions), "count"))
     return ProgramOutput(ADAPTER, Granularity.SUMMARY, (), tuple(metrics), None, notes=tuple(notes))
 
 
-__all__ = ["parse_llama_bench"]
+__all__ = ["load_times", "parse_llama_bench"]

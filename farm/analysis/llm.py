@@ -15,9 +15,17 @@ never from llama-bench's averages:
                                   not each token: these are per-repetition mean token times)
     time_to_first_token_ms        a pg test with one generated token (`-pg N,1`): the prompt's
                                   prefill plus the first decoded token in one timed run; median
-    model_load_ms                 llama.cpp's own "load time" (llama-bench -v, stderr): from the
-                                  start of loading the model to the end of its first evaluation
-                                  (the warm-up's, which pages the mmapped weights in)
+    model_load_ms                 llama.cpp's own "load time" (llama-bench -v, stderr) of the run's
+                                  first model load: from the start of loading the model to the end
+                                  of its first evaluation (the warm-up's, which pages the mmapped
+                                  weights in)
+    model_load_warm_ms            the same for a second load of the same file in the run (the model
+                                  named twice, `-m F -m /.F`: llama-bench reloads a model whose
+                                  path differs from the previous test's), from the page cache the
+                                  first load filled
+    model_load_cold_ms            the first load of a run that dropped the model from the page cache
+                                  just before (benchmark.cold_files; farm.engine.pagecache adds it
+                                  with `cold_start_valid`, the proof that the drop took)
     model_bytes                   the weights' size as llama.cpp reports it (model_size)
 
 Energy per token takes each phase's own window from one run per phase (a run whose tests are all
@@ -54,6 +62,9 @@ class MetricDefinition:
 
 
 DECODE_PERCENTILES = (50.0, 90.0, 99.0)
+FIRST_LOAD_METRIC = "model_load_ms"
+COLD_LOAD_METRIC = "model_load_cold_ms"
+WARM_LOAD_METRIC = "model_load_warm_ms"
 
 LLM_METRICS: tuple[MetricDefinition, ...] = (
     MetricDefinition(
@@ -81,7 +92,22 @@ LLM_METRICS: tuple[MetricDefinition, ...] = (
         "prefill of the prompt plus the first token",
     ),
     MetricDefinition(
-        "model_load_ms", "ms", Direction.LOWER_IS_BETTER, "model load to end of first evaluation"
+        FIRST_LOAD_METRIC, "ms", Direction.LOWER_IS_BETTER, "first model load to end of first evaluation"
+    ),
+    MetricDefinition(
+        COLD_LOAD_METRIC,
+        "ms",
+        Direction.LOWER_IS_BETTER,
+        "first load after the model's pages were dropped from the page cache",
+    ),
+    MetricDefinition(
+        WARM_LOAD_METRIC, "ms", Direction.LOWER_IS_BETTER, "second load of the model, from the page cache"
+    ),
+    MetricDefinition(
+        "cold_start_valid", "bool", None, "every cold file was out of the page cache at the start"
+    ),
+    MetricDefinition(
+        "cold_resident_after_drop_pct", "%", None, "cold files' pages still cached after the drop"
     ),
     MetricDefinition("model_bytes", "B", Direction.LOWER_IS_BETTER, "weights' size in memory"),
     MetricDefinition(
@@ -137,8 +163,11 @@ def _median(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, dtype=np.float64)))
 
 
-def bench_metrics(tests: Sequence[BenchTest], model_load_ms: float | None) -> list[Metric]:
-    """The LLM metrics of one run's tests (non-empty, each with samples)."""
+def bench_metrics(
+    tests: Sequence[BenchTest], model_load_ms: float | None, warm_load_ms: float | None = None
+) -> list[Metric]:
+    """The LLM metrics of one run's tests (non-empty, each with samples; a shape measured after
+    each of two loads of one model is one test with both loads' samples)."""
     metrics: list[Metric] = []
     prefill = [t for t in tests if t.phase is Phase.PREFILL]
     for test in prefill:
@@ -159,7 +188,9 @@ def bench_metrics(tests: Sequence[BenchTest], model_load_ms: float | None) -> li
     if first:
         metrics.append(Metric("time_to_first_token_ms", _median(first[0].samples_ns) / 1e6, "ms"))
     if model_load_ms is not None:
-        metrics.append(Metric("model_load_ms", model_load_ms, "ms"))
+        metrics.append(Metric(FIRST_LOAD_METRIC, model_load_ms, "ms"))
+    if warm_load_ms is not None:
+        metrics.append(Metric(WARM_LOAD_METRIC, warm_load_ms, "ms"))
     metrics.append(Metric("model_bytes", float(tests[0].model_bytes), "B"))
     metrics += phase_window_metrics(tests)
     return metrics
@@ -207,7 +238,10 @@ def energy_per_token_metrics(
 
 
 __all__ = [
+    "COLD_LOAD_METRIC",
+    "FIRST_LOAD_METRIC",
     "LLM_METRICS",
+    "WARM_LOAD_METRIC",
     "BenchTest",
     "MetricDefinition",
     "Phase",

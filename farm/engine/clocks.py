@@ -351,7 +351,7 @@ def _fixed_performance(
     # Read back: AOSP's PowerManagerService keeps no state for the mode (`cmd power` passes it to
     # the HAL: setPowerModeChecked -> nativeSetPowerMode) and `dumpsys power` prints none, so the
     # mode is read back by its effect, the nodes it set; they are then sampled through every run
-    # (farm.engine.clockhold) and the mode asked again once if a hint rewrote them.
+    # (farm.engine.clockhold) and the mode turned off and on once if something rewrote them.
     readback = {n: v for n, v in read_nodes(session, fixed_performance_nodes(abilities)).items() if v}
     return AppliedClocks(
         spec.mode,

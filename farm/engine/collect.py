@@ -136,6 +136,7 @@ def env_document(prepared: PreparedPhone, job: RunJob, result: RunResult) -> Jso
         "throttle": result.throttle.to_json() if result.throttle is not None else None,
         "clocks_held": result.clock_hold.to_json() if result.clock_hold is not None else None,
         "affinity": result.affinity.to_json() if result.affinity is not None else None,
+        "page_cache": result.page_cache.to_json() if result.page_cache is not None else None,
         "temperature_trace": [{"at_s": t, "max_c": c} for t, c in result.temperature_trace] or None,
         "tuned": [choice.to_json() for choice in prepared.tuned] if prepared.tuned else None,
     }

@@ -44,7 +44,8 @@ from farm.engine.conditions import (
 )
 from farm.engine.conversation import FileTooLarge, converse
 from farm.engine.model import Gates, OnPhase, Phase, PhaseUpdate, PreparedPhone, RunJob, RunResult
-from farm.engine.onphone import LOAD, PROBE, SAMPLER, RunDir, last_achieved_load
+from farm.engine.onphone import LOAD, PAGECACHE, PROBE, SAMPLER, RunDir, last_achieved_load
+from farm.engine.pagecache import page_cache_of
 from farm.engine.program import benchmark_argv, read_output
 from farm.engine.runscript import (
     host_root_way,
@@ -129,6 +130,8 @@ def prepare_phone(
     caps, doc = read_probe(session, phone)
     own = [] if program is Program.EXTERNAL else [program]
     names = [*own, SAMPLER] + ([LOAD] if program != LOAD else [])
+    if external is not None and external.benchmark.cold_files:
+        names.append(PAGECACHE)
     deployed_external = None
     if program is Program.EXTERNAL:
         assert external is not None, "an external program is deployed from its experiment"
@@ -232,6 +235,11 @@ def execute_run(
             result.clock_hold = dataclasses.replace(result.clock_hold, reapplied=again)
             result.notes.append(again.describe())
         result.affinity = report.affinity
+        if job.cold_files:
+            result.page_cache = page_cache_of(job.cold_files, report.page_cache_drop, report.page_cache_end)
+            reason = result.page_cache.cold_reason()
+            if reason is not None:
+                result.notes.append(f"not a cold start: {reason}")
         result.temperature_trace = hal_temperature_trace(report.throttle_samples)
         narrowed = report.affinity.note() if report.affinity is not None else None
         if narrowed is not None:

@@ -15,6 +15,7 @@ from farm.analysis.validity import Requirements, assess
 from farm.engine.affinity import AffinityReadback
 from farm.engine.collect import read_events
 from farm.engine.model import IdleBaseline, PreparedPhone, RunResult
+from farm.engine.pagecache import cold_start_metrics
 from farm.experiment.clocks import ClockMode
 from farm.experiment.model import Experiment
 from farm.experiment.sections import PowerSource
@@ -138,6 +139,7 @@ def measurement_metrics(
     """Throttling, sustained-run, energy-window and validity metrics of one attempt."""
     extra = result.throttle.metrics() if result.throttle is not None else []
     extra += energy_window_of(experiment, prepared).to_metrics()
+    extra += cold_start_metrics(result.page_cache, {m.name: m.value for m in computed})
     if experiment.measurement.sustained_s is not None and artifacts is not None:
         extra += sustained_of(artifacts)
     values = {m.name: m.value for m in [*computed, *extra] if m.measured}

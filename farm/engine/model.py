@@ -17,6 +17,7 @@ from farm.engine.affinity import AffinityReadback
 from farm.engine.clockhold import ClockHold
 from farm.engine.clocks import AppliedClocks
 from farm.engine.deploy import Deployed, ExternalDeployed
+from farm.engine.pagecache import PageCacheReport
 from farm.engine.thermal import ThrottleReport
 from farm.experiment.external import OutputSpec
 from farm.experiment.programs import Program
@@ -140,6 +141,8 @@ class RunJob:
     artifacts: Path
     env: tuple[tuple[str, str], ...] = ()  # an external program's environment variables
     output: OutputSpec | None = None  # an external program's adapter; None: farm's own events
+    # Phone paths dropped from the page cache just before the program starts (farm.engine.pagecache)
+    cold_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,7 @@ class RunResult:
     throttle: ThrottleReport | None = None  # what the throttle watch saw while it measured
     clock_hold: ClockHold | None = None  # whether the pinned clock nodes read their pins throughout
     affinity: AffinityReadback | None = None  # the benchmark's CPU mask asked and in force, its cgroups
+    page_cache: PageCacheReport | None = None  # the cold files' residency at the drop and at the end
     # (s since the watch began, hottest °C) from the thermal HAL where no thermal node is readable
     temperature_trace: list[tuple[float, float]] = field(default_factory=list)
     environment: PhoneEnvironment | None = None

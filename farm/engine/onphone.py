@@ -19,6 +19,7 @@ from farm.telemetry.sampler import default_sources, sampler_argv
 # The programs farm deploys besides the benchmark (device_agents/ and kernels/gpuload).
 PROBE = "farm-probe"
 SAMPLER = "farm-sampler"
+PAGECACHE = "farm-pagecache"  # drops and counts a file's page-cache pages (farm.engine.pagecache)
 LOAD = "gpuload"
 RUNS_DIR = f"{FARM_ROOT}/runs"
 TRACE = "trace.bin"  # the sampler's output in a run folder

@@ -45,16 +45,33 @@ def job_arguments(
     lengthens the window (a slow fuel gauge: engine.measurement.energy_window)."""
     if not experiment.benchmark.external:
         return experiment.program_args(cell, min_seconds), ()
+    values = _external_values(experiment, cell, prepared, min_seconds)
+    benchmark = experiment.benchmark
+    args = tuple(render(str(arg), values) for arg in benchmark.args)
+    env = tuple((name, render(str(value), values)) for name, value in benchmark.env.items())
+    return args, env
+
+
+def cold_files(experiment: Experiment, cell: Cell, prepared: PreparedPhone) -> tuple[str, ...]:
+    """The phone paths of the files this cell's program reads cold (benchmark.cold_files:
+    farm.engine.pagecache); () for none."""
+    if not experiment.benchmark.external or not experiment.benchmark.cold_files:
+        return ()
+    values = _external_values(experiment, cell, prepared, None)
+    return tuple(render(str(path), values) for path in experiment.benchmark.cold_files)
+
+
+def _external_values(
+    experiment: Experiment, cell: Cell, prepared: PreparedPhone, min_seconds: float | None
+) -> dict[str, str]:
+    """The values an external program's templates are rendered with on this phone."""
     assert prepared.external is not None, "an external program is deployed when the phone is prepared"
     values = experiment.placeholder_values(cell, min_seconds)
     assets = prepared.external.assets
     # A level naming a listed asset (a model per run) stands for its path on the phone.
     values = {name: assets[value].phone_path if value in assets else value for name, value in values.items()}
     values.update({ASSET_PREFIX + name: d.phone_path for name, d in assets.items()})
-    benchmark = experiment.benchmark
-    args = tuple(render(str(arg), values) for arg in benchmark.args)
-    env = tuple((name, render(str(value), values)) for name, value in benchmark.env.items())
-    return args, env
+    return values
 
 
 def benchmark_argv(prepared: PreparedPhone, job: RunJob) -> tuple[str, ...]:
@@ -140,6 +157,7 @@ __all__ = [
     "GRANULARITY_METRIC",
     "OutputError",
     "benchmark_argv",
+    "cold_files",
     "job_arguments",
     "output_metrics",
     "program_argv",

@@ -23,7 +23,16 @@ from farm.device.session import DeviceSession
 from farm.engine.conditions import charging_control, cooldown_limit_c, temperature_nodes
 from farm.engine.deploy import source_root
 from farm.engine.model import Gates, PreparedPhone, RunJob
-from farm.engine.onphone import CL_CACHE_DIR, LOAD, SAMPLER, TRACE, RunDir, gpu_busy_path, load_argv
+from farm.engine.onphone import (
+    CL_CACHE_DIR,
+    LOAD,
+    PAGECACHE,
+    SAMPLER,
+    TRACE,
+    RunDir,
+    gpu_busy_path,
+    load_argv,
+)
 from farm.engine.program import program_argv
 from farm.engine.steering import SteeringPlan, settle_limit_s
 from farm.experiment.clocks import ClockMode
@@ -167,6 +176,10 @@ def run_script_argv(
     else:
         params |= _idle_gate(caps, gates)
     params["mem"] = block(memory_sampler_argv(sampler, run_dir))
+    if job.cold_files and PAGECACHE in programs:  # farm.engine.pagecache
+        agent = programs[PAGECACHE].phone_path
+        params["cold"] = block([agent, "--drop", *job.cold_files])
+        params["cold_end"] = block([agent, *job.cold_files])
     # taskset outside the gate: the gate's shell already runs under the mask, so the script reads
     # the mask in force while the gate waits, before the program's first instruction.
     taskset = prepared.clocks.taskset_prefix() if prepared.clocks is not None else []

@@ -46,7 +46,7 @@ from farm.engine.model import (
     RunJob,
     RunResult,
 )
-from farm.engine.program import job_arguments
+from farm.engine.program import cold_files, job_arguments
 from farm.engine.tuning import tune_phone
 from farm.engine.watch import TraceWatcher
 from farm.engine.workers import PhoneStatus, Worker
@@ -528,6 +528,7 @@ class Sweep:
             artifacts=artifacts,
             env=env,
             output=self.experiment.benchmark.output,
+            cold_files=cold_files(self.experiment, cell, prepared),
         )
         status.cell = cell.label(self.experiment.factor_names)
         status.run_started = time.time()

@@ -25,6 +25,7 @@ from farm.device.android import (
     parse_hal_temperatures,
     parse_thermal_c,
 )
+from farm.engine import pagecache
 from farm.engine.affinity import AffinityReadback, parse_affinity
 from farm.engine.onphone import last_achieved_load
 from farm.engine.thermal import ThrottleSample, parse_sample
@@ -305,6 +306,9 @@ class RunReport:
     bench_end: Ended | None = None
     throttle_samples: list[tuple[float, ThrottleSample]] = field(default_factory=list)
     affinity: AffinityReadback | None = None  # the benchmark's CPU mask, cpuset and cgroups
+    # farm-pagecache's lines: the cold files dropped just before the benchmark, and at its end
+    page_cache_drop: tuple[str, ...] | None = None
+    page_cache_end: tuple[str, ...] | None = None
     environment_text: str | None = None
     sizes: list[tuple[str, int]] = field(default_factory=list)
     oversize: list[tuple[str, int]] = field(default_factory=list)  # files left on the phone: too large
@@ -408,6 +412,10 @@ class Steering:
                 report.throttle_samples.append((now_s - self._watch_start, parse_sample(event.text)))
             case Block(name="affinity"):
                 report.affinity = parse_affinity(event.lines)
+            case Block(name=pagecache.DROP_BLOCK):
+                report.page_cache_drop = tuple(event.lines)
+            case Block(name=pagecache.END_BLOCK):
+                report.page_cache_end = tuple(event.lines)
             case Block(name="env"):
                 report.environment_text = event.text
             case Block(name="sizes"):

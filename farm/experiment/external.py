@@ -119,6 +119,8 @@ class ExternalSpec(Protocol):
     def params(self) -> Mapping[str, object]: ...
     @property
     def tune(self) -> bool: ...
+    @property
+    def cold_files(self) -> Sequence[object]: ...
 
 
 def asset_levels(assets: Sequence[str], sweep: Mapping[str, object]) -> set[str]:
@@ -167,6 +169,9 @@ def check_external(
         (("benchmark", "args", index), str(arg)) for index, arg in enumerate(benchmark.args)
     ]
     places += [(("benchmark", "env", name), str(value)) for name, value in benchmark.env.items()]
+    places += [
+        (("benchmark", "cold_files", index), str(path)) for index, path in enumerate(benchmark.cold_files)
+    ]
     for path, text in places:
         try:
             found = fields(text)

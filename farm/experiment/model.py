@@ -91,6 +91,11 @@ class Benchmark(Frozen):
     output: OutputSpec | None = Field(
         default=None, description="external: jsonl, tflite, llama_bench or regex"
     )
+    cold_files: tuple[Text, ...] = Field(
+        default=(),
+        description="external: files (with {placeholders}, as args) dropped from the phone's page cache "
+        "just before the program starts, so it reads them cold (farm.engine.pagecache)",
+    )
     tune: StrictBool = Field(default=False, description="farm's programs: tune once per phone (--tune)")
     tune_budget_s: Annotated[StrictFloat, Field(gt=0, le=3600)] | None = Field(
         default=None, description="tune: search time per workload (the program's default: 30 s)"
@@ -278,7 +283,7 @@ def _measurement_values(m: Measurement, min_seconds: float | None = None) -> dic
 def _farm_program_checks(benchmark: Benchmark) -> list[Issue]:
     """The external-only keys are refused for farm's own programs; tune needs a benchmark loop."""
     issues = []
-    for key in ("binary", "args", "env", "assets", "output"):
+    for key in ("binary", "args", "env", "assets", "output", "cold_files"):
         if getattr(benchmark, key):
             issues.append(
                 Issue(("benchmark", key), f"is for program: external; {benchmark.program.value} takes params")

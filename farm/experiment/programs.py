@@ -186,9 +186,10 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         Arg(
             "gpu_kernel",
             ArgKind.CHOICE,
-            "gpu: one launch per inference (fused, or persist: one work-group owns the recurrence), "
-            "per step and layer (step) or per diagonal (wave)",
-            choices=("auto", "fused", "step", "wave", "persist"),
+            "gpu: one launch per inference (fused, or persist: one work-group owns the recurrence, or "
+            "grid: work-groups meeting at a barrier per diagonal), per step and layer (step) or per "
+            "diagonal (wave)",
+            choices=("auto", "fused", "step", "wave", "persist", "grid"),
         ),
     ),
     Program.GEMM: (
@@ -234,7 +235,12 @@ _SPECIFIC: dict[Program, tuple[Arg, ...]] = {
         Arg("batch", ArgKind.INT, "samples per step", minimum=1, maximum=65536),
         Arg("lr", ArgKind.FLOAT, "SGD learning rate", minimum=0.0, maximum=1000.0),
         Arg("steps", ArgKind.INT, "measured training steps (0: --iters)", minimum=0),
-        Arg("buffers", ArgKind.CHOICE, "gpu data movement per step", choices=("copy", "resident", "mapped")),
+        Arg(
+            "buffers",
+            ArgKind.CHOICE,
+            "gpu data movement per step",
+            choices=("copy", "resident", "mapped", "device"),
+        ),
         Arg("samples", ArgKind.INT, "synthetic dataset size, a multiple of batch (0: 32 batches)", minimum=0),
     ),
     Program.IDLE: (

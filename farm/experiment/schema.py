@@ -6,6 +6,7 @@ from typing import Any
 
 from farm.experiment.model import Experiment
 
+_FREQUENCY_PATTERN = r"^\s*[0-9]+(\.[0-9]+)?\s*([GgMmKk][Hh][Zz])\s*$"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -25,6 +26,22 @@ def json_schema() -> dict[str, Any]:
     # `output: jsonl` is the shorthand of `output: {adapter: jsonl}`.
     output = schema["$defs"]["Benchmark"]["properties"]["output"]
     output["anyOf"].insert(0, {"$ref": "#/$defs/AdapterName"})
+    # A clock level is written `max`, `nominal`, `min`, a fraction `0.5` or a frequency `1800MHz`
+    # (ClockLevel's shorthands), and `clocks: pin` is `clocks: {mode: pin}`.
+    definitions = schema["$defs"]
+    definitions["ClockLevel"] = {
+        "anyOf": [
+            {"enum": ["max", "nominal", "min"]},
+            {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            {"type": "string", "pattern": _FREQUENCY_PATTERN},
+            definitions["ClockLevel"],
+        ],
+        "description": definitions["ClockLevel"].get("description", ""),
+    }
+    definitions["ClockLevelObject"] = definitions["ClockLevel"]["anyOf"][-1]
+    definitions["ClockLevel"]["anyOf"][-1] = {"$ref": "#/$defs/ClockLevelObject"}
+    conditions_clocks = definitions["Conditions"]["properties"]["clocks"]
+    conditions_clocks["anyOf"] = [{"$ref": "#/$defs/ClockMode"}, {"$ref": conditions_clocks.pop("$ref")}]
     return {
         "$schema": SCHEMA_DIALECT,
         "$id": "https://farm.invalid/schemas/experiment.json",

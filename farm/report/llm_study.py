@@ -48,6 +48,9 @@ PREFILL = "prefill_tokens_per_s"
 BYTES = "model_bytes"
 E_PREFILL = "energy_per_prefill_token_mj"
 E_DECODE = "energy_per_decode_token_mj"
+COLD_LOAD = "model_load_cold_ms"
+WARM_LOAD = "model_load_warm_ms"
+COLD_VALID = "cold_start_valid"
 GPU = "gpu"
 
 
@@ -278,6 +281,35 @@ def _energy(rows: pd.DataFrame) -> tuple[RenderedTable, list[ClaimVerdict]]:
     return table, verdicts
 
 
+def _loads(rows: pd.DataFrame) -> RenderedTable:
+    """Model load time, cold and warm, per phone and model (no claim: a measurement). A cold load
+    counts only where its run proved the model out of the page cache (`cold_start_valid`); runs
+    whose drop did not take are counted, never pooled in."""
+    proof = rows[rows.metric == COLD_VALID]
+    proven = set(proof[proof.value >= 0.5].run_id)
+    unproven = proof[proof.value < 0.5].groupby(["device", "model"])["run_id"].nunique()
+    cold = _medians(rows[rows.run_id.isin(proven)], COLD_LOAD, ("device", "model"))
+    warm = _medians(rows, WARM_LOAD, ("device", "model"))
+    table_rows: list[tuple[str, ...]] = [
+        (
+            str(key[0]),
+            model_label(key[1]),
+            number(cold[key]) if key in cold else "–",
+            number(warm[key]) if key in warm else "–",
+            str(int(unproven.get(key, 0))),
+        )
+        for key in sorted({*cold, *warm}, key=str)
+    ]
+    return _table(
+        "Model load, cold and warm",
+        "median over runs, ms: llama.cpp's load to the end of the first evaluation; cold after the "
+        "model's pages were dropped from the page cache (proven by mincore), warm the same run's "
+        "second load from the page cache",
+        ("device", "model", "cold ms", "warm ms", "runs not cold"),
+        table_rows,
+    )
+
+
 CLAIM_NAMES = {
     1: "decode is memory-bound",
     2: "prefill gains more from the GPU",
@@ -300,7 +332,7 @@ def llm_verdicts(data: ReportData, frame: pd.DataFrame) -> tuple[list[RenderedTa
     gain_table, v2 = _gpu_gain(unloaded, data)
     load_table, v3 = _load_cost(rows, data, loads)
     energy_table, v4 = _energy(unloaded)
-    tables = [t for t in (decode_table, gain_table, load_table, energy_table) if t.rows]
+    tables = [t for t in (decode_table, gain_table, load_table, energy_table, _loads(rows)) if t.rows]
     return tables, [*v1, *v2, *v3, *v4]
 
 

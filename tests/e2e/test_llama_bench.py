@@ -1,8 +1,9 @@
 """llama.cpp's llama-bench (kernels/llama) on a virtual phone with the smallest generated model:
 prefill and decode runs whose metrics are recomputed here from the raw samples in their run
 folders, a model that fails to load and a run killed by SIGKILL (what the out-of-memory killer
-sends) failing their runs with the reason, a missing model file refused in one line, and runs
-long enough for the fuel gauge keeping energy per token of each phase."""
+sends) failing their runs with the reason, a missing model file refused in one line, a cold start
+proven by the page counts with a second, warm load, and the study's energy runs long enough for
+the fuel gauge to keep energy per token of each phase."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.experiment.files import load as load_experiment
 from farm.store import RunState
 from farm.store import runs as run_store
 from tests.e2e.farm_cli import REPO, open_store, run_farm, start_farm, write_experiment
@@ -144,26 +146,84 @@ def test_a_missing_model_file_is_one_line_naming_it(virtual_phones, tmp_path: Pa
     assert f"{path}:" in lines[0] and f"asset {missing} does not exist" in lines[0], lines[0]
 
 
-ENERGY_PREFILL_REPS = 1000
-ENERGY_DECODE_REPS = 1500
+def test_a_cold_start_drops_the_model_and_its_second_load_is_warm(virtual_phones, tmp_path: Path) -> None:
+    """benchmark.cold_files: farm-pagecache drops the model's pages just before llama-bench starts
+    and counts them (mincore) before and after the drop and after the run; the model named twice
+    (`-m F -m /.F`) is loaded twice. Judged on the page counts, never on the times: none of the
+    file in the page cache after the drop, all of it once the program had loaded it, and the two
+    load times are llama.cpp's own for the first and the second load."""
+    lines = [
+        "benchmark:",
+        "  program: external",
+        f"  binary: {{x86_64: {BENCH}}}",
+        '  args: [-m, "{model}", -m, "/.{model}", -o, jsonl, -v, -r, "3", -t, "2", -ngl, "0",',
+        '         -p, "{prompt}", -n, "0", -pg, "{prompt},1", --poll, "0"]',
+        f"  assets: [{MODEL}]",
+        '  cold_files: ["{model}"]',
+        "  output: llama_bench",
+        f"sweep: {{model: [{MODEL}], prompt: [32]}}",
+        "measurement: {repetitions: 1}",
+        "telemetry: {idle_baseline_s: 0}",
+        "conditions: {cooldown: {max_temp_c: 90, timeout_s: 30}, min_battery_pct: 5}",
+        "timeouts: {run_timeout_s: 120}",
+    ]
+    path = write_experiment(tmp_path, "llm_cold", "\n".join(lines) + "\n")
+    phones = virtual_phones(count=1)
+    results = tmp_path / "results"
+    done = run_farm(phones.adb_port, results, "run", str(path), "--no-live", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run,) = _runs(results, "llm_cold")
+    assert run.state is RunState.DONE, run.reason
+    (folder,) = results.glob(f"llm_cold/{run.run_id}*/")
+    page_cache = json.loads((folder / "env.json").read_text())["page_cache"]
+    pages = -(-MODEL.stat().st_size // 4096)  # the host's page size: the virtual phone's kernel
+    (at_drop,) = page_cache["at_drop"]
+    (at_end,) = page_cache["at_end"]
+    assert at_drop["pages"] == pages and at_end["pages"] == pages, page_cache
+    # Dropped: nothing of the model cached when llama-bench started; read whole by its load.
+    assert at_drop["resident_after_drop"] == 0, page_cache
+    assert at_end["resident"] == pages, page_cache
+    assert page_cache["cold"] is True and page_cache["not_cold_because"] is None
+    got = _metrics(results, run.run_id)
+    assert got["cold_start_valid"] == 1.0 and got["cold_resident_after_drop_pct"] == 0.0
+    # llama.cpp's load times, one per test: two tests per load (pp 32, pg 32,1)
+    stderr = (folder / "stderr.txt").read_text()
+    loads = [float(line.split("=")[1].split("ms")[0]) for line in stderr.splitlines() if "load time" in line]
+    stdout = (folder / "stdout.jsonl").read_text()
+    records = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    assert [r["model_filename"].startswith("/./") for r in records] == [False, False, True, True]
+    assert len(loads) == 4
+    assert got["model_load_cold_ms"] == pytest.approx(loads[0]) == got["model_load_ms"]
+    assert got["model_load_warm_ms"] == pytest.approx(loads[2])
+    # both loads' repetitions pooled: 6 samples of the prompt
+    rates = [32 / (ns / 1e9) for r in records if r["n_gen"] == 0 for ns in r["samples_ns"]]
+    assert len(rates) == 6 and got["prefill_tokens_per_s"] == pytest.approx(statistics.median(rates))
+
+
+def _energy_variant_reps(model: str) -> dict[int, int]:
+    """experiments/llm_gpu_load.yaml's `energy` variant: repetitions per load of `model`'s rows,
+    by gen (0: prefill, 16: decode)."""
+    experiment = load_experiment(REPO / "experiments" / "llm_gpu_load.yaml", variant="energy")
+    sweep = experiment.sweep
+    rows = zip(sweep["model"], sweep["gen"], sweep["reps"], strict=True)
+    return {int(gen): int(reps) for level, gen, reps in rows if str(level).endswith(model)}
 
 
 def test_runs_long_enough_for_the_gauge_keep_energy_per_token_of_each_phase(
     virtual_phones, tmp_path: Path
 ) -> None:
     """adreno-sd865: charging can be stopped (input_suspend, root) and its gauge updates every
-    second. Runs of several seconds per phase on the smallest model (1000 prefill and 1500
-    decode repetitions; 300 decode repetitions still ended within two updates): each sees at
-    least three gauge updates, so its energy per token is kept. The study's quick variant keeps
-    its second-long runs (energy per token flagged there): these counts on its m models ran past
-    300 s on 4 phones sharing 2 host cores."""
-    reps = {0: ENERGY_PREFILL_REPS, 16: ENERGY_DECODE_REPS}  # gen 0: prefill, 16: decode
+    second. The study's `energy` variant sizes each model's runs for three gauge updates (its
+    repetitions per model and phase, the model loaded twice as the study does): on the smallest
+    model each phase's run sees at least three updates, so its energy per token is kept. (Fewer
+    repetitions fail: 300 decode repetitions of one load ended within two updates.)"""
     model = LLAMA / "models" / "tinyllama-s-f16.gguf"
+    reps = _energy_variant_reps(model.name)
     lines = [
         "benchmark:",
         "  program: external",
         f"  binary: {{x86_64: {BENCH}}}",
-        '  args: [-m, "{model}", -o, jsonl, -v, -r, "{reps}", -t, "2", -ngl, "0",',
+        '  args: [-m, "{model}", -m, "/.{model}", -o, jsonl, -v, -r, "{reps}", -t, "2", -ngl, "0",',
         '         -p, "{prompt}", -n, "{gen}", -pg, "{first_token}", --poll, "0"]',
         f"  assets: [{model}]",
         "  output: llama_bench",

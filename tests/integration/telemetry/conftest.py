@@ -30,7 +30,7 @@ def agents(request: pytest.FixtureRequest) -> Agents:
     abi: str = getattr(request, "param", HOST_ABI)
     require_toolchain(abi)
     out = build_for_abi(AGENTS_DIR, abi)
-    return Agents(abi, out / "farm-probe", out / "farm-sampler", emulator_for(abi))
+    return Agents(abi, out / "farm-probe", out / "farm-sampler", emulator_for(abi), out / "farm-pagecache")
 
 
 @pytest.fixture

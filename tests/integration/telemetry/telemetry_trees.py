@@ -31,6 +31,7 @@ class Agents:
     probe: Path
     sampler: Path
     emulator: tuple[str, ...] = ()
+    pagecache: Path | None = None
 
     def command(self, argv: list[str]) -> list[str]:
         """argv (starting with an agent's path) as this host runs it."""

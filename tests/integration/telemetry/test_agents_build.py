@@ -24,9 +24,10 @@ FILE_SAYS = {
 }
 
 
-@pytest.mark.parametrize("program", ["probe", "sampler"])
+@pytest.mark.parametrize("program", ["probe", "sampler", "pagecache"])
 def test_agent_is_a_static_elf_of_its_abi(agents: Agents, program: str) -> None:
-    path = agents.probe if program == "probe" else agents.sampler
+    path = {"probe": agents.probe, "sampler": agents.sampler, "pagecache": agents.pagecache}[program]
+    assert path is not None
     header = read_elf_header(path)
     assert header is not None and runs_on(header, agents.abi), header
     assert header.static

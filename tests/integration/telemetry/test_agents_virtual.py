@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from telemetry_trees import Agents
-from vphone.profiles import load_profile
+from vphone.profiles import PROFILES_DIR, load_profile
 
 from farm.analysis.metrics import cpu_clock_metrics
 from farm.telemetry.probe import Capabilities, CurrentSign, GpuFamily, parse_probe
@@ -103,16 +103,20 @@ def test_probe_finds_each_profiles_paths_and_conventions(
             assert caps[name].battery.current_sign is sign, name
 
 
-def test_probe_reports_unreadable_nodes(virtual_phones: Callable[..., Any], agents: Agents) -> None:
-    phones = virtual_phones(count=1, profiles=["adreno-sd8gen2"])
+def test_probe_reports_unreadable_nodes(
+    virtual_phones: Callable[..., Any], agents: Agents, tmp_path: Path
+) -> None:
+    # gpubusy unreadable for the shell user the way a production SELinux policy makes it: the
+    # profile's `unreadable` list, on a copy (a mode changed under a running phone's served
+    # node does not show: the phone reads it over FUSE, vphone.nodemirror)
+    shipped = (PROFILES_DIR / "adreno-sd8gen2.yaml").read_text()
+    denied_line = "unreadable:\n  - /sys/class/kgsl/kgsl-3d0/gpubusy\n"
+    assert "unreadable:\n" in shipped, "adreno-sd8gen2.yaml has no unreadable list any more"
+    copy = tmp_path / "adreno-sd8gen2-gpubusy-denied.yaml"
+    copy.write_text(shipped.replace("unreadable:\n", denied_line, 1))
+    phones = virtual_phones(count=1, profiles=[str(copy)])
     phone = phones[0]
     device = phone.device(phones.client())
-    # make gpubusy unreadable for the shell user the way a production SELinux policy does
-    device_dir = phone.state_dir / "sys" / "devices/platform/soc/3d00000.qcom,kgsl-3d0/kgsl/kgsl-3d0"
-    gpubusy = device_dir / "gpubusy"
-    if not gpubusy.exists():
-        pytest.skip(f"virtual phone layout changed: {gpubusy} missing")
-    gpubusy.chmod(0)
     _deploy(device, agents.probe)
     caps = _probe(device)
     denied = {n.path: n for n in caps.gpu.candidates}["/sys/class/kgsl/kgsl-3d0/gpubusy"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from farm.adapters import AdapterName, FailureReason, Granularity, OutputError, adapter_for, parse_llama_bench
+from farm.adapters.llama_bench import load_times
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -93,3 +94,37 @@ def test_empty_cut_and_malformed_output() -> None:
     with pytest.raises(OutputError) as none:
         parse_llama_bench("| model | size |\n", "")
     assert none.value.reason is FailureReason.NO_METRIC
+
+
+def test_the_model_named_twice_gives_its_first_and_its_second_load_and_pools_the_samples() -> None:
+    """fixtures/llama_bench_reload.*: `-m build/models/X -m ./build/models/X -p 32 -pg 32,1 -r 3`:
+    llama-bench loads the model for the first test and again for the third (its path differs
+    from the previous test's), and prints one load time per test."""
+    stdout, stderr = fixture("llama_bench_reload.jsonl"), fixture("llama_bench_reload.stderr")
+    records = _records(stdout)
+    assert [r["model_filename"] for r in records] == ["build/models/tinyllama-s-q4_0.gguf"] * 2 + [
+        "./build/models/tinyllama-s-q4_0.gguf"
+    ] * 2
+    loads = [float(line.split("=")[1].split("ms")[0]) for line in stderr.splitlines() if "load time" in line]
+    got = _values(stdout, stderr)
+    assert got["model_load_ms"] == pytest.approx(loads[0])
+    assert got["model_load_warm_ms"] == pytest.approx(loads[2])  # not the second test's: no load there
+    rates = [32 / (ns / 1e9) for r in records if r["n_gen"] == 0 for ns in r["samples_ns"]]
+    assert len(rates) == 6 and got["prefill_tokens_per_s"] == pytest.approx(statistics.median(rates))
+    assert got["prefill_p32_tokens_per_s"] == got["prefill_tokens_per_s"]
+    first = [ns for r in records if r["n_gen"] == 1 for ns in r["samples_ns"]]
+    assert got["time_to_first_token_ms"] == pytest.approx(statistics.median(first) / 1e6)
+    assert got["iterations_measured"] == 12
+
+
+def test_a_run_of_one_load_or_of_another_model_has_no_warm_load() -> None:
+    stdout, stderr = fixture("llama_bench_prefill.jsonl"), fixture("llama_bench_prefill.stderr")
+    assert "model_load_warm_ms" not in _values(stdout, stderr)
+    records = _records(fixture("llama_bench_reload.jsonl"))
+    other = [*records[:2], *({**r, "model_filename": "build/models/other.gguf"} for r in records[2:])]
+    assert load_times(other, [10.0, 20.0, 30.0, 40.0]) == (10.0, None)
+    # a later load of the same file with other model parameters (GPU layers) is not the same load
+    offloaded = [*records[:2], *({**r, "n_gpu_layers": 99} for r in records[2:])]
+    assert load_times(offloaded, [10.0, 20.0, 30.0, 40.0]) == (10.0, None)
+    assert load_times(records, [10.0, 20.0, 30.0, 40.0]) == (10.0, 30.0)
+    assert load_times(records, [10.0]) == (10.0, None)  # a cut log: the loads it has

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,8 @@ def _errors(value: Any, node: dict[str, Any], defs: dict[str, Any], path: str = 
     }
     if kind is not None and not checks[kind](value):
         return [f"{path}: expected {kind}, got {value!r}"]
+    if "pattern" in node and not re.search(node["pattern"], value):
+        return [f"{path}: {value!r} does not match {node['pattern']}"]
     problems: list[str] = []
     if kind == "object":
         properties = node.get("properties", {})
@@ -132,3 +135,15 @@ def test_schema_accepts_every_shipped_experiment_and_rejects_a_typo() -> None:
     assert _errors(typo, document, document["$defs"]) == [".measurement.iteration: not allowed"]
     shorthand = {"name": "x", "benchmark": {"program": "lstm"}, "devices": "all"}
     assert _errors(shorthand, document, document["$defs"]) == []
+
+
+def test_schema_takes_the_clock_shorthands_the_model_takes() -> None:
+    document = json_schema()
+    base = {"name": "x", "benchmark": {"program": "lstm"}}
+    for clocks in ("pin", {"mode": "auto", "cpu": "max", "gpu": 0.5}, {"mode": "pin", "cpu": "1800MHz"}):
+        data = {**base, "conditions": {"clocks": clocks}}
+        assert _errors(data, document, document["$defs"]) == [], clocks
+        Experiment.model_validate(data)
+    for clocks in ("fast", {"mode": "pin", "cpu": "fast"}, {"mode": "pin", "gpu": "1800 rpm"}):
+        data = {**base, "conditions": {"clocks": clocks}}
+        assert _errors(data, document, document["$defs"]) != [], clocks

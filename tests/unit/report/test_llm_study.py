@@ -5,9 +5,11 @@ sentence in the section's tables."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from farm.experiment import load_text
 from farm.report.llm_study import Verdict, llm_verdicts, model_label
@@ -47,7 +49,8 @@ def _metrics(factors: Mapping[str, object]) -> dict[str, float]:
     size = BYTES[str(factors["model"])]
     load = float(factors["gpu_load"])  # type: ignore[arg-type]
     slowdown = (1 - 0.8 * load) if gpu else (1 - 0.05 * load)
-    values = {"model_bytes": size}
+    values = {"model_bytes": size, "model_load_cold_ms": size / 1e5, "model_load_warm_ms": size / 4e5}
+    values["cold_start_valid"] = 1.0
     if factors["gen"] == 0:
         values["prefill_tokens_per_s"] = 4e11 / size * (3.0 if gpu else 1.0) * slowdown
         values["energy_per_prefill_token_mj"] = 0.5
@@ -146,3 +149,23 @@ def test_energy_per_token_untestable_says_why_per_phone(tmp_path: Path) -> None:
     assert "fuel gauge updated three times" in energy[PHONES[1]].because
     section = study_section(data)
     assert section is not None and numbers_not_in_tables(section) == {}
+
+
+def test_cold_and_warm_loads_per_phone_and_model_count_only_proven_cold_starts(tmp_path: Path) -> None:
+    """A run whose drop did not take (cold_start_valid 0) is counted in the table, never pooled
+    into the cold median; its warm load still counts."""
+    from farm.report.frame import tidy_frame
+
+    data = _data(tmp_path)
+    first = data.runs[0]
+    spoiled = replace(first, metrics={**first.metrics, "cold_start_valid": 0.0, "model_load_cold_ms": 1e6})
+    data = replace(data, runs=(spoiled, *data.runs[1:]))
+    tables, _ = llm_verdicts(data, tidy_frame(data))
+    (loads,) = [t for t in tables if t.title == "Model load, cold and warm"]
+    rows = {(r[0], r[1]): r[2:] for r in loads.rows}
+    device, model = str(first.device_id), model_label(str(first.factors["model"]))
+    cold_ms, warm_ms, not_cold = rows[(device, model)]
+    size = BYTES[str(first.factors["model"])]
+    assert float(cold_ms) == pytest.approx(size / 1e5, rel=0.05) and not_cold == "1"
+    assert float(warm_ms) == pytest.approx(size / 4e5, rel=0.05)
+    assert all(row[2] == "0" for key, row in rows.items() if key != (device, model))
