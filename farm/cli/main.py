@@ -1,8 +1,8 @@
 """The `farm` command: a click group that wires command modules together.
 
 Each command group lives in its own module under farm/cli/ and exposes a click command or group;
-it is registered by name in COMMANDS below and imported only when that command is invoked (or
-`farm --help` lists them all): `farm run` need not import the report, analysis and plotting
+it is registered by name in COMMANDS below, with the summary `farm --help` lists, and imported
+only when that command is invoked: `farm run` need not import the report, analysis and plotting
 modules of `farm report` (seconds per start on a small machine). Errors derived from FarmError
 become one line on stderr and the error's exit code; nothing here prints a traceback for a user
 mistake.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass
 
 import click
 
@@ -19,30 +20,92 @@ from farm import __version__, crashlog
 from farm.errors import FarmError
 from farm.safe_text import terminal
 
-# name -> (module, attribute) of every top-level command; `farm --help` lists them sorted by name,
-# as click does for the commands it holds. tests/unit/cli/test_cli_commands.py checks each name is
-# the one its command declares.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "virtual": ("farm.cli.virtual", "virtual"),
-    "schema": ("farm.cli.schema", "schema"),
-    "devices": ("farm.cli.devices", "devices"),
-    "doctor": ("farm.cli.doctor", "doctor"),
-    "hosts": ("farm.cli.hosts", "hosts"),
-    "run": ("farm.cli.run", "run"),
-    "status": ("farm.cli.status", "status"),
-    "report": ("farm.cli.report", "report"),
-    "export": ("farm.cli.export", "export"),
-    "import": ("farm.cli.importer", "import_"),
-    "model": ("farm.cli.model", "model"),
-    "schedule": ("farm.cli.schedule", "schedule"),
-    "regress": ("farm.cli.regress", "regress"),
-    "compare": ("farm.cli.compare", "compare"),
+
+@dataclass(frozen=True)
+class Entry:
+    """Where a command lives, and its summary for `farm --help` (so that listing the commands
+    imports none of them: the report's, for one, takes seconds to import on a small machine)."""
+
+    module: str
+    attribute: str
+    summary: str  # click's short help of the command at SUMMARY_CHARS; a test keeps them equal
+
+
+SUMMARY_CHARS = 90
+# name -> where every top-level command lives and its summary; `farm --help` lists them sorted by
+# name, as click does. tests/unit/cli/test_cli_commands.py checks each name is the one its command
+# declares and each summary the command's own.
+COMMANDS: dict[str, Entry] = {
+    "virtual": Entry(
+        "farm.cli.virtual",
+        "virtual",
+        "Virtual phones (up, list, down, fault): real ADB on TCP ports, an Android-shaped sandbox.",
+    ),
+    "schema": Entry("farm.cli.schema", "schema", "Print the JSON Schema of experiment files."),
+    "devices": Entry(
+        "farm.cli.devices",
+        "devices",
+        "List every phone the adb server sees: identity host/serial, state (online, offline,...",
+    ),
+    "doctor": Entry(
+        "farm.cli.doctor",
+        "doctor",
+        "Check every capability farm relies on, per phone (SELECTOR: host/serial, serial, adb...",
+    ),
+    "hosts": Entry(
+        "farm.cli.hosts",
+        "hosts",
+        "The hosts whose adb servers farm uses: this machine and lab hosts reached over SSH...",
+    ),
+    "run": Entry(
+        "farm.cli.run",
+        "run",
+        "Run an experiment on every eligible phone, in parallel, and store the results.",
+    ),
+    "status": Entry(
+        "farm.cli.status",
+        "status",
+        "Progress of experiments in the store: runs per state and per phone, failures, recent...",
+    ),
+    "report": Entry(
+        "farm.cli.report",
+        "report",
+        "Write the report of EXPERIMENT: a single-file HTML page (figures inline, opens...",
+    ),
+    "export": Entry(
+        "farm.cli.export",
+        "export",
+        "Export the metrics of EXPERIMENT as tidy data: one row per run and metric.",
+    ),
+    "import": Entry(
+        "farm.cli.importer", "import_", "Bring measurements made outside farm into farm's metrics and store."
+    ),
+    "model": Entry(
+        "farm.cli.model",
+        "model",
+        "Latency and memory predictors, fitted per phone: on sampled kernels...",
+    ),
+    "schedule": Entry(
+        "farm.cli.schedule",
+        "schedule",
+        "Nightly sweeps: re-run chosen experiments on a cron schedule and flag regressions.",
+    ),
+    "regress": Entry(
+        "farm.cli.regress",
+        "regress",
+        "Compare the newest nightly of EXPERIMENT (its name, or name.variant) with the previous...",
+    ),
+    "compare": Entry(
+        "farm.cli.compare",
+        "compare",
+        "Compare B with A per phone and cell: two experiments (EXPERIMENT_A EXPERIMENT_B), or...",
+    ),
 }
 
 
 def load_command(name: str) -> click.Command:
-    module_name, attribute = COMMANDS[name]
-    command: click.Command = getattr(importlib.import_module(module_name), attribute)
+    entry = COMMANDS[name]
+    command: click.Command = getattr(importlib.import_module(entry.module), entry.attribute)
     return command
 
 
@@ -54,6 +117,17 @@ class _LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's own layout, from the summaries: no command module is imported to list them.
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [
+            (name, click.Command(name, help=COMMANDS[name].summary).get_short_help_str(limit))
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from vphone.adb import packets as p  # noqa: E402
 from vphone.testing.adb_wire import WireHost  # noqa: E402
-from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server  # noqa: E402
+from vphone.testing.phones import kill_adb_server, start_adb_server  # noqa: E402
 
 from vphone import control  # noqa: E402
 
@@ -244,7 +244,7 @@ def cell(s: dict[str, float | int | None]) -> str:
 
 
 def main() -> None:
-    server = start_adb_server(free_tcp_port())
+    server = start_adb_server()
     load_before = os.getloadavg()[0]
     results = {}
     try:

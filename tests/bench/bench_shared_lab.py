@@ -360,12 +360,12 @@ def takeover(server: Any, scratch: Path, other_machine: bool) -> dict[str, Any]:
 
 
 def wall_one_vs_two(server: Any, scratch: Path) -> dict[str, Any]:
-    from vphone.testing.phones import free_tcp_port, kill_adb_server, start_adb_server
+    from vphone.testing.phones import kill_adb_server, start_adb_server
 
     from tests.e2e.farm_cli import farm_argv, farm_env, fast_lstm, write_experiment
     from vphone import control
 
-    adb = start_adb_server(free_tcp_port())
+    adb = start_adb_server()
     state = control.start_daemon(scratch / "vphones", ["adreno-sd8gen2"] * 4, adb_port=adb.port)
     try:
         control.connect_phones(state.phones, adb.port)

