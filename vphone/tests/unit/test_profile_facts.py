@@ -124,6 +124,22 @@ SOC_CLOCKS: dict[str, tuple[tuple[tuple[int, ...], ...] | None, frozenset[int], 
 PARTIAL_TABLES = {"mali-tensor": "Pixel 7 class: the two big clusters' top points are left out"}
 # Profiles whose SoC variant adds points above its platform's tables, and why.
 EXTRA_TOP = {"galaxy-s23": (3360000, "Snapdragon 8 Gen 2 for Galaxy: prime core at 3.36 GHz")}
+# profile -> (the device's own cpu.core_speeds per cluster as its power_profile.xml lists them, the
+# file's typos and what they stand for, where read): the variant's table, not the platform's.
+DEVICE_TABLES = {
+    "galaxy-s23": (
+        _khz(
+            "307200 441600 556800 672000 787200 902400 1017600 1113600 1228800 1344000 1459200 1555200"
+            " 1670400 1785600 1990800 2016000",
+            "499200 614400 729600 844800 940800 1056000 1171200 1286400 1401600 1536000 1651200 1785600"
+            " 1920000 2054400 2188800 2323200 2457600 2592000 2707200 2803200",
+            "595200 729600 86400 998400 1132800 1248000 1363200 1478400 1593600 1708800 1843200 1977600"
+            " 2092800 2227200 2342400 2476800 2592000 2726400 2841600 2956800 3187200 3360000",
+        ),
+        {86400: 864000, 1990800: 1900800},
+        "guckesh/android_device_samsung_dm1q power_profile.xml, commit 251319a (from S911BXXU7CXK4)",
+    ),
+}
 
 # ro.product.model -> (storage configurations in MB it was sold with beside the profile's RAM, where read)
 STORAGE = {
@@ -195,6 +211,11 @@ def test_clock_tables_are_the_socs(path: Path) -> None:
                 assert set(own) <= set(soc), f"{path.name}: {sorted(set(own) - set(soc))} kHz ({where})"
         else:
             assert tables == cpu_tables, f"{path.name}: {platform}'s cpufreq tables ({where})"
+    if path.stem in DEVICE_TABLES:
+        device_tables, typos, where_device = DEVICE_TABLES[path.stem]
+        fixed = tuple(tuple(typos.get(f, f) for f in cluster) for cluster in device_tables)
+        own = tuple(cluster.freqs_khz for cluster in profile.cpu.clusters)
+        assert own == fixed, f"{path.name}: the device's cpufreq tables ({where_device})"
     assert profile.gpu is not None
     extra = set(profile.gpu.freqs_hz) - gpu_opps_hz
     assert not extra, f"{path.name}: {sorted(extra)} Hz are no {platform} GPU OPP ({where})"
