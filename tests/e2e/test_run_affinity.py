@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import time
 from pathlib import Path
 
@@ -79,9 +80,12 @@ def test_affinity_big_and_little_are_recorded_pinned_and_little_is_slower(
     profile = load_profile(PROFILE)
     capacity = {c.name: c.capacity for c in profile.cpu.clusters}
     expected = capacity["prime"] / capacity["little"]  # 4: one thread at each core's top clock
-    ratio = min(means["little"]) / max(means["big"])
+    ratio = statistics.mean(means["little"]) / statistics.mean(means["big"])
     # The mean, not the median: a quota slows ~1 ms iterations by stretching the few that meet
     # the end of a CFS period's budget (see test_run_clocks.py); over >= 1 s the mean is the speed.
     # A busy host holds back the big run more than the little one (its quota is a whole core),
-    # so the ratio may fall short of the profile's, never pass it by much.
+    # so the ratio may fall short of the profile's, never pass it by much. Over both runs of each
+    # level: one run of either may meet a burst of the host's other work (CI's serial pass once
+    # read little 6.5 and 3.6 ms, big 2.5 and 1.8: the slowest big against the fastest little
+    # gave 1.44, the levels' means 2.3).
     assert 1.5 < ratio < 1.4 * expected, (ratio, means, expected, os.getloadavg(), took)

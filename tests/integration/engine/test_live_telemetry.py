@@ -65,7 +65,11 @@ def test_running_rows_carry_live_gpu_power_and_temperature(phone, tmp_path: Path
     gaps_s = [(b - a) / 1e9 for a, b in itertools.pairwise(refreshed)]
     assert statistics.median(gaps_s) < 3.0, gaps_s
     assert all(g is not None and 0.0 <= g <= 1.0 for _t, g, _p, _c in running)
-    assert all(p is not None and p > 0 for _t, _g, p, _c in running)  # discharging: charging is off
+    # Discharging: charging is off before the sampler starts, but the fuel gauge latches its
+    # current once a second (the profile's fuel_gauge_interval_s; later on a loaded host), so the
+    # first readings may still be the charger's. From the middle of the run on, all are discharge.
+    settled = running[len(running) // 2 :]
+    assert all(p is not None and p > 0 for _t, _g, p, _c in settled), running
     assert all(c is not None and 15.0 < c < 90.0 for _t, _g, _p, c in running)
 
     with open_store(results) as store:
@@ -73,7 +77,7 @@ def test_running_rows_carry_live_gpu_power_and_temperature(phone, tmp_path: Path
         assert run.state is RunState.DONE
         stored = {m.name: m.value for m in run_store.get_metrics(store, run.run_id)}
     live_gpu = statistics.mean(g for _t, g, _p, _c in running if g is not None)
-    live_power = statistics.mean(p for _t, _g, p, _c in running if p is not None)
+    live_power = statistics.mean(p for _t, _g, p, _c in settled if p is not None)
     # the live numbers come from the same trace, read the same way as the stored metrics
     assert live_gpu == pytest.approx(stored["gpu_load_mean"], abs=0.25)
     assert live_power == pytest.approx(stored["power_mean_mw"], rel=0.35)

@@ -510,6 +510,13 @@ class PhoneCgroups:
         q = int((d / "cpu.cfs_quota_us").read_text(encoding="ascii"))
         return None if q < 0 else q / int((d / "cpu.cfs_period_us").read_text(encoding="ascii"))
 
+    def cfs_period_us(self, group: str) -> int:
+        """The CFS period in force: its stretch is the speed the quota was set for (cfs_quota)."""
+        d = self.group_dir(group)
+        if self.v2:
+            return int((d / "cpu.max").read_text(encoding="ascii").split()[1])
+        return int((d / "cpu.cfs_period_us").read_text(encoding="ascii"))
+
     def cpu_stat(self, group: str) -> CpuStat:
         values: dict[str, int] = {}
         for line in (self.group_dir(group) / "cpu.stat").read_text(encoding="ascii").splitlines():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from vphone.cgroup import CgroupsUnavailable, PhoneCgroups, phone_group_name, read_host_cgroups
+from vphone.cgroup import CgroupsUnavailable, PhoneCgroups, cfs_quota, phone_group_name, read_host_cgroups
 from vphone.profiles import PROFILES_DIR
 from vphone.testing.phones import PhoneFactory, VirtualPhone
 from vphone.testing.waiting import eventually
@@ -134,12 +134,30 @@ def test_a_valid_write_is_in_force_when_it_returns_and_the_physics_runs_at_it(ro
     assert result.returncode == 0 and result.stdout.split() == list(lowest.values()), result
     speed = _fastest_core_speed(adb)
     assert math.isclose(speed, 844_800 / 2_841_600)  # the prime core at its lowest clock
-    # An idle phone wants one core: its quota is that core's speed (the phone's own processes
-    # may want more for a moment, so wait for the idle value).
-    assert eventually(lambda: math.isclose(cgroups.quota_cores("cpu") or 0, speed, rel_tol=0.01), DEADLINE_S)
+    assert _runs_at(cgroups, speed), cgroups.quota_cores("cpu")
     restore = " && ".join(f"echo 4294967295 > {CPUFREQ}/{p}/scaling_max_freq" for p in POLICIES)
     assert adb.su(restore).returncode == 0
-    assert eventually(lambda: math.isclose(cgroups.quota_cores("cpu") or 0, 1.0, rel_tol=0.01), DEADLINE_S)
+    assert _runs_at(cgroups, 1.0), cgroups.quota_cores("cpu")
+
+
+def _runs_at(cgroups: PhoneCgroups, speed: float) -> bool:
+    """Whether the phone's cpu/ group comes to run at `speed`. Its CFS period says the speed
+    exactly (cgroup.cfs_quota stretches it as 1/speed). Its quota is speed x the threads that want
+    a core (an idle phone: one) less the daemon's CPU for the phone (daemoncpu.less_daemon_cpu):
+    on a loaded host the phone's idle processes wait in the run queue and read as more than one
+    thread, and its physics tick costs the daemon a step of 0.05 cores (CI once read neither
+    speed exactly for 60 s), so the quota is only held to within a factor of two of the speed."""
+    period_us = cfs_quota(speed, speed)[1]
+    seen: list[tuple[int, float]] = []
+
+    def there() -> bool:
+        seen.append((cgroups.cfs_period_us("cpu"), round(cgroups.quota_cores("cpu") or 0, 3)))
+        return seen[-1][0] == period_us and 0.5 * speed <= seen[-1][1] <= 2 * speed
+
+    if eventually(there, DEADLINE_S):
+        return True
+    print(f"wanted period {period_us} us and quota ~{speed:.3f} cores; saw {sorted(set(seen))[-10:]}")
+    return False
 
 
 def test_adb_pull_of_a_node_gives_its_text(rooted: Adb, tmp_path: Path) -> None:

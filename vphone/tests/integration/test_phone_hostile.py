@@ -11,6 +11,7 @@ import os
 import select
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,8 @@ pytestmark = pytest.mark.integration
 MANY = 100_000
 FLOOD_OPENS = 20_000  # ~0.5 s of the daemon's CPU: past a phone's burst of its share
 FLOOD_DAEMON_CORES = 0.2
+REST_WINDOW_S = 3.0  # long enough for ~30 physics ticks of each phone
+ONE_SHELL_CPU_S = 0.1  # the daemon's CPU for one short shell of a phone, generously
 SMALL_RAM_MB = 384
 HOG_BYTES = 2 * int(SMALL_RAM_MB * 0.65) << 20
 TICKS = 25  # 2.5 s of physics: two slow ticks
@@ -303,7 +306,15 @@ def test_a_phone_flooding_the_daemon_is_charged_its_cpu(
     loud, quiet = unrooted
     assert unrooted.daemon_pid is not None
     quota_before = cpu_quota_cores(loud)
+    # What the daemon spends on a phone at rest (its physics tick, charged to it too), per second:
+    # the quiet phone is charged that much while the flood lasts, longer on a loaded host.
+    rest_from, rest_started = phone_infos(unrooted), time.monotonic()
+    time.sleep(REST_WINDOW_S)
     before, daemon_before = phone_infos(unrooted), process_cpu_s(unrooted.daemon_pid)
+    rest_cores = (before[quiet.serial].daemon_cpu_s - rest_from[quiet.serial].daemon_cpu_s) / (
+        time.monotonic() - rest_started
+    )
+    flood_started = time.monotonic()
     flooding = threading.Thread(target=lambda: results.append(flood(loud.port, FLOOD_OPENS)), daemon=True)
     results: list[int] = []
     flooding.start()
@@ -323,12 +334,16 @@ def test_a_phone_flooding_the_daemon_is_charged_its_cpu(
     flooding.join(timeout=300)
     assert results == [FLOOD_OPENS]
     after, daemon_after = phone_infos(unrooted), process_cpu_s(unrooted.daemon_pid)
+    flood_s = time.monotonic() - flood_started
     charged = {serial: after[serial].daemon_cpu_s - before[serial].daemon_cpu_s for serial in after}
     waited = {serial: after[serial].daemon_wait_s - before[serial].daemon_wait_s for serial in after}
     spent = daemon_after - daemon_before
     # Most of what the daemon spent meanwhile (the kernel's count) is charged to the flood's phone.
     assert charged[loud.serial] >= spent / 2, (charged, spent)
-    assert charged[quiet.serial] < charged[loud.serial] / 5, charged
+    # The quiet phone is charged its own rest (CI once: 0.81 s over a long flood against the loud
+    # phone's 3.47 s) and its one `echo alive` meanwhile, none of the flood.
+    quiet_rest_s = 3 * rest_cores * flood_s + ONE_SHELL_CPU_S
+    assert charged[quiet.serial] < min(charged[loud.serial] / 2, quiet_rest_s), (charged, rest_cores, flood_s)
     # and the flood paid for it by waiting; the quiet phone waits only for its own (little) work
     assert waited[loud.serial] > 0 and waited[quiet.serial] < waited[loud.serial] / 10, (waited, charged)
     assert answers(adb_server, quiet)
