@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vphone import cgroup
 from vphone.cgroup import CgroupsUnavailable, PhoneCgroups, cfs_quota, read_host_cgroups
+
+from vphone import cgroup
 
 pytestmark = pytest.mark.integration
 
