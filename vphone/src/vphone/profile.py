@@ -138,8 +138,8 @@ VendorPath = Annotated[str, AfterValidator(_under_vendor)]
 
 
 class OpenClLibrary(_Frozen):
-    """One more vendor OpenCL library file a phone ships beside `opencl.library` (a Pixel 7 has
-    both libOpenCL.so and libOpenCL-pixel.so in /vendor/lib64)."""
+    """One vendor OpenCL library file: `opencl.library` (with its install and loader) or one of
+    `opencl.extra_libraries` (a Pixel 7 has both libOpenCL.so and libOpenCL-pixel.so)."""
 
     path: VendorPath
     install: str = Field(default="symlink", pattern="^(symlink|copy)$")
@@ -161,7 +161,7 @@ class OpenClSpec(_Frozen):
     extra_libraries: tuple[OpenClLibrary, ...] = ()
 
     @model_validator(mode="after")
-    def _paths_differ(self) -> OpenClSpec:
+    def _libraries_agree(self) -> OpenClSpec:
         if self.extra_libraries and self.library is None:
             raise ValueError("extra_libraries needs a library (a phone without OpenCL ships none)")
         paths = [lib.path for lib in self.libraries]
