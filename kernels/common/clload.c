@@ -1,8 +1,8 @@
 /* OpenCL loaded at run time (see farm.h, farm_cl_load).
  *
  * Why: a program linked with -lOpenCL carries DT_NEEDED libOpenCL.so, and Android's linker kills
- * it before main on every phone without that exact file (Pixel 6 and later ship
- * /vendor/lib64/libOpenCL-pixel.so instead), even for --backend=cpu. So no program links OpenCL:
+ * it before main on every phone without that exact file (one that ships only a wrapper such as
+ * /vendor/lib64/libOpenCL-pixel.so), even for --backend=cpu. So no program links OpenCL:
  * the OpenCL functions the programs call are defined here, each forwarding to a pointer that
  * farm_cl_load fills from the first library of a candidate list that loads, the way mobile
  * OpenCL runtimes do (TFLite's opencl_wrapper.cc, MNN's OpenCLWrapper.cpp, Arm Compute Library's

@@ -1,7 +1,8 @@
 """`farm doctor --json` on every virtual profile (issue 28, Deliver 5): on each it must say what
 the profile is built to show (the profile's description and file header say what that is), and
 report every check with its evidence. A profile without a row in BUILT_TO_SHOW fails the test:
-whoever adds a profile says here what farm doctor must find on it."""
+whoever adds a profile says here what farm doctor must find on it. Hypothetical devices (a
+wrapper-only Pixel) run beside them, written into the test's folder."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from vphone.profiles import available_profiles
+from vphone.testing.hypothetical import WRAPPER_ONLY_PIXEL, wrapper_only_pixel
 
 from tests.e2e.farm_cli import run_farm
 
@@ -52,8 +54,8 @@ BUILT_TO_SHOW: dict[str, dict[str, tuple[str, str]]] = {
     "no-opencl": {  # no vendor OpenCL library
         "opencl": ("missing", "no vendor OpenCL library"),
     },
-    "pixel7": {  # Tensor G2: OpenCL only through libOpenCL-pixel.so; vendor SELinux keeps shell out
-        "opencl": ("ok", "libOpenCL-pixel.so"),
+    "pixel7": {  # Tensor G2: libOpenCL.so beside the Pixel wrapper; vendor SELinux keeps shell out
+        "opencl": ("ok", "via libOpenCL.so"),
         "thermal": ("degraded", "the thermal HAL's temperatures through dumpsys thermalservice"),
         "root": ("missing|degraded", ""),
     },
@@ -65,6 +67,13 @@ BUILT_TO_SHOW: dict[str, dict[str, tuple[str, str]]] = {
     "dimensity9200": {  # rooted with Magisk: the first su waits on the grant prompt
         "root": ("ok", ""),
         "opencl": ("ok", ""),
+    },
+}
+# Devices that do not exist, written by the test (vphone.testing.hypothetical): name -> the same.
+HYPOTHETICAL: dict[str, dict[str, tuple[str, str]]] = {
+    WRAPPER_ONLY_PIXEL: {  # a Pixel 7 with libOpenCL-pixel.so alone: OpenCL through the wrapper
+        "opencl": ("ok", "via /vendor/lib64/libOpenCL-pixel.so"),
+        "root": ("missing|degraded", ""),
     },
 }
 ALL_CHECKS = {
@@ -87,8 +96,11 @@ def test_every_profile_has_what_it_is_built_to_show() -> None:
 
 
 def test_farm_doctor_finds_on_each_profile_what_it_is_built_to_show(virtual_phones, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    profiles = sorted(BUILT_TO_SHOW.keys() & set(available_profiles()))
-    phones = virtual_phones(count=len(profiles), profiles=profiles)
+    shipped = sorted(BUILT_TO_SHOW.keys() & set(available_profiles()))
+    expected = {**{name: BUILT_TO_SHOW[name] for name in shipped}, **HYPOTHETICAL}
+    files = {WRAPPER_ONLY_PIXEL: str(wrapper_only_pixel(tmp_path))}
+    profiles = [*shipped, *HYPOTHETICAL]
+    phones = virtual_phones(count=len(profiles), profiles=[files.get(name, name) for name in profiles])
     result = run_farm(phones.adb_port, tmp_path / "results", "doctor", "--json", timeout_s=600)
     assert result.returncode == 0, result.stderr
     reports = json.loads(result.stdout)
@@ -98,7 +110,7 @@ def test_farm_doctor_finds_on_each_profile_what_it_is_built_to_show(virtual_phon
         checks = {c["check"]: c for c in report["checks"]}
         assert set(checks) == ALL_CHECKS, (profile, report)
         print(f"{profile}: {report['summary']}")
-        for name, (status, phrase) in BUILT_TO_SHOW[profile].items():
+        for name, (status, phrase) in expected[profile].items():
             check = checks[name]
             assert check["status"] in status.split("|") and phrase in check["evidence"], (profile, check)
             if status != "ok":

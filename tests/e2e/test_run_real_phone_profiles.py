@@ -1,9 +1,11 @@
 """`farm run` on virtual phones as strict as the real devices their profiles name (issue 28).
 
-pixel7: OpenCL only as libOpenCL-pixel.so (a -lOpenCL build does not start), and SELinux keeps
-shell out of every thermal zone and the Mali utilisation and clock nodes. Every run of the smoke
-study must still run there, the gpu ones through the Pixel wrapper, and each run must record and
-say what telemetry the phone refused and what that cost (not carry on as if it had none)."""
+pixel7: SELinux keeps shell out of every thermal zone and the Mali utilisation and clock nodes,
+and OpenCL comes as libOpenCL.so beside the Pixel wrapper libOpenCL-pixel.so. A hypothetical
+Pixel 7 with the wrapper alone (vphone.testing.hypothetical; a -lOpenCL build does not start on
+it) keeps the wrapper path tested: every run of the smoke study must still run there, the gpu
+ones through the wrapper, and each run must record and say what telemetry the phone refused and
+what that cost (not carry on as if it had none)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from vphone.profiles import load_profile
+from vphone.testing.hypothetical import PIXEL_WRAPPER_LIBRARY, wrapper_only_pixel
 
 from farm.device.android import parse_hal_temperatures
 from farm.device.session import DeviceSession
@@ -23,13 +26,10 @@ from tests.e2e.farm_cli import REPO, fast_lstm, open_store, run_farm, start_farm
 pytestmark = pytest.mark.integration
 
 
-PIXEL_LIBRARY = "/vendor/lib64/libOpenCL-pixel.so"
-
-
-def test_smoke_on_a_pixel7_runs_through_its_wrapper_and_records_what_selinux_refused(
+def test_smoke_on_a_wrapper_only_pixel_runs_through_its_wrapper_and_records_what_selinux_refused(
     virtual_phones, tmp_path: Path
 ) -> None:
-    phones = virtual_phones(count=1, profiles=["pixel7"])
+    phones = virtual_phones(count=1, profiles=[str(wrapper_only_pixel(tmp_path))])
     results = tmp_path / "results"
     smoke = str(REPO / "experiments" / "smoke.yaml")
     done = run_farm(phones.adb_port, results, "run", smoke, "--no-live", "--json")
@@ -53,7 +53,7 @@ def test_smoke_on_a_pixel7_runs_through_its_wrapper_and_records_what_selinux_ref
             if line.startswith("{") and json.loads(line)["event"] == "info"
         )
         if info["backend"] == "gpu":
-            assert info["opencl_library"] == PIXEL_LIBRARY
+            assert info["opencl_library"] == PIXEL_WRAPPER_LIBRARY
     report_dir = tmp_path / "report"
     reported = run_farm(phones.adb_port, results, "report", "smoke", "--out", str(report_dir))
     assert reported.returncode == 0, reported.stderr
@@ -64,13 +64,17 @@ def test_smoke_on_a_pixel7_runs_through_its_wrapper_and_records_what_selinux_ref
 def test_devices_proves_opencl_by_listing_devices_through_the_phones_own_library(
     virtual_phones, tmp_path: Path
 ) -> None:
-    phones = virtual_phones(count=2, profiles=["pixel7", "no-opencl"])
+    profiles = [str(wrapper_only_pixel(tmp_path)), "pixel7", "no-opencl"]
+    phones = virtual_phones(count=3, profiles=profiles)
     listed = run_farm(phones.adb_port, tmp_path / "results", "devices", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {row["serial"]: row for row in json.loads(listed.stdout)}
-    pixel, bare = (rows[p.serial] for p in phones)
-    assert pixel["opencl"] is True and pixel["opencl_devices"]
-    assert {d["library"] for d in pixel["opencl_devices"]} == {PIXEL_LIBRARY}
+    wrapper_only, pixel7, bare = (rows[p.serial] for p in phones)
+    assert wrapper_only["opencl"] is True and wrapper_only["opencl_devices"]
+    assert {d["library"] for d in wrapper_only["opencl_devices"]} == {PIXEL_WRAPPER_LIBRARY}
+    # The real Pixel 7's libOpenCL.so comes first in farm's loader (kernels/common/clload.c).
+    assert pixel7["opencl"] is True and pixel7["opencl_devices"]
+    assert {d["library"] for d in pixel7["opencl_devices"]} <= {"libOpenCL.so", "/vendor/lib64/libOpenCL.so"}
     assert bare["opencl"] is False and bare["opencl_devices"] == []
 
 

@@ -6,7 +6,8 @@
   system/      /system (read-only): bin/ (sh = mksh, toybox applets, awk = one-true-awk, the few
                applets Android's toybox has and Debian's lacks, farmtool and its tool links),
                lib/farm/ (the tools' code)
-  vendor/      /vendor (read-only): lib64/libOpenCL.so unless the profile has no OpenCL
+  vendor/      /vendor (read-only): the profile's OpenCL libraries (lib64/libOpenCL.so unless it
+               says otherwise; none on a phone without OpenCL)
   etc/         passwd, group, hosts for the phone's /etc
   sys/         /sys telemetry (vphone.nodes), driven by the physics
   ctl/         /dev/.farm: state shared by the tools and the world (vphone.ctlfiles)
@@ -35,7 +36,7 @@ from pathlib import Path
 from vphone import beneath, ctlfiles
 from vphone.buildprops import build_props
 from vphone.errors import EnvironmentProblem
-from vphone.profile import OpenClLoader, Profile
+from vphone.profile import OpenClLibrary, OpenClLoader, Profile
 
 PROC_CGROUPS_HEADER = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
 SHELL_UID = 2000
@@ -269,7 +270,7 @@ def prepare_tree(
     for sub in ("props/set", "props/persist", "settings", "logcat"):
         _mkdir(lay, lay.ctl / sub, 0o775, shell)
     _prepare_system(profile, lay, serial)
-    _prepare_vendor(profile, lay)
+    prepare_vendor(profile, lay)
     _prepare_etc(lay)
     for tree in (lay.system, lay.vendor, lay.etc):
         chown_tree(tree, root)
@@ -326,26 +327,29 @@ def _prepare_system(profile: Profile, layout: StateLayout, serial: str) -> None:
     (system / "build.prop").write_text(build_prop, encoding="utf-8")
 
 
-def _prepare_vendor(profile: Profile, layout: StateLayout) -> None:
+def prepare_vendor(profile: Profile, layout: StateLayout) -> None:
+    """/vendor afresh: lib64/ and bin/, and every OpenCL library the profile ships."""
     vendor = layout.vendor
     if vendor.exists():
         shutil.rmtree(vendor)
     (vendor / "lib64").mkdir(parents=True)
     (vendor / "bin").mkdir()
-    lib = profile.opencl.library
-    if lib is None:
-        return
-    target = vendor / lib.removeprefix("/vendor/")
+    for library in profile.opencl.libraries:
+        _install_opencl(vendor, library)
+
+
+def _install_opencl(vendor: Path, library: OpenClLibrary) -> None:
+    target = vendor / library.path.removeprefix("/vendor/")
     target.parent.mkdir(parents=True, exist_ok=True)
-    if profile.opencl.loader is OpenClLoader.PIXEL:
-        # The wrapper, and behind it a copy of the ICD loader (the host's own is hidden from such
-        # a phone: sandbox.py) at the one path the wrapper opens.
+    if library.loader is OpenClLoader.PIXEL:
+        # The wrapper, and behind it a copy of the ICD loader (a phone with no linker-visible
+        # libOpenCL.so has the host's own hidden: sandbox.py) at the one path the wrapper opens.
         shutil.copyfile(native_binary(PIXEL_WRAPPER), target)
         impl = vendor / PIXEL_WRAPPER_IMPL.removeprefix("/vendor/")
         impl.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(host_libopencl(), impl)
         return
-    if profile.opencl.install == "copy":
+    if library.install == "copy":
         shutil.copyfile(host_libopencl(), target)
     else:
         target.symlink_to(host_libopencl())

@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from vphone.adb.link import LinkKind
 from vphone.errors import ConfigError
@@ -119,17 +127,70 @@ class OpenClLoader(enum.StrEnum):
 LINKER_VISIBLE_OPENCL = ("/vendor/lib64/libOpenCL.so", "/system/lib64/libOpenCL.so")
 
 
-class OpenClSpec(_Frozen):
-    # Phone path of the vendor OpenCL library; None: a phone without OpenCL (the ICD is hidden).
-    library: str | None = "/vendor/lib64/libOpenCL.so"
+def _under_vendor(path: str) -> str:
+    # layout.py installs vendor libraries only; /system is the simulator's own tree of tools.
+    if not path.startswith("/vendor/"):
+        raise ValueError("must be under /vendor/ (the simulator lays out no other library tree)")
+    return path
+
+
+VendorPath = Annotated[str, AfterValidator(_under_vendor)]
+
+
+class OpenClLibrary(_Frozen):
+    """One vendor OpenCL library file: `opencl.library` (with its install and loader) or one of
+    `opencl.extra_libraries` (a Pixel 7 has both libOpenCL.so and libOpenCL-pixel.so)."""
+
+    path: VendorPath
     install: str = Field(default="symlink", pattern="^(symlink|copy)$")
     loader: OpenClLoader = OpenClLoader.DLSYM
 
     @property
     def linker_visible(self) -> bool:
+        """Whether Android's linker resolves a DT_NEEDED libOpenCL.so to this file: only a library
+        that exports the OpenCL functions, at one of the paths its namespace searches."""
+        return self.loader is OpenClLoader.DLSYM and self.path in LINKER_VISIBLE_OPENCL
+
+
+class OpenClSpec(_Frozen):
+    # Phone path of the vendor OpenCL library; None: a phone without OpenCL (the ICD is hidden).
+    library: VendorPath | None = "/vendor/lib64/libOpenCL.so"
+    install: str = Field(default="symlink", pattern="^(symlink|copy)$")
+    loader: OpenClLoader = OpenClLoader.DLSYM
+    # Further OpenCL libraries of the same vendor image, each installed like `library`.
+    extra_libraries: tuple[OpenClLibrary, ...] = ()
+
+    @model_validator(mode="after")
+    def _libraries_agree(self) -> OpenClSpec:
+        if self.extra_libraries and self.library is None:
+            raise ValueError("extra_libraries needs a library (a phone without OpenCL ships none)")
+        paths = [lib.path for lib in self.libraries]
+        if len(set(paths)) != len(paths):
+            raise ValueError(f"every library path must differ, got {paths}")
+        if not self.linker_visible:
+            # The sandbox hides the host's ICD loader on such a phone: a link to it would be empty.
+            linked = [
+                lib.path
+                for lib in self.libraries
+                if lib.loader is OpenClLoader.DLSYM and lib.install != "copy"
+            ]
+            if linked:
+                raise ValueError(f"with no libOpenCL.so the linker finds, {linked} need install: copy")
+        return self
+
+    @property
+    def libraries(self) -> tuple[OpenClLibrary, ...]:
+        """Every OpenCL library the phone ships, `library` first; () on a phone without OpenCL."""
+        if self.library is None:
+            return ()
+        first = OpenClLibrary(path=self.library, install=self.install, loader=self.loader)
+        return (first, *self.extra_libraries)
+
+    @property
+    def linker_visible(self) -> bool:
         """Whether a program linked with -lOpenCL starts on this phone (else the linker kills it
         before main, as Android's does when libOpenCL.so is on none of its paths)."""
-        return self.loader is OpenClLoader.DLSYM and self.library in LINKER_VISIBLE_OPENCL
+        return any(lib.linker_visible for lib in self.libraries)
 
 
 class BatterySpec(_Frozen):
@@ -457,8 +518,6 @@ class Profile(_Frozen):
             raise ValueError("su_prompt_s needs a rooted profile")
         if self.opencl.library is not None and self.gpu is None:
             raise ValueError("opencl.library needs a gpu section")
-        if self.opencl.library is not None and not self.opencl.library.startswith("/vendor/"):
-            raise ValueError("opencl.library must be a path under /vendor/")
         return self
 
     @property

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from vphone.groundtruth import read_ground_truth
+from vphone.testing.hypothetical import WRAPPER_ONLY_PIXEL, wrapper_only_pixel
 from vphone.testing.socphone import install
 from vphone.world import SandboxWorld, make_world
 from vphone.worldthread import WorldThread
@@ -102,16 +103,27 @@ def test_gpu_busy_follows_opencl_work_on_this_phone_only(
     assert time.monotonic_ns() - rows[-1].t_ns < 1_000_000_000  # same clock as the phone's programs
 
 
-@pytest.mark.parametrize("profile", ["no-opencl", "pixel7"])
+@pytest.mark.parametrize("profile", ["no-opencl", WRAPPER_ONLY_PIXEL])
 def test_a_program_linked_with_libopencl_does_not_start_without_libopencl_so(
     tmp_path: Path, cl_busy: Path, profile: str
 ) -> None:
     """cl_busy is linked with -lOpenCL. A phone with no libOpenCL.so on its linker's paths (none at
-    all, or a Pixel's libOpenCL-pixel.so only) kills it before main, as Android's linker does."""
-    with _start(tmp_path, profile, "VPHYS03") as w:
+    all, or a hypothetical Pixel 7 with libOpenCL-pixel.so only) kills it before main, as Android's
+    linker does."""
+    name = str(wrapper_only_pixel(tmp_path)) if profile == WRAPPER_ONLY_PIXEL else profile
+    with _start(tmp_path, name, "VPHYS03") as w:
         _install(w, cl_busy)
         res = w.sh("/data/local/tmp/cl_busy --seconds=1")
         assert res.returncode == 127 and "libOpenCL" in res.stderr and res.stdout == ""
+
+
+def test_a_program_linked_with_libopencl_starts_on_a_pixel7(tmp_path: Path, cl_busy: Path) -> None:
+    """The Pixel 7 ships /vendor/lib64/libOpenCL.so beside its wrapper (pixel7.yaml [dump]), where
+    the linker of a program in /data/local/tmp looks: a -lOpenCL build starts and runs there."""
+    with _start(tmp_path, "pixel7", "VPHYS06") as w:
+        _install(w, cl_busy)
+        res = w.sh("/data/local/tmp/cl_busy --seconds=1")
+    assert res.returncode == 0, res.stderr
 
 
 PIXEL_CLIENT = r"""

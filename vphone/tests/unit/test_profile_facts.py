@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from vphone.profile import load_profile_file
+from vphone.profile import OpenClLoader, load_profile_file
 
 PROFILES = sorted((Path(__file__).resolve().parents[2] / "src" / "vphone" / "profiles").glob("*.yaml"))
 
@@ -245,6 +245,32 @@ def test_identity_props_are_the_devices(name: str) -> None:
     expected, where = IDENTITY[name]
     wrong = {key: props.get(key) for key, value in expected.items() if props.get(key) != value}
     assert not wrong, f"{path.name}: {wrong} differ from the device ({where})"
+
+
+# profile -> (every OpenCL library the device's vendor image ships, path -> how it is reached,
+# where read). A library the device ships and the profile leaves out makes the phone stricter
+# than the device: a program linked with -lOpenCL would not start on it.
+VENDOR_OPENCL: dict[str, tuple[dict[str, OpenClLoader], str]] = {
+    "pixel7": (
+        {
+            "/vendor/lib64/libOpenCL.so": OpenClLoader.DLSYM,
+            "/vendor/lib64/libOpenCL-pixel.so": OpenClLoader.PIXEL,
+        },
+        "RandomPush/google_panther_dump ef505a179ff9 vendor/lib64/; the wrapper's loader: TFLite "
+        "opencl_wrapper.cc",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VENDOR_OPENCL))
+def test_opencl_libraries_are_the_ones_the_vendor_image_ships(name: str) -> None:
+    path = next(p for p in PROFILES if p.stem == name)
+    opencl = load_profile_file(path).opencl
+    expected, where = VENDOR_OPENCL[name]
+    shipped = {lib.path: lib.loader for lib in opencl.libraries}
+    assert shipped == expected, f"{path.name}: the device ships {expected} ({where})"
+    linked = "/vendor/lib64/libOpenCL.so" in expected or "/system/lib64/libOpenCL.so" in expected
+    assert opencl.linker_visible == linked, f"{path.name}: -lOpenCL starts iff the device has libOpenCL.so"
 
 
 PER_CORE = re.compile(r"(\d+) fp(?:32|16) FLOP/cycle.*? x (\d+\.\d+) GHz")

@@ -145,3 +145,77 @@ def test_yaml_syntax_error_and_unknown_profile() -> None:
         parse_profile("name: a\nprops:\n\tx: 1\n", "y.yaml")
     with pytest.raises(ConfigError, match=r"choose one of: .*adreno-sd8gen2"):
         load_profile("pixel-99")
+
+
+STANDARD_AND = "  library: /vendor/lib64/libOpenCL.so\n  extra_libraries:\n"
+
+
+def _pixel7_opencl(section: str) -> str:
+    text = (PROFILES_DIR / "pixel7.yaml").read_text()
+    start, end = text.index("\nopencl:\n"), text.index("\nbattery:\n")
+    return text[:start] + "\nopencl:\n" + section + text[end:]
+
+
+@pytest.mark.parametrize(
+    ("section", "needle", "words"),
+    [
+        (
+            STANDARD_AND + "    - path: /system/lib64/libOpenCL-pixel.so\n",
+            "path: /system",
+            "opencl.extra_libraries.0.path: must be under /vendor/",
+        ),
+        (
+            STANDARD_AND + "    - path: /vendor/lib64/libOpenCL.so\n",
+            "opencl:",
+            "every library path must differ",
+        ),
+        (
+            "  library: null\n  extra_libraries:\n    - path: /vendor/lib64/libOpenCL-pixel.so\n",
+            "opencl:",
+            "extra_libraries needs a library",
+        ),
+        (
+            "  library: /vendor/lib64/libOpenCL-pixel.so\n  loader: pixel\n  extra_libraries:\n"
+            "    - path: /vendor/lib64/egl/libGLES_mali.so\n",
+            "opencl:",
+            "need install: copy",
+        ),
+        ("  library: /system/lib64/libOpenCL.so\n", "library: /system", "opencl.library: must be under"),
+    ],
+)
+def test_bad_opencl_sections_name_file_line_and_key(section: str, needle: str, words: str) -> None:
+    text = _pixel7_opencl(section)
+    with pytest.raises(ConfigError) as info:
+        parse_profile(text, "p.yaml")
+    message = str(info.value)
+    assert "\n" not in message and words in message, message
+    assert message.startswith(f"p.yaml:{_line_of(text, needle)}:"), message
+
+
+def test_a_libopencl_so_beside_the_pixel_wrapper_lets_linked_programs_start() -> None:
+    """Either library may be `library`: what the linker finds decides, not the order."""
+    wrapper_only = parse_profile(
+        _pixel7_opencl("  library: /vendor/lib64/libOpenCL-pixel.so\n  loader: pixel\n"), "w.yaml"
+    )
+    assert not wrapper_only.opencl.linker_visible
+    both = parse_profile(
+        _pixel7_opencl(
+            "  library: /vendor/lib64/libOpenCL-pixel.so\n  loader: pixel\n  extra_libraries:\n"
+            "    - path: /vendor/lib64/libOpenCL.so\n"
+        ),
+        "b.yaml",
+    )
+    assert both.opencl.linker_visible and both.has_opencl
+    assert [lib.path for lib in both.opencl.libraries] == [
+        "/vendor/lib64/libOpenCL-pixel.so",
+        "/vendor/lib64/libOpenCL.so",
+    ]
+    # A copy of the ICD at a path the linker does not search is there for dlopen only.
+    elsewhere = parse_profile(
+        _pixel7_opencl(
+            "  library: /vendor/lib64/libOpenCL-pixel.so\n  loader: pixel\n  extra_libraries:\n"
+            "    - path: /vendor/lib64/egl/libGLES_mali.so\n      install: copy\n"
+        ),
+        "e.yaml",
+    )
+    assert not elsewhere.opencl.linker_visible
