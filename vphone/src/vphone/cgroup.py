@@ -261,11 +261,6 @@ class PhoneCgroups:
         if host.memory_root is not None:
             self.memory_dir = self.cpu_dir if self.v2 else host.memory_root / FARM_GROUP / name
         self._groups: list[str] = []
-        # group -> (quota_us, period_us) as this object last wrote it: the daemon is the only
-        # writer of a phone's quotas, and the physics sets them up to ten times a second, so
-        # reading every group's back before each write cost a fifth of the daemon's CPU
-        # (py-spy, four busy phones). Forgotten when a group is made, removed or a write fails.
-        self._in_force: dict[str, tuple[int, int]] = {}
 
     @property
     def v2(self) -> bool:
@@ -376,7 +371,6 @@ class PhoneCgroups:
             _write(farm / name, str(min(hi, max(lo, total or per_core))))
 
     def _mkgroup(self, group: str) -> None:
-        self._forget(group)
         d = self.group_dir(group)
         d.mkdir(exist_ok=True)
         self._groups.append(group)
@@ -395,18 +389,11 @@ class PhoneCgroups:
         """Remove a group made while the phone runs (a cpuset group its root removed); EBUSY
         while it has tasks or children, as rmdir answers."""
         self.group_dir(group).rmdir()
-        self._forget(group)
         with contextlib.suppress(ValueError):
             self._groups.remove(group)
 
-    def _forget(self, group: str) -> None:
-        """The quotas of `group` and its subgroups are no longer known (made anew or gone)."""
-        for known in [g for g in self._in_force if g == group or g.startswith(f"{group}/")]:
-            del self._in_force[known]
-
     def destroy(self) -> None:
         """Remove the tree, leaves first; waits (bounded) for exiting tasks to leave."""
-        self._in_force.clear()
         dirs = sorted((p for p in self.cpu_dir.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts))
         dirs.append(self.cpu_dir)
         if self.pids_dir is not None:
@@ -491,11 +478,7 @@ class PhoneCgroups:
         clock, which stretches its period, `cfs_quota`; 1 where not given). v1 refuses a child
         quota above its parent's, so a shrinking parent goes last and a growing one first."""
         speeds = speeds or {}
-        wanted = {g: cfs_quota(cores, speeds.get(g, 1.0)) for g, cores in cores_by_group.items()}
-        # Only the groups whose quota changes are written: the targets keep every child within
-        # its parent, so a parent that shrinks below a child's quota changes that child too.
-        changed = {g: qp for g, qp in wanted.items() if self._in_force.get(g) != qp}
-        current = {g: self._cores_in_force(g) for g in changed}
+        current = {g: self.quota_cores(g) for g in cores_by_group}
 
         def order(group: str) -> tuple[int, int]:
             old = current[group]
@@ -503,28 +486,20 @@ class PhoneCgroups:
             depth = group.count("/")
             return (0, depth) if growing else (1, -depth)
 
-        for group in sorted(changed, key=order):
-            self._set_quota(group, *changed[group])
+        for group in sorted(cores_by_group, key=order):
+            self._set_quota(group, cores_by_group[group], speeds.get(group, 1.0))
 
-    def _cores_in_force(self, group: str) -> float | None:
-        known = self._in_force.get(group)
-        return known[0] / known[1] if known is not None else self.quota_cores(group)
-
-    def _set_quota(self, group: str, quota: int, period: int) -> None:
+    def _set_quota(self, group: str, cores: float, speed: float = 1.0) -> None:
+        quota, period = cfs_quota(cores, speed)
         d = self.group_dir(group)
-        known = self._in_force.pop(group, None)  # unknown until this write is through
         if self.v2:
             _write(d / "cpu.max", f"{quota} {period}")
-        else:
-            old_period = (
-                known[1] if known is not None else int((d / "cpu.cfs_period_us").read_text(encoding="ascii"))
-            )
-            if old_period != period:
-                # v1 checks the old quota against the new period: clear the quota first.
-                _write(d / "cpu.cfs_quota_us", "-1")
-                _write(d / "cpu.cfs_period_us", str(period))
-            _write(d / "cpu.cfs_quota_us", str(quota))
-        self._in_force[group] = (quota, period)
+            return
+        if int((d / "cpu.cfs_period_us").read_text(encoding="ascii")) != period:
+            # v1 checks the old quota against the new period: clear the quota first.
+            _write(d / "cpu.cfs_quota_us", "-1")
+            _write(d / "cpu.cfs_period_us", str(period))
+        _write(d / "cpu.cfs_quota_us", str(quota))
 
     def quota_cores(self, group: str) -> float | None:
         """The quota in force, read back from the kernel (None: unlimited)."""
