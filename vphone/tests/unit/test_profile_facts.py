@@ -260,6 +260,7 @@ VENDOR_OPENCL: dict[str, tuple[dict[str, OpenClLoader], str]] = {
         "opencl_wrapper.cc",
     ),
 }
+VENDOR_OPENCL["mali-tensor"] = VENDOR_OPENCL["pixel7"]  # a Pixel 7 too (ro.product.model), with quirks
 
 
 @pytest.mark.parametrize("name", sorted(VENDOR_OPENCL))
