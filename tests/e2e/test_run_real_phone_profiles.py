@@ -10,6 +10,7 @@ what that cost (not carry on as if it had none)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -95,14 +96,7 @@ def test_a_power_hal_boost_mid_run_breaks_the_pin_and_the_run_says_its_clocks_di
     farm = start_farm(phones.adb_port, results, "run", str(spec), "--no-live")
     try:
         shell = DeviceSession(phone.device(phones.client()), "local/x", default_timeout_s=20)
-        deadline = time.monotonic() + 180
-        # The benchmark has measured for a while (1 s of its own CPU time): a pin broken at its very
-        # start is found by the run's first check, re-applied before it measures, and rightly not a
-        # drift (CI once wrote it that early under load).
-        while _cpu_ticks(shell, "lstm") < 100:
-            assert farm.poll() is None, farm.stdout.read() if farm.stdout else ""
-            assert time.monotonic() < deadline, "the benchmark never ran"
-            time.sleep(0.2)
+        _wait_until_the_lstm_has_measured(farm, shell)
         assert shell.shell(["input", "tap", "10", "10"]).ok
         out, _ = farm.communicate(timeout=240)
     finally:
@@ -126,6 +120,17 @@ def test_a_power_hal_boost_mid_run_breaks_the_pin_and_the_run_says_its_clocks_di
     assert any(node.endswith("/scaling_min_freq") for node in again["nodes"]), again
     assert 0 <= again["at_s"] <= 30
     assert any(note.startswith(f"clock pins re-applied at {again['at_s']:g} s") for note in env["notes"])
+
+
+def _wait_until_the_lstm_has_measured(farm: subprocess.Popen[str], shell: DeviceSession) -> None:
+    """Until the phone's lstm has had 1 s of its own CPU time: a pin broken at the benchmark's very
+    start is found by the run's first check, re-applied before it measures, and rightly not a
+    drift (CI once wrote it that early under load)."""
+    deadline = time.monotonic() + 180
+    while _cpu_ticks(shell, "lstm") < 100:
+        assert farm.poll() is None, farm.stdout.read() if farm.stdout else ""
+        assert time.monotonic() < deadline, "the benchmark never ran"
+        time.sleep(0.2)
 
 
 def _cpu_ticks(shell: DeviceSession, program: str) -> int:
@@ -168,14 +173,7 @@ def test_a_fixed_performance_pin_root_broke_is_reapplied_by_turning_the_mode_off
     farm = start_farm(phones.adb_port, results, "run", str(spec), "--no-live")
     try:
         shell = DeviceSession(phone.device(phones.client()), "local/x", default_timeout_s=20)
-        deadline = time.monotonic() + 180
-        # The benchmark has measured for a while (1 s of its own CPU time): a pin broken at its very
-        # start is found by the run's first check, re-applied before it measures, and rightly not a
-        # drift (CI once wrote it that early under load).
-        while _cpu_ticks(shell, "lstm") < 100:
-            assert farm.poll() is None, farm.stdout.read() if farm.stdout else ""
-            assert time.monotonic() < deadline, "the benchmark never ran"
-            time.sleep(0.2)
+        _wait_until_the_lstm_has_measured(farm, shell)
         node = f"/sys/devices/system/cpu/cpufreq/{big}/scaling_max_freq"
         assert shell.shell(["su", "-c", f"echo {low} > {node}"]).ok
         out, _ = farm.communicate(timeout=240)
