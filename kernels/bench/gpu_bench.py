@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch_ref  # this folder is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / platform.machine()
 SIZES = (1024, 2048, 4096)
@@ -100,16 +102,7 @@ def torch_train_ms(sizes: list[int], batch: int) -> float | None:
     if not torch.cuda.is_available():
         return None
     torch.backends.cuda.matmul.allow_tf32 = False
-    layers: list[Any] = []
-    for i in range(len(sizes) - 1):
-        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-        if i + 2 < len(sizes):
-            layers.append(torch.nn.ReLU())
-    net = torch.nn.Sequential(*layers).cuda()
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    x = torch.rand(batch, sizes[0], device="cuda") * 2 - 1
-    y = torch.randint(0, sizes[-1], (batch,), device="cuda")
-    loss_fn = torch.nn.CrossEntropyLoss()
+    net, opt, x, y, loss_fn = torch_ref.mlp_problem(sizes, batch)
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)

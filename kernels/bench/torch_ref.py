@@ -82,10 +82,11 @@ def lstm_variants(hidden: int) -> dict[str, Callable[[], object]]:
     return {f"lstm H={hidden} eager": infer, **with_graph(f"lstm H={hidden} cuda graph", infer)}
 
 
-def train_variants() -> dict[str, Callable[[], object]]:
+def mlp_problem(sizes: list[int], batch: int) -> tuple[Any, Any, Any, Any, Any]:
+    """farm's train program as torch on CUDA: (net, SGD at lr 0.1, inputs in [-1, 1), labels,
+    cross-entropy), a Linear per layer with ReLU between them (gpu_bench.py's reference too)."""
     import torch
 
-    sizes, batch = [784, 1024, 1024, 16], 256
     layers: list[Any] = []
     for i in range(len(sizes) - 1):
         layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
@@ -95,7 +96,11 @@ def train_variants() -> dict[str, Callable[[], object]]:
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     x = torch.rand(batch, sizes[0], device="cuda") * 2 - 1
     y = torch.randint(0, sizes[-1], (batch,), device="cuda")
-    loss_fn = torch.nn.CrossEntropyLoss()
+    return net, opt, x, y, torch.nn.CrossEntropyLoss()
+
+
+def train_variants() -> dict[str, Callable[[], object]]:
+    net, opt, x, y, loss_fn = mlp_problem([784, 1024, 1024, 16], 256)
 
     def eager() -> object:
         opt.zero_grad(set_to_none=True)
