@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from vphone.profiles import load_profile
 from vphone.testing.hypothetical import PIXEL_WRAPPER_LIBRARY, wrapper_only_pixel
+from vphone.testing.phones import PhoneSet
 
 from farm.device.android import parse_hal_temperatures
 from farm.device.session import DeviceSession
@@ -88,12 +89,7 @@ def test_a_power_hal_boost_mid_run_breaks_the_pin_and_the_run_says_its_clocks_di
     phones = virtual_phones(count=1, profiles=["dimensity9200"])
     phone = phones[0]
     results = tmp_path / "results"
-    body = fast_lstm(
-        measurement="{warmup: 1, iterations: 3, min_seconds: 8, max_seconds: 30, repetitions: 1}",
-        extra="  clocks: {mode: pin, cpu: max, required: true}\n",
-    )
-    spec = write_experiment(tmp_path, "boosted", body)
-    farm = start_farm(phones.adb_port, results, "run", str(spec), "--no-live")
+    farm = _start_a_long_lstm(phones, tmp_path, results, "boosted", "{mode: pin, cpu: max, required: true}")
     try:
         shell = DeviceSession(phone.device(phones.client()), "local/x", default_timeout_s=20)
         _wait_until_the_lstm_has_measured(farm, shell)
@@ -120,6 +116,18 @@ def test_a_power_hal_boost_mid_run_breaks_the_pin_and_the_run_says_its_clocks_di
     assert any(node.endswith("/scaling_min_freq") for node in again["nodes"]), again
     assert 0 <= again["at_s"] <= 30
     assert any(note.startswith(f"clock pins re-applied at {again['at_s']:g} s") for note in env["notes"])
+
+
+def _start_a_long_lstm(
+    phones: PhoneSet, tmp_path: Path, results: Path, name: str, clocks: str
+) -> subprocess.Popen[str]:
+    """`farm run` of one lstm that measures for at least 8 s with `clocks`, in the background."""
+    body = fast_lstm(
+        measurement="{warmup: 1, iterations: 3, min_seconds: 8, max_seconds: 30, repetitions: 1}",
+        extra=f"  clocks: {clocks}\n",
+    )
+    spec = write_experiment(tmp_path, name, body)
+    return start_farm(phones.adb_port, results, "run", str(spec), "--no-live")
 
 
 def _wait_until_the_lstm_has_measured(farm: subprocess.Popen[str], shell: DeviceSession) -> None:
@@ -165,12 +173,7 @@ def test_a_fixed_performance_pin_root_broke_is_reapplied_by_turning_the_mode_off
     phones = virtual_phones(count=1, profiles=[str(copy)])
     phone = phones[0]
     results = tmp_path / "results"
-    body = fast_lstm(
-        measurement="{warmup: 1, iterations: 3, min_seconds: 8, max_seconds: 30, repetitions: 1}",
-        extra="  clocks: {mode: fixed_performance, required: true}\n",
-    )
-    spec = write_experiment(tmp_path, "fixed", body)
-    farm = start_farm(phones.adb_port, results, "run", str(spec), "--no-live")
+    farm = _start_a_long_lstm(phones, tmp_path, results, "fixed", "{mode: fixed_performance, required: true}")
     try:
         shell = DeviceSession(phone.device(phones.client()), "local/x", default_timeout_s=20)
         _wait_until_the_lstm_has_measured(farm, shell)
