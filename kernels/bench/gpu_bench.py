@@ -72,13 +72,9 @@ def gpu_selector(cache: Path) -> str:
 
 
 def cublas_ms(n: int) -> float | None:
-    try:
-        import torch
-    except ImportError:
+    torch = torch_ref.cuda_torch()
+    if torch is None:
         return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
     a = torch.rand(n, n, device="cuda") * 2 - 1
     b = torch.rand(n, n, device="cuda") * 2 - 1
     for _ in range(3):
@@ -95,13 +91,9 @@ def cublas_ms(n: int) -> float | None:
 
 
 def torch_train_ms(sizes: list[int], batch: int) -> float | None:
-    try:
-        import torch
-    except ImportError:
+    torch = torch_ref.cuda_torch()
+    if torch is None:
         return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
     net, opt, x, y, loss_fn = torch_ref.mlp_problem(sizes, batch)
 
     def step() -> None:
@@ -125,13 +117,9 @@ def torch_train_ms(sizes: list[int], batch: int) -> float | None:
 def torch_train_gemms_ms(sizes: list[int], batch: int) -> float | None:
     """cuBLAS (TF32 off) on exactly the GEMMs of one farm train step: per layer X W^T, dY W
     (not for the first layer) and dY^T X; the sum of their median times."""
-    try:
-        import torch
-    except ImportError:
+    torch = torch_ref.cuda_torch()
+    if torch is None:
         return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
     total = 0.0
     for layer in range(len(sizes) - 1):
         nin, nout = sizes[layer], sizes[layer + 1]
@@ -157,13 +145,9 @@ def torch_train_gemms_ms(sizes: list[int], batch: int) -> float | None:
 
 def peaks() -> dict[str, float]:
     """Measured ceilings through torch when present: fp32 GEMM TFLOPS (TF32 off), copy GB/s."""
-    try:
-        import torch
-    except ImportError:
+    torch = torch_ref.cuda_torch()
+    if torch is None:
         return {}
-    if not torch.cuda.is_available():
-        return {}
-    torch.backends.cuda.matmul.allow_tf32 = False
     n = 8192
     a, b = torch.rand(n, n, device="cuda"), torch.rand(n, n, device="cuda")
     a @ b

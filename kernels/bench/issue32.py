@@ -54,13 +54,9 @@ GEMM = {
 
 def torch_calls(hiddens: list[int], gemm_sizes: list[int]) -> dict[Row, Callable[[], object]] | None:
     """The torch references by row, warmed up; None without torch or a CUDA device."""
-    try:
-        import torch
-    except ImportError:
+    torch = torch_ref.cuda_torch()
+    if torch is None:
         return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     calls: dict[Row, Callable[[], object]] = {}
     groups: list[tuple[str, str, Callable[[], dict[str, Callable[[], object]]]]] = [

@@ -23,6 +23,18 @@ from collections.abc import Callable
 from typing import Any
 
 
+def cuda_torch() -> Any | None:
+    """torch with CUDA and fp32 matmuls in fp32 (TF32 off), or None without torch or a device."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch
+
+
 def timed(fn: Callable[[], object], iters: int) -> tuple[float, float]:
     """Median event ms and median wall ms of `iters` calls of fn (each synchronized)."""
     import torch
