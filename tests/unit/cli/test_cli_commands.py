@@ -24,8 +24,14 @@ def test_the_group_lists_and_finds_every_command_and_no_other() -> None:
     assert cli.get_command(context, "nosuch") is None
 
 
+def _in_a_fresh_interpreter(probe: str) -> subprocess.CompletedProcess[str]:
+    """Run `probe` in a new Python: this test process has imported everything already."""
+    return subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+
+
 def test_farm_run_does_not_import_the_report_and_plotting_modules() -> None:
-    # In a fresh interpreter: this test process has imported everything already.
     probe = (
         "import sys\n"
         "from farm.cli.main import main\n"
@@ -33,9 +39,7 @@ def test_farm_run_does_not_import_the_report_and_plotting_modules() -> None:
         "print(sorted(m for m in ('farm.cli.report', 'farm.report.render', 'matplotlib', 'pandas')"
         " if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
-    )
+    done = _in_a_fresh_interpreter(probe)
     assert "Usage: farm run" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
@@ -52,9 +56,7 @@ def test_farm_help_lists_every_command_and_imports_none() -> None:
         "main(['--help'])\n"
         "print(sorted(m for m in sys.modules if m.startswith('farm.cli.') and m != 'farm.cli.main'))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
-    )
+    done = _in_a_fresh_interpreter(probe)
     listed = done.stdout.split("Commands:")[1].splitlines()[1:-1]
     assert [line.split()[0] for line in listed] == sorted(COMMANDS)
     assert "Compare B with A per phone and cell" in done.stdout
