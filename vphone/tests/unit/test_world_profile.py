@@ -66,6 +66,15 @@ def _sd865_with(old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
+def _refused_at_its_line(text: str, name: str, needle: str, words: str) -> None:
+    """The profile `text` read as `name` is refused in one line: NAME:LINE of `needle`, `words`."""
+    with pytest.raises(ConfigError) as info:
+        parse_profile(text, name)
+    message = str(info.value)
+    assert "\n" not in message and words in message, message
+    assert message.startswith(f"{name}:{_line_of(text, needle)}:"), message
+
+
 @pytest.mark.parametrize(
     ("old", "new", "needle", "words"),
     [
@@ -125,11 +134,7 @@ def _sd865_with(old: str, new: str) -> str:
 )
 def test_bad_soc_sections_name_file_line_and_key(old: str, new: str, needle: str, words: str) -> None:
     text = _sd865_with(old, new)
-    with pytest.raises(ConfigError) as info:
-        parse_profile(text, "sd.yaml")
-    message = str(info.value)
-    assert "\n" not in message and words in message, message
-    assert message.startswith(f"sd.yaml:{_line_of(text, needle)}:"), message
+    _refused_at_its_line(text, "sd.yaml", needle, words)
 
 
 def test_fixed_performance_needs_android_11() -> None:
@@ -185,11 +190,7 @@ def _pixel7_opencl(section: str) -> str:
 )
 def test_bad_opencl_sections_name_file_line_and_key(section: str, needle: str, words: str) -> None:
     text = _pixel7_opencl(section)
-    with pytest.raises(ConfigError) as info:
-        parse_profile(text, "p.yaml")
-    message = str(info.value)
-    assert "\n" not in message and words in message, message
-    assert message.startswith(f"p.yaml:{_line_of(text, needle)}:"), message
+    _refused_at_its_line(text, "p.yaml", needle, words)
 
 
 def test_a_libopencl_so_beside_the_pixel_wrapper_lets_linked_programs_start() -> None:
