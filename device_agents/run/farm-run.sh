@@ -218,7 +218,8 @@ throttle_sample() {  # what farm.engine.thermal.parse_sample reads; $1 = status:
   } | block throttle
 }
 
-repinned=0
+repinned=0 repin_tries=0
+REPIN_TRIES=3
 any_changed() {  # true when some node of $broken_was (" node=value ...") reads another value
   for pair in $broken_was; do
     val "${pair%%=*}"
@@ -235,11 +236,15 @@ all_pinned() {  # true when every node of $broken reads its pin (clock_pins)
   done
 }
 
-repin_once() {  # $1: ms since the benchmark began. A pinned node that no longer reads its pin
-  # (a power HAL's hint rewrote it: farm.engine.clockhold) is written again, once a run: every
-  # broken node as root (repin=pin), or fixed performance mode turned off and on (repin=fixed).
-  # The run stays flagged (the drift was seen while it measured); the host records when.
-  [ "$repinned" = 0 ] && [ -n "$repin" ] && [ -n "$clock_pins" ] || return 0
+repin_if_broken() {  # $1: ms since the benchmark began. A pinned node that no longer reads its
+  # pin (a power HAL's hint rewrote it: farm.engine.clockhold) is written again: every broken
+  # node as root (repin=pin), or fixed performance mode turned off and on (repin=fixed). Until it
+  # holds, at most REPIN_TRIES times a run, one try a throttle sample: a boost's end can write
+  # the HAL's default between the write and its read-back (Pixel's interaction boost lasts
+  # 500 ms), and the next sample finds the node broken again. Each try says how it went; the
+  # run stays flagged (the drift was seen while it measured); the host records the last try.
+  [ "$repinned" = 0 ] && [ "$repin_tries" -lt "$REPIN_TRIES" ] && [ -n "$repin" ] \
+    && [ -n "$clock_pins" ] || return 0
   at=$1
   eval "set -- $clock_pins"  # node pin node pin ...
   broken= broken_was=
@@ -249,7 +254,7 @@ repin_once() {  # $1: ms since the benchmark began. A pinned node that no longer
     shift 2
   done
   [ -n "$broken" ] || return 0
-  repinned=1
+  repin_tries=$((repin_tries + 1))
   if [ "$repin" = fixed ]; then
     # Off, then on: asked again while on, Pixel's power HAL writes nothing (libperfmgr writes a
     # node only when its request changes: FileNode::Update); EndHint writes the defaults, then
@@ -267,7 +272,7 @@ repin_once() {  # $1: ms since the benchmark began. A pinned node that no longer
       all_pinned || how=failed
     fi
   else
-    how=
+    how= failed=0
     eval "set -- $clock_pins"
     while [ "$#" -ge 2 ]; do
       case " $broken " in
@@ -275,8 +280,9 @@ repin_once() {  # $1: ms since the benchmark began. A pinned node that no longer
       esac
       shift 2
     done
-    [ "${failed:-0}" = 1 ] && how=failed
+    [ "$failed" = 1 ] && how=failed
   fi
+  [ "${how:-failed}" = failed ] || repinned=1
   say "repin $at ${how:-failed}$broken"
 }
 
@@ -327,7 +333,7 @@ wait_bench() {  # until the benchmark ends, the run timeout or the stop file
       else
         throttle_sample
       fi
-      repin_once "$t"
+      repin_if_broken "$t"
       next_throttle=$((next_throttle + throttle_ms))
     fi
     say "beat $t"

@@ -36,19 +36,22 @@ class Drift:
 
 @dataclass(frozen=True)
 class Reapplied:
-    """The run script wrote the broken pins again (once a run): when, how, which nodes."""
+    """The run script wrote the broken pins again (until they held, at most three tries a run):
+    its last try's when, how and which nodes, and how many tries it took."""
 
     at_s: float  # since the benchmark began
     how: str  # the root way, fixed (performance mode asked again) or failed
     nodes: tuple[str, ...]
+    tries: int = 1
 
     def to_json(self) -> dict[str, object]:
-        return {"at_s": self.at_s, "how": self.how, "nodes": list(self.nodes)}
+        return {"at_s": self.at_s, "how": self.how, "nodes": list(self.nodes), "tries": self.tries}
 
     def describe(self) -> str:
+        tries = f", {self.tries} tries" if self.tries > 1 else ""
         if self.how == "failed":
-            return f"re-applying the clock pins at {self.at_s:g} s failed ({', '.join(self.nodes)})"
-        return f"clock pins re-applied at {self.at_s:g} s ({self.how}): {', '.join(self.nodes)}"
+            return f"re-applying the clock pins at {self.at_s:g} s failed{tries} ({', '.join(self.nodes)})"
+        return f"clock pins re-applied at {self.at_s:g} s ({self.how}{tries}): {', '.join(self.nodes)}"
 
 
 @dataclass(frozen=True)

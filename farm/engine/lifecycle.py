@@ -231,7 +231,7 @@ def execute_run(
             result.notes.append(f"clock pins did not hold: {drifts}")
         repinned = report.repinned
         if result.clock_hold is not None and repinned is not None:
-            again = Reapplied(repinned.at_ms / 1000, repinned.how, repinned.nodes)
+            again = Reapplied(repinned.at_ms / 1000, repinned.how, repinned.nodes, report.repin_tries)
             result.clock_hold = dataclasses.replace(result.clock_hold, reapplied=again)
             result.notes.append(again.describe())
         result.affinity = report.affinity

@@ -65,7 +65,7 @@ BATTERY_POLL_S = 5.0
 COOL_POLL_S = 1.0
 # The phone files a run brings back (farm.engine.collect.ARTIFACTS names what they become).
 RUN_FILES = ("bench.out", "bench.err", TRACE, "gpuload.out", "gpuload.err", "sampler.err", "mem.bin")
-# How the script re-applies each clock mode's pin (farm-run.sh repin_once).
+# How the script re-applies each clock mode's pin (farm-run.sh repin_if_broken).
 _REPIN_WAYS = {ClockMode.PIN: "pin", ClockMode.FIXED_PERFORMANCE: "fixed"}
 # farm.device.controls' names of the root-write ways -> the script's.
 _ROOT_WAYS = {"direct": "direct", "su -c": "su-c", "su 0": "su-0"}
@@ -139,7 +139,8 @@ def run_script_argv(
         "policies": block([p.dir for p in caps.cpu_policies]),
         "kgsl": (prepared.clocks.kgsl_dir if prepared.clocks is not None else None) or "",
         # Every pinned node, read with each throttle sample (farm.engine.clockhold), and what
-        # it should read: a broken pin is applied again once (repin_once).
+        # it should read: a broken pin is applied again until it holds, at most three times
+        # (repin_if_broken).
         "clock_nodes": block(list(prepared.clocks.readback) if prepared.clocks is not None else []),
         **_repin(prepared),
         "throttle_ms": _ms(THROTTLE_POLL_S),

@@ -292,7 +292,8 @@ class RunReport:
     screen_start: str | None = None  # wakefulness before the benchmark (Awake | Asleep | ...)
     screen_end: str | None = None  # ... and after it
     screen_restored: bool = False  # the script put the phone's own screen timeout back
-    repinned: Repinned | None = None  # a broken clock pin the script wrote again
+    repinned: Repinned | None = None  # the script's last try at writing a broken clock pin again
+    repin_tries: int = 0  # how many it made (farm-run.sh repin_if_broken: at most three)
     battery_source: str | None = None  # what the battery gate read: power_supply | dumpsys battery
     temperature_source: str | None = None  # the cooldown gate: thermal nodes | battery (...)
     root_way: str | None = None  # how root writes worked on this phone (script's name)
@@ -448,6 +449,7 @@ class Steering:
                 report.screen_restored = True
             case Repinned():
                 report.repinned = event
+                report.repin_tries += 1
             case LoadExit():
                 report.load_exit_code = event.code
             case GpuIdle():

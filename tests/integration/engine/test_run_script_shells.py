@@ -359,3 +359,46 @@ def test_the_host_refuses_a_bundle_whose_sizes_pass_its_limit_before_reading_it(
     steering = Steering(PLAN)
     with pytest.raises(FileTooLarge, match=r"bench\.out is 5000 bytes, over the 4096 bytes"):
         talk(start(shell_bin, params_for(run_dir, tmp_path), bench), steering, max_file_bytes=4096)
+
+
+def test_a_pin_a_boost_end_breaks_again_during_its_re_apply_is_tried_again_until_it_holds(
+    shell_bin: Path, run_dir: RunDir, tmp_path: Path
+) -> None:
+    """A pinned scaling_min_freq found broken mid-run is written again as root; here the power
+    HAL's end-of-boost write (its default) lands between that write and its read-back, as it did
+    on a loaded CI host with a 500 ms interaction boost. The next throttle sample finds the node
+    broken again and tries once more; the run records the try that held and how many it took."""
+    node = tmp_path / "scaling_min_freq"
+    node.write_text("300000\n")  # the boost's end already wrote the HAL's default over the pin
+    mark = tmp_path / "clobbered"
+    # The read-back's `cat` (the script's root write is `echo V > N; [ "$(cat N)" = V ]`): the
+    # first time it reads the node, the HAL writes its default first.
+    real_cat = shutil.which("cat")
+    (shell_bin / "cat").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = "{node}" ] && [ ! -e "{mark}" ]; then echo 300000 > "$1"; : > "{mark}"; fi\n'
+        f'exec {real_cat} "$@"\n'
+    )
+    (shell_bin / "cat").chmod(0o755)
+    # adbd as root: the direct write is the one way (no `su` to fall back on within a try).
+    (shell_bin / "su").write_text("#!/bin/sh\nexit 1\n")
+    (shell_bin / "su").chmod(0o755)
+    # The benchmark ends once the node holds the pin after the clobber (or at the run timeout).
+    held = f'until [ -e "{mark}" ] && read -r v < "{node}" && [ "$v" = 2841600 ]; do sleep 0.05; done'
+    params = params_for(
+        run_dir,
+        tmp_path,
+        timeout_ms="20000",
+        throttle_ms="200",
+        root_way="direct",
+        repin="pin",
+        clock_pins=block([str(node), "2841600"]),
+        clock_nodes=block([str(node)]),
+    )
+    steering = Steering(PLAN)
+    talk(start(shell_bin, params, ["sh", "-c", held]), steering)
+    report = steering.report
+    assert report.bench_end == Ended(BenchEnd.EXITED, 0)  # the pin held before the timeout
+    assert report.repinned is not None and report.repinned.how == "direct", report.repinned
+    assert report.repinned.nodes == (str(node),) and report.repin_tries == 2
+    assert node.read_text() == "2841600\n"

@@ -51,6 +51,10 @@ def test_a_pin_written_again_is_parsed_recorded_and_described() -> None:
     assert event == Repinned(3000, "su-c", ("/sys/p0/scaling_min_freq", "/sys/p4/scaling_min_freq"))
     again = Reapplied(3.0, "su-c", event.nodes)
     hold = ClockHold(4, (), reapplied=again)
-    assert hold.to_json()["reapplied"] == {"at_s": 3.0, "how": "su-c", "nodes": list(event.nodes)}
+    assert hold.to_json()["reapplied"] == {"at_s": 3.0, "how": "su-c", "nodes": list(event.nodes), "tries": 1}
     assert again.describe().startswith("clock pins re-applied at 3 s (su-c): /sys/p0/scaling_min_freq")
     assert Reapplied(1.0, "failed", ("/n",)).describe() == "re-applying the clock pins at 1 s failed (/n)"
+    # The script tries again at the next sample while the pin does not hold (at most three).
+    second = Reapplied(2.0, "direct", ("/n",), tries=2)
+    assert second.describe() == "clock pins re-applied at 2 s (direct, 2 tries): /n"
+    assert Reapplied(3.0, "failed", ("/n",), tries=3).describe().endswith("failed, 3 tries (/n)")
