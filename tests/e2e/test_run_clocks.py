@@ -147,9 +147,14 @@ def test_pinned_min_is_slower_than_max_by_the_clock_ratio_and_compare_finds_it(
     # the phone's own tables predict (sd865: prime 844.8 / 2841.6 MHz = 1 / 3.36). It is reached
     # only when the phone's CPU budget, not the shared host, holds back the top-clock run (on a
     # loaded 2-core host the top run is itself starved: 1.5-1.9 measured there), so the test
-    # asks for a clear slowdown that does not exceed the prediction.
+    # asks for a clear slowdown. Above the prediction, the host decides how far: on this 2-core
+    # VM a CPU that halts between held-back periods makes the work resuming on it pay (keepwarm.py),
+    # and other work on the host keeps the CPUs awake for the top-clock run more than for the
+    # min-clock one, whose periods are longer: measured (2026-12-07) 3.17 on a quiet host, 4.15
+    # beside one busy loop, 4.85 beside two, 5.52 in CI's serial pass. The bound is twice the
+    # prediction: a pin that did not lower the clock, or a quota that was not scaled, is outside.
     expected = 2841600 / int(readback["/sys/devices/system/cpu/cpufreq/policy7/scaling_max_freq"])
-    assert 1.25 < cell["ratio"] < 1.4 * expected, (cell["ratio"], expected)
+    assert 1.25 < cell["ratio"] < 2.0 * expected, (cell["ratio"], expected)
 
 
 def test_fixed_performance_mode_on_an_android_11_phone_is_applied_and_turned_off(
