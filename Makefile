@@ -86,9 +86,12 @@ llama:
 # pass collects only the files that mark a test serial (collecting all of tests/ again costs half a
 # minute of imports); tests/conftest.py refuses a serial test whose file does not say so literally.
 TEST_WORKERS ?= 2
+# A failed integration or e2e test runs once more, and the summary names it with its first
+# failure (tests/conftest.py says why); TEST_RERUNS=0 shows every failure at once.
+TEST_RERUNS ?= 1
 SERIAL_TEST_FILES = $(shell grep -rlE --include='test_*.py' 'pytest\.mark\.serial' tests vphone/tests | sort)
 test: setup
-	@status=0; \
+	@status=0; export FARM_TEST_RERUNS=$(TEST_RERUNS); \
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" --durations=40 tests vphone/tests || status=$$?; \
 	$(PY) -m pytest -q -m serial --durations=5 $(SERIAL_TEST_FILES) || status=$$?; \
 	exit $$status
