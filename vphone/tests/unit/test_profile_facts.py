@@ -99,13 +99,20 @@ SOC_CLOCKS: dict[str, tuple[tuple[tuple[int, ...], ...] | None, frozenset[int], 
         "Xperia 1 V (SM8550-AB) power_profile.xml; mainline sm8550.dtsi gpu_opp_table",
     ),
     "mt6985": (
-        None,  # MediaTek's CPU OPPs live in the firmware's CSRAM table (mtk-cpufreq-hw): none read
+        # MediaTek's CPU OPPs live in the firmware's CSRAM table (mtk-cpufreq-hw); a Dimensity
+        # 9200+ phone's power_profile lists the die's points up to that bin's tops.
+        (
+            (220000, 300000, *range(400000, 2000001, 100000)),
+            (*range(400000, 2800001, 100000), 2850000, 2900000, 3000000),
+            (*range(1200000, 2800001, 100000), 2850000, 2900000, 3000000, 3050000, 3150000, 3250000, 3350000),
+        ),
         _mhz(
             "981 965 949 934 918 903 887 872 856 841 825 809 794 778 763 747 732 716 701 685 670 652"
             " 635 617 600 582 565 547 530 512 495 477 460 442 425 407 390 376 362 348 334 320 307"
             " 293 279 265 251 237 224"
         ),
-        "MediaTek gpufreq_mt6985.h g_stack_default_opp_table (MiCode/Xiaomi_Kernel_OpenSource)",
+        "corot (Redmi K60 Ultra, Dimensity 9200+) power_profile.xml b8be826 cpu.core_speeds; MediaTek"
+        " gpufreq_mt6985.h g_stack_default_opp_table (MiCode/Xiaomi_Kernel_OpenSource)",
     ),
     "gs201": (
         _khz(
@@ -122,6 +129,14 @@ SOC_CLOCKS: dict[str, tuple[tuple[tuple[int, ...], ...] | None, frozenset[int], 
 # Profiles that keep only part of their SoC's cpufreq tables, and why (every point they list must
 # still be the SoC's).
 PARTIAL_TABLES = {"mali-tensor": "Pixel 7 class: the two big clusters' top points are left out"}
+# Profiles of a lower bin of their SoC: its tables cut at the bin's top clocks (which the SoC's
+# tables must list), and why.
+BIN_TOPS = {
+    "dimensity9200": (
+        (1800000, 2850000, 3050000),
+        "Dimensity 9200: 1.8 / 2.85 / 3.05 GHz (q2.tel, moneycontrol.com)",
+    ),
+}
 # Profiles whose SoC variant adds points above its platform's tables, and why.
 EXTRA_TOP = {"galaxy-s23": (3360000, "Snapdragon 8 Gen 2 for Galaxy: prime core at 3.36 GHz")}
 # profile -> (the device's own cpu.core_speeds per cluster as its power_profile.xml lists them, the
@@ -205,6 +220,12 @@ def test_clock_tables_are_the_socs(path: Path) -> None:
             extra_khz, _why = EXTRA_TOP[path.stem]
             assert tables[-1][-1] == extra_khz, path.name
             tables = (*tables[:-1], tables[-1][:-1])
+        if path.stem in BIN_TOPS:
+            tops, _why = BIN_TOPS[path.stem]
+            assert all(top in soc for top, soc in zip(tops, cpu_tables, strict=True)), path.name
+            cpu_tables = tuple(
+                tuple(f for f in soc if f <= top) for top, soc in zip(tops, cpu_tables, strict=True)
+            )
         if path.stem in PARTIAL_TABLES:
             assert len(tables) == len(cpu_tables), path.name
             for own, soc in zip(tables, cpu_tables, strict=True):
