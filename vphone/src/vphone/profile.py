@@ -374,7 +374,8 @@ class CpuSpec(_Frozen):
 
 class FixedPerformanceSpec(_Frozen):
     """Android 11+ `cmd power set-fixed-performance-mode-enabled true`: the power HAL holds every
-    CPU policy (one frequency per cluster, from its table) and the GPU at a fixed, lower point."""
+    CPU policy (one frequency per cluster, from its table) and maybe the GPU at a fixed point: the
+    device's hint table says where (Pixel 7's powerhint: every cluster's top clock, no GPU)."""
 
     cpu_khz: tuple[int, ...] = Field(min_length=1)
     gpu_hz: int | None = None
