@@ -15,9 +15,9 @@ pytest_plugins = [
 
 # `make test` sets it to 1: a test with phones, servers and timeouts that fails is run once more
 # (pytest-rerunfailures), and the summary names each such test with its first failure. On a loaded
-# 2-core host every CI run of the last sessions met one load race among ~2200 tests, a different
-# one each time; each found is fixed to wait for its event, and a rerun keeps the next one from
-# throwing the whole submission away. Unit tests are never rerun; unset, nothing is (developers
+# 2-core host CI's runs of December 2026 failed on load races among ~2200 tests, one or a few, a
+# different test each time; each found is fixed to wait for its event, and a rerun keeps the next
+# one from throwing the whole submission away. Unit tests are never rerun; unset, nothing is (developers
 # see every failure).
 RERUNS_ENV = "FARM_TEST_RERUNS"
 _rerun_reasons: list[str] = []
