@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 from vphone.testing.phones import AdbServer
+from vphone.testing.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -17,12 +17,15 @@ def adb_state(adb_server: AdbServer, adb_serial: str) -> str:
 
 
 def wait_for(adb_server: AdbServer, adb_serial: str, wanted: str, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if adb_state(adb_server, adb_serial) == wanted:
-            return True
-        time.sleep(0.1)
-    return False
+    return eventually(lambda: adb_state(adb_server, adb_serial) == wanted, timeout_s)
+
+
+def answers(adb_server: AdbServer, adb_serial: str) -> bool:
+    """One `echo back` through the adb server: whether the phone answered it."""
+    try:
+        return adb_server.adb("-s", adb_serial, "shell", "echo back", timeout_s=5).stdout == "back\n"
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def test_offline_then_back_and_hang_then_recover(adb_server: AdbServer, virtual_phones) -> None:
@@ -43,16 +46,4 @@ def test_offline_then_back_and_hang_then_recover(adb_server: AdbServer, virtual_
     # The adb server may not have seen the drop yet: `devices` can still say "device" for the old
     # connection, and a command sent on it ends with "closed" (CI once read '' that way). The
     # event is the phone answering again, on the connection the server makes anew.
-    assert answers_again(adb_server, phone.adb_serial, 20)
-
-
-def answers_again(adb_server: AdbServer, adb_serial: str, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if adb_server.adb("-s", adb_serial, "shell", "echo back", timeout_s=5).stdout == "back\n":
-                return True
-        except subprocess.TimeoutExpired:
-            pass
-        time.sleep(0.1)
-    return False
+    assert eventually(lambda: answers(adb_server, phone.adb_serial), 20)
