@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from vphone.profile import OpenClLoader, Profile, load_profile_file
+from vphone.profile import HintTrigger, OpenClLoader, Profile, load_profile_file
 
 PROFILES = sorted((Path(__file__).resolve().parents[2] / "src" / "vphone" / "profiles").glob("*.yaml"))
 
@@ -527,3 +527,29 @@ def test_full_voltage_is_the_batterys_charge_voltage(name: str) -> None:
     profile = load_profile_file(next(p for p in PROFILES if p.stem == name))
     millivolts, where = CHARGE_VOLTAGE[name]
     assert profile.battery.voltage_full_mv == millivolts, f"{name}: {where}"
+
+
+# profile -> (its touch boost: each cluster's floor in kHz, how long in ms, where read). MediaTek's
+# power HAL answers a touch with MTKPOWER_HINT_APP_TOUCH, which writes no cpufreq node itself
+# (powerscntbl.xml: only PERF_RES_POWERHAL_TOUCH_BOOST_NOTIFY_TOUCH_EVENT); the kernel's
+# /proc/touch_boost then floors each cluster at the OPP powercontable.xml names, for
+# boost_duration ms. The same table has no screen-off or deep-Doze scenario; the profile's modelled
+# caps for those are not checked here (test_powerhal.py uses them: the profile says so).
+TOUCH_BOOST = {
+    "dimensity9200": (
+        (600000, 900000, 1200000),
+        50,
+        "leddaz-dump-stash/xiaomi_corot_dump 292f7f0 vendor/etc/powercontable.xml: "
+        "boost_opp_cluster_0 12 ('MIUI MOD 1.4GHz -> 600 Mhz'), boost_opp_cluster_1 20 ('2.1GHz -> "
+        "900MHz'), boost_opp_cluster_2 31 (the lowest OPP), boost_duration 50 ('MAX 50ms')",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOUCH_BOOST))
+def test_touch_boost_is_the_devices_table(name: str) -> None:
+    profile = load_profile_file(next(p for p in PROFILES if p.stem == name))
+    floors, duration_ms, where = TOUCH_BOOST[name]
+    (boost,) = (h for h in profile.power_hal.hints if h.trigger is HintTrigger.INTERACTION)
+    assert boost.cpu_min_khz == floors and boost.cpu_max_khz is None, f"{name}: {where}"
+    assert boost.duration_ms == duration_ms, f"{name}: {where}"
