@@ -472,8 +472,6 @@ POWER: dict[str, DevicePower] = {
         ),
     ),
 }
-# profile -> why its idle_mw is not yet the device's (asserted as it stands, so a fix updates both).
-IDLE_KEPT = {"adreno-sd8gen2": (450, "test_world_profile.py breaks the line '  idle_mw: 450' by its text")}
 SCREEN_BIN_SHARE = 0.5  # brightness 102 of 255: BatteryStats bin 2 of 5, charged (2 + 0.5) / 5
 
 
@@ -507,8 +505,7 @@ def test_power_coefficients_are_the_devices_power_profile(name: str) -> None:
     board = device.board
     idle_mw = (board.suspend_ma + board.idle_ma) * device.volts
     screen_mw = (board.screen_on_ma + SCREEN_BIN_SHARE * board.screen_full_ma) * device.volts
-    kept_mw, why = IDLE_KEPT.get(name, (round(idle_mw), ""))
-    assert profile.power.idle_mw == kept_mw, f"{name}: idle {idle_mw:.0f} mW ({board.where}) {why}"
+    assert profile.power.idle_mw == round(idle_mw), f"{name}: idle {idle_mw:.0f} mW ({board.where})"
     assert profile.power.screen_mw == round(screen_mw), f"{name}: screen {screen_mw:.0f} mW ({board.where})"
 
 

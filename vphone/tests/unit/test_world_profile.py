@@ -30,6 +30,14 @@ def _text_with(old: str, new: str) -> str:
     return text.replace(old, new)
 
 
+# The profile's own idle line, whatever its value (the value is the device's, and may change).
+_SD8GEN2_IDLE_LINE = next(
+    line
+    for line in (PROFILES_DIR / "adreno-sd8gen2.yaml").read_text().splitlines()
+    if line.startswith("  idle_mw:")
+)
+
+
 def _line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
@@ -38,7 +46,7 @@ def _line_of(text: str, needle: str) -> int:
     ("old", "new", "needle", "words"),
     [
         ("  current_unit: uA", "  current_unit: nA", "current_unit: nA", "battery.current_unit"),
-        ("  idle_mw: 450", "  idle_mw: -3", "idle_mw: -3", "power.idle_mw"),
+        (_SD8GEN2_IDLE_LINE, "  idle_mw: -3", "idle_mw: -3", "power.idle_mw"),
         ("  ro.board.platform: kalama\n", "", "props:", "ro.board.platform"),
         ("  cores: 1", "  cores: 1\n  bogus: 2", "bogus: 2", "gpu.bogus"),
         (
