@@ -1,7 +1,8 @@
 """The power HAL of a virtual phone rewrites clock limits on the framework's hints, as Pixel's
 libperfmgr does: a touch raises the CPU floor for the boost's duration and then writes the
 table's default (not root's pin); deep Doze (`cmd deviceidle force-idle`) caps the maxima until
-`unforce`. Profile dimensity9200 (rooted; hints in its power_hal section)."""
+`unforce`. A hypothetical Dimensity 9200 phone whose HAL also caps in deep Doze (rooted; hints
+in its power_hal section): the real one's tables have no idle scenario."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from vphone.profile import HintTrigger
+from vphone.testing.hypothetical import mode_capping_phone
 from vphone.testing.waiting import eventually
 from vphone.world import SandboxWorld, make_world
 from vphone.worldthread import WorldThread
@@ -24,7 +26,7 @@ POLICY = "/sys/devices/system/cpu/cpufreq/policy0"
 
 @pytest.fixture
 def phone(tmp_path: Path) -> Iterator[WorldThread]:
-    world = make_world("dimensity9200", "VHAL0001", tmp_path / "p")
+    world = make_world(str(mode_capping_phone(tmp_path)), "VHAL0001", tmp_path / "p")
     assert isinstance(world, SandboxWorld)
     with WorldThread(world) as w:
         yield w

@@ -3,10 +3,13 @@ root wrote before); the screen-off mode caps while the screen is off."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from vphone.clocks import Knob
 from vphone.powerhal import PowerHal
 from vphone.profile import HintTrigger
 from vphone.profiles import load_profile
+from vphone.testing.hypothetical import mode_capping_phone
 
 MS = 1_000_000
 
@@ -25,8 +28,8 @@ def test_a_boost_raises_the_floor_then_restores_the_table_default() -> None:
     assert ended == [(Knob.SCALING_MIN, i, str(c.freqs_khz[0])) for i, c in enumerate(profile.cpu.clusters)]
 
 
-def test_the_screen_off_and_idle_modes_cap_while_they_last_only() -> None:
-    profile = load_profile("dimensity9200")
+def test_the_screen_off_and_idle_modes_cap_while_they_last_only(tmp_path: Path) -> None:
+    profile = load_profile(str(mode_capping_phone(tmp_path)))
     hal = PowerHal(profile)
     assert hal.screen(True) == []
     off = hal.screen(False)

@@ -530,8 +530,7 @@ def test_full_voltage_is_the_batterys_charge_voltage(name: str) -> None:
 # power HAL answers a touch with MTKPOWER_HINT_APP_TOUCH, which writes no cpufreq node itself
 # (powerscntbl.xml: only PERF_RES_POWERHAL_TOUCH_BOOST_NOTIFY_TOUCH_EVENT); the kernel's
 # /proc/touch_boost then floors each cluster at the OPP powercontable.xml names, for
-# boost_duration ms. The same table has no screen-off or deep-Doze scenario; the profile's modelled
-# caps for those are not checked here (test_powerhal.py uses them: the profile says so).
+# boost_duration ms. The same table has no screen-off or deep-Doze scenario: no such hint either.
 TOUCH_BOOST = {
     "dimensity9200": (
         (600000, 900000, 1200000),
@@ -550,3 +549,4 @@ def test_touch_boost_is_the_devices_table(name: str) -> None:
     (boost,) = (h for h in profile.power_hal.hints if h.trigger is HintTrigger.INTERACTION)
     assert boost.cpu_min_khz == floors and boost.cpu_max_khz is None, f"{name}: {where}"
     assert boost.duration_ms == duration_ms, f"{name}: {where}"
+    assert [h.trigger for h in profile.power_hal.hints] == [HintTrigger.INTERACTION], f"{name}: {where}"

@@ -29,3 +29,26 @@ def wrapper_only_pixel(folder: Path) -> Path:
     path = folder / f"{WRAPPER_ONLY_PIXEL}.yaml"
     path.write_text(yaml.safe_dump(profile, sort_keys=False), encoding="utf-8")
     return path
+
+
+MODE_CAPPING_PHONE = "dimensity9200-mode-caps"
+
+
+def mode_capping_phone(folder: Path) -> Path:
+    """A profile file in `folder`: a Dimensity 9200 phone whose power HAL also caps the CPU maxima
+    while the screen is off and in deep Doze. The MT6985 phone whose tables dimensity9200.yaml
+    takes its touch boost from has no such scenario (its powerscntbl.xml); this hypothetical device
+    keeps the power HAL's modes tested: a cap written on screen-off or idle, the defaults after."""
+    profile = yaml.safe_load((PROFILES_DIR / "dimensity9200.yaml").read_text(encoding="utf-8"))
+    profile["name"] = MODE_CAPPING_PHONE
+    profile["description"] = (
+        "hypothetical device (not the vivo X90, whose MediaTek power HAL has no screen-off or idle "
+        "scenario): dimensity9200 with the big cores capped on screen-off and every cluster in deep Doze"
+    )
+    profile["power_hal"]["hints"] += [
+        {"trigger": "screen_off", "cpu_max_khz": [1800000, 1800000, 1800000]},
+        {"trigger": "idle", "cpu_max_khz": [1000000, 1200000, 1400000]},
+    ]
+    path = folder / f"{MODE_CAPPING_PHONE}.yaml"
+    path.write_text(yaml.safe_dump(profile, sort_keys=False), encoding="utf-8")
+    return path
