@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from vphone.profile import HintTrigger, OpenClLoader, Profile, load_profile_file
+from vphone.profiles import load_profile
 
 PROFILES = sorted((Path(__file__).resolve().parents[2] / "src" / "vphone" / "profiles").glob("*.yaml"))
 
@@ -332,7 +333,7 @@ POWER_HINTS = {
 
 @pytest.mark.parametrize("name", sorted(POWER_HINTS))
 def test_power_hal_hints_are_the_devices_hint_table(name: str) -> None:
-    profile = load_profile_file(next(p for p in PROFILES if p.stem == name))
+    profile = load_profile(name)
     where = POWER_HINTS[name]
     fixed = profile.fixed_performance
     assert fixed is not None, f"{name}: no fixed performance mode ({where})"
@@ -393,6 +394,8 @@ S23_BOARD = BoardPower(
     6.6, 19.6, 73.9, 202.6, "guckesh/android_device_samsung_dm1q power_profile.xml 251319a (S911BXXU7CXK4)"
 )
 S23_VOLTS = (3.88, "EB-BS912ABY 3.88 V (batteryweb.com Galaxy S23 battery listing)")
+ANGLER = "LineageOS/android_device_huawei_angler power_profile.xml 076acbd"
+CAPRIP = "LineageOS/android_device_motorola_caprip power_profile.xml 52d6a07"
 POWER: dict[str, DevicePower] = {
     "pixel7": DevicePower(
         *PIXEL7_VOLTS,
@@ -419,19 +422,8 @@ POWER: dict[str, DevicePower] = {
     "adreno-nexus6p": DevicePower(
         3.8,
         ASSUMED,
-        CpuPower(
-            ((1555200, 379.9659093), (1958400, 379.9659093)),
-            (0, 0),
-            0,
-            "LineageOS/android_device_huawei_angler power_profile.xml 076acbd",
-        ),
-        BoardPower(
-            0.144925583,
-            9.488210416,
-            169.4278765,
-            79.09344216,
-            "LineageOS/android_device_huawei_angler power_profile.xml 076acbd",
-        ),
+        CpuPower(((1555200, 379.9659093), (1958400, 379.9659093)), (0, 0), 0, ANGLER),
+        BoardPower(0.144925583, 9.488210416, 169.4278765, 79.09344216, ANGLER),
     ),
     "galaxy-s23": DevicePower(
         *S23_VOLTS,
@@ -461,15 +453,8 @@ POWER: dict[str, DevicePower] = {
     "no-opencl": DevicePower(
         3.87,
         ASSUMED,
-        CpuPower(
-            ((1804800, 80.9), (2016000, 277.1)),
-            (0.7, 6.7),
-            3,
-            "LineageOS/android_device_motorola_caprip power_profile.xml 52d6a07",
-        ),
-        BoardPower(
-            6.993, 4.969, 88.97, 325.02, "LineageOS/android_device_motorola_caprip power_profile.xml 52d6a07"
-        ),
+        CpuPower(((1804800, 80.9), (2016000, 277.1)), (0.7, 6.7), 3, CAPRIP),
+        BoardPower(6.993, 4.969, 88.97, 325.02, CAPRIP),
     ),
 }
 SCREEN_BIN_SHARE = 0.5  # brightness 102 of 255: BatteryStats bin 2 of 5, charged (2 + 0.5) / 5
@@ -492,7 +477,7 @@ def _busy_core_ma(profile: Profile, cpu: CpuPower) -> float:
 def test_power_coefficients_are_the_devices_power_profile(name: str) -> None:
     """Old profiles held round modelled numbers (idle 420-600 mW, 850-1100 mW a core, screen
     600-700 mW); the devices' own files say otherwise, in both directions."""
-    profile = load_profile_file(next(p for p in PROFILES if p.stem == name))
+    profile = load_profile(name)
     device = POWER[name]
     tops = tuple(c.freqs_khz[-1] for c in profile.cpu.clusters)
     assert tops == tuple(khz for khz, _ma in device.cpu.tops), f"{name}: core_power read at other clocks"
@@ -521,7 +506,7 @@ CHARGE_VOLTAGE = {
 
 @pytest.mark.parametrize("name", sorted(CHARGE_VOLTAGE))
 def test_full_voltage_is_the_batterys_charge_voltage(name: str) -> None:
-    profile = load_profile_file(next(p for p in PROFILES if p.stem == name))
+    profile = load_profile(name)
     millivolts, where = CHARGE_VOLTAGE[name]
     assert profile.battery.voltage_full_mv == millivolts, f"{name}: {where}"
 
@@ -544,7 +529,7 @@ TOUCH_BOOST = {
 
 @pytest.mark.parametrize("name", sorted(TOUCH_BOOST))
 def test_touch_boost_is_the_devices_table(name: str) -> None:
-    profile = load_profile_file(next(p for p in PROFILES if p.stem == name))
+    profile = load_profile(name)
     floors, duration_ms, where = TOUCH_BOOST[name]
     (boost,) = (h for h in profile.power_hal.hints if h.trigger is HintTrigger.INTERACTION)
     assert boost.cpu_min_khz == floors and boost.cpu_max_khz is None, f"{name}: {where}"

@@ -4,7 +4,9 @@ in its name and description, so that no test mistakes it for the device it was c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -12,6 +14,19 @@ from vphone.profiles import PROFILES_DIR
 
 WRAPPER_ONLY_PIXEL = "pixel7-wrapper-only"
 PIXEL_WRAPPER_LIBRARY = "/vendor/lib64/libOpenCL-pixel.so"
+MODE_CAPPING_PHONE = "dimensity9200-mode-caps"
+
+
+def _variant(folder: Path, source: str, name: str, description: str, change: Callable[[Any], None]) -> Path:
+    """The shipped profile `source` as `name` with `description`, `change`d (it edits the parsed
+    YAML in place), written to folder/NAME.yaml; its path."""
+    profile = yaml.safe_load((PROFILES_DIR / f"{source}.yaml").read_text(encoding="utf-8"))
+    profile["name"] = name
+    profile["description"] = description
+    change(profile)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(profile, sort_keys=False), encoding="utf-8")
+    return path
 
 
 def wrapper_only_pixel(folder: Path) -> Path:
@@ -19,19 +34,18 @@ def wrapper_only_pixel(folder: Path) -> Path:
     libOpenCL.so. The real Pixel 7 ships both (pixel7.yaml, [dump]); this hypothetical device
     keeps the wrapper-only case tested: a program linked with -lOpenCL does not start on it, and
     OpenCL is reached only through enableOpenCL + loadOpenCLPointer."""
-    profile = yaml.safe_load((PROFILES_DIR / "pixel7.yaml").read_text(encoding="utf-8"))
-    profile["name"] = WRAPPER_ONLY_PIXEL
-    profile["description"] = (
+
+    def wrapper_only(profile: Any) -> None:
+        profile["opencl"] = {"library": PIXEL_WRAPPER_LIBRARY, "loader": "pixel"}
+
+    return _variant(
+        folder,
+        "pixel7",
+        WRAPPER_ONLY_PIXEL,
         "hypothetical device (not the Pixel 7, which ships libOpenCL.so too): pixel7 with "
-        "libOpenCL-pixel.so as its only OpenCL library"
+        "libOpenCL-pixel.so as its only OpenCL library",
+        wrapper_only,
     )
-    profile["opencl"] = {"library": PIXEL_WRAPPER_LIBRARY, "loader": "pixel"}
-    path = folder / f"{WRAPPER_ONLY_PIXEL}.yaml"
-    path.write_text(yaml.safe_dump(profile, sort_keys=False), encoding="utf-8")
-    return path
-
-
-MODE_CAPPING_PHONE = "dimensity9200-mode-caps"
 
 
 def mode_capping_phone(folder: Path) -> Path:
@@ -39,16 +53,18 @@ def mode_capping_phone(folder: Path) -> Path:
     while the screen is off and in deep Doze. The MT6985 phone whose tables dimensity9200.yaml
     takes its touch boost from has no such scenario (its powerscntbl.xml); this hypothetical device
     keeps the power HAL's modes tested: a cap written on screen-off or idle, the defaults after."""
-    profile = yaml.safe_load((PROFILES_DIR / "dimensity9200.yaml").read_text(encoding="utf-8"))
-    profile["name"] = MODE_CAPPING_PHONE
-    profile["description"] = (
+
+    def mode_caps(profile: Any) -> None:
+        profile["power_hal"]["hints"] += [
+            {"trigger": "screen_off", "cpu_max_khz": [1800000, 1800000, 1800000]},
+            {"trigger": "idle", "cpu_max_khz": [1000000, 1200000, 1400000]},
+        ]
+
+    return _variant(
+        folder,
+        "dimensity9200",
+        MODE_CAPPING_PHONE,
         "hypothetical device (not the vivo X90, whose MediaTek power HAL has no screen-off or idle "
-        "scenario): dimensity9200 with the big cores capped on screen-off and every cluster in deep Doze"
+        "scenario): dimensity9200 with the big cores capped on screen-off and every cluster in deep Doze",
+        mode_caps,
     )
-    profile["power_hal"]["hints"] += [
-        {"trigger": "screen_off", "cpu_max_khz": [1800000, 1800000, 1800000]},
-        {"trigger": "idle", "cpu_max_khz": [1000000, 1200000, 1400000]},
-    ]
-    path = folder / f"{MODE_CAPPING_PHONE}.yaml"
-    path.write_text(yaml.safe_dump(profile, sort_keys=False), encoding="utf-8")
-    return path
