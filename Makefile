@@ -81,13 +81,13 @@ llama:
 # Tests wait on phones, runs and timeouts as much as they compute (alone, one file at a time, the
 # integration and e2e files take 2079 s for 2113 CPU-seconds on this 2-core machine, some half
 # asleep), so three workers (a file each, keeping module fixtures) cut the wall time on 2 cores
-# (parallel pass: two workers 1062-1152 s, three 959-986 s; four 975 s, with tests starved past
-# their timeouts). Files go out in collection order
-# (--no-loadscope-reorder: e2e first, whose long single tests would otherwise start last, as the
-# files with the fewest tests, and end the run alone). Tests marked `serial` measure speed or
-# heartbeats against the host's cores and run alone afterwards. Both passes always run. The serial
-# pass collects only the files that mark a test serial (collecting all of tests/ again costs half a
-# minute of imports); tests/conftest.py refuses a serial test whose file does not say so literally.
+# (parallel pass: two workers 1062-1152 s, three 889-986 s; four 975 s, with tests starved past
+# their timeouts). Files go out in collection order (--no-loadscope-reorder: e2e first, whose long
+# single tests would otherwise start last, as the files with the fewest tests, and end the run
+# alone). Tests marked `serial` measure speed or heartbeats against the host's cores and run alone
+# afterwards. Both passes always run. The serial pass collects only the files that mark a test
+# serial (collecting all of tests/ again costs half a minute of imports); tests/conftest.py refuses
+# a serial test whose file does not say so literally.
 TEST_WORKERS ?= 3
 # A failed integration or e2e test runs once more, and the summary names it with its first
 # failure (tests/conftest.py says why); TEST_RERUNS=0 shows every failure at once.
